@@ -1,0 +1,66 @@
+//! The root module every extension library exports.
+
+use abi_stable::{
+    declare_root_module_statics,
+    library::RootModule,
+    package_version_strings,
+    sabi_types::VersionStrings,
+    std_types::{RResult, RStr, RString, RVec},
+    StableAbi,
+};
+
+use super::types::{
+    FfiContext, FfiError, FfiInit, FfiItemEvent, FfiManifest, FfiMigration, FfiRequest,
+    FfiResponse, FfiSchedule,
+};
+
+/// The extension's entry points.
+///
+/// A prefix type: a later minor version of the SDK may append fields after
+/// the last one, and the host still loads extensions built against an
+/// earlier minor version (their missing fields read as `None`). Fields are
+/// never removed, reordered or retyped within a major version.
+///
+/// Every entry catches panics on the extension's side: no unwinding ever
+/// crosses the boundary.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = ExtensionModuleRef)))]
+#[sabi(missing_field(option))]
+pub struct ExtensionModule {
+    /// Who the extension is.
+    pub manifest: extern "C" fn() -> FfiManifest,
+
+    /// Schema migrations, applied by the host in order before `init`.
+    pub migrations: extern "C" fn() -> RVec<FfiMigration>,
+
+    /// Called once after migrations; receives the host's logger and services.
+    pub init: extern "C" fn(init: &FfiInit<'_>) -> RResult<(), RString>,
+
+    /// Handles one HTTP request routed to the extension's mount.
+    pub handle: extern "C" fn(request: &FfiRequest, ctx: &FfiContext<'_>) -> FfiResponse,
+
+    /// Receives every item event after the write that caused it committed.
+    /// An error is logged by the host; it never fails the write.
+    pub on_event: extern "C" fn(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<(), FfiError>,
+
+    /// The background jobs the extension registers.
+    pub schedules: extern "C" fn() -> RVec<FfiSchedule>,
+
+    /// Runs one registered job by name, with admin services.
+    #[sabi(last_prefix_field)]
+    pub run_schedule:
+        extern "C" fn(name: RStr<'_>, ctx: &FfiContext<'_>) -> RResult<(), FfiError>,
+
+    // ---- 1.1 ----
+    /// The extension's part of the platform's OpenAPI document: a JSON object
+    /// `{"paths": {...}}` with paths relative to the mount point.
+    pub openapi: extern "C" fn() -> RString,
+}
+
+impl RootModule for ExtensionModuleRef {
+    declare_root_module_statics! {ExtensionModuleRef}
+    const BASE_NAME: &'static str = "extension";
+    const NAME: &'static str = "extension";
+    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+}

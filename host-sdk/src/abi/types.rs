@@ -1,0 +1,247 @@
+//! Every value that crosses the host ⇄ extension boundary.
+//!
+//! Only `#[repr(C)]` types deriving `StableAbi` live here, so abi_stable can
+//! compare their layouts when a library is loaded. Structured data (queries,
+//! records, payloads) crosses as JSON text: the schema of a record is the
+//! platform's business, not the ABI's, so collections can evolve without
+//! touching this file.
+//!
+//! This file must stay self-contained (it only names `abi_stable` and items
+//! defined here): the ABI-compatibility fixtures include it verbatim to build
+//! an extension against an older minor version of the contract.
+
+// `#[sabi_trait]` expands to impls inside a const block.
+#![allow(non_local_definitions)]
+
+use abi_stable::{
+    sabi_trait,
+    sabi_types::{RMut, RRef},
+    std_types::{RArc, ROption, RResult, RStr, RString, RVec, Tuple2},
+    StableAbi,
+};
+
+/// Who and what an extension is. Returned by the `manifest` entry.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct FfiManifest {
+    /// Mount point and log target: the extension is served under `/{id}`.
+    pub id: RString,
+    /// Human-readable name.
+    pub name: RString,
+    /// The extension's own version.
+    pub version: RString,
+    /// The `host-sdk` version the extension was built against (semver).
+    pub sdk_version: RString,
+}
+
+/// An HTTP request routed to an extension, with the mount prefix removed.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct FfiRequest {
+    /// Upper-case method, e.g. `GET`.
+    pub method: RString,
+    /// Path below the mount point, always starting with `/`.
+    pub path: RString,
+    /// Raw query string without the leading `?` (percent-encoded).
+    pub query: RString,
+    /// Header names are lower-case.
+    pub headers: RVec<Tuple2<RString, RString>>,
+    pub body: RVec<u8>,
+}
+
+/// An extension's answer to a request.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct FfiResponse {
+    pub status: u16,
+    pub content_type: RString,
+    pub body: RVec<u8>,
+}
+
+/// The authenticated caller of a request, as the platform knows it.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct FfiAccountability {
+    /// The user's id.
+    pub user: RString,
+    /// The user's role id, if any.
+    pub role: ROption<RString>,
+    /// Whether one of the user's policies grants admin access.
+    pub admin: bool,
+}
+
+/// Whose rights an items operation runs with.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FfiAccess {
+    /// The caller's accountability: the platform's permissions apply
+    /// (an anonymous caller gets the `Public` policy).
+    Caller,
+    /// Full access, bypassing permissions.
+    Admin,
+}
+
+/// A failure reported by the host's services.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct FfiError {
+    /// Machine-readable code, e.g. `FORBIDDEN`, `RECORD_NOT_UNIQUE`.
+    pub code: RString,
+    pub message: RString,
+}
+
+/// An item event (`items.create`, `items.update`, `items.delete`), delivered
+/// after the write that caused it has committed.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct FfiItemEvent {
+    pub event: RString,
+    pub collection: RString,
+    /// JSON array of the primary keys written.
+    pub keys: RString,
+    /// JSON of the payload as given to the write.
+    pub payload: RString,
+    /// JSON array of the records before the write (updates and deletes).
+    pub before: ROption<RString>,
+    /// JSON array of the records after the write (creates and updates).
+    pub after: ROption<RString>,
+    /// Who wrote; `None` for anonymous callers and the host itself.
+    pub accountability: ROption<FfiAccountability>,
+}
+
+/// When a schedule runs.
+#[repr(C, u8)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub enum FfiScheduleSpec {
+    /// Every `seconds` seconds, first run one interval after start.
+    Every { seconds: u64 },
+    /// A cron expression with seconds: `sec min hour day month weekday`.
+    Cron { expr: RString },
+}
+
+/// A background job an extension registers.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct FfiSchedule {
+    pub name: RString,
+    pub spec: FfiScheduleSpec,
+}
+
+/// One schema migration of an extension: an id, unique and ordered within
+/// the extension, and the JSON list of its steps (see `host_sdk::schema`).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct FfiMigration {
+    pub id: RString,
+    pub steps: RString,
+}
+
+/// The host's log sink, handed to an extension at init so that its `log`
+/// lines come out in the host's log.
+#[sabi_trait]
+pub trait HostLogger: Clone + Send + Sync + 'static {
+    /// `level` is `log::Level as u8` (1 = error … 5 = trace).
+    #[sabi(last_prefix_field)]
+    fn log(&self, level: u8, target: RStr<'_>, message: RStr<'_>);
+}
+
+/// The platform's item services, as seen by one call of an extension.
+///
+/// Queries, records and payloads are JSON text. Every operation names the
+/// access it runs with. An object handed to an extension is valid only for
+/// the duration of the call it was handed to.
+#[sabi_trait]
+pub trait HostServices: Sync {
+    /// JSON array of records matching the query.
+    fn read_by_query(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        query: RStr<'_>,
+    ) -> RResult<RString, FfiError>;
+
+    /// JSON record, or `null` when no item has that key.
+    fn read_one(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        key: RStr<'_>,
+        query: RStr<'_>,
+    ) -> RResult<RString, FfiError>;
+
+    /// Creates one item from a JSON object; returns its key as JSON.
+    fn create_one(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        data: RStr<'_>,
+    ) -> RResult<RString, FfiError>;
+
+    /// Creates items from a JSON array, atomically; returns the keys as a JSON array.
+    fn create_many(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        data: RStr<'_>,
+    ) -> RResult<RString, FfiError>;
+
+    /// Applies a JSON object of changes to one item; returns its key as JSON.
+    fn update_one(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        key: RStr<'_>,
+        data: RStr<'_>,
+    ) -> RResult<RString, FfiError>;
+
+    /// Deletes one item; returns its key as JSON.
+    fn delete_one(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        key: RStr<'_>,
+    ) -> RResult<RString, FfiError>;
+
+    /// JSON array of aggregate rows for a query carrying `aggregate` and
+    /// optionally `groupBy`.
+    fn aggregate(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        query: RStr<'_>,
+    ) -> RResult<RString, FfiError>;
+
+    /// Runs `body` in one transaction: committed when it returns `ROk`,
+    /// rolled back otherwise. Nested calls join the outer transaction.
+    #[sabi(last_prefix_field)]
+    fn transaction(&self, body: TransactionBody_TO<'_, RMut<'_, ()>>) -> RResult<(), FfiError>;
+}
+
+/// The work of one transaction, called back by the host with services bound
+/// to the open transaction.
+#[sabi_trait]
+pub trait TransactionBody {
+    #[sabi(last_prefix_field)]
+    fn run(&mut self, tx: HostServices_TO<'_, RRef<'_, ()>>)
+        -> RResult<(), FfiError>;
+}
+
+/// What every call into an extension receives besides its arguments.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct FfiContext<'a> {
+    /// The caller, or `None` when anonymous.
+    pub accountability: ROption<FfiAccountability>,
+    pub services: HostServices_TO<'a, RRef<'a, ()>>,
+}
+
+/// What the `init` entry receives once, after the extension's migrations ran.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct FfiInit<'a> {
+    pub logger: HostLogger_TO<RArc<()>>,
+    /// The most verbose level the host will print (`log::LevelFilter as u8`).
+    pub max_log_level: u8,
+    /// Admin-capable services, valid during the call only.
+    pub services: HostServices_TO<'a, RRef<'a, ()>>,
+}

@@ -1,0 +1,154 @@
+//! The context of one call into the extension: who is calling, and the
+//! host's services.
+
+use std::any::Any;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::sabi_types::{RMut, RRef};
+use abi_stable::std_types::{RErr, ROk, RResult};
+
+use crate::abi::{FfiAccountability, FfiError, HostServices_TO, TransactionBody, TransactionBody_TO};
+use crate::error::ItemsError;
+use crate::items::{Access, Items, Services};
+
+/// The authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accountability {
+    /// The user's id.
+    pub user: String,
+    /// The user's role id.
+    pub role: Option<String>,
+    /// Whether the user has admin access.
+    pub admin: bool,
+}
+
+impl Accountability {
+    pub(crate) fn from_ffi(a: &FfiAccountability) -> Self {
+        Self {
+            user: a.user.to_string(),
+            role: a.role.as_ref().map(|r| r.to_string()).into_option(),
+            admin: a.admin,
+        }
+    }
+}
+
+/// What a handler, hook or schedule receives besides its arguments.
+pub struct Context<'a> {
+    accountability: Option<Accountability>,
+    services: &'a dyn Services,
+}
+
+impl<'a> Context<'a> {
+    pub(crate) fn new(accountability: Option<Accountability>, services: &'a dyn Services) -> Self {
+        Self {
+            accountability,
+            services,
+        }
+    }
+
+    /// The authenticated caller, or `None` when anonymous.
+    pub fn accountability(&self) -> Option<&Accountability> {
+        self.accountability.as_ref()
+    }
+
+    /// The caller's user id, or `None` when anonymous.
+    pub fn user_id(&self) -> Option<&str> {
+        self.accountability.as_ref().map(|a| a.user.as_str())
+    }
+
+    /// Item services with the given access.
+    pub fn items(&self, access: Access) -> Items<'a> {
+        Items {
+            services: self.services,
+            access,
+        }
+    }
+
+    /// Item services under the caller's permissions.
+    pub fn as_caller(&self) -> Items<'a> {
+        self.items(Access::Caller)
+    }
+
+    /// Item services with full access.
+    pub fn as_admin(&self) -> Items<'a> {
+        self.items(Access::Admin)
+    }
+
+    /// Runs `work` in one database transaction: every write it makes through
+    /// the context it receives is committed together when it returns `Ok`,
+    /// and none is when it returns `Err` or panics. Item events of the writes
+    /// are delivered after the commit.
+    pub fn transaction<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        F: FnOnce(&Context<'_>) -> Result<T, E>,
+        E: From<ItemsError>,
+    {
+        let mut body = Body {
+            work: Some(work),
+            accountability: self.accountability.clone(),
+            outcome: None,
+            panic: None,
+        };
+        let host_result = self
+            .services
+            .transaction(TransactionBody_TO::from_ptr(RMut::new(&mut body), TD_Opaque));
+        if let Some(payload) = body.panic.take() {
+            resume_unwind(payload);
+        }
+        match (host_result, body.outcome) {
+            (_, Some(Err(e))) => Err(e),
+            (ROk(()), Some(Ok(value))) => Ok(value),
+            // The work succeeded but the commit failed, or the transaction
+            // never started.
+            (RErr(e), _) => Err(ItemsError::from_ffi(e).into()),
+            (ROk(()), None) => Err(ItemsError::Other {
+                code: "INTERNAL".into(),
+                message: "the host committed a transaction without running it".into(),
+            }
+            .into()),
+        }
+    }
+}
+
+struct Body<F, T, E> {
+    work: Option<F>,
+    accountability: Option<Accountability>,
+    outcome: Option<Result<T, E>>,
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+impl<F, T, E> TransactionBody for Body<F, T, E>
+where
+    F: FnOnce(&Context<'_>) -> Result<T, E>,
+{
+    fn run(&mut self, tx: HostServices_TO<'_, RRef<'_, ()>>) -> RResult<(), FfiError> {
+        let Some(work) = self.work.take() else {
+            return RErr(FfiError {
+                code: "INTERNAL".into(),
+                message: "transaction body run twice".into(),
+            });
+        };
+        let ctx = Context::new(self.accountability.clone(), &tx);
+        match catch_unwind(AssertUnwindSafe(|| work(&ctx))) {
+            Ok(Ok(value)) => {
+                self.outcome = Some(Ok(value));
+                ROk(())
+            }
+            Ok(Err(e)) => {
+                self.outcome = Some(Err(e));
+                RErr(FfiError {
+                    code: "ROLLBACK".into(),
+                    message: "the transaction's work failed".into(),
+                })
+            }
+            Err(payload) => {
+                self.panic = Some(payload);
+                RErr(FfiError {
+                    code: "ROLLBACK".into(),
+                    message: "the transaction's work panicked".into(),
+                })
+            }
+        }
+    }
+}

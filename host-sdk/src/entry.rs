@@ -1,0 +1,195 @@
+//! The library's entry points: the root module built from an [`Extension`].
+//!
+//! Each `extern "C"` function catches panics, so no unwinding ever crosses
+//! the boundary; a panicking handler answers 500 `Internal extension error`.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use abi_stable::prefix_type::PrefixTypeTrait;
+use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString, RVec};
+use once_cell::sync::OnceCell;
+
+use crate::abi::{
+    ExtensionModule, ExtensionModuleRef, FfiContext, FfiError, FfiInit, FfiItemEvent,
+    FfiManifest, FfiMigration, FfiRequest, FfiResponse, FfiSchedule, FfiScheduleSpec,
+};
+use crate::context::{Accountability, Context};
+use crate::error::ApiError;
+use crate::events::ItemEvent;
+use crate::extension::{Extension, Schedule};
+use crate::http::{Request, Response};
+
+/// The extension of this library (one per cdylib: each has its own statics).
+static EXTENSION: OnceCell<Extension> = OnceCell::new();
+
+/// Builds the extension and returns the root module; called by
+/// [`export_extension!`](crate::export_extension) when the host loads the library.
+pub fn root_module(build: fn() -> Extension) -> ExtensionModuleRef {
+    EXTENSION.get_or_init(build);
+    ExtensionModule {
+        manifest,
+        migrations,
+        init,
+        handle,
+        on_event,
+        schedules,
+        run_schedule,
+        openapi,
+    }
+    .leak_into_prefix()
+}
+
+fn extension() -> &'static Extension {
+    // `root_module` ran before the host can call any entry point.
+    EXTENSION
+        .get()
+        .expect("host-sdk: entry point called before the root module was built")
+}
+
+fn ffi_error(code: &str, message: impl Into<String>) -> FfiError {
+    FfiError {
+        code: code.into(),
+        message: message.into().into(),
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
+fn context<'a>(ctx: &'a FfiContext<'_>) -> Context<'a> {
+    Context::new(
+        ctx.accountability
+            .as_ref()
+            .map(Accountability::from_ffi)
+            .into_option(),
+        &ctx.services,
+    )
+}
+
+extern "C" fn manifest() -> FfiManifest {
+    let ext = extension();
+    FfiManifest {
+        id: ext.id.as_str().into(),
+        name: ext.name.as_str().into(),
+        version: ext.version.as_str().into(),
+        sdk_version: crate::SDK_VERSION.into(),
+    }
+}
+
+extern "C" fn migrations() -> RVec<FfiMigration> {
+    let result = catch_unwind(|| {
+        extension()
+            .migrations
+            .iter()
+            .map(|(id, steps)| FfiMigration {
+                id: id.as_str().into(),
+                steps: serde_json::to_string(steps)
+                    .unwrap_or_else(|_| "[]".into())
+                    .into(),
+            })
+            .collect::<RVec<_>>()
+    });
+    result.unwrap_or_default()
+}
+
+extern "C" fn init(init: &FfiInit<'_>) -> RResult<(), RString> {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let ext = extension();
+        crate::logging::install(&ext.id, init.logger.clone(), init.max_log_level);
+        match &ext.init {
+            Some(job) => job(&Context::new(None, &init.services)).map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }));
+    match result {
+        Ok(Ok(())) => ROk(()),
+        Ok(Err(e)) => RErr(e.into()),
+        Err(p) => RErr(format!("init panicked: {}", panic_message(&*p)).into()),
+    }
+}
+
+extern "C" fn handle(request: &FfiRequest, ctx: &FfiContext<'_>) -> FfiResponse {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        extension()
+            .router
+            .dispatch(Request::from_ffi(request), &context(ctx))
+    }));
+    match result {
+        Ok(response) => response,
+        Err(_) => Response::error(&ApiError::internal("Internal extension error")),
+    }
+    .into_ffi()
+}
+
+extern "C" fn on_event(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<(), FfiError> {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let ext = extension();
+        if ext.hooks.is_empty() {
+            return Ok(());
+        }
+        let Some(event) = ItemEvent::from_ffi(event) else {
+            return Ok(());
+        };
+        let ctx = context(ctx);
+        let mut failures = Vec::new();
+        for hook in &ext.hooks {
+            if let Err(e) = hook(&event, &ctx) {
+                failures.push(e.to_string());
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("; "))
+        }
+    }));
+    match result {
+        Ok(Ok(())) => ROk(()),
+        Ok(Err(e)) => RErr(ffi_error("HOOK_FAILED", e)),
+        Err(p) => RErr(ffi_error("PANIC", format!("hook panicked: {}", panic_message(&*p)))),
+    }
+}
+
+extern "C" fn schedules() -> RVec<FfiSchedule> {
+    extension()
+        .schedules
+        .iter()
+        .map(|s| FfiSchedule {
+            name: s.name.as_str().into(),
+            spec: match &s.when {
+                Schedule::Every(d) => FfiScheduleSpec::Every {
+                    seconds: d.as_secs().max(1),
+                },
+                Schedule::Cron(expr) => FfiScheduleSpec::Cron {
+                    expr: expr.as_str().into(),
+                },
+            },
+        })
+        .collect()
+}
+
+extern "C" fn run_schedule(name: RStr<'_>, ctx: &FfiContext<'_>) -> RResult<(), FfiError> {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let Some(job) = extension().schedules.iter().find(|s| s.name == name.as_str()) else {
+            return Err(ffi_error("NOT_FOUND", format!("no schedule named `{name}`")));
+        };
+        (job.job)(&context(ctx)).map_err(|e| ffi_error("JOB_FAILED", e.to_string()))
+    }));
+    match result {
+        Ok(Ok(())) => ROk(()),
+        Ok(Err(e)) => RErr(e),
+        Err(p) => RErr(ffi_error("PANIC", format!("job panicked: {}", panic_message(&*p)))),
+    }
+}
+
+extern "C" fn openapi() -> RString {
+    let result = catch_unwind(|| {
+        serde_json::json!({ "paths": extension().router.openapi_paths() }).to_string()
+    });
+    result.unwrap_or_else(|_| "{}".into()).into()
+}

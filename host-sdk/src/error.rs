@@ -1,0 +1,104 @@
+//! The facade's error types.
+
+use crate::abi::FfiError;
+
+/// Any error a hook, schedule or init callback may return; it is logged by the host.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// An HTTP error answer: `{"error": message}` (plus `details` when set).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{status} {message}")]
+pub struct ApiError {
+    pub status: u16,
+    pub message: String,
+    pub details: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(status: u16, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            details: None,
+        }
+    }
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, message)
+    }
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(401, message)
+    }
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(403, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(404, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, message)
+    }
+    /// Adds a `details` member to the error body.
+    pub fn with_details(mut self, details: impl Into<String>) -> Self {
+        self.details = Some(details.into());
+        self
+    }
+}
+
+/// A failure of the host's item services.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ItemsError {
+    /// The access in use may not do this (`FORBIDDEN`).
+    #[error("{0}")]
+    Forbidden(String),
+    /// A unique constraint was violated (`RECORD_NOT_UNIQUE`).
+    #[error("{0}")]
+    NotUnique(String),
+    /// Bad collection, field, filter or sort (`INVALID_QUERY`).
+    #[error("{0}")]
+    InvalidQuery(String),
+    /// Bad payload: unknown field, wrong type, missing required value (`INVALID_PAYLOAD`).
+    #[error("{0}")]
+    InvalidPayload(String),
+    /// The item to update or delete does not exist (`NOT_FOUND`).
+    #[error("{0}")]
+    NotFound(String),
+    /// Anything else, with the host's code.
+    #[error("{message}")]
+    Other { code: String, message: String },
+}
+
+impl ItemsError {
+    /// The platform's error code.
+    pub fn code(&self) -> &str {
+        match self {
+            ItemsError::Forbidden(_) => "FORBIDDEN",
+            ItemsError::NotUnique(_) => "RECORD_NOT_UNIQUE",
+            ItemsError::InvalidQuery(_) => "INVALID_QUERY",
+            ItemsError::InvalidPayload(_) => "INVALID_PAYLOAD",
+            ItemsError::NotFound(_) => "NOT_FOUND",
+            ItemsError::Other { code, .. } => code,
+        }
+    }
+
+    pub(crate) fn from_ffi(e: FfiError) -> Self {
+        let message = e.message.into_string();
+        match e.code.as_str() {
+            "FORBIDDEN" => ItemsError::Forbidden(message),
+            "RECORD_NOT_UNIQUE" => ItemsError::NotUnique(message),
+            "INVALID_QUERY" => ItemsError::InvalidQuery(message),
+            "INVALID_PAYLOAD" => ItemsError::InvalidPayload(message),
+            "NOT_FOUND" => ItemsError::NotFound(message),
+            code => ItemsError::Other {
+                code: code.to_string(),
+                message,
+            },
+        }
+    }
+
+    pub(crate) fn decode(what: &str, e: serde_json::Error) -> Self {
+        ItemsError::Other {
+            code: "INTERNAL".into(),
+            message: format!("could not decode {what}: {e}"),
+        }
+    }
+}

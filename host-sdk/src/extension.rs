@@ -1,0 +1,113 @@
+//! The description of an extension: identity, migrations, routes, hooks,
+//! schedules and init, assembled with a builder.
+
+use std::time::Duration;
+
+use crate::context::Context;
+use crate::error::BoxError;
+use crate::events::ItemEvent;
+use crate::router::Router;
+use crate::schema::Step;
+
+pub(crate) type Hook = Box<dyn Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync>;
+pub(crate) type Job = Box<dyn Fn(&Context<'_>) -> Result<(), BoxError> + Send + Sync>;
+
+/// When a schedule runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Schedule {
+    /// At a fixed interval, first one interval after the host starts.
+    Every(Duration),
+    /// A cron expression with a seconds field: `sec min hour day month weekday`.
+    Cron(String),
+}
+
+pub(crate) struct ScheduledJob {
+    pub name: String,
+    pub when: Schedule,
+    pub job: Job,
+}
+
+/// Everything an extension registers with the host.
+pub struct Extension {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) migrations: Vec<(String, Vec<Step>)>,
+    pub(crate) router: Router,
+    pub(crate) hooks: Vec<Hook>,
+    pub(crate) schedules: Vec<ScheduledJob>,
+    pub(crate) init: Option<Job>,
+}
+
+impl Extension {
+    /// `id` is the mount point (`/{id}`) and the log target.
+    pub fn new(id: &str, name: &str, version: &str) -> Self {
+        Self {
+            id: id.to_string(),
+            name: name.to_string(),
+            version: version.to_string(),
+            migrations: Vec::new(),
+            router: Router::new(),
+            hooks: Vec::new(),
+            schedules: Vec::new(),
+            init: None,
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Adds a schema migration. Ids are applied once each, in the order added.
+    pub fn migration(mut self, id: &str, steps: Vec<Step>) -> Self {
+        self.migrations.push((id.to_string(), steps));
+        self
+    }
+
+    /// Registers routes.
+    pub fn routes(mut self, register: impl FnOnce(&mut Router)) -> Self {
+        register(&mut self.router);
+        self
+    }
+
+    /// Registers a hook called for every item event after its write committed.
+    pub fn on_event<H>(mut self, hook: H) -> Self
+    where
+        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.hooks.push(Box::new(hook));
+        self
+    }
+
+    /// Registers a background job, also runnable on demand by name.
+    pub fn schedule<J>(mut self, name: &str, when: Schedule, job: J) -> Self
+    where
+        J: Fn(&Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.schedules.push(ScheduledJob {
+            name: name.to_string(),
+            when,
+            job: Box::new(job),
+        });
+        self
+    }
+
+    /// Runs once at load, after migrations, with admin-capable services.
+    pub fn on_init<J>(mut self, job: J) -> Self
+    where
+        J: Fn(&Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.init = Some(Box::new(job));
+        self
+    }
+
+    /// The router, for testing handlers without a host.
+    pub fn router(&self) -> &Router {
+        &self.router
+    }
+
+    /// The migrations, in order.
+    pub fn migrations(&self) -> &[(String, Vec<Step>)] {
+        &self.migrations
+    }
+}

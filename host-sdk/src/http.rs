@@ -1,0 +1,180 @@
+//! Typed requests and responses of extension routes.
+
+use std::collections::HashMap;
+
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::abi::{FfiRequest, FfiResponse};
+use crate::error::ApiError;
+
+/// An HTTP request routed to the extension.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    method: String,
+    path: String,
+    params: HashMap<String, String>,
+    query: Vec<(String, String)>,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    /// A request as a host would deliver it; for tests of handlers.
+    pub fn new(method: &str, path_and_query: &str, body: impl Into<Vec<u8>>) -> Self {
+        let (path, query) = path_and_query
+            .split_once('?')
+            .unwrap_or((path_and_query, ""));
+        Self {
+            method: method.to_ascii_uppercase(),
+            path: path.to_string(),
+            params: HashMap::new(),
+            query: parse_query(query),
+            headers: Vec::new(),
+            body: body.into(),
+        }
+    }
+
+    pub(crate) fn from_ffi(r: &FfiRequest) -> Self {
+        Self {
+            method: r.method.to_string(),
+            path: r.path.to_string(),
+            params: HashMap::new(),
+            query: parse_query(&r.query),
+            headers: r
+                .headers
+                .iter()
+                .map(|t| (t.0.to_string(), t.1.to_string()))
+                .collect(),
+            body: r.body.to_vec(),
+        }
+    }
+
+    pub(crate) fn set_params(&mut self, params: HashMap<String, String>) {
+        self.params = params;
+    }
+
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The path below the extension's mount point.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// A path parameter (`:name` in the route); empty when absent.
+    pub fn param(&self, name: &str) -> &str {
+        self.params.get(name).map(String::as_str).unwrap_or("")
+    }
+
+    /// The first value of a query parameter, percent-decoded.
+    pub fn query(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A header value (names are case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// The body as JSON; an empty body reads as `{}`.
+    /// Invalid JSON gives 400 `Invalid JSON body`.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
+        let body: &[u8] = if self.body.iter().all(u8::is_ascii_whitespace) {
+            b"{}"
+        } else {
+            &self.body
+        };
+        serde_json::from_slice(body).map_err(|_| ApiError::bad_request("Invalid JSON body"))
+    }
+}
+
+fn parse_query(query: &str) -> Vec<(String, String)> {
+    form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+/// An HTTP response of an extension route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub status: u16,
+    pub content_type: String,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// A JSON response.
+    pub fn json<T: Serialize + ?Sized>(status: u16, value: &T) -> Self {
+        match serde_json::to_vec(value) {
+            Ok(body) => Self {
+                status,
+                content_type: "application/json".into(),
+                body,
+            },
+            Err(e) => Self::error(&ApiError::internal(format!("could not encode response: {e}"))),
+        }
+    }
+
+    /// 200 with a JSON body.
+    pub fn ok<T: Serialize + ?Sized>(value: &T) -> Self {
+        Self::json(200, value)
+    }
+
+    /// 201 with a JSON body.
+    pub fn created<T: Serialize + ?Sized>(value: &T) -> Self {
+        Self::json(201, value)
+    }
+
+    /// A plain-text response.
+    pub fn text(status: u16, text: impl Into<String>) -> Self {
+        Self {
+            status,
+            content_type: "text/plain; charset=utf-8".into(),
+            body: text.into().into_bytes(),
+        }
+    }
+
+    /// `{"error": message}` (plus `details`) with the error's status.
+    pub fn error(error: &ApiError) -> Self {
+        let mut body = serde_json::Map::new();
+        body.insert("error".into(), error.message.clone().into());
+        if let Some(details) = &error.details {
+            body.insert("details".into(), details.clone().into());
+        }
+        Self {
+            status: error.status,
+            content_type: "application/json".into(),
+            body: serde_json::Value::Object(body).to_string().into_bytes(),
+        }
+    }
+
+    /// The body parsed as JSON (for tests).
+    pub fn json_body(&self) -> Option<serde_json::Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+
+    pub(crate) fn into_ffi(self) -> FfiResponse {
+        FfiResponse {
+            status: self.status,
+            content_type: self.content_type.into(),
+            body: self.body.into(),
+        }
+    }
+}
+
+impl From<ApiError> for Response {
+    fn from(e: ApiError) -> Self {
+        Response::error(&e)
+    }
+}

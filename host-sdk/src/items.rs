@@ -1,0 +1,323 @@
+//! The items client: the platform's item services behind ordinary Rust.
+
+use abi_stable::std_types::{RResult, RStr, RString};
+use serde::{de::DeserializeOwned, Serialize};
+use serde_json::{Map, Value};
+
+use crate::abi::{FfiAccess, FfiError, HostServices_TO};
+use crate::error::ItemsError;
+
+/// Whose rights an items operation runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The caller's permissions (the `Public` policy when anonymous).
+    Caller,
+    /// Full access, bypassing permissions.
+    Admin,
+}
+
+impl From<Access> for FfiAccess {
+    fn from(a: Access) -> Self {
+        match a {
+            Access::Caller => FfiAccess::Caller,
+            Access::Admin => FfiAccess::Admin,
+        }
+    }
+}
+
+/// A query of the items service (the platform's query language).
+///
+/// `filter` uses the platform's filter rules (`{"field": {"_eq": value}}`,
+/// `_and`, `_or`, `$CURRENT_USER`, `$NOW`); `sort` names fields, `-` for
+/// descending. Without `limit` every matching item is returned.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Query {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter: Option<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sort: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregate: Option<Map<String, Value>>,
+    #[serde(rename = "groupBy", skip_serializing_if = "Vec::is_empty")]
+    pub group_by: Vec<String>,
+}
+
+impl Query {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn filter(mut self, filter: Value) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+    pub fn sort<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
+        self.sort = fields.iter().map(|s| s.as_ref().to_string()).collect();
+        self
+    }
+    pub fn limit(mut self, limit: i64) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+    pub fn offset(mut self, offset: u64) -> Self {
+        self.offset = Some(offset);
+        self
+    }
+    pub fn page(mut self, page: u64) -> Self {
+        self.page = Some(page);
+        self
+    }
+    pub fn fields<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
+        self.fields = Some(fields.iter().map(|s| s.as_ref().to_string()).collect());
+        self
+    }
+    /// Adds an aggregate function (`count`, `countDistinct`, `sum`, `avg`,
+    /// `min`, `max`) over fields (`*` for `count`).
+    pub fn aggregate<S: AsRef<str>>(mut self, function: &str, fields: &[S]) -> Self {
+        let list = fields
+            .iter()
+            .map(|s| Value::String(s.as_ref().to_string()))
+            .collect();
+        self.aggregate
+            .get_or_insert_with(Map::new)
+            .insert(function.to_string(), Value::Array(list));
+        self
+    }
+    pub fn group_by<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
+        self.group_by = fields.iter().map(|s| s.as_ref().to_string()).collect();
+        self
+    }
+
+    fn to_json(&self) -> String {
+        // A Query holds only JSON-representable values.
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_string())
+    }
+}
+
+/// The object-safe view of the host's services used by the facade; it erases
+/// the lifetimes of the FFI trait object.
+pub(crate) trait Services {
+    fn read_by_query(&self, a: FfiAccess, c: RStr<'_>, q: RStr<'_>) -> RResult<RString, FfiError>;
+    fn read_one(
+        &self,
+        a: FfiAccess,
+        c: RStr<'_>,
+        k: RStr<'_>,
+        q: RStr<'_>,
+    ) -> RResult<RString, FfiError>;
+    fn create_one(&self, a: FfiAccess, c: RStr<'_>, d: RStr<'_>) -> RResult<RString, FfiError>;
+    fn create_many(&self, a: FfiAccess, c: RStr<'_>, d: RStr<'_>) -> RResult<RString, FfiError>;
+    fn update_one(
+        &self,
+        a: FfiAccess,
+        c: RStr<'_>,
+        k: RStr<'_>,
+        d: RStr<'_>,
+    ) -> RResult<RString, FfiError>;
+    fn delete_one(&self, a: FfiAccess, c: RStr<'_>, k: RStr<'_>) -> RResult<RString, FfiError>;
+    fn aggregate(&self, a: FfiAccess, c: RStr<'_>, q: RStr<'_>) -> RResult<RString, FfiError>;
+    fn transaction(
+        &self,
+        body: crate::abi::TransactionBody_TO<'_, abi_stable::sabi_types::RMut<'_, ()>>,
+    ) -> RResult<(), FfiError>;
+}
+
+impl<'x, 'y> Services for HostServices_TO<'x, abi_stable::sabi_types::RRef<'y, ()>> {
+    fn read_by_query(&self, a: FfiAccess, c: RStr<'_>, q: RStr<'_>) -> RResult<RString, FfiError> {
+        crate::abi::HostServices::read_by_query(self, a, c, q)
+    }
+    fn read_one(
+        &self,
+        a: FfiAccess,
+        c: RStr<'_>,
+        k: RStr<'_>,
+        q: RStr<'_>,
+    ) -> RResult<RString, FfiError> {
+        crate::abi::HostServices::read_one(self, a, c, k, q)
+    }
+    fn create_one(&self, a: FfiAccess, c: RStr<'_>, d: RStr<'_>) -> RResult<RString, FfiError> {
+        crate::abi::HostServices::create_one(self, a, c, d)
+    }
+    fn create_many(&self, a: FfiAccess, c: RStr<'_>, d: RStr<'_>) -> RResult<RString, FfiError> {
+        crate::abi::HostServices::create_many(self, a, c, d)
+    }
+    fn update_one(
+        &self,
+        a: FfiAccess,
+        c: RStr<'_>,
+        k: RStr<'_>,
+        d: RStr<'_>,
+    ) -> RResult<RString, FfiError> {
+        crate::abi::HostServices::update_one(self, a, c, k, d)
+    }
+    fn delete_one(&self, a: FfiAccess, c: RStr<'_>, k: RStr<'_>) -> RResult<RString, FfiError> {
+        crate::abi::HostServices::delete_one(self, a, c, k)
+    }
+    fn aggregate(&self, a: FfiAccess, c: RStr<'_>, q: RStr<'_>) -> RResult<RString, FfiError> {
+        crate::abi::HostServices::aggregate(self, a, c, q)
+    }
+    fn transaction(
+        &self,
+        body: crate::abi::TransactionBody_TO<'_, abi_stable::sabi_types::RMut<'_, ()>>,
+    ) -> RResult<(), FfiError> {
+        crate::abi::HostServices::transaction(self, body)
+    }
+}
+
+/// The item services with one access mode. Get one from
+/// [`Context::as_caller`](crate::Context::as_caller) or
+/// [`Context::as_admin`](crate::Context::as_admin).
+#[derive(Clone, Copy)]
+pub struct Items<'a> {
+    pub(crate) services: &'a dyn Services,
+    pub(crate) access: Access,
+}
+
+fn decode<T: DeserializeOwned>(what: &str, text: RString) -> Result<T, ItemsError> {
+    serde_json::from_str(&text).map_err(|e| ItemsError::decode(what, e))
+}
+
+fn encode<T: Serialize + ?Sized>(value: &T) -> Result<String, ItemsError> {
+    serde_json::to_string(value).map_err(|e| ItemsError::InvalidPayload(e.to_string()))
+}
+
+fn key_string(key: Value) -> String {
+    match key {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+impl<'a> Items<'a> {
+    fn access(&self) -> FfiAccess {
+        self.access.into()
+    }
+
+    /// Records matching `query`, as JSON objects.
+    pub fn read_by_query(&self, collection: &str, query: &Query) -> Result<Vec<Value>, ItemsError> {
+        self.read_by_query_as(collection, query)
+    }
+
+    /// Records matching `query`, decoded into `T`.
+    pub fn read_by_query_as<T: DeserializeOwned>(
+        &self,
+        collection: &str,
+        query: &Query,
+    ) -> Result<Vec<T>, ItemsError> {
+        let q = query.to_json();
+        let out = self
+            .services
+            .read_by_query(self.access(), collection.into(), q.as_str().into())
+            .into_result()
+            .map_err(ItemsError::from_ffi)?;
+        decode("records", out)
+    }
+
+    /// The item with this key, or `None`.
+    pub fn read_one(&self, collection: &str, key: &str) -> Result<Option<Value>, ItemsError> {
+        self.read_one_with(collection, key, &Query::new())
+    }
+
+    /// The item with this key (limited to `query.fields`), decoded into `T`.
+    pub fn read_one_with<T: DeserializeOwned>(
+        &self,
+        collection: &str,
+        key: &str,
+        query: &Query,
+    ) -> Result<Option<T>, ItemsError> {
+        let q = query.to_json();
+        let out = self
+            .services
+            .read_one(self.access(), collection.into(), key.into(), q.as_str().into())
+            .into_result()
+            .map_err(ItemsError::from_ffi)?;
+        decode("record", out)
+    }
+
+    /// Creates one item; returns its key.
+    pub fn create_one<T: Serialize + ?Sized>(
+        &self,
+        collection: &str,
+        data: &T,
+    ) -> Result<String, ItemsError> {
+        let d = encode(data)?;
+        let out = self
+            .services
+            .create_one(self.access(), collection.into(), d.as_str().into())
+            .into_result()
+            .map_err(ItemsError::from_ffi)?;
+        decode::<Value>("key", out).map(key_string)
+    }
+
+    /// Creates several items atomically; returns their keys in order.
+    pub fn create_many<T: Serialize>(
+        &self,
+        collection: &str,
+        data: &[T],
+    ) -> Result<Vec<String>, ItemsError> {
+        let d = encode(data)?;
+        let out = self
+            .services
+            .create_many(self.access(), collection.into(), d.as_str().into())
+            .into_result()
+            .map_err(ItemsError::from_ffi)?;
+        let keys: Vec<Value> = decode("keys", out)?;
+        Ok(keys.into_iter().map(key_string).collect())
+    }
+
+    /// Applies changes to one item; returns its key.
+    pub fn update_one<T: Serialize + ?Sized>(
+        &self,
+        collection: &str,
+        key: &str,
+        data: &T,
+    ) -> Result<String, ItemsError> {
+        let d = encode(data)?;
+        let out = self
+            .services
+            .update_one(self.access(), collection.into(), key.into(), d.as_str().into())
+            .into_result()
+            .map_err(ItemsError::from_ffi)?;
+        decode::<Value>("key", out).map(key_string)
+    }
+
+    /// Deletes one item.
+    pub fn delete_one(&self, collection: &str, key: &str) -> Result<(), ItemsError> {
+        self.services
+            .delete_one(self.access(), collection.into(), key.into())
+            .into_result()
+            .map_err(ItemsError::from_ffi)?;
+        Ok(())
+    }
+
+    /// Aggregate rows for a query with [`Query::aggregate`] (and optionally
+    /// [`Query::group_by`]).
+    pub fn aggregate(&self, collection: &str, query: &Query) -> Result<Vec<Value>, ItemsError> {
+        let q = query.to_json();
+        let out = self
+            .services
+            .aggregate(self.access(), collection.into(), q.as_str().into())
+            .into_result()
+            .map_err(ItemsError::from_ffi)?;
+        decode("aggregate", out)
+    }
+
+    /// Number of items matching `filter` (`None`: all items).
+    pub fn count(&self, collection: &str, filter: Option<Value>) -> Result<u64, ItemsError> {
+        let mut query = Query::new().aggregate("count", &["*"]);
+        query.filter = filter;
+        let rows = self.aggregate(collection, &query)?;
+        Ok(rows
+            .first()
+            .and_then(|row| row.get("count"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0))
+    }
+}

@@ -1,0 +1,76 @@
+//! # host-sdk
+//!
+//! The contract between the platform host and its extensions.
+//!
+//! * [`abi`]: the stable binary interface (on `abi_stable`): the root module
+//!   every extension library exports, the request context and the host's
+//!   services as FFI-safe trait objects. Hosts use it directly.
+//! * Everything else is the safe facade extension authors write against:
+//!   a [`Router`], typed [`Request`]/[`Response`]/[`ApiError`], the
+//!   [`Items`] client, [`schema`] migrations, item-event hooks and schedules.
+//!   Extension code needs no `unsafe` and sees no FFI type.
+//!
+//! ```ignore
+//! use host_sdk::prelude::*;
+//!
+//! fn extension() -> Extension {
+//!     Extension::new("hello", "Hello", env!("CARGO_PKG_VERSION"))
+//!         .routes(|r| {
+//!             r.get("/greet/:name", |req, _ctx| {
+//!                 Ok(Response::json(200, &serde_json::json!({"hello": req.param("name")})))
+//!             });
+//!         })
+//! }
+//!
+//! host_sdk::export_extension!(extension);
+//! ```
+
+pub mod abi;
+mod context;
+mod entry;
+mod error;
+mod events;
+mod extension;
+mod http;
+mod items;
+mod logging;
+mod router;
+pub mod schema;
+
+pub use context::{Accountability, Context};
+pub use error::{ApiError, BoxError, ItemsError};
+pub use events::{EventKind, ItemEvent};
+pub use extension::{Extension, Schedule};
+pub use http::{Request, Response};
+pub use items::{Access, Items, Query};
+pub use router::{Route, Router};
+
+/// The SDK version an extension is built against; travels in its manifest.
+pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Everything an extension module usually needs.
+pub mod prelude {
+    pub use crate::{
+        schema, Access, Accountability, ApiError, BoxError, Context, EventKind, Extension,
+        ItemEvent, Items, ItemsError, Query, Request, Response, Router, Schedule,
+    };
+}
+
+/// Exports the extension built by `$build` (a `fn() -> Extension`) as the
+/// library's root module. Use it once, at the root of a `cdylib` crate.
+///
+/// The crate must also depend on `abi_stable` (the export attribute names it).
+#[macro_export]
+macro_rules! export_extension {
+    ($build:path) => {
+        #[::abi_stable::export_root_module]
+        pub fn __host_sdk_root_module() -> $crate::abi::ExtensionModuleRef {
+            $crate::__private::root_module($build)
+        }
+    };
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::entry::root_module;
+}

@@ -1,0 +1,188 @@
+//! Routes of an extension: method + path pattern → handler.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use crate::context::Context;
+use crate::error::ApiError;
+use crate::http::{Request, Response};
+
+/// What a route runs.
+pub type Handler =
+    Box<dyn Fn(&Request, &Context<'_>) -> Result<Response, ApiError> + Send + Sync + 'static>;
+
+enum Segment {
+    Literal(String),
+    Param(String),
+}
+
+/// One registered route.
+pub struct Route {
+    method: String,
+    pattern: String,
+    segments: Vec<Segment>,
+    summary: Option<String>,
+    handler: Handler,
+}
+
+impl Route {
+    /// A one-line description for the OpenAPI document.
+    pub fn summary(&mut self, text: &str) -> &mut Self {
+        self.summary = Some(text.to_string());
+        self
+    }
+
+    fn matches(&self, method: &str, path: &str) -> Option<HashMap<String, String>> {
+        if self.method != method {
+            return None;
+        }
+        let mut parts = path.trim_matches('/').split('/').filter(|s| !s.is_empty());
+        let mut params = HashMap::new();
+        for segment in &self.segments {
+            let part = parts.next()?;
+            match segment {
+                Segment::Literal(lit) if lit == part => {}
+                Segment::Literal(_) => return None,
+                Segment::Param(name) => {
+                    params.insert(name.clone(), percent_decode(part));
+                }
+            }
+        }
+        if parts.next().is_some() {
+            return None;
+        }
+        Some(params)
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// The extension's routes, matched in registration order.
+#[derive(Default)]
+pub struct Router {
+    routes: Vec<Route>,
+}
+
+impl Router {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a route; `pattern` is a path below the mount point whose
+    /// `:name` segments are parameters (`/videos/:slug`).
+    pub fn route<H>(&mut self, method: &str, pattern: &str, handler: H) -> &mut Route
+    where
+        H: Fn(&Request, &Context<'_>) -> Result<Response, ApiError> + Send + Sync + 'static,
+    {
+        let segments = pattern
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(|s| match s.strip_prefix(':') {
+                Some(name) => Segment::Param(name.to_string()),
+                None => Segment::Literal(s.to_string()),
+            })
+            .collect();
+        self.routes.push(Route {
+            method: method.to_ascii_uppercase(),
+            pattern: pattern.to_string(),
+            segments,
+            summary: None,
+            handler: Box::new(handler),
+        });
+        let last = self.routes.len() - 1;
+        &mut self.routes[last]
+    }
+
+    pub fn get<H>(&mut self, pattern: &str, handler: H) -> &mut Route
+    where
+        H: Fn(&Request, &Context<'_>) -> Result<Response, ApiError> + Send + Sync + 'static,
+    {
+        self.route("GET", pattern, handler)
+    }
+
+    pub fn post<H>(&mut self, pattern: &str, handler: H) -> &mut Route
+    where
+        H: Fn(&Request, &Context<'_>) -> Result<Response, ApiError> + Send + Sync + 'static,
+    {
+        self.route("POST", pattern, handler)
+    }
+
+    pub fn patch<H>(&mut self, pattern: &str, handler: H) -> &mut Route
+    where
+        H: Fn(&Request, &Context<'_>) -> Result<Response, ApiError> + Send + Sync + 'static,
+    {
+        self.route("PATCH", pattern, handler)
+    }
+
+    pub fn delete<H>(&mut self, pattern: &str, handler: H) -> &mut Route
+    where
+        H: Fn(&Request, &Context<'_>) -> Result<Response, ApiError> + Send + Sync + 'static,
+    {
+        self.route("DELETE", pattern, handler)
+    }
+
+    /// Runs the first route matching the request; 404 `Route not found`
+    /// when none does.
+    pub fn dispatch(&self, mut request: Request, ctx: &Context<'_>) -> Response {
+        for route in &self.routes {
+            if let Some(params) = route.matches(request.method(), request.path()) {
+                request.set_params(params);
+                return match (route.handler)(&request, ctx) {
+                    Ok(response) => response,
+                    Err(error) => Response::error(&error),
+                };
+            }
+        }
+        Response::error(&ApiError::not_found("Route not found"))
+    }
+
+    /// The routes as an OpenAPI `paths` object (paths relative to the mount).
+    pub fn openapi_paths(&self) -> Value {
+        let mut paths = Map::new();
+        for route in &self.routes {
+            let path: String = route
+                .segments
+                .iter()
+                .map(|s| match s {
+                    Segment::Literal(l) => format!("/{l}"),
+                    Segment::Param(p) => format!("/{{{p}}}"),
+                })
+                .collect();
+            let path = if path.is_empty() { "/".into() } else { path };
+            let params: Vec<Value> = route
+                .segments
+                .iter()
+                .filter_map(|s| match s {
+                    Segment::Param(p) => Some(json!({
+                        "name": p, "in": "path", "required": true, "schema": {"type": "string"}
+                    })),
+                    Segment::Literal(_) => None,
+                })
+                .collect();
+            let mut op = Map::new();
+            op.insert(
+                "summary".into(),
+                route.summary.clone().unwrap_or_else(|| route.pattern.clone()).into(),
+            );
+            if !params.is_empty() {
+                op.insert("parameters".into(), Value::Array(params));
+            }
+            op.insert(
+                "responses".into(),
+                json!({"default": {"description": "JSON response"}}),
+            );
+            let entry = paths
+                .entry(path)
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(methods) = entry {
+                methods.insert(route.method.to_ascii_lowercase(), Value::Object(op));
+            }
+        }
+        Value::Object(paths)
+    }
+}

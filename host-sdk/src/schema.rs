@@ -1,0 +1,190 @@
+//! Schema migrations, declared independently of the database.
+//!
+//! An extension ships its collections as a list of [`Step`]s; the host
+//! translates them for its storage backend (SQLite today). Every collection
+//! has an implicit primary key `id`: a UUID v4 string the host assigns.
+//! Fields named `date_created`, `user_created` and `date_updated` are filled
+//! by the host on create (and update) when a collection has them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The type of a field's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldType {
+    /// A UUID string (keys and references).
+    Uuid,
+    /// A short string.
+    String,
+    /// A long string.
+    Text,
+    /// A 64-bit integer.
+    Integer,
+    /// A double-precision number.
+    Float,
+    Boolean,
+    /// An RFC 3339 UTC timestamp with milliseconds (`2026-11-22T10:00:00.000Z`).
+    Timestamp,
+    /// Any JSON value, stored and returned as JSON.
+    Json,
+}
+
+/// One field of a collection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Field {
+    pub field: String,
+    #[serde(rename = "type")]
+    pub kind: FieldType,
+    /// Whether null is allowed (default true).
+    #[serde(default = "yes")]
+    pub nullable: bool,
+    /// The value stored when a create omits the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    /// A unique constraint on this field alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unique: bool,
+    /// The collection this field refers to (a many-to-one relation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub references: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Field {
+    pub fn new(field: &str, kind: FieldType) -> Self {
+        Self {
+            field: field.to_string(),
+            kind,
+            nullable: true,
+            default: None,
+            unique: false,
+            references: None,
+        }
+    }
+    pub fn uuid(field: &str) -> Self {
+        Self::new(field, FieldType::Uuid)
+    }
+    pub fn string(field: &str) -> Self {
+        Self::new(field, FieldType::String)
+    }
+    pub fn text(field: &str) -> Self {
+        Self::new(field, FieldType::Text)
+    }
+    pub fn integer(field: &str) -> Self {
+        Self::new(field, FieldType::Integer)
+    }
+    pub fn float(field: &str) -> Self {
+        Self::new(field, FieldType::Float)
+    }
+    pub fn boolean(field: &str) -> Self {
+        Self::new(field, FieldType::Boolean)
+    }
+    pub fn timestamp(field: &str) -> Self {
+        Self::new(field, FieldType::Timestamp)
+    }
+    pub fn json(field: &str) -> Self {
+        Self::new(field, FieldType::Json)
+    }
+    /// A UUID field referring to an item of `collection`.
+    pub fn reference(field: &str, collection: &str) -> Self {
+        let mut f = Self::uuid(field);
+        f.references = Some(collection.to_string());
+        f
+    }
+    pub fn not_null(mut self) -> Self {
+        self.nullable = false;
+        self
+    }
+    pub fn default(mut self, value: Value) -> Self {
+        self.default = Some(value);
+        self
+    }
+    pub fn unique(mut self) -> Self {
+        self.unique = true;
+        self
+    }
+}
+
+/// An index over one or more fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Index {
+    pub fields: Vec<String>,
+    #[serde(default)]
+    pub unique: bool,
+}
+
+/// One step of a migration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Step {
+    /// Creates a collection (with its `id` key) and its indexes.
+    CreateCollection {
+        collection: String,
+        fields: Vec<Field>,
+        #[serde(default)]
+        indexes: Vec<Index>,
+    },
+    /// Adds a field to an existing collection.
+    AddField { collection: String, field: Field },
+    /// Adds an index to an existing collection.
+    CreateIndex { collection: String, index: Index },
+    /// Inserts seed items (ids are generated where missing). No item events
+    /// are emitted for seed data.
+    InsertItems {
+        collection: String,
+        items: Vec<Value>,
+    },
+}
+
+/// Builder of a [`Step::CreateCollection`].
+#[derive(Debug, Clone)]
+pub struct Collection {
+    name: String,
+    fields: Vec<Field>,
+    indexes: Vec<Index>,
+}
+
+impl Collection {
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            fields: Vec::new(),
+            indexes: Vec::new(),
+        }
+    }
+    pub fn field(mut self, field: Field) -> Self {
+        self.fields.push(field);
+        self
+    }
+    pub fn index<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
+        self.indexes.push(Index {
+            fields: fields.iter().map(|s| s.as_ref().to_string()).collect(),
+            unique: false,
+        });
+        self
+    }
+    pub fn unique<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
+        self.indexes.push(Index {
+            fields: fields.iter().map(|s| s.as_ref().to_string()).collect(),
+            unique: true,
+        });
+        self
+    }
+    pub fn build(self) -> Step {
+        Step::CreateCollection {
+            collection: self.name,
+            fields: self.fields,
+            indexes: self.indexes,
+        }
+    }
+}
+
+impl From<Collection> for Step {
+    fn from(c: Collection) -> Self {
+        c.build()
+    }
+}
