@@ -1,0 +1,233 @@
+//! Who is calling: static tokens (stored hashed), passwords (argon2), and
+//! the accountability a token resolves to, with the policies that apply.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use argon2::password_hash::{rand_core::OsRng, PasswordHasher, SaltString};
+use argon2::Argon2;
+use parking_lot::Mutex;
+use rand::RngCore;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::query::{Filter, Op, ReadQuery};
+use crate::storage::{read_with, Conn, Store, StoreError};
+
+/// The authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accountability {
+    pub user: String,
+    pub role: Option<String>,
+    pub admin: bool,
+    /// Ids of every policy that applies (the user's and the role's).
+    pub policies: Vec<String>,
+}
+
+/// Tokens are high-entropy random strings, so a fast digest is the right
+/// hash: it lets a token be looked up by equality on an index.
+pub fn hash_token(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+pub fn hash_password(password: &str) -> Result<String, String> {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| format!("cannot hash password: {e}"))
+}
+
+/// A new random static token (256 bits, hex).
+pub fn generate_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("Invalid token")]
+    InvalidToken,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+const CACHE_LIMIT: usize = 10_000;
+
+/// Resolves tokens and policies, caching both until the next write to a
+/// collection that changes access.
+pub struct Auth {
+    epoch: AtomicU64,
+    tokens: Mutex<HashMap<String, (u64, Accountability)>>,
+    public: Mutex<Option<(u64, Vec<String>)>>,
+}
+
+impl Default for Auth {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn eq(field: &str, value: Value) -> Filter {
+    Filter::Cond {
+        field: field.into(),
+        op: Op::Eq,
+        value,
+    }
+}
+
+impl Auth {
+    pub fn new() -> Self {
+        Self {
+            epoch: AtomicU64::new(1),
+            tokens: Mutex::new(HashMap::new()),
+            public: Mutex::new(None),
+        }
+    }
+
+    /// Forgets every cached decision (after a write to users, roles,
+    /// policies, access or permissions).
+    pub fn invalidate(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// The accountability of a token; `InvalidToken` when it matches no
+    /// active user.
+    pub fn authenticate(&self, store: &dyn Store, token: &str) -> Result<Accountability, AuthError> {
+        let hashed = hash_token(token);
+        let epoch = self.epoch();
+        if let Some((e, acc)) = self.tokens.lock().get(&hashed) {
+            if *e == epoch {
+                return Ok(acc.clone());
+            }
+        }
+        let found = read_with(store, |conn| lookup_token(store, conn, &hashed))?;
+        let acc = found.ok_or(AuthError::InvalidToken)?;
+        let mut cache = self.tokens.lock();
+        if cache.len() >= CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(hashed, (epoch, acc.clone()));
+        Ok(acc)
+    }
+
+    /// The policies of anonymous callers: access rows with neither role nor user.
+    pub fn public_policies(&self, store: &dyn Store) -> Result<Vec<String>, StoreError> {
+        let epoch = self.epoch();
+        if let Some((e, p)) = &*self.public.lock() {
+            if *e == epoch {
+                return Ok(p.clone());
+            }
+        }
+        let schema = store.schema();
+        let Some(access) = schema.get("platform_access") else {
+            return Ok(Vec::new());
+        };
+        let mut q = ReadQuery::all_fields(access);
+        q.fields = vec!["policy".into()];
+        q.filter = Some(Filter::And(vec![
+            eq("role", Value::Null),
+            eq("user", Value::Null),
+        ]));
+        let rows = read_with(store, |conn| conn.select(access, &q))?;
+        let policies: Vec<String> = rows
+            .iter()
+            .filter_map(|r| r.get("policy").and_then(Value::as_str).map(String::from))
+            .collect();
+        *self.public.lock() = Some((epoch, policies.clone()));
+        Ok(policies)
+    }
+}
+
+/// Finds the active user with this token hash and their policies.
+fn lookup_token(
+    store: &dyn Store,
+    conn: &mut dyn Conn,
+    hashed: &str,
+) -> Result<Option<Accountability>, StoreError> {
+    let schema = store.schema();
+    let (Some(users), Some(access), Some(policies)) = (
+        schema.get("platform_users"),
+        schema.get("platform_access"),
+        schema.get("platform_policies"),
+    ) else {
+        return Ok(None);
+    };
+    let mut q = ReadQuery::all_fields(users);
+    q.fields = vec!["id".into(), "role".into()];
+    q.filter = Some(Filter::And(vec![
+        eq("token", json!(hashed)),
+        eq("status", json!("active")),
+    ]));
+    q.limit = Some(1);
+    let Some(user) = conn.select(users, &q)?.into_iter().next() else {
+        return Ok(None);
+    };
+    let user_id = user.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+    let role = user.get("role").and_then(Value::as_str).map(String::from);
+
+    let mut holders = vec![eq("user", json!(user_id))];
+    if let Some(role) = &role {
+        holders.push(eq("role", json!(role)));
+    }
+    let mut q = ReadQuery::all_fields(access);
+    q.fields = vec!["policy".into()];
+    q.filter = Some(Filter::Or(holders));
+    let mut policy_ids: Vec<String> = conn
+        .select(access, &q)?
+        .iter()
+        .filter_map(|r| r.get("policy").and_then(Value::as_str).map(String::from))
+        .collect();
+    policy_ids.sort();
+    policy_ids.dedup();
+
+    let admin = if policy_ids.is_empty() {
+        false
+    } else {
+        let mut q = ReadQuery::all_fields(policies);
+        q.fields = vec!["id".into()];
+        q.filter = Some(Filter::And(vec![
+            Filter::Cond {
+                field: "id".into(),
+                op: Op::In,
+                value: json!(policy_ids),
+            },
+            eq("admin_access", json!(true)),
+        ]));
+        q.limit = Some(1);
+        !conn.select(policies, &q)?.is_empty()
+    };
+    Ok(Some(Accountability {
+        user: user_id,
+        role,
+        admin,
+        policies: policy_ids,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_hash_is_stable_and_not_the_token() {
+        let t = "secret-token";
+        assert_eq!(hash_token(t), hash_token(t));
+        assert_ne!(hash_token(t), t);
+        assert_eq!(hash_token(t).len(), 64);
+        assert_ne!(generate_token(), generate_token());
+    }
+
+    #[test]
+    fn password_hash_is_salted_argon2() {
+        let a = hash_password("pw").unwrap();
+        let b = hash_password("pw").unwrap();
+        assert!(a.starts_with("$argon2"));
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,178 @@
+//! Loading extension libraries: every check happens here, at load time,
+//! never at request time.
+
+use std::path::{Path, PathBuf};
+
+use abi_stable::library::{lib_header_from_path, LibraryError};
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::RArc;
+use host_sdk::abi::{ExtensionModuleRef, FfiInit, FfiScheduleSpec, HostLogger_TO};
+use serde_json::Value;
+
+use super::logger::ExtLogger;
+use super::services::ExtServices;
+use super::{LoadedExtension, ScheduleDef, When};
+use crate::items::Platform;
+
+/// Why a library was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot open the library: {0}")]
+    Open(String),
+    #[error("no extension root module: the library exports no abi_stable root module ({0})")]
+    NoRootModule(String),
+    #[error("ABI layout mismatch with this host's host-sdk {host}: {detail}")]
+    Layout { host: &'static str, detail: String },
+    #[error("built against host-sdk {found}; this host supports host-sdk {supported}")]
+    SdkVersion { found: String, supported: String },
+    #[error("invalid manifest: {0}")]
+    Manifest(String),
+    #[error("extension id `{0}` is already mounted")]
+    Duplicate(String),
+    #[error("migration {id} failed: {detail}")]
+    Migration { id: String, detail: String },
+    #[error("init failed: {0}")]
+    Init(String),
+}
+
+/// Ids that would shadow the host's own routes.
+const RESERVED_IDS: &[&str] = &["items", "server", "auth", "extensions"];
+
+/// Whether a file name looks like a dynamic library of this platform.
+pub fn is_library(path: &Path) -> bool {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or_default();
+    matches!(ext, "so" | "dylib" | "dll")
+}
+
+/// The libraries of a folder, in name order.
+pub fn libraries_in(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && is_library(p))
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+fn major(version: &str) -> Option<u64> {
+    version.split('.').next()?.trim().parse().ok()
+}
+
+fn describe(e: LibraryError) -> LoadError {
+    match e {
+        LibraryError::OpenError { err, .. } => LoadError::Open(err.to_string()),
+        LibraryError::GetSymbolError { err, .. } => LoadError::NoRootModule(err.to_string()),
+        LibraryError::AbiInstability(detail) => LoadError::Layout {
+            host: host_sdk::SDK_VERSION,
+            detail: detail.to_string().lines().take(12).collect::<Vec<_>>().join(" | "),
+        },
+        LibraryError::IncompatibleVersionNumber { actual_version, .. } => LoadError::SdkVersion {
+            found: actual_version.to_string(),
+            supported: format!("{}.x", major(host_sdk::SDK_VERSION).unwrap_or(1)),
+        },
+        other => LoadError::Open(other.to_string()),
+    }
+}
+
+/// Loads one library: ABI and version checks, manifest, migrations, init.
+pub fn load(path: &Path, platform: &Platform, taken: &[String]) -> Result<LoadedExtension, LoadError> {
+    let header = lib_header_from_path(path).map_err(describe)?;
+    let module = header
+        .init_root_module::<ExtensionModuleRef>()
+        .map_err(describe)?;
+
+    let manifest = (module.manifest())();
+    let id = manifest.id.to_string();
+    let sdk_version = manifest.sdk_version.to_string();
+    if major(&sdk_version) != major(host_sdk::SDK_VERSION) {
+        return Err(LoadError::SdkVersion {
+            found: sdk_version,
+            supported: format!("{}.x", major(host_sdk::SDK_VERSION).unwrap_or(1)),
+        });
+    }
+    let valid_id = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if !valid_id {
+        return Err(LoadError::Manifest(format!(
+            "id `{id}` must be non-empty lower-case letters, digits, `-` or `_`"
+        )));
+    }
+    if RESERVED_IDS.contains(&id.as_str()) {
+        return Err(LoadError::Manifest(format!("id `{id}` is reserved by the host")));
+    }
+    if taken.contains(&id) {
+        return Err(LoadError::Duplicate(id));
+    }
+
+    for migration in (module.migrations())() {
+        let mid = migration.id.to_string();
+        let steps: Vec<host_sdk::schema::Step> = serde_json::from_str(&migration.steps).map_err(|e| LoadError::Migration {
+            id: mid.clone(),
+            detail: format!("unreadable steps: {e}"),
+        })?;
+        match platform.store.migrate(&id, &mid, &steps) {
+            Ok(true) => log::info!("[{id}] applied migration {mid}"),
+            Ok(false) => {}
+            Err(e) => {
+                return Err(LoadError::Migration {
+                    id: mid,
+                    detail: e.to_string(),
+                })
+            }
+        }
+    }
+
+    let services = ExtServices::new(platform, None);
+    let init = FfiInit {
+        logger: HostLogger_TO::from_ptr(RArc::new(ExtLogger::new(&id)), TD_Opaque),
+        max_log_level: log::max_level() as u8,
+        services: services.context().services,
+    };
+    if let Err(e) = (module.init())(&init).into_result() {
+        return Err(LoadError::Init(e.into_string()));
+    }
+
+    let mut schedules = Vec::new();
+    for s in (module.schedules())() {
+        let when = match &s.spec {
+            FfiScheduleSpec::Every { seconds } => When::Every(std::time::Duration::from_secs((*seconds).max(1))),
+            FfiScheduleSpec::Cron { expr } => match expr.as_str().parse::<cron::Schedule>() {
+                Ok(schedule) => When::Cron(Box::new(schedule)),
+                Err(e) => {
+                    log::error!("[{id}] schedule `{}` ignored: invalid cron `{expr}`: {e}", s.name);
+                    continue;
+                }
+            },
+        };
+        schedules.push(ScheduleDef {
+            name: s.name.to_string(),
+            when,
+        });
+    }
+
+    // Fields of later minor versions are optional: an extension built
+    // against an earlier one simply has none.
+    let openapi = module
+        .openapi()
+        .map(|f| f().into_string())
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .unwrap_or(Value::Null);
+
+    Ok(LoadedExtension {
+        id,
+        name: manifest.name.to_string(),
+        version: manifest.version.to_string(),
+        sdk_version,
+        path: path.to_path_buf(),
+        module,
+        schedules,
+        openapi,
+    })
+}

@@ -1,0 +1,232 @@
+//! The host's side of `HostServices`: the items service, handed to an
+//! extension for the duration of one call.
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::sabi_types::{RMut, RRef};
+use abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString};
+use host_sdk::abi::{
+    FfiAccess, FfiAccountability, FfiContext, FfiError, HostServices, HostServices_TO,
+    TransactionBody_TO,
+};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::auth::Accountability;
+use crate::items::{ItemEvent, ItemsError, Platform, Session, Who};
+use crate::query::WireQuery;
+use crate::storage::{Conn, StoreError};
+
+struct TxState<'a> {
+    conn: &'a mut dyn Conn,
+    events: &'a mut Vec<ItemEvent>,
+}
+
+/// Services for one extension call; bound to an open transaction when
+/// handed to a transaction body.
+pub struct ExtServices<'a> {
+    platform: &'a Platform,
+    accountability: Option<Accountability>,
+    tx: Option<Mutex<TxState<'a>>>,
+}
+
+pub fn ffi_accountability(a: &Accountability) -> FfiAccountability {
+    FfiAccountability {
+        user: a.user.as_str().into(),
+        role: a.role.as_deref().map(RString::from).into(),
+        admin: a.admin,
+    }
+}
+
+fn ffi_error(e: &ItemsError) -> FfiError {
+    FfiError {
+        code: e.code().into(),
+        message: e.to_string().into(),
+    }
+}
+
+fn parse_json(text: RStr<'_>, what: &str) -> Result<Value, ItemsError> {
+    serde_json::from_str(text.as_str())
+        .map_err(|e| ItemsError::InvalidPayload(format!("invalid {what} JSON: {e}")))
+}
+
+fn to_text<T: serde::Serialize>(value: &T) -> Result<RString, ItemsError> {
+    serde_json::to_string(value)
+        .map(RString::from)
+        .map_err(|e| ItemsError::Internal(e.to_string()))
+}
+
+impl<'a> ExtServices<'a> {
+    pub fn new(platform: &'a Platform, accountability: Option<Accountability>) -> Self {
+        Self {
+            platform,
+            accountability,
+            tx: None,
+        }
+    }
+
+    /// The FFI context of a call made with these services.
+    pub fn context(&self) -> FfiContext<'_> {
+        FfiContext {
+            accountability: self.accountability.as_ref().map(ffi_accountability).into(),
+            services: HostServices_TO::from_ptr(RRef::new(self), TD_Opaque),
+        }
+    }
+
+    fn who(&self, access: FfiAccess) -> Who {
+        match access {
+            FfiAccess::Caller => Who::caller(self.accountability.clone()),
+            FfiAccess::Admin => Who::admin(self.accountability.clone()),
+        }
+    }
+
+    fn run<T: serde::Serialize>(
+        &self,
+        access: FfiAccess,
+        op: impl FnOnce(&Platform, &mut Session<'_>, &Who) -> Result<T, ItemsError>,
+    ) -> RResult<RString, FfiError> {
+        let who = self.who(access);
+        let result = match &self.tx {
+            Some(tx) => {
+                let mut state = tx.lock();
+                let state = &mut *state;
+                let mut session = Session::Tx {
+                    conn: &mut *state.conn,
+                    events: &mut *state.events,
+                };
+                op(self.platform, &mut session, &who)
+            }
+            None => op(self.platform, &mut Session::Auto, &who),
+        };
+        match result.and_then(|v| to_text(&v)) {
+            Ok(text) => ROk(text),
+            Err(e) => RErr(ffi_error(&e)),
+        }
+    }
+}
+
+impl HostServices for ExtServices<'_> {
+    fn read_by_query(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        query: RStr<'_>,
+    ) -> RResult<RString, FfiError> {
+        self.run(access, |p, s, who| {
+            let q = WireQuery::from_json(query.as_str())?;
+            p.read_by_query(s, who, collection.as_str(), &q, None)
+        })
+    }
+
+    fn read_one(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        key: RStr<'_>,
+        query: RStr<'_>,
+    ) -> RResult<RString, FfiError> {
+        self.run(access, |p, s, who| {
+            let q = WireQuery::from_json(query.as_str())?;
+            p.read_one(s, who, collection.as_str(), key.as_str(), &q)
+        })
+    }
+
+    fn create_one(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        data: RStr<'_>,
+    ) -> RResult<RString, FfiError> {
+        self.run(access, |p, s, who| {
+            let data = parse_json(data, "payload")?;
+            p.create_one(s, who, collection.as_str(), &data)
+        })
+    }
+
+    fn create_many(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        data: RStr<'_>,
+    ) -> RResult<RString, FfiError> {
+        self.run(access, |p, s, who| {
+            let data = parse_json(data, "payload")?;
+            p.create_many(s, who, collection.as_str(), &data)
+        })
+    }
+
+    fn update_one(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        key: RStr<'_>,
+        data: RStr<'_>,
+    ) -> RResult<RString, FfiError> {
+        self.run(access, |p, s, who| {
+            let data = parse_json(data, "payload")?;
+            p.update_one(s, who, collection.as_str(), key.as_str(), &data)
+        })
+    }
+
+    fn delete_one(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        key: RStr<'_>,
+    ) -> RResult<RString, FfiError> {
+        self.run(access, |p, s, who| {
+            p.delete_one(s, who, collection.as_str(), key.as_str())
+        })
+    }
+
+    fn aggregate(
+        &self,
+        access: FfiAccess,
+        collection: RStr<'_>,
+        query: RStr<'_>,
+    ) -> RResult<RString, FfiError> {
+        self.run(access, |p, s, who| {
+            let q = WireQuery::from_json(query.as_str())?;
+            p.aggregate(s, who, collection.as_str(), &q)
+        })
+    }
+
+    fn transaction(&self, mut body: TransactionBody_TO<'_, RMut<'_, ()>>) -> RResult<(), FfiError> {
+        if self.tx.is_some() {
+            // Nested: join the open transaction.
+            return body.run(HostServices_TO::from_ptr(RRef::new(self), TD_Opaque));
+        }
+        let mut events = Vec::new();
+        let mut failure: Option<FfiError> = None;
+        let result = self.platform.store.write(&mut |conn| {
+            events.clear();
+            let bound = ExtServices {
+                platform: self.platform,
+                accountability: self.accountability.clone(),
+                tx: Some(Mutex::new(TxState {
+                    conn,
+                    events: &mut events,
+                })),
+            };
+            match body.run(HostServices_TO::from_ptr(RRef::new(&bound), TD_Opaque)) {
+                ROk(()) => Ok(()),
+                RErr(e) => {
+                    failure = Some(e);
+                    Err(StoreError::Aborted)
+                }
+            }
+        });
+        match (result, failure) {
+            (_, Some(e)) => RErr(e),
+            (Ok(()), None) => {
+                self.platform.dispatch(events);
+                ROk(())
+            }
+            (Err(e), None) => RErr(ffi_error(&ItemsError::from(e))),
+        }
+    }
+}
+
+/// `ROption` of an accountability, for FFI structs.
+pub fn ffi_accountability_opt(a: Option<&Accountability>) -> ROption<FfiAccountability> {
+    a.map(ffi_accountability).into()
+}

@@ -1,0 +1,96 @@
+//! Every error answer of the HTTP layer, mapped to a response in one place.
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::items::ItemsError;
+
+/// A failure of a host route (items API shape) or of an extension mount
+/// (`{error}` shape).
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// An items-service failure on a host route.
+    #[error(transparent)]
+    Items(#[from] ItemsError),
+    /// A token that matches no active user, on a host route.
+    #[error("Invalid token")]
+    InvalidCredentials,
+    /// A token that matches no active user, under an extension's mount.
+    #[error("Invalid token")]
+    ExtensionInvalidToken,
+    #[error("Payload too large")]
+    PayloadTooLarge,
+    /// Unreadable request body on a host route.
+    #[error("{0}")]
+    InvalidPayload(String),
+    /// Unknown route outside any extension.
+    #[error("Route {0} doesn't exist.")]
+    RouteNotFound(String),
+    /// A failure around an extension call, in the `{error}` shape.
+    #[error("{message}")]
+    Extension { status: StatusCode, message: String },
+    /// A failure of the host itself, items shape.
+    #[error("{0}")]
+    Internal(String),
+}
+
+fn items_body(status: StatusCode, code: &str, message: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        json!({"errors": [{"message": message, "extensions": {"code": code}}]}).to_string(),
+    )
+        .into_response()
+}
+
+fn simple_body(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        json!({ "error": message }).to_string(),
+    )
+        .into_response()
+}
+
+pub fn items_status(e: &ItemsError) -> StatusCode {
+    match e {
+        ItemsError::Forbidden(_) => StatusCode::FORBIDDEN,
+        ItemsError::NotFound(_) => StatusCode::NOT_FOUND,
+        ItemsError::InvalidQuery(_) | ItemsError::InvalidPayload(_) | ItemsError::NotUnique(_) => {
+            StatusCode::BAD_REQUEST
+        }
+        ItemsError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ItemsError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl IntoResponse for HttpError {
+    fn into_response(self) -> Response {
+        let message = self.to_string();
+        match &self {
+            HttpError::Items(e) => {
+                if matches!(e, ItemsError::Internal(_)) {
+                    log::error!("items service failure: {e}");
+                }
+                items_body(items_status(e), e.code(), &message)
+            }
+            HttpError::InvalidCredentials => {
+                items_body(StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS", &message)
+            }
+            HttpError::ExtensionInvalidToken => simple_body(StatusCode::UNAUTHORIZED, &message),
+            HttpError::PayloadTooLarge => simple_body(StatusCode::PAYLOAD_TOO_LARGE, &message),
+            HttpError::InvalidPayload(_) => {
+                items_body(StatusCode::BAD_REQUEST, "INVALID_PAYLOAD", &message)
+            }
+            HttpError::RouteNotFound(_) => {
+                items_body(StatusCode::NOT_FOUND, "ROUTE_NOT_FOUND", &message)
+            }
+            HttpError::Extension { status, .. } => simple_body(*status, &message),
+            HttpError::Internal(m) => {
+                log::error!("host failure: {m}");
+                items_body(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", &message)
+            }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Everything outside the host's routes: `/{extension id}/...` goes to that
+//! extension's handler, off the async workers.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+
+use super::{authenticate, blocking, read_body, request_token, AppState, HttpError};
+use crate::auth::AuthError;
+use crate::extensions::{ExtRequest, Registry};
+
+/// Splits `/svc/videos/x` into (`svc`, `/videos/x`).
+fn split_mount(path: &str) -> (&str, String) {
+    let trimmed = path.trim_start_matches('/');
+    match trimmed.split_once('/') {
+        Some((id, rest)) => (id, format!("/{rest}")),
+        None => (trimmed, "/".to_string()),
+    }
+}
+
+/// The query string without the caller's token: extensions never see it.
+fn query_without_token(query: Option<&str>) -> String {
+    let Some(q) = query else {
+        return String::new();
+    };
+    if !q.contains("access_token") {
+        return q.to_string();
+    }
+    q.split('&')
+        .filter(|pair| pair.split('=').next() != Some("access_token"))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+pub async fn dispatch(
+    State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, HttpError> {
+    let (id, sub_path) = split_mount(uri.path());
+    if state.registry.get(id).is_none() {
+        return Err(HttpError::RouteNotFound(uri.path().to_string()));
+    }
+    let id = id.to_string();
+    let bytes = read_body(body, &headers, state.max_payload).await?;
+    let token = request_token(&headers, &uri);
+    let request = ExtRequest {
+        method: method.as_str().to_string(),
+        path: sub_path,
+        query: query_without_token(uri.query()),
+        headers: headers
+            .iter()
+            .filter(|(name, _)| *name != header::AUTHORIZATION && *name != header::COOKIE)
+            .filter_map(|(name, value)| {
+                value
+                    .to_str()
+                    .ok()
+                    .map(|v| (name.as_str().to_string(), v.to_string()))
+            })
+            .collect(),
+        body: bytes.to_vec(),
+    };
+    let platform = state.platform.clone();
+    let registry = state.registry.clone();
+    let answer = blocking(move || {
+        let accountability = match authenticate(&platform, token.as_deref()) {
+            Ok(acc) => acc,
+            Err(AuthError::InvalidToken) => return Err(HttpError::ExtensionInvalidToken),
+            Err(AuthError::Store(e)) => {
+                return Err(HttpError::Extension {
+                    status: StatusCode::INTERNAL_SERVER_ERROR,
+                    message: e.to_string(),
+                })
+            }
+        };
+        let Some(ext) = registry.get(&id) else {
+            return Err(HttpError::RouteNotFound(id));
+        };
+        Ok(Registry::handle(ext, &platform, accountability, request))
+    })
+    .await?;
+
+    let status = StatusCode::from_u16(answer.status).map_err(|_| HttpError::Extension {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        message: "Internal extension error".into(),
+    })?;
+    let content_type = HeaderValue::from_str(answer.content_type.as_str())
+        .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
+    Ok((status, [(header::CONTENT_TYPE, content_type)], answer.body.into_vec()).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mounts_split() {
+        assert_eq!(split_mount("/svc/videos/a"), ("svc", "/videos/a".to_string()));
+        assert_eq!(split_mount("/svc"), ("svc", "/".to_string()));
+        assert_eq!(split_mount("/svc/"), ("svc", "/".to_string()));
+    }
+
+    #[test]
+    fn tokens_are_removed_from_the_query() {
+        assert_eq!(query_without_token(Some("a=1&access_token=x&b=2")), "a=1&b=2");
+        assert_eq!(query_without_token(Some("limit=5")), "limit=5");
+        assert_eq!(query_without_token(None), "");
+    }
+}

@@ -1,0 +1,206 @@
+//! `/items/:collection[/:id]`: the platform's REST API over the items
+//! service, under the caller's permissions.
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use super::{authenticate, blocking, read_body, request_token, AppState, HttpError};
+use crate::auth::AuthError;
+use crate::items::{ItemsError, Platform, Session, Who};
+use crate::query::{ListParam, WireQuery};
+
+/// The REST API's page size when a request gives no `limit` (`-1`: all).
+const DEFAULT_LIMIT: u64 = 100;
+
+fn caller(platform: &Platform, headers: &HeaderMap, uri: &Uri) -> Result<Who, HttpError> {
+    match authenticate(platform, request_token(headers, uri).as_deref()) {
+        Ok(acc) => Ok(Who::caller(acc)),
+        Err(AuthError::InvalidToken) => Err(HttpError::InvalidCredentials),
+        Err(AuthError::Store(e)) => Err(HttpError::Internal(e.to_string())),
+    }
+}
+
+fn bad_query(message: impl Into<String>) -> HttpError {
+    HttpError::Items(ItemsError::InvalidQuery(message.into()))
+}
+
+fn int_param(name: &str, value: &str) -> Result<i64, HttpError> {
+    value
+        .trim()
+        .parse::<i64>()
+        .map_err(|_| bad_query(format!("\"{name}\" must be an integer")))
+}
+
+/// Reads the query language from query-string parameters.
+pub fn parse_query_string(query: Option<&str>) -> Result<WireQuery, HttpError> {
+    let mut q = WireQuery::default();
+    let mut aggregate = Map::new();
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match key.as_ref() {
+            "filter" => {
+                q.filter = Some(
+                    serde_json::from_str(&value)
+                        .map_err(|_| bad_query("\"filter\" must be a JSON object"))?,
+                )
+            }
+            "sort" => q.sort = Some(ListParam::Text(value.into_owned())),
+            "fields" => q.fields = Some(ListParam::Text(value.into_owned())),
+            "groupBy" => q.group_by = Some(ListParam::Text(value.into_owned())),
+            "limit" => q.limit = Some(int_param("limit", &value)?),
+            "offset" => q.offset = Some(int_param("offset", &value)?),
+            "page" => q.page = Some(int_param("page", &value)?),
+            "aggregate" => {
+                let parsed: Value = serde_json::from_str(&value)
+                    .map_err(|_| bad_query("\"aggregate\" must be a JSON object"))?;
+                match parsed {
+                    Value::Object(m) => aggregate.extend(m),
+                    _ => return Err(bad_query("\"aggregate\" must be a JSON object")),
+                }
+            }
+            k if k.starts_with("aggregate[") && k.ends_with(']') => {
+                let function = &k["aggregate[".len()..k.len() - 1];
+                aggregate.insert(function.to_string(), Value::String(value.into_owned()));
+            }
+            _ => {}
+        }
+    }
+    if !aggregate.is_empty() {
+        q.aggregate = Some(aggregate);
+    }
+    Ok(q)
+}
+
+fn data(value: impl serde::Serialize) -> Response {
+    Json(json!({ "data": value })).into_response()
+}
+
+pub async fn read_many(
+    State(state): State<AppState>,
+    Path(collection): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, HttpError> {
+    let platform = state.platform.clone();
+    blocking(move || {
+        let who = caller(&platform, &headers, &uri)?;
+        let q = parse_query_string(uri.query())?;
+        let mut session = Session::Auto;
+        if q.aggregate.is_some() {
+            Ok(data(platform.aggregate(&mut session, &who, &collection, &q)?))
+        } else {
+            Ok(data(platform.read_by_query(&mut session, &who, &collection, &q, Some(DEFAULT_LIMIT))?))
+        }
+    })
+    .await
+}
+
+/// A missing item reads as forbidden for non-admins, so that ids of other
+/// users' items cannot be probed.
+fn missing(who: &Who, id: &str) -> HttpError {
+    if who.is_admin() {
+        HttpError::Items(ItemsError::NotFound(format!("Item \"{id}\" not found")))
+    } else {
+        HttpError::Items(ItemsError::forbidden())
+    }
+}
+
+pub async fn read_one(
+    State(state): State<AppState>,
+    Path((collection, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, HttpError> {
+    let platform = state.platform.clone();
+    blocking(move || {
+        let who = caller(&platform, &headers, &uri)?;
+        let q = parse_query_string(uri.query())?;
+        match platform.read_one(&mut Session::Auto, &who, &collection, &id, &q)? {
+            Some(record) => Ok(data(record)),
+            None => Err(missing(&who, &id)),
+        }
+    })
+    .await
+}
+
+/// Reads back what a write produced; a caller who may not read it gets 204.
+fn read_back(platform: &Platform, who: &Who, collection: &str, keys: &[String], q: &WireQuery, many: bool) -> Result<Response, HttpError> {
+    let mut records = Vec::with_capacity(keys.len());
+    for key in keys {
+        match platform.read_one(&mut Session::Auto, who, collection, key, q) {
+            Ok(Some(r)) => records.push(Value::Object(r)),
+            Ok(None) | Err(ItemsError::Forbidden(_)) => return Ok(StatusCode::NO_CONTENT.into_response()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if many {
+        Ok(data(records))
+    } else {
+        Ok(data(records.into_iter().next().unwrap_or(Value::Null)))
+    }
+}
+
+fn parse_json_body(bytes: &[u8]) -> Result<Value, HttpError> {
+    serde_json::from_slice(bytes).map_err(|_| HttpError::InvalidPayload("Invalid JSON body".into()))
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    Path(collection): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Result<Response, HttpError> {
+    let bytes = read_body(body, &headers, state.max_payload).await?;
+    let platform = state.platform.clone();
+    blocking(move || {
+        let who = caller(&platform, &headers, &uri)?;
+        let payload = parse_json_body(&bytes)?;
+        let q = parse_query_string(uri.query())?;
+        let many = payload.is_array();
+        let keys = if many {
+            platform.create_many(&mut Session::Auto, &who, &collection, &payload)?
+        } else {
+            vec![platform.create_one(&mut Session::Auto, &who, &collection, &payload)?]
+        };
+        read_back(&platform, &who, &collection, &keys, &q, many)
+    })
+    .await
+}
+
+pub async fn update(
+    State(state): State<AppState>,
+    Path((collection, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Result<Response, HttpError> {
+    let bytes = read_body(body, &headers, state.max_payload).await?;
+    let platform = state.platform.clone();
+    blocking(move || {
+        let who = caller(&platform, &headers, &uri)?;
+        let payload = parse_json_body(&bytes)?;
+        let q = parse_query_string(uri.query())?;
+        let key = platform.update_one(&mut Session::Auto, &who, &collection, &id, &payload)?;
+        read_back(&platform, &who, &collection, &[key], &q, false)
+    })
+    .await
+}
+
+pub async fn delete(
+    State(state): State<AppState>,
+    Path((collection, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, HttpError> {
+    let platform = state.platform.clone();
+    blocking(move || {
+        let who = caller(&platform, &headers, &uri)?;
+        platform.delete_one(&mut Session::Auto, &who, &collection, &id)?;
+        Ok(StatusCode::NO_CONTENT.into_response())
+    })
+    .await
+}

@@ -1,0 +1,141 @@
+//! The HTTP face of the platform: the host's routes, extension mounts,
+//! authentication of each request, body limits and graceful shutdown.
+
+mod errors;
+mod extension_api;
+mod items_api;
+mod server_api;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Uri};
+use axum::routing::get;
+use axum::Router;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::Value;
+use tokio::sync::watch;
+
+pub use errors::HttpError;
+pub use server_api::build_openapi as server_api_openapi;
+
+use crate::auth::{Accountability, AuthError};
+use crate::extensions::Registry;
+use crate::items::Platform;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub platform: Arc<Platform>,
+    pub registry: Arc<Registry>,
+    pub max_payload: usize,
+    pub openapi: Arc<Value>,
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/server/ping", get(server_api::ping))
+        .route("/server/health", get(server_api::health))
+        .route("/server/specs/oas", get(server_api::openapi))
+        .route("/server/extensions", get(server_api::extensions))
+        .route(
+            "/items/{collection}",
+            get(items_api::read_many).post(items_api::create),
+        )
+        .route(
+            "/items/{collection}/{id}",
+            get(items_api::read_one)
+                .patch(items_api::update)
+                .delete(items_api::delete),
+        )
+        .fallback(extension_api::dispatch)
+        .with_state(state)
+}
+
+/// Serves until SIGINT/SIGTERM, then finishes in-flight requests.
+pub async fn serve(state: AppState, addr: SocketAddr, shutdown_tx: watch::Sender<bool>) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    log::info!("listening on http://{bound}");
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            log::info!("shutting down: finishing in-flight requests");
+            let _ = shutdown_tx.send(true);
+        })
+        .await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = terminate => {}
+    }
+}
+
+/// Reads a body up to the configured limit.
+pub async fn read_body(body: Body, headers: &HeaderMap, limit: usize) -> Result<Bytes, HttpError> {
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(HttpError::PayloadTooLarge);
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(HttpError::PayloadTooLarge),
+        Err(e) => Err(HttpError::InvalidPayload(format!("could not read the body: {e}"))),
+    }
+}
+
+/// The token of a request: `Authorization: Bearer …` or `?access_token=`.
+pub fn request_token(headers: &HeaderMap, uri: &Uri) -> Option<String> {
+    if let Some(value) = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        let mut parts = value.splitn(2, ' ');
+        if let (Some(scheme), Some(token)) = (parts.next(), parts.next()) {
+            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() {
+                return Some(token.trim().to_string());
+            }
+        }
+    }
+    form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+        .find(|(k, _)| k == "access_token")
+        .map(|(_, v)| v.into_owned())
+        .filter(|t| !t.is_empty())
+}
+
+/// Resolves a token (blocking: may read the database).
+pub fn authenticate(platform: &Platform, token: Option<&str>) -> Result<Option<Accountability>, AuthError> {
+    match token {
+        None => Ok(None),
+        Some(t) => platform.auth.authenticate(platform.store.as_ref(), t).map(Some),
+    }
+}
+
+/// Runs blocking work (database, extension calls) off the async workers.
+pub async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, HttpError> + Send + 'static,
+) -> Result<T, HttpError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| Err(HttpError::Internal(format!("worker failed: {e}"))))
+}

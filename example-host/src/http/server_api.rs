@@ -1,0 +1,110 @@
+//! `/server/*`: liveness, health and the OpenAPI document.
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use super::AppState;
+use crate::extensions::Registry;
+
+pub async fn ping() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "pong")
+}
+
+pub async fn health(State(state): State<AppState>) -> impl IntoResponse {
+    let platform = state.platform.clone();
+    let ok = super::blocking(move || {
+        crate::storage::read_with(platform.store.as_ref(), |conn| {
+            let _ = conn;
+            Ok(())
+        })
+        .map_err(|e| super::HttpError::Internal(e.to_string()))
+    })
+    .await
+    .is_ok();
+    let status = if ok {
+        axum::http::StatusCode::OK
+    } else {
+        axum::http::StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(json!({"status": if ok { "ok" } else { "error" }})))
+}
+
+/// The mounted extensions and their manifests (administrators only).
+pub async fn extensions(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    uri: axum::http::Uri,
+) -> Result<Json<Value>, super::HttpError> {
+    let platform = state.platform.clone();
+    let token = super::request_token(&headers, &uri);
+    let who = super::blocking(move || match super::authenticate(&platform, token.as_deref()) {
+        Ok(acc) => Ok(acc),
+        Err(crate::auth::AuthError::InvalidToken) => Err(super::HttpError::InvalidCredentials),
+        Err(crate::auth::AuthError::Store(e)) => Err(super::HttpError::Internal(e.to_string())),
+    })
+    .await?;
+    if !who.is_some_and(|a| a.admin) {
+        return Err(crate::items::ItemsError::forbidden().into());
+    }
+    let list: Vec<Value> = state
+        .registry
+        .all()
+        .iter()
+        .map(|e| {
+            json!({
+                "id": e.id,
+                "name": e.name,
+                "version": e.version,
+                "sdk_version": e.sdk_version,
+                "file": e.path.display().to_string(),
+                "mount": format!("/{}", e.id),
+                "schedules": e.schedules.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "data": list })))
+}
+
+pub async fn openapi(State(state): State<AppState>) -> impl IntoResponse {
+    Json(state.openapi.as_ref().clone())
+}
+
+/// The platform's OpenAPI document: the host's routes plus each
+/// extension's part, prefixed with its mount point.
+pub fn build_openapi(registry: &Registry) -> Value {
+    let mut paths = Map::new();
+    let host_routes = [
+        ("/server/ping", "get", "Liveness: answers pong"),
+        ("/server/health", "get", "Health of the platform and its database"),
+        ("/server/specs/oas", "get", "This OpenAPI document"),
+        ("/items/{collection}", "get", "Read items (filter, sort, limit, offset, page, fields, aggregate, groupBy)"),
+        ("/items/{collection}", "post", "Create one item (object) or several (array)"),
+        ("/items/{collection}/{id}", "get", "Read one item"),
+        ("/items/{collection}/{id}", "patch", "Update one item"),
+        ("/items/{collection}/{id}", "delete", "Delete one item"),
+    ];
+    for (path, method, summary) in host_routes {
+        let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
+        entry[method] = json!({"summary": summary, "responses": {"default": {"description": "JSON response"}}});
+    }
+    for ext in registry.all() {
+        if let Some(ext_paths) = ext.openapi.get("paths").and_then(Value::as_object) {
+            for (path, ops) in ext_paths {
+                let full = if path == "/" {
+                    format!("/{}", ext.id)
+                } else {
+                    format!("/{}{}", ext.id, path)
+                };
+                paths.insert(full, ops.clone());
+            }
+        }
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "example-host", "version": env!("CARGO_PKG_VERSION")},
+        "paths": paths,
+    })
+}

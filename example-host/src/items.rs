@@ -1,0 +1,706 @@
+//! The items service: reads and writes of any collection, under a caller's
+//! permissions or as admin, with the host's special fields, secrets kept
+//! out of every answer, and item events after each committed write.
+
+use std::sync::Arc;
+
+use once_cell::sync::OnceCell;
+use serde_json::{json, Map, Value};
+
+use crate::auth::{self, Accountability, Auth};
+use crate::permissions::{Action, Grant, Permissions};
+use crate::platform_schema::{affects_access, is_secret};
+use crate::query::{parse_filter, Filter, Op, QueryError, ReadQuery, Vars, WireQuery};
+use crate::schema::CollectionDef;
+use crate::storage::{Conn, Record, Store, StoreError};
+use crate::values;
+
+/// A failure of the items service, with the platform's error code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ItemsError {
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    InvalidQuery(String),
+    #[error("{0}")]
+    InvalidPayload(String),
+    #[error("{0}")]
+    NotUnique(String),
+    #[error("The database is busy, try again")]
+    Unavailable,
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ItemsError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ItemsError::Forbidden(_) => "FORBIDDEN",
+            ItemsError::NotFound(_) => "NOT_FOUND",
+            ItemsError::InvalidQuery(_) => "INVALID_QUERY",
+            ItemsError::InvalidPayload(_) => "INVALID_PAYLOAD",
+            ItemsError::NotUnique(_) => "RECORD_NOT_UNIQUE",
+            ItemsError::Unavailable => "SERVICE_UNAVAILABLE",
+            ItemsError::Internal(_) => "INTERNAL",
+        }
+    }
+
+    pub fn forbidden() -> Self {
+        ItemsError::Forbidden("You don't have permission to access this.".into())
+    }
+}
+
+impl From<StoreError> for ItemsError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotUnique(m) => ItemsError::NotUnique(m),
+            StoreError::Busy => ItemsError::Unavailable,
+            StoreError::Invalid(m) => ItemsError::InvalidPayload(m),
+            StoreError::Backend(m) => ItemsError::Internal(m),
+            StoreError::Aborted => ItemsError::Internal("transaction aborted".into()),
+        }
+    }
+}
+
+impl From<QueryError> for ItemsError {
+    fn from(e: QueryError) -> Self {
+        ItemsError::InvalidQuery(e.0)
+    }
+}
+
+/// What happened, for hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Create,
+    Update,
+    Delete,
+}
+
+impl EventKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Create => "items.create",
+            EventKind::Update => "items.update",
+            EventKind::Delete => "items.delete",
+        }
+    }
+}
+
+/// One committed write.
+#[derive(Debug, Clone)]
+pub struct ItemEvent {
+    pub kind: EventKind,
+    pub collection: String,
+    pub keys: Vec<String>,
+    pub payload: Value,
+    pub before: Option<Vec<Record>>,
+    pub after: Option<Vec<Record>>,
+    pub accountability: Option<Accountability>,
+}
+
+/// Receives item events after their write committed.
+pub trait EventSink: Send + Sync {
+    fn dispatch(&self, platform: &Platform, events: Vec<ItemEvent>);
+}
+
+/// Who an operation runs as.
+#[derive(Debug, Clone, Default)]
+pub struct Who {
+    /// The caller (also used for `user_created` and `$CURRENT_USER`).
+    pub accountability: Option<Accountability>,
+    /// Bypass permissions (the extension asked for admin access, or the
+    /// host itself is writing).
+    pub bypass: bool,
+}
+
+impl Who {
+    pub fn caller(accountability: Option<Accountability>) -> Self {
+        Self {
+            accountability,
+            bypass: false,
+        }
+    }
+    pub fn admin(accountability: Option<Accountability>) -> Self {
+        Self {
+            accountability,
+            bypass: true,
+        }
+    }
+    pub fn system() -> Self {
+        Self::admin(None)
+    }
+    pub fn is_admin(&self) -> bool {
+        self.bypass || self.accountability.as_ref().is_some_and(|a| a.admin)
+    }
+    fn vars(&self) -> Vars {
+        Vars::new(self.accountability.as_ref().map(|a| a.user.clone()))
+    }
+}
+
+/// Where an operation runs: its own transaction, or one already open.
+pub enum Session<'s> {
+    Auto,
+    Tx {
+        conn: &'s mut dyn Conn,
+        events: &'s mut Vec<ItemEvent>,
+    },
+}
+
+/// The platform core shared by every request.
+pub struct Platform {
+    pub store: Arc<dyn Store>,
+    pub auth: Auth,
+    pub permissions: Permissions,
+    events: OnceCell<Arc<dyn EventSink>>,
+}
+
+fn key_filter(key: &str) -> Filter {
+    Filter::Cond {
+        field: "id".into(),
+        op: Op::Eq,
+        value: Value::String(key.to_string()),
+    }
+}
+
+impl Platform {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self {
+            store,
+            auth: Auth::new(),
+            permissions: Permissions::default(),
+            events: OnceCell::new(),
+        }
+    }
+
+    /// Connects the receiver of item events (once, after extensions load).
+    pub fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
+        let _ = self.events.set(sink);
+    }
+
+    /// Delivers events of a committed write.
+    pub fn dispatch(&self, events: Vec<ItemEvent>) {
+        if events.is_empty() {
+            return;
+        }
+        if events.iter().any(|e| affects_access(&e.collection)) {
+            self.auth.invalidate();
+        }
+        if let Some(sink) = self.events.get() {
+            sink.dispatch(self, events);
+        }
+    }
+
+    fn collection(&self, who: &Who, name: &str) -> Result<Arc<CollectionDef>, ItemsError> {
+        match self.store.schema().get(name) {
+            Some(def) => Ok(def.clone()),
+            None if who.is_admin() => Err(ItemsError::NotFound(format!(
+                "Collection \"{name}\" does not exist"
+            ))),
+            // Do not tell callers which collections exist.
+            None => Err(ItemsError::forbidden()),
+        }
+    }
+
+    /// The grant for an action; `None` when permissions are bypassed.
+    fn grant(&self, who: &Who, collection: &str, action: Action) -> Result<Option<Grant>, ItemsError> {
+        if who.is_admin() {
+            return Ok(None);
+        }
+        let policies = match &who.accountability {
+            Some(acc) => acc.policies.clone(),
+            None => self.auth.public_policies(self.store.as_ref())?,
+        };
+        let set = self
+            .permissions
+            .for_policies(self.store.as_ref(), &policies, self.auth.epoch())?;
+        set.grant(collection, action)
+            .map(Some)
+            .ok_or_else(ItemsError::forbidden)
+    }
+
+    fn grant_filter(
+        &self,
+        def: &CollectionDef,
+        grant: Option<&Grant>,
+        vars: &Vars,
+    ) -> Result<Option<Filter>, ItemsError> {
+        match grant.and_then(|g| g.filter.as_ref()) {
+            None => Ok(None),
+            Some(raw) => parse_filter(def, raw, vars)
+                .map(Some)
+                .map_err(|e| ItemsError::Internal(format!("bad permission filter on {}: {e}", def.name))),
+        }
+    }
+
+    fn run_read<T>(
+        &self,
+        session: &mut Session<'_>,
+        mut work: impl FnMut(&mut dyn Conn) -> Result<T, ItemsError>,
+    ) -> Result<T, ItemsError> {
+        match session {
+            Session::Tx { conn, .. } => work(&mut **conn),
+            Session::Auto => {
+                let mut out = None;
+                let result = self.store.read(&mut |conn| {
+                    let r = work(conn);
+                    let failed = r.is_err();
+                    out = Some(r);
+                    if failed {
+                        Err(StoreError::Aborted)
+                    } else {
+                        Ok(())
+                    }
+                });
+                match (result, out) {
+                    (_, Some(r)) => r,
+                    (Err(e), None) => Err(e.into()),
+                    (Ok(()), None) => Err(ItemsError::Internal("read did not run".into())),
+                }
+            }
+        }
+    }
+
+    fn run_write<T>(
+        &self,
+        session: &mut Session<'_>,
+        mut work: impl FnMut(&mut dyn Conn, &mut Vec<ItemEvent>) -> Result<T, ItemsError>,
+    ) -> Result<T, ItemsError> {
+        match session {
+            Session::Tx { conn, events } => work(&mut **conn, events),
+            Session::Auto => {
+                let mut out = None;
+                let mut events = Vec::new();
+                let result = self.store.write(&mut |conn| {
+                    events.clear();
+                    let r = work(conn, &mut events);
+                    let failed = r.is_err();
+                    out = Some(r);
+                    if failed {
+                        Err(StoreError::Aborted)
+                    } else {
+                        Ok(())
+                    }
+                });
+                match (result, out) {
+                    (Ok(()), Some(Ok(v))) => {
+                        self.dispatch(events);
+                        Ok(v)
+                    }
+                    (_, Some(Err(e))) => Err(e),
+                    (Err(e), _) => Err(e.into()),
+                    (Ok(()), None) => Err(ItemsError::Internal("write did not run".into())),
+                }
+            }
+        }
+    }
+
+    /// Builds the read: the caller's query, narrowed to what they may see.
+    fn plan_read(
+        &self,
+        who: &Who,
+        def: &CollectionDef,
+        wire: &WireQuery,
+        default_limit: Option<u64>,
+    ) -> Result<ReadQuery, ItemsError> {
+        let grant = self.grant(who, &def.name, Action::Read)?;
+        let vars = who.vars();
+        let mut q = wire.to_read(def, &vars, default_limit)?;
+        let explicit = wire
+            .fields
+            .as_ref()
+            .map(|f| f.items())
+            .is_some_and(|f| !f.is_empty() && !f.iter().any(|x| x == "*"));
+        let mut used = Vec::new();
+        if let Some(f) = &q.filter {
+            f.fields(&mut used);
+        }
+        used.extend(q.sort.iter().map(|(f, _)| f.clone()));
+        for field in &used {
+            if is_secret(&def.name, field) {
+                return Err(ItemsError::InvalidQuery(format!("cannot query by \"{field}\"")));
+            }
+            if grant.as_ref().is_some_and(|g| !g.allows_field(field)) {
+                return Err(ItemsError::forbidden());
+            }
+        }
+        if explicit {
+            if let Some(g) = &grant {
+                if q.fields.iter().any(|f| !g.allows_field(f)) {
+                    return Err(ItemsError::forbidden());
+                }
+            }
+        }
+        q.fields
+            .retain(|f| !is_secret(&def.name, f) && grant.as_ref().is_none_or(|g| g.allows_field(f)));
+        if q.fields.is_empty() {
+            return Err(ItemsError::forbidden());
+        }
+        q.filter = Filter::and(q.filter.take(), self.grant_filter(def, grant.as_ref(), &vars)?);
+        Ok(q)
+    }
+
+    pub fn read_by_query(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        wire: &WireQuery,
+        default_limit: Option<u64>,
+    ) -> Result<Vec<Record>, ItemsError> {
+        let def = self.collection(who, collection)?;
+        let q = self.plan_read(who, &def, wire, default_limit)?;
+        self.run_read(session, |conn| Ok(conn.select(&def, &q)?))
+    }
+
+    /// The item with this key; `None` when it does not exist. An item that
+    /// exists but is outside the caller's permissions is `Forbidden`.
+    pub fn read_one(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        key: &str,
+        wire: &WireQuery,
+    ) -> Result<Option<Record>, ItemsError> {
+        let def = self.collection(who, collection)?;
+        let mut q = self.plan_read(who, &def, wire, None)?;
+        q.filter = Filter::and(Some(key_filter(key)), q.filter.take());
+        q.limit = Some(1);
+        q.offset = 0;
+        let admin = who.is_admin();
+        self.run_read(session, |conn| {
+            if let Some(found) = conn.select(&def, &q)?.into_iter().next() {
+                return Ok(Some(found));
+            }
+            if !admin && exists(conn, &def, key)? {
+                return Err(ItemsError::forbidden());
+            }
+            Ok(None)
+        })
+    }
+
+    pub fn aggregate(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        wire: &WireQuery,
+    ) -> Result<Vec<Record>, ItemsError> {
+        let def = self.collection(who, collection)?;
+        let grant = self.grant(who, collection, Action::Read)?;
+        let vars = who.vars();
+        let mut q = wire.to_aggregate(&def, &vars)?;
+        let mut used = q.group_by.clone();
+        used.extend(q.functions.iter().filter_map(|(_, f)| f.clone()));
+        if let Some(f) = &q.filter {
+            f.fields(&mut used);
+        }
+        for field in &used {
+            if is_secret(collection, field) {
+                return Err(ItemsError::InvalidQuery(format!("cannot query by \"{field}\"")));
+            }
+            if grant.as_ref().is_some_and(|g| !g.allows_field(field)) {
+                return Err(ItemsError::forbidden());
+            }
+        }
+        q.filter = Filter::and(q.filter.take(), self.grant_filter(&def, grant.as_ref(), &vars)?);
+        self.run_read(session, |conn| Ok(conn.aggregate(&def, &q)?))
+    }
+
+    pub fn create_one(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        data: &Value,
+    ) -> Result<String, ItemsError> {
+        let keys = self.create(session, who, collection, std::slice::from_ref(data))?;
+        keys.into_iter()
+            .next()
+            .ok_or_else(|| ItemsError::Internal("nothing was created".into()))
+    }
+
+    /// Creates every item or none.
+    pub fn create_many(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        data: &Value,
+    ) -> Result<Vec<String>, ItemsError> {
+        let Value::Array(items) = data else {
+            return Err(ItemsError::InvalidPayload("payload must be an array".into()));
+        };
+        self.create(session, who, collection, items)
+    }
+
+    fn create(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        items: &[Value],
+    ) -> Result<Vec<String>, ItemsError> {
+        let def = self.collection(who, collection)?;
+        let grant = self.grant(who, collection, Action::Create)?;
+        let records = items
+            .iter()
+            .map(|item| self.build_create(who, &def, grant.as_ref(), item))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.run_write(session, |conn, events| {
+            let mut keys = Vec::with_capacity(records.len());
+            for (record, payload) in &records {
+                conn.insert(&def, record)?;
+                let key = record.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+                events.push(ItemEvent {
+                    kind: EventKind::Create,
+                    collection: def.name.clone(),
+                    keys: vec![key.clone()],
+                    payload: Value::Object(payload.clone()),
+                    before: None,
+                    after: Some(vec![public_view(&def, record.clone())]),
+                    accountability: who.accountability.clone(),
+                });
+                keys.push(key);
+            }
+            Ok(keys)
+        })
+    }
+
+    /// The record to insert and the payload to report, from a create payload.
+    fn build_create(
+        &self,
+        who: &Who,
+        def: &CollectionDef,
+        grant: Option<&Grant>,
+        item: &Value,
+    ) -> Result<(Record, Map<String, Value>), ItemsError> {
+        let Value::Object(payload) = item else {
+            return Err(ItemsError::InvalidPayload("payload must be an object".into()));
+        };
+        let admin = who.is_admin();
+        let mut record = Map::new();
+        for (name, value) in payload {
+            let Some(field) = def.field(name) else {
+                return Err(ItemsError::InvalidPayload(format!(
+                    "unknown field \"{name}\" in collection \"{}\"",
+                    def.name
+                )));
+            };
+            // The host owns these unless an admin imports them.
+            if !admin && matches!(name.as_str(), "id" | "date_created" | "user_created" | "date_updated") {
+                continue;
+            }
+            if grant.is_some_and(|g| !g.allows_field(name)) {
+                return Err(ItemsError::forbidden());
+            }
+            let value = values::normalize(field, value, false).map_err(ItemsError::InvalidPayload)?;
+            record.insert(name.clone(), self.store_value(def, name, value)?);
+        }
+        if let Some(g) = grant {
+            for (name, value) in &g.presets {
+                if let Some(field) = def.field(name) {
+                    let value = who.vars_resolve(value);
+                    let value = values::normalize(field, &value, false).map_err(ItemsError::InvalidPayload)?;
+                    record.insert(name.clone(), value);
+                }
+            }
+        }
+        if !record.get("id").is_some_and(Value::is_string) {
+            record.insert("id".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+        }
+        if def.has("date_created") && !record.get("date_created").is_some_and(|v| !v.is_null()) {
+            record.insert("date_created".into(), Value::String(values::now_timestamp()));
+        }
+        if def.has("user_created") && !record.contains_key("user_created") {
+            if let Some(acc) = &who.accountability {
+                record.insert("user_created".into(), Value::String(acc.user.clone()));
+            }
+        }
+        for field in &def.fields {
+            if !record.contains_key(&field.field) {
+                if let Some(default) = &field.default {
+                    record.insert(field.field.clone(), default.clone());
+                }
+            }
+            if !field.nullable && record.get(&field.field).is_none_or(Value::is_null) {
+                return Err(ItemsError::InvalidPayload(format!("\"{}\" is required", field.field)));
+            }
+        }
+        let mut reported = payload.clone();
+        for secret in ["password", "token"] {
+            if is_secret(&def.name, secret) {
+                reported.remove(secret);
+            }
+        }
+        Ok((record, reported))
+    }
+
+    /// Hashes secrets before they are stored.
+    fn store_value(&self, def: &CollectionDef, field: &str, value: Value) -> Result<Value, ItemsError> {
+        if !is_secret(&def.name, field) {
+            return Ok(value);
+        }
+        match value {
+            Value::String(s) if field == "password" => auth::hash_password(&s)
+                .map(Value::String)
+                .map_err(ItemsError::Internal),
+            Value::String(s) => Ok(Value::String(auth::hash_token(&s))),
+            other => Ok(other),
+        }
+    }
+
+    pub fn update_one(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        key: &str,
+        data: &Value,
+    ) -> Result<String, ItemsError> {
+        let def = self.collection(who, collection)?;
+        let grant = self.grant(who, collection, Action::Update)?;
+        let Value::Object(payload) = data else {
+            return Err(ItemsError::InvalidPayload("payload must be an object".into()));
+        };
+        let admin = who.is_admin();
+        let mut changes = Map::new();
+        for (name, value) in payload {
+            let Some(field) = def.field(name) else {
+                return Err(ItemsError::InvalidPayload(format!(
+                    "unknown field \"{name}\" in collection \"{}\"",
+                    def.name
+                )));
+            };
+            if name == "id" {
+                if value.as_str() == Some(key) {
+                    continue;
+                }
+                return Err(ItemsError::InvalidPayload("the key of an item cannot change".into()));
+            }
+            if !admin && matches!(name.as_str(), "date_created" | "user_created") {
+                continue;
+            }
+            if grant.as_ref().is_some_and(|g| !g.allows_field(name)) {
+                return Err(ItemsError::forbidden());
+            }
+            let value = values::normalize(field, value, false).map_err(ItemsError::InvalidPayload)?;
+            if !field.nullable && value.is_null() {
+                return Err(ItemsError::InvalidPayload(format!("\"{name}\" is required")));
+            }
+            changes.insert(name.clone(), self.store_value(&def, name, value)?);
+        }
+        if def.has("date_updated") && !changes.contains_key("date_updated") {
+            changes.insert("date_updated".into(), Value::String(values::now_timestamp()));
+        }
+        let scope = self.grant_filter(&def, grant.as_ref(), &who.vars())?;
+        let mut reported = payload.clone();
+        reported.remove("password");
+        reported.remove("token");
+        self.run_write(session, |conn, events| {
+            self.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
+            let before = select_full(conn, &def, key)?;
+            conn.update(&def, key, &changes)?;
+            let after = select_full(conn, &def, key)?;
+            events.push(ItemEvent {
+                kind: EventKind::Update,
+                collection: def.name.clone(),
+                keys: vec![key.to_string()],
+                payload: Value::Object(reported.clone()),
+                before: Some(before.into_iter().map(|r| public_view(&def, r)).collect()),
+                after: Some(after.into_iter().map(|r| public_view(&def, r)).collect()),
+                accountability: who.accountability.clone(),
+            });
+            Ok(key.to_string())
+        })
+    }
+
+    pub fn delete_one(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        key: &str,
+    ) -> Result<String, ItemsError> {
+        let def = self.collection(who, collection)?;
+        let grant = self.grant(who, collection, Action::Delete)?;
+        let scope = self.grant_filter(&def, grant.as_ref(), &who.vars())?;
+        let admin = who.is_admin();
+        self.run_write(session, |conn, events| {
+            self.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
+            let before = select_full(conn, &def, key)?;
+            conn.delete(&def, key)?;
+            events.push(ItemEvent {
+                kind: EventKind::Delete,
+                collection: def.name.clone(),
+                keys: vec![key.to_string()],
+                payload: json!([key]),
+                before: Some(before.into_iter().map(|r| public_view(&def, r)).collect()),
+                after: None,
+                accountability: who.accountability.clone(),
+            });
+            Ok(key.to_string())
+        })
+    }
+
+    /// The item exists and the permission filter admits it.
+    fn ensure_in_scope(
+        &self,
+        conn: &mut dyn Conn,
+        def: &CollectionDef,
+        key: &str,
+        scope: Option<&Filter>,
+        admin: bool,
+    ) -> Result<(), ItemsError> {
+        let mut q = ReadQuery::all_fields(def);
+        q.fields = vec!["id".into()];
+        q.filter = Filter::and(Some(key_filter(key)), scope.cloned());
+        q.limit = Some(1);
+        if !conn.select(def, &q)?.is_empty() {
+            return Ok(());
+        }
+        if admin {
+            Err(ItemsError::NotFound(format!("Item \"{key}\" not found")))
+        } else {
+            // Same answer whether it is missing or not theirs.
+            Err(ItemsError::forbidden())
+        }
+    }
+}
+
+impl Who {
+    fn vars_resolve(&self, v: &Value) -> Value {
+        match v {
+            Value::String(s) if s == "$CURRENT_USER" => self
+                .accountability
+                .as_ref()
+                .map(|a| Value::String(a.user.clone()))
+                .unwrap_or(Value::Null),
+            Value::String(s) if s == "$NOW" => Value::String(values::now_timestamp()),
+            other => other.clone(),
+        }
+    }
+}
+
+fn exists(conn: &mut dyn Conn, def: &CollectionDef, key: &str) -> Result<bool, ItemsError> {
+    let mut q = ReadQuery::all_fields(def);
+    q.fields = vec!["id".into()];
+    q.filter = Some(key_filter(key));
+    q.limit = Some(1);
+    Ok(!conn.select(def, &q)?.is_empty())
+}
+
+fn select_full(conn: &mut dyn Conn, def: &CollectionDef, key: &str) -> Result<Vec<Record>, ItemsError> {
+    let mut q = ReadQuery::all_fields(def);
+    q.filter = Some(key_filter(key));
+    q.limit = Some(1);
+    Ok(conn.select(def, &q)?)
+}
+
+/// A record without its secrets.
+pub fn public_view(def: &CollectionDef, mut record: Record) -> Record {
+    record.retain(|k, _| !is_secret(&def.name, k));
+    record
+}

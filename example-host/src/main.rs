@@ -1,0 +1,129 @@
+//! example-host: a small content platform that loads every extension of its
+//! extensions folder and serves them over HTTP, on SQLite.
+
+mod auth;
+mod bootstrap;
+mod config;
+mod demo;
+mod extensions;
+mod http;
+mod items;
+mod logging;
+mod permissions;
+mod platform_schema;
+mod query;
+mod schema;
+mod storage;
+mod values;
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+
+use config::{Cli, Command, ScheduleAction};
+use extensions::Registry;
+use items::Platform;
+use storage::sqlite::SqliteStore;
+use storage::Store;
+
+/// Opens the database, applies the platform's migrations, seeds a new
+/// platform, and loads the extensions.
+fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
+    let store = SqliteStore::open(&cli.common.db)
+        .map_err(|e| format!("cannot open database {}: {e}", cli.common.db.display()))?;
+    for (id, steps) in platform_schema::migrations() {
+        if store
+            .migrate(platform_schema::OWNER, id, &steps)
+            .map_err(|e| format!("platform migration {id} failed: {e}"))?
+        {
+            log::info!("applied platform migration {id}");
+        }
+    }
+    let platform = Arc::new(Platform::new(Arc::new(store)));
+    let mut admin = bootstrap::AdminSeed::from_env();
+    if cli.serve.demo && admin.token.is_none() {
+        admin.token = Some(demo::ADMIN_TOKEN.into());
+    }
+    bootstrap::first_start(&platform, admin).map_err(|e| format!("first-start seeding failed: {e}"))?;
+    let dir = cli.common.extensions_dir();
+    log::info!("loading extensions from {}", dir.display());
+    let registry = Arc::new(Registry::load_dir(&dir, &platform));
+    platform.set_event_sink(registry.clone());
+    Ok((platform, registry))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    logging::init();
+    let (platform, registry) = match start(&cli) {
+        Ok(started) => started,
+        Err(e) => {
+            log::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match &cli.command {
+        Some(Command::Schedule {
+            action: ScheduleAction::Run { extension, name },
+        }) => {
+            let started = std::time::Instant::now();
+            match registry.run_schedule(&platform, extension, name) {
+                Ok(()) => {
+                    log::info!("[{extension}] schedule `{name}` finished in {:.1?}", started.elapsed());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    log::error!("schedule `{name}` of `{extension}` failed: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some(Command::Serve) | None => serve(&cli, platform, registry),
+    }
+}
+
+fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCode {
+    if cli.serve.demo {
+        if let Err(e) = demo::seed(&platform, &cli.serve) {
+            log::error!("demo seeding failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let addr: SocketAddr = match format!("{}:{}", cli.serve.host, cli.serve.port).parse() {
+        Ok(a) => a,
+        Err(e) => {
+            log::error!("invalid listen address {}:{}: {e}", cli.serve.host, cli.serve.port);
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            log::error!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let state = http::AppState {
+        platform: platform.clone(),
+        openapi: Arc::new(http::server_api_openapi(&registry)),
+        registry: registry.clone(),
+        max_payload: cli.serve.max_payload,
+    };
+    let result = runtime.block_on(async move {
+        let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+        extensions::schedules::spawn_all(registry, platform, shutdown_rx);
+        http::serve(state, addr, shutdown_tx).await
+    });
+    match result {
+        Ok(()) => {
+            log::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            log::error!("server failed on {addr}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The host's own collections (DECISIONS §6), as migrations.
+
+use host_sdk::schema::{Collection, Field, Step};
+
+/// Owner name of the host's migrations in `platform_migrations`.
+pub const OWNER: &str = "platform";
+
+pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
+    vec![("0001_core", core())]
+}
+
+fn core() -> Vec<Step> {
+    vec![
+        Collection::new("platform_roles")
+            .field(Field::string("name").not_null().unique())
+            .field(Field::text("description"))
+            .build(),
+        Collection::new("platform_policies")
+            .field(Field::string("name").not_null())
+            .field(Field::boolean("admin_access").not_null().default(false.into()))
+            .field(Field::text("description"))
+            .build(),
+        Collection::new("platform_access")
+            .field(Field::reference("role", "platform_roles"))
+            .field(Field::reference("user", "platform_users"))
+            .field(Field::reference("policy", "platform_policies").not_null())
+            .index(&["role"])
+            .index(&["user"])
+            .build(),
+        Collection::new("platform_permissions")
+            .field(Field::reference("policy", "platform_policies").not_null())
+            .field(Field::string("collection").not_null())
+            .field(Field::string("action").not_null())
+            .field(Field::json("permissions"))
+            .field(Field::json("fields"))
+            .field(Field::json("presets"))
+            .index(&["policy", "collection", "action"])
+            .build(),
+        Collection::new("platform_users")
+            .field(Field::string("first_name"))
+            .field(Field::string("last_name"))
+            .field(Field::string("email").unique())
+            .field(Field::string("password"))
+            .field(Field::string("token").unique())
+            .field(Field::reference("role", "platform_roles"))
+            .field(Field::string("status").not_null().default("active".into()))
+            .field(Field::reference("avatar", "platform_files"))
+            .field(Field::timestamp("date_created"))
+            .field(Field::string("artist_name"))
+            .field(Field::string("slug"))
+            .field(Field::reference("banner", "platform_files"))
+            .field(Field::text("description"))
+            .index(&["role"])
+            .index(&["slug"])
+            .build(),
+        Collection::new("platform_files")
+            .field(Field::string("storage").not_null().default("local".into()))
+            .field(Field::string("filename_disk"))
+            .field(Field::string("filename_download"))
+            .field(Field::string("title"))
+            .field(Field::string("type"))
+            .field(Field::integer("filesize"))
+            .field(Field::integer("width"))
+            .field(Field::integer("height"))
+            .field(Field::integer("duration"))
+            .field(Field::timestamp("uploaded_on"))
+            .field(Field::reference("uploaded_by", "platform_users"))
+            .build(),
+        Collection::new("platform_comments")
+            .field(Field::string("collection").not_null())
+            .field(Field::string("item"))
+            .field(Field::text("comment"))
+            .field(Field::reference("user_created", "platform_users"))
+            .field(Field::timestamp("date_created"))
+            .index(&["user_created", "collection"])
+            .index(&["collection", "item"])
+            .build(),
+    ]
+}
+
+/// Collections whose writes change who may do what: writing them
+/// invalidates the auth and permission caches.
+pub fn affects_access(collection: &str) -> bool {
+    matches!(
+        collection,
+        "platform_users"
+            | "platform_roles"
+            | "platform_policies"
+            | "platform_access"
+            | "platform_permissions"
+    )
+}
+
+/// Fields that are written but never read back through any API.
+pub fn is_secret(collection: &str, field: &str) -> bool {
+    collection == "platform_users" && (field == "password" || field == "token")
+}

@@ -1,0 +1,543 @@
+//! The platform's query language: parsing, validation against the schema,
+//! and resolution of `$CURRENT_USER` / `$NOW`.
+//!
+//! Only fields the schema knows can appear in a filter, sort, field list or
+//! group-by, so nothing a caller sends ever reaches the database as SQL text.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::schema::{CollectionDef, FieldType};
+use crate::values;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct QueryError(pub String);
+
+fn err<T>(msg: impl Into<String>) -> Result<T, QueryError> {
+    Err(QueryError(msg.into()))
+}
+
+/// A comparison operator of the filter language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Eq,
+    Neq,
+    Lt,
+    Lte,
+    Gt,
+    Gte,
+    In,
+    Nin,
+    Null,
+    NNull,
+    /// Substring of a string field; element of a JSON array field.
+    Contains,
+    NContains,
+    IContains,
+    StartsWith,
+    EndsWith,
+}
+
+impl Op {
+    fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            "_eq" => Op::Eq,
+            "_neq" => Op::Neq,
+            "_lt" => Op::Lt,
+            "_lte" => Op::Lte,
+            "_gt" => Op::Gt,
+            "_gte" => Op::Gte,
+            "_in" => Op::In,
+            "_nin" => Op::Nin,
+            "_null" => Op::Null,
+            "_nnull" => Op::NNull,
+            "_contains" => Op::Contains,
+            "_ncontains" => Op::NContains,
+            "_icontains" => Op::IContains,
+            "_starts_with" => Op::StartsWith,
+            "_ends_with" => Op::EndsWith,
+            _ => return None,
+        })
+    }
+}
+
+/// A validated filter with resolved, normalised values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    And(Vec<Filter>),
+    Or(Vec<Filter>),
+    Cond { field: String, op: Op, value: Value },
+}
+
+impl Filter {
+    /// Conjunction of two optional filters.
+    pub fn and(a: Option<Filter>, b: Option<Filter>) -> Option<Filter> {
+        match (a, b) {
+            (None, x) | (x, None) => x,
+            (Some(a), Some(b)) => Some(Filter::And(vec![a, b])),
+        }
+    }
+
+    /// Every field the filter names.
+    pub fn fields(&self, out: &mut Vec<String>) {
+        match self {
+            Filter::And(v) | Filter::Or(v) => v.iter().for_each(|f| f.fields(out)),
+            Filter::Cond { field, .. } => out.push(field.clone()),
+        }
+    }
+}
+
+/// Values of the dynamic variables at the time of a request.
+#[derive(Debug, Clone)]
+pub struct Vars {
+    pub current_user: Option<String>,
+    pub now: String,
+}
+
+impl Vars {
+    pub fn new(current_user: Option<String>) -> Self {
+        Self {
+            current_user,
+            now: values::now_timestamp(),
+        }
+    }
+
+    fn resolve(&self, v: &Value) -> Value {
+        match v {
+            Value::String(s) if s == "$CURRENT_USER" => self
+                .current_user
+                .clone()
+                .map(Value::String)
+                .unwrap_or(Value::Null),
+            Value::String(s) if s == "$NOW" => Value::String(self.now.clone()),
+            Value::Array(items) => Value::Array(items.iter().map(|i| self.resolve(i)).collect()),
+            other => other.clone(),
+        }
+    }
+}
+
+/// Parses and validates a filter object against a collection.
+pub fn parse_filter(c: &CollectionDef, raw: &Value, vars: &Vars) -> Result<Filter, QueryError> {
+    parse_filter_at(c, raw, vars, 0)
+}
+
+const MAX_FILTER_DEPTH: usize = 32;
+
+fn parse_filter_at(
+    c: &CollectionDef,
+    raw: &Value,
+    vars: &Vars,
+    depth: usize,
+) -> Result<Filter, QueryError> {
+    if depth > MAX_FILTER_DEPTH {
+        return err("filter is nested too deeply");
+    }
+    let Value::Object(map) = raw else {
+        return err("filter must be an object");
+    };
+    let mut parts = Vec::new();
+    for (key, value) in map {
+        match key.as_str() {
+            "_and" | "_or" => {
+                let Value::Array(items) = value else {
+                    return err(format!("{key} takes an array"));
+                };
+                let list = items
+                    .iter()
+                    .map(|i| parse_filter_at(c, i, vars, depth + 1))
+                    .collect::<Result<Vec<_>, _>>()?;
+                parts.push(if key == "_and" {
+                    Filter::And(list)
+                } else {
+                    Filter::Or(list)
+                });
+            }
+            field => parts.extend(parse_conditions(c, field, value, vars)?),
+        }
+    }
+    Ok(if parts.len() == 1 {
+        parts.remove(0)
+    } else {
+        Filter::And(parts)
+    })
+}
+
+fn parse_conditions(
+    c: &CollectionDef,
+    field: &str,
+    ops: &Value,
+    vars: &Vars,
+) -> Result<Vec<Filter>, QueryError> {
+    let Some(def) = c.field(field) else {
+        return err(format!(
+            "unknown field \"{field}\" in collection \"{}\"",
+            c.name
+        ));
+    };
+    let Value::Object(ops) = ops else {
+        return err(format!("filter of \"{field}\" must be an object of operators"));
+    };
+    let mut out = Vec::new();
+    for (op_name, raw) in ops {
+        let Some(op) = Op::parse(op_name) else {
+            if op_name.starts_with('_') {
+                return err(format!("unknown filter operator \"{op_name}\""));
+            }
+            return err(format!(
+                "relational filter \"{field}.{op_name}\" is not supported"
+            ));
+        };
+        let resolved = vars.resolve(raw);
+        let value = match op {
+            Op::Null | Op::NNull => Value::Bool(match &resolved {
+                Value::Bool(b) => *b,
+                Value::String(s) => s != "false" && s != "0",
+                Value::Null => false,
+                _ => true,
+            }),
+            Op::In | Op::Nin => {
+                let items = match resolved {
+                    Value::Array(items) => items,
+                    Value::String(s) => s.split(',').map(|p| Value::String(p.to_string())).collect(),
+                    other => vec![other],
+                };
+                Value::Array(
+                    items
+                        .iter()
+                        .map(|i| values::normalize(def, i, true).map_err(QueryError))
+                        .collect::<Result<Vec<_>, _>>()?,
+                )
+            }
+            Op::Contains | Op::NContains | Op::IContains | Op::StartsWith | Op::EndsWith => {
+                match (&resolved, def.kind) {
+                    // Element of a JSON array: compared as JSON.
+                    (_, FieldType::Json) => resolved.clone(),
+                    (Value::String(_), _) => resolved.clone(),
+                    (Value::Number(n), _) => Value::String(n.to_string()),
+                    _ => return err(format!("{op_name} on \"{field}\" takes a string")),
+                }
+            }
+            _ => {
+                if def.kind == FieldType::Json {
+                    return err(format!("{op_name} is not supported on JSON field \"{field}\""));
+                }
+                values::normalize(def, &resolved, true).map_err(QueryError)?
+            }
+        };
+        out.push(Filter::Cond {
+            field: field.to_string(),
+            op,
+            value,
+        });
+    }
+    Ok(out)
+}
+
+/// A validated read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadQuery {
+    pub filter: Option<Filter>,
+    /// (field, descending)
+    pub sort: Vec<(String, bool)>,
+    pub limit: Option<u64>,
+    pub offset: u64,
+    /// Fields to return; never empty.
+    pub fields: Vec<String>,
+}
+
+impl ReadQuery {
+    pub fn all_fields(c: &CollectionDef) -> Self {
+        Self {
+            filter: None,
+            sort: Vec::new(),
+            limit: None,
+            offset: 0,
+            fields: c.fields.iter().map(|f| f.field.clone()).collect(),
+        }
+    }
+}
+
+/// An aggregate function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFn {
+    Count,
+    CountDistinct,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+impl AggFn {
+    fn parse(s: &str) -> Option<AggFn> {
+        Some(match s {
+            "count" => AggFn::Count,
+            "countDistinct" => AggFn::CountDistinct,
+            "sum" => AggFn::Sum,
+            "avg" => AggFn::Avg,
+            "min" => AggFn::Min,
+            "max" => AggFn::Max,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            AggFn::Count => "count",
+            AggFn::CountDistinct => "countDistinct",
+            AggFn::Sum => "sum",
+            AggFn::Avg => "avg",
+            AggFn::Min => "min",
+            AggFn::Max => "max",
+        }
+    }
+}
+
+/// A validated aggregation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggregateQuery {
+    pub filter: Option<Filter>,
+    /// (function, field or `None` for `*`)
+    pub functions: Vec<(AggFn, Option<String>)>,
+    pub group_by: Vec<String>,
+    pub limit: Option<u64>,
+}
+
+/// A query as it arrives (JSON from an extension, or query-string
+/// parameters of the REST API).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireQuery {
+    #[serde(default)]
+    pub filter: Option<Value>,
+    #[serde(default)]
+    pub sort: Option<ListParam>,
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub offset: Option<i64>,
+    #[serde(default)]
+    pub page: Option<i64>,
+    #[serde(default)]
+    pub fields: Option<ListParam>,
+    #[serde(default)]
+    pub aggregate: Option<Map<String, Value>>,
+    #[serde(default, rename = "groupBy")]
+    pub group_by: Option<ListParam>,
+}
+
+/// A list given either as a JSON array or a comma-separated string.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ListParam {
+    List(Vec<String>),
+    Text(String),
+}
+
+impl ListParam {
+    pub fn items(&self) -> Vec<String> {
+        match self {
+            ListParam::List(v) => v.clone(),
+            ListParam::Text(s) => s
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+        }
+    }
+}
+
+impl WireQuery {
+    pub fn from_json(text: &str) -> Result<Self, QueryError> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        serde_json::from_str(text).map_err(|e| QueryError(format!("invalid query: {e}")))
+    }
+
+    /// `limit` absent: `default_limit`; `-1`: no limit.
+    pub fn to_read(
+        &self,
+        c: &CollectionDef,
+        vars: &Vars,
+        default_limit: Option<u64>,
+    ) -> Result<ReadQuery, QueryError> {
+        let filter = match &self.filter {
+            None | Some(Value::Null) => None,
+            Some(f) if f.as_object().is_some_and(Map::is_empty) => None,
+            Some(f) => Some(parse_filter(c, f, vars)?),
+        };
+        let mut sort = Vec::new();
+        for item in self.sort.as_ref().map(ListParam::items).unwrap_or_default() {
+            let (name, desc) = match item.strip_prefix('-') {
+                Some(n) => (n.to_string(), true),
+                None => (item.clone(), false),
+            };
+            if !c.has(&name) {
+                return err(format!("cannot sort by unknown field \"{name}\""));
+            }
+            sort.push((name, desc));
+        }
+        let limit = match self.limit {
+            None => default_limit,
+            Some(-1) => None,
+            Some(n) if n >= 0 => Some(n as u64),
+            Some(n) => return err(format!("invalid limit {n}")),
+        };
+        let offset = match (self.offset, self.page) {
+            (Some(o), _) if o < 0 => return err(format!("invalid offset {o}")),
+            (Some(o), _) => o as u64,
+            (None, Some(p)) if p < 1 => return err(format!("invalid page {p}")),
+            (None, Some(p)) => (p as u64 - 1).saturating_mul(limit.unwrap_or(0)),
+            (None, None) => 0,
+        };
+        let fields = resolve_fields(c, self.fields.as_ref())?;
+        Ok(ReadQuery {
+            filter,
+            sort,
+            limit,
+            offset,
+            fields,
+        })
+    }
+
+    pub fn to_aggregate(&self, c: &CollectionDef, vars: &Vars) -> Result<AggregateQuery, QueryError> {
+        let read = self.to_read(c, vars, None)?;
+        let Some(aggregate) = &self.aggregate else {
+            return err("aggregate query without \"aggregate\"");
+        };
+        let mut functions = Vec::new();
+        for (name, fields) in aggregate {
+            let Some(function) = AggFn::parse(name) else {
+                return err(format!("unknown aggregate function \"{name}\""));
+            };
+            let fields = match fields {
+                Value::Array(items) => items
+                    .iter()
+                    .map(|i| i.as_str().map(String::from))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| QueryError(format!("{name} takes field names")))?,
+                Value::String(s) => s.split(',').map(|p| p.trim().to_string()).collect(),
+                _ => return err(format!("{name} takes field names")),
+            };
+            for field in fields {
+                if field == "*" {
+                    if !matches!(function, AggFn::Count) {
+                        return err(format!("{name}(*) is not supported"));
+                    }
+                    functions.push((function, None));
+                } else if c.has(&field) {
+                    functions.push((function, Some(field)));
+                } else {
+                    return err(format!("unknown field \"{field}\" in {name}"));
+                }
+            }
+        }
+        let group_by = self.group_by.as_ref().map(ListParam::items).unwrap_or_default();
+        for g in &group_by {
+            if !c.has(g) {
+                return err(format!("cannot group by unknown field \"{g}\""));
+            }
+        }
+        Ok(AggregateQuery {
+            filter: read.filter,
+            functions,
+            group_by,
+            limit: read.limit,
+        })
+    }
+}
+
+fn resolve_fields(c: &CollectionDef, fields: Option<&ListParam>) -> Result<Vec<String>, QueryError> {
+    let requested = fields.map(ListParam::items).unwrap_or_default();
+    if requested.is_empty() || requested.iter().any(|f| f == "*") {
+        let mut all: Vec<String> = c.fields.iter().map(|f| f.field.clone()).collect();
+        // `*` plus explicit names is still everything.
+        all.dedup();
+        return Ok(all);
+    }
+    let mut out = Vec::new();
+    for f in requested {
+        if f.contains('.') {
+            return err(format!("relational field \"{f}\" is not supported"));
+        }
+        if !c.has(&f) {
+            return err(format!("unknown field \"{f}\" in collection \"{}\"", c.name));
+        }
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Field;
+    use serde_json::json;
+
+    fn recordings() -> CollectionDef {
+        CollectionDef::new(
+            "recordings",
+            vec![
+                Field::string("title"),
+                Field::boolean("public"),
+                Field::json("tags"),
+                Field::uuid("user_created"),
+                Field::timestamp("date_created"),
+            ],
+        )
+    }
+
+    #[test]
+    fn variables_resolve() {
+        let vars = Vars::new(Some("u1".into()));
+        let f = parse_filter(&recordings(), &json!({"user_created": {"_eq": "$CURRENT_USER"}}), &vars).unwrap();
+        assert_eq!(
+            f,
+            Filter::Cond { field: "user_created".into(), op: Op::Eq, value: json!("u1") }
+        );
+        let anon = Vars::new(None);
+        let f = parse_filter(&recordings(), &json!({"user_created": {"_eq": "$CURRENT_USER"}}), &anon).unwrap();
+        assert_eq!(f, Filter::Cond { field: "user_created".into(), op: Op::Eq, value: Value::Null });
+    }
+
+    #[test]
+    fn unknown_fields_and_operators_are_refused() {
+        let vars = Vars::new(None);
+        let c = recordings();
+        assert!(parse_filter(&c, &json!({"title; DROP TABLE x": {"_eq": 1}}), &vars).is_err());
+        assert!(parse_filter(&c, &json!({"title": {"_regex": "x"}}), &vars).is_err());
+        assert!(parse_filter(&c, &json!({"title": {"author": {"_eq": 1}}}), &vars).is_err());
+        let q = WireQuery { sort: Some(ListParam::Text("-nope".into())), ..Default::default() };
+        assert!(q.to_read(&c, &vars, None).is_err());
+        let q = WireQuery { fields: Some(ListParam::Text("title,\"x\"".into())), ..Default::default() };
+        assert!(q.to_read(&c, &vars, None).is_err());
+    }
+
+    #[test]
+    fn paging_and_limits() {
+        let vars = Vars::new(None);
+        let c = recordings();
+        let q = WireQuery { limit: Some(10), page: Some(3), ..Default::default() };
+        let r = q.to_read(&c, &vars, Some(100)).unwrap();
+        assert_eq!((r.limit, r.offset), (Some(10), 20));
+        let q = WireQuery { limit: Some(-1), ..Default::default() };
+        assert_eq!(q.to_read(&c, &vars, Some(100)).unwrap().limit, None);
+        let q = WireQuery::default();
+        assert_eq!(q.to_read(&c, &vars, Some(100)).unwrap().limit, Some(100));
+        let q = WireQuery { offset: Some(-5), ..Default::default() };
+        assert!(q.to_read(&c, &vars, None).is_err());
+    }
+
+    #[test]
+    fn deep_nesting_is_bounded() {
+        let mut f = json!({"title": {"_eq": "x"}});
+        for _ in 0..100 {
+            f = json!({"_and": [f]});
+        }
+        assert!(parse_filter(&recordings(), &f, &Vars::new(None)).is_err());
+    }
+}

@@ -1,0 +1,709 @@
+//! The SQLite backend: WAL mode, a connection pool, serialised write
+//! transactions, and the translation of schema steps and queries to SQL.
+
+use std::cell::Cell;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use host_sdk::schema::{Field, FieldType, Index, Step};
+use parking_lot::{Mutex, RwLock};
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::{params_from_iter, Connection, ErrorCode};
+use serde_json::{Map, Value};
+
+use super::{Conn, ConnWork, Record, Store, StoreError};
+use crate::query::{AggFn, AggregateQuery, Filter, Op, ReadQuery};
+use crate::schema::{CollectionDef, Schema};
+use crate::values;
+
+const POOL_SIZE: u32 = 16;
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+thread_local! {
+    /// Set while this thread holds the write transaction, to turn a nested
+    /// write (which would wait on itself forever) into an error.
+    static IN_WRITE: Cell<bool> = const { Cell::new(false) };
+}
+
+pub struct SqliteStore {
+    pool: r2d2::Pool<SqliteConnectionManager>,
+    /// One writer at a time inside this process: writers queue here instead
+    /// of spinning on SQLite's busy handler. Other processes (the schedule
+    /// command) are covered by the busy timeout.
+    write_lock: Mutex<()>,
+    schema: RwLock<Arc<Schema>>,
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn map_sql_error(e: rusqlite::Error) -> StoreError {
+    if let rusqlite::Error::SqliteFailure(f, msg) = &e {
+        match f.code {
+            ErrorCode::ConstraintViolation
+                if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                    || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+            {
+                let what = msg.clone().unwrap_or_else(|| "unique constraint".into());
+                return StoreError::NotUnique(format!("Value has to be unique ({what})"));
+            }
+            ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => return StoreError::Busy,
+            _ => {}
+        }
+    }
+    backend(e)
+}
+
+fn quote(ident: &str) -> String {
+    format!("\"{}\"", ident.replace('"', "\"\""))
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file and its parent folder.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| backend(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        let manager = SqliteConnectionManager::file(path).with_init(|c| {
+            c.busy_timeout(BUSY_TIMEOUT)?;
+            c.set_prepared_statement_cache_capacity(256);
+            c.execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 PRAGMA synchronous = NORMAL;
+                 PRAGMA foreign_keys = OFF;
+                 PRAGMA temp_store = MEMORY;",
+            )
+        });
+        let pool = r2d2::Pool::builder()
+            .max_size(POOL_SIZE)
+            .min_idle(Some(2))
+            .connection_timeout(Duration::from_secs(30))
+            .build(manager)
+            .map_err(|e| backend(format!("cannot open {}: {e}", path.display())))?;
+        let store = Self {
+            pool,
+            write_lock: Mutex::new(()),
+            schema: RwLock::new(Arc::new(Schema::default())),
+        };
+        store.with_conn(|c| {
+            c.execute_batch(
+                "CREATE TABLE IF NOT EXISTS platform_migrations (
+                     owner TEXT NOT NULL, id TEXT NOT NULL, applied_at TEXT NOT NULL,
+                     PRIMARY KEY (owner, id));
+                 CREATE TABLE IF NOT EXISTS platform_fields (
+                     collection TEXT NOT NULL, field TEXT NOT NULL, sort INTEGER NOT NULL,
+                     definition TEXT NOT NULL, PRIMARY KEY (collection, field));",
+            )
+            .map_err(map_sql_error)
+        })?;
+        store.reload_schema()?;
+        Ok(store)
+    }
+
+    fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut conn = self.pool.get().map_err(|e| backend(format!("no connection: {e}")))?;
+        f(&mut conn)
+    }
+
+    fn reload_schema(&self) -> Result<(), StoreError> {
+        let schema = self.with_conn(|c| load_schema(c))?;
+        *self.schema.write() = Arc::new(schema);
+        Ok(())
+    }
+
+    /// Runs `f` inside `BEGIN IMMEDIATE … COMMIT`, holding the write lock.
+    fn in_write_tx<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if IN_WRITE.with(Cell::get) {
+            return Err(StoreError::Backend(
+                "a write was attempted outside the open transaction of this thread; \
+                 use the transaction's services"
+                    .into(),
+            ));
+        }
+        let _guard = self.write_lock.lock();
+        IN_WRITE.with(|w| w.set(true));
+        let result = self.with_conn(|conn| {
+            conn.execute_batch("BEGIN IMMEDIATE").map_err(map_sql_error)?;
+            match f(conn) {
+                Ok(value) => match conn.execute_batch("COMMIT") {
+                    Ok(()) => Ok(value),
+                    Err(e) => {
+                        let _ = conn.execute_batch("ROLLBACK");
+                        Err(map_sql_error(e))
+                    }
+                },
+                Err(e) => {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    Err(e)
+                }
+            }
+        });
+        IN_WRITE.with(|w| w.set(false));
+        result
+    }
+}
+
+fn load_schema(c: &Connection) -> Result<Schema, StoreError> {
+    let mut stmt = c
+        .prepare("SELECT collection, definition FROM platform_fields ORDER BY collection, sort")
+        .map_err(map_sql_error)?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .map_err(map_sql_error)?;
+    let mut grouped: Vec<(String, Vec<Field>)> = Vec::new();
+    for row in rows {
+        let (collection, definition) = row.map_err(map_sql_error)?;
+        let field: Field = serde_json::from_str(&definition)
+            .map_err(|e| backend(format!("bad field definition in {collection}: {e}")))?;
+        match grouped.last_mut() {
+            Some((name, fields)) if *name == collection => fields.push(field),
+            _ => grouped.push((collection, vec![field])),
+        }
+    }
+    let mut schema = Schema::default();
+    for (name, fields) in grouped {
+        schema.insert(CollectionDef::new(&name, fields));
+    }
+    Ok(schema)
+}
+
+fn column_type(kind: FieldType) -> &'static str {
+    match kind {
+        FieldType::Integer | FieldType::Boolean => "INTEGER",
+        FieldType::Float => "REAL",
+        _ => "TEXT",
+    }
+}
+
+fn sql_literal(field: &Field, v: &Value) -> Result<String, StoreError> {
+    Ok(match to_sql(field, v) {
+        SqlValue::Null => "NULL".into(),
+        SqlValue::Integer(i) => i.to_string(),
+        SqlValue::Real(f) => format!("{f:?}"),
+        SqlValue::Text(s) => format!("'{}'", s.replace('\'', "''")),
+        SqlValue::Blob(_) => return Err(backend("blob defaults are not supported")),
+    })
+}
+
+fn column_def(field: &Field) -> Result<String, StoreError> {
+    let mut def = format!("{} {}", quote(&field.field), column_type(field.kind));
+    if field.field == "id" {
+        def.push_str(" PRIMARY KEY NOT NULL");
+        return Ok(def);
+    }
+    if !field.nullable {
+        def.push_str(" NOT NULL");
+    }
+    if let Some(default) = &field.default {
+        def.push_str(" DEFAULT ");
+        def.push_str(&sql_literal(field, default)?);
+    }
+    if field.unique {
+        def.push_str(" UNIQUE");
+    }
+    Ok(def)
+}
+
+fn index_sql(collection: &str, index: &Index) -> String {
+    let name = format!("idx_{}_{}", collection, index.fields.join("_"));
+    let cols: Vec<String> = index.fields.iter().map(|f| quote(f)).collect();
+    format!(
+        "CREATE {}INDEX IF NOT EXISTS {} ON {} ({})",
+        if index.unique { "UNIQUE " } else { "" },
+        quote(&name),
+        quote(collection),
+        cols.join(", ")
+    )
+}
+
+fn record_field(c: &Connection, collection: &str, sort: i64, field: &Field) -> Result<(), StoreError> {
+    let definition = serde_json::to_string(field).map_err(backend)?;
+    c.execute(
+        "INSERT OR REPLACE INTO platform_fields (collection, field, sort, definition) VALUES (?, ?, ?, ?)",
+        rusqlite::params![collection, field.field, sort, definition],
+    )
+    .map_err(map_sql_error)?;
+    Ok(())
+}
+
+/// Applies one step; `schema` tracks the collections as the steps change them.
+fn apply_step(c: &mut Connection, schema: &mut Schema, step: &Step) -> Result<(), StoreError> {
+    match step {
+        Step::CreateCollection {
+            collection,
+            fields,
+            indexes,
+        } => {
+            if schema.get(collection).is_some() {
+                return Err(StoreError::Invalid(format!("collection {collection} already exists")));
+            }
+            let def = CollectionDef::new(collection, fields.clone());
+            let cols = def
+                .fields
+                .iter()
+                .map(column_def)
+                .collect::<Result<Vec<_>, _>>()?;
+            c.execute_batch(&format!("CREATE TABLE {} ({})", quote(collection), cols.join(", ")))
+                .map_err(map_sql_error)?;
+            for (i, field) in def.fields.iter().enumerate() {
+                record_field(c, collection, i as i64, field)?;
+            }
+            for index in indexes {
+                check_index_fields(&def, index)?;
+                c.execute_batch(&index_sql(collection, index)).map_err(map_sql_error)?;
+            }
+            schema.insert(def);
+        }
+        Step::AddField { collection, field } => {
+            let Some(def) = schema.get(collection) else {
+                return Err(StoreError::Invalid(format!("no collection {collection}")));
+            };
+            if def.has(&field.field) {
+                return Err(StoreError::Invalid(format!("{collection}.{} already exists", field.field)));
+            }
+            let sort = def.fields.len() as i64;
+            c.execute_batch(&format!(
+                "ALTER TABLE {} ADD COLUMN {}",
+                quote(collection),
+                column_def(field)?
+            ))
+            .map_err(map_sql_error)?;
+            record_field(c, collection, sort, field)?;
+            schema.add_field(collection, field.clone());
+        }
+        Step::CreateIndex { collection, index } => {
+            let Some(def) = schema.get(collection) else {
+                return Err(StoreError::Invalid(format!("no collection {collection}")));
+            };
+            check_index_fields(def, index)?;
+            c.execute_batch(&index_sql(collection, index)).map_err(map_sql_error)?;
+        }
+        Step::InsertItems { collection, items } => {
+            let Some(def) = schema.get(collection).cloned() else {
+                return Err(StoreError::Invalid(format!("no collection {collection}")));
+            };
+            let now = values::now_timestamp();
+            for item in items {
+                let Value::Object(given) = item else {
+                    return Err(StoreError::Invalid(format!("seed item of {collection} is not an object")));
+                };
+                let mut record = Map::new();
+                for field in &def.fields {
+                    let value = match given.get(&field.field) {
+                        Some(v) => values::normalize(field, v, false).map_err(StoreError::Invalid)?,
+                        None if field.field == "id" => Value::String(uuid::Uuid::new_v4().to_string()),
+                        None if field.field == "date_created" => Value::String(now.clone()),
+                        None => match &field.default {
+                            Some(d) => d.clone(),
+                            None => continue,
+                        },
+                    };
+                    record.insert(field.field.clone(), value);
+                }
+                for key in given.keys() {
+                    if !def.has(key) {
+                        return Err(StoreError::Invalid(format!("seed item of {collection} has unknown field {key}")));
+                    }
+                }
+                SqliteConn { conn: c }.insert(&def, &record)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_index_fields(def: &CollectionDef, index: &Index) -> Result<(), StoreError> {
+    match index.fields.iter().find(|f| !def.has(f)) {
+        Some(f) => Err(StoreError::Invalid(format!("index on unknown field {}.{f}", def.name))),
+        None if index.fields.is_empty() => Err(StoreError::Invalid("index without fields".into())),
+        None => Ok(()),
+    }
+}
+
+impl Store for SqliteStore {
+    fn schema(&self) -> Arc<Schema> {
+        self.schema.read().clone()
+    }
+
+    fn read(&self, work: &mut ConnWork<'_>) -> Result<(), StoreError> {
+        self.with_conn(|conn| work(&mut SqliteConn { conn }))
+    }
+
+    fn write(&self, work: &mut ConnWork<'_>) -> Result<(), StoreError> {
+        self.in_write_tx(|conn| work(&mut SqliteConn { conn }))
+    }
+
+    fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {
+        let applied = self.in_write_tx(|conn| {
+            let done: bool = conn
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM platform_migrations WHERE owner = ? AND id = ?)",
+                    [owner, id],
+                    |r| r.get(0),
+                )
+                .map_err(map_sql_error)?;
+            if done {
+                return Ok(false);
+            }
+            let mut schema = load_schema(conn)?;
+            for step in steps {
+                apply_step(conn, &mut schema, step)
+                    .map_err(|e| StoreError::Invalid(format!("migration {owner}/{id}: {e}")))?;
+            }
+            conn.execute(
+                "INSERT INTO platform_migrations (owner, id, applied_at) VALUES (?, ?, ?)",
+                [owner, id, &values::now_timestamp()],
+            )
+            .map_err(map_sql_error)?;
+            Ok(true)
+        })?;
+        if applied {
+            self.reload_schema()?;
+        }
+        Ok(applied)
+    }
+}
+
+/// A connection of the pool, seen through the storage interface.
+pub struct SqliteConn<'a> {
+    conn: &'a mut Connection,
+}
+
+pub(crate) fn to_sql(field: &Field, v: &Value) -> SqlValue {
+    match (field.kind, v) {
+        (_, Value::Null) => SqlValue::Null,
+        (FieldType::Json, v) => SqlValue::Text(v.to_string()),
+        (_, Value::Bool(b)) => SqlValue::Integer(*b as i64),
+        (FieldType::Float, Value::Number(n)) => SqlValue::Real(n.as_f64().unwrap_or(0.0)),
+        (_, Value::Number(n)) => match n.as_i64() {
+            Some(i) => SqlValue::Integer(i),
+            None => SqlValue::Real(n.as_f64().unwrap_or(0.0)),
+        },
+        (_, Value::String(s)) => SqlValue::Text(s.clone()),
+        (_, other) => SqlValue::Text(other.to_string()),
+    }
+}
+
+/// A float as JSON: integral values print as integers, as JavaScript does.
+fn float_value(f: f64) -> Value {
+    if f.fract() == 0.0 && f.abs() < 9.0e15 {
+        Value::from(f as i64)
+    } else {
+        serde_json::Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null)
+    }
+}
+
+fn from_sql(kind: Option<FieldType>, v: ValueRef<'_>) -> Value {
+    match (kind, v) {
+        (_, ValueRef::Null) => Value::Null,
+        (Some(FieldType::Boolean), ValueRef::Integer(i)) => Value::Bool(i != 0),
+        (Some(FieldType::Float), ValueRef::Integer(i)) => Value::from(i),
+        (_, ValueRef::Integer(i)) => Value::from(i),
+        (_, ValueRef::Real(f)) => float_value(f),
+        (Some(FieldType::Json), ValueRef::Text(t)) => {
+            serde_json::from_slice(t).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(t).into_owned()))
+        }
+        (_, ValueRef::Text(t)) => Value::String(String::from_utf8_lossy(t).into_owned()),
+        (_, ValueRef::Blob(b)) => Value::String(String::from_utf8_lossy(b).into_owned()),
+    }
+}
+
+/// Builds a WHERE clause with positional parameters.
+struct SqlBuilder<'c> {
+    collection: &'c CollectionDef,
+    sql: String,
+    params: Vec<SqlValue>,
+}
+
+impl<'c> SqlBuilder<'c> {
+    fn new(collection: &'c CollectionDef) -> Self {
+        Self {
+            collection,
+            sql: String::new(),
+            params: Vec::new(),
+        }
+    }
+
+    fn param(&mut self, field: &Field, v: &Value) {
+        self.params.push(to_sql(field, v));
+        self.sql.push('?');
+    }
+
+    fn filter(&mut self, f: &Filter) -> Result<(), StoreError> {
+        match f {
+            Filter::And(parts) | Filter::Or(parts) => {
+                if parts.is_empty() {
+                    self.sql.push_str(if matches!(f, Filter::And(_)) { "1" } else { "0" });
+                    return Ok(());
+                }
+                let joiner = if matches!(f, Filter::And(_)) { " AND " } else { " OR " };
+                self.sql.push('(');
+                for (i, part) in parts.iter().enumerate() {
+                    if i > 0 {
+                        self.sql.push_str(joiner);
+                    }
+                    self.filter(part)?;
+                }
+                self.sql.push(')');
+            }
+            Filter::Cond { field, op, value } => {
+                let def = self
+                    .collection
+                    .field(field)
+                    .ok_or_else(|| StoreError::Invalid(format!("unknown field {field}")))?
+                    .clone();
+                let col = quote(field);
+                match op {
+                    Op::Eq | Op::Neq if value.is_null() => {
+                        self.sql.push_str(&col);
+                        self.sql.push_str(if *op == Op::Eq { " IS NULL" } else { " IS NOT NULL" });
+                    }
+                    Op::Eq | Op::Neq | Op::Lt | Op::Lte | Op::Gt | Op::Gte => {
+                        let sym = match op {
+                            Op::Eq => "=",
+                            Op::Neq => "<>",
+                            Op::Lt => "<",
+                            Op::Lte => "<=",
+                            Op::Gt => ">",
+                            _ => ">=",
+                        };
+                        self.sql.push_str(&format!("{col} {sym} "));
+                        self.param(&def, value);
+                    }
+                    Op::In | Op::Nin => {
+                        // One parameter whatever the list's length, so the
+                        // statement is cached and never hits SQLite's
+                        // variable limit.
+                        let list: Vec<Value> = value
+                            .as_array()
+                            .map(|items| {
+                                items
+                                    .iter()
+                                    .map(|i| match to_sql(&def, i) {
+                                        SqlValue::Integer(n) => Value::from(n),
+                                        SqlValue::Real(f) => Value::from(f),
+                                        SqlValue::Text(s) => Value::String(s),
+                                        _ => Value::Null,
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        self.sql.push_str(&format!(
+                            "{col} {}IN (SELECT value FROM json_each(?))",
+                            if *op == Op::Nin { "NOT " } else { "" }
+                        ));
+                        self.params.push(SqlValue::Text(Value::Array(list).to_string()));
+                    }
+                    Op::Null | Op::NNull => {
+                        let is_null = (*op == Op::Null) == (value == &Value::Bool(true));
+                        self.sql.push_str(&col);
+                        self.sql.push_str(if is_null { " IS NULL" } else { " IS NOT NULL" });
+                    }
+                    Op::Contains | Op::NContains if def.kind == FieldType::Json => {
+                        if *op == Op::NContains {
+                            self.sql.push_str("NOT ");
+                        }
+                        self.sql.push_str(&format!(
+                            "EXISTS (SELECT 1 FROM json_each({col}) AS j WHERE j.value = ?)"
+                        ));
+                        self.params.push(match value {
+                            Value::Number(n) if n.is_i64() => SqlValue::Integer(n.as_i64().unwrap_or(0)),
+                            Value::Number(n) => SqlValue::Real(n.as_f64().unwrap_or(0.0)),
+                            Value::Bool(b) => SqlValue::Integer(*b as i64),
+                            Value::String(s) => SqlValue::Text(s.clone()),
+                            other => SqlValue::Text(other.to_string()),
+                        });
+                    }
+                    Op::Contains | Op::NContains | Op::IContains | Op::StartsWith | Op::EndsWith => {
+                        let text = SqlValue::Text(match value {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        });
+                        let expr = match op {
+                            Op::Contains => format!("instr({col}, ?) > 0"),
+                            Op::NContains => format!("({col} IS NULL OR instr({col}, ?) = 0)"),
+                            Op::IContains => format!("instr(lower({col}), lower(?)) > 0"),
+                            Op::StartsWith => format!("instr({col}, ?) = 1"),
+                            _ => format!("substr({col}, -length(?1)) = ?1"),
+                        };
+                        if *op == Op::EndsWith {
+                            // Numbered parameters cannot mix with positional
+                            // ones; spell it out with two parameters instead.
+                            self.sql.push_str(&format!("substr({col}, -length(?)) = ?"));
+                            self.params.push(text.clone());
+                            self.params.push(text);
+                        } else {
+                            self.sql.push_str(&expr);
+                            self.params.push(text);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Conn for SqliteConn<'_> {
+    fn select(&mut self, c: &CollectionDef, q: &ReadQuery) -> Result<Vec<Record>, StoreError> {
+        let mut b = SqlBuilder::new(c);
+        let cols: Vec<String> = q.fields.iter().map(|f| quote(f)).collect();
+        b.sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&c.name));
+        if let Some(filter) = &q.filter {
+            b.sql.push_str(" WHERE ");
+            b.filter(filter)?;
+        }
+        if !q.sort.is_empty() {
+            let order: Vec<String> = q
+                .sort
+                .iter()
+                .map(|(f, desc)| format!("{} {}", quote(f), if *desc { "DESC" } else { "ASC" }))
+                .collect();
+            b.sql.push_str(" ORDER BY ");
+            b.sql.push_str(&order.join(", "));
+        }
+        if q.limit.is_some() || q.offset > 0 {
+            b.sql.push_str(" LIMIT ? OFFSET ?");
+            b.params.push(SqlValue::Integer(q.limit.map(|l| l.min(i64::MAX as u64) as i64).unwrap_or(-1)));
+            b.params.push(SqlValue::Integer(q.offset.min(i64::MAX as u64) as i64));
+        }
+        let kinds: Vec<Option<FieldType>> = q.fields.iter().map(|f| c.field(f).map(|d| d.kind)).collect();
+        let mut stmt = self.conn.prepare_cached(&b.sql).map_err(map_sql_error)?;
+        let mut rows = stmt.query(params_from_iter(b.params.iter())).map_err(map_sql_error)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_sql_error)? {
+            let mut record = Map::with_capacity(q.fields.len());
+            for (i, name) in q.fields.iter().enumerate() {
+                let v = row.get_ref(i).map_err(map_sql_error)?;
+                record.insert(name.clone(), from_sql(kinds[i], v));
+            }
+            out.push(record);
+        }
+        Ok(out)
+    }
+
+    fn aggregate(&mut self, c: &CollectionDef, q: &AggregateQuery) -> Result<Vec<Record>, StoreError> {
+        let mut b = SqlBuilder::new(c);
+        let mut cols: Vec<String> = q.group_by.iter().map(|g| quote(g)).collect();
+        for (function, field) in &q.functions {
+            cols.push(match (function, field) {
+                (AggFn::Count, None) => "COUNT(*)".into(),
+                (AggFn::Count, Some(f)) => format!("COUNT({})", quote(f)),
+                (AggFn::CountDistinct, Some(f)) => format!("COUNT(DISTINCT {})", quote(f)),
+                (AggFn::Sum, Some(f)) => format!("TOTAL({})", quote(f)),
+                (AggFn::Avg, Some(f)) => format!("AVG({})", quote(f)),
+                (AggFn::Min, Some(f)) => format!("MIN({})", quote(f)),
+                (AggFn::Max, Some(f)) => format!("MAX({})", quote(f)),
+                (_, None) => return Err(StoreError::Invalid("only count takes *".into())),
+            });
+        }
+        b.sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&c.name));
+        if let Some(filter) = &q.filter {
+            b.sql.push_str(" WHERE ");
+            b.filter(filter)?;
+        }
+        if !q.group_by.is_empty() {
+            let groups: Vec<String> = q.group_by.iter().map(|g| quote(g)).collect();
+            b.sql.push_str(" GROUP BY ");
+            b.sql.push_str(&groups.join(", "));
+        }
+        if let Some(limit) = q.limit {
+            b.sql.push_str(" LIMIT ?");
+            b.params.push(SqlValue::Integer(limit.min(i64::MAX as u64) as i64));
+        }
+        let mut stmt = self.conn.prepare_cached(&b.sql).map_err(map_sql_error)?;
+        let mut rows = stmt.query(params_from_iter(b.params.iter())).map_err(map_sql_error)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_sql_error)? {
+            let mut record = Map::new();
+            for (i, g) in q.group_by.iter().enumerate() {
+                let v = row.get_ref(i).map_err(map_sql_error)?;
+                record.insert(g.clone(), from_sql(c.field(g).map(|d| d.kind), v));
+            }
+            for (j, (function, field)) in q.functions.iter().enumerate() {
+                let v = row.get_ref(q.group_by.len() + j).map_err(map_sql_error)?;
+                let kind = field.as_ref().and_then(|f| c.field(f)).map(|d| d.kind);
+                let value = match function {
+                    AggFn::Count | AggFn::CountDistinct => from_sql(None, v),
+                    AggFn::Sum if kind == Some(FieldType::Integer) => match v {
+                        ValueRef::Real(f) => Value::from(f as i64),
+                        other => from_sql(None, other),
+                    },
+                    AggFn::Sum | AggFn::Avg => from_sql(Some(FieldType::Float), v),
+                    AggFn::Min | AggFn::Max => from_sql(kind, v),
+                };
+                match field {
+                    None => {
+                        record.insert(function.name().into(), value);
+                    }
+                    Some(f) => {
+                        let slot = record
+                            .entry(function.name().to_string())
+                            .or_insert_with(|| Value::Object(Map::new()));
+                        if let Value::Object(m) = slot {
+                            m.insert(f.clone(), value);
+                        }
+                    }
+                }
+            }
+            out.push(record);
+        }
+        Ok(out)
+    }
+
+    fn insert(&mut self, c: &CollectionDef, record: &Record) -> Result<(), StoreError> {
+        let mut cols = Vec::with_capacity(record.len());
+        let mut params = Vec::with_capacity(record.len());
+        for (name, value) in record {
+            let field = c
+                .field(name)
+                .ok_or_else(|| StoreError::Invalid(format!("unknown field {name}")))?;
+            cols.push(quote(name));
+            params.push(to_sql(field, value));
+        }
+        let marks = vec!["?"; cols.len()].join(", ");
+        let sql = format!("INSERT INTO {} ({}) VALUES ({marks})", quote(&c.name), cols.join(", "));
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_sql_error)?;
+        stmt.execute(params_from_iter(params.iter())).map_err(map_sql_error)?;
+        Ok(())
+    }
+
+    fn update(&mut self, c: &CollectionDef, key: &str, changes: &Record) -> Result<bool, StoreError> {
+        if changes.is_empty() {
+            let exists: bool = self
+                .conn
+                .prepare_cached(&format!("SELECT EXISTS (SELECT 1 FROM {} WHERE \"id\" = ?)", quote(&c.name)))
+                .and_then(|mut s| s.query_row([key], |r| r.get(0)))
+                .map_err(map_sql_error)?;
+            return Ok(exists);
+        }
+        let mut sets = Vec::with_capacity(changes.len());
+        let mut params = Vec::with_capacity(changes.len() + 1);
+        for (name, value) in changes {
+            let field = c
+                .field(name)
+                .ok_or_else(|| StoreError::Invalid(format!("unknown field {name}")))?;
+            sets.push(format!("{} = ?", quote(name)));
+            params.push(to_sql(field, value));
+        }
+        params.push(SqlValue::Text(key.to_string()));
+        let sql = format!("UPDATE {} SET {} WHERE \"id\" = ?", quote(&c.name), sets.join(", "));
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_sql_error)?;
+        let n = stmt.execute(params_from_iter(params.iter())).map_err(map_sql_error)?;
+        Ok(n > 0)
+    }
+
+    fn delete(&mut self, c: &CollectionDef, key: &str) -> Result<bool, StoreError> {
+        let sql = format!("DELETE FROM {} WHERE \"id\" = ?", quote(&c.name));
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_sql_error)?;
+        let n = stmt.execute([key]).map_err(map_sql_error)?;
+        Ok(n > 0)
+    }
+}

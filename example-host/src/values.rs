@@ -1,0 +1,140 @@
+//! Checking and normalising field values against their declared types.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
+use serde_json::Value;
+
+use crate::schema::{Field, FieldType};
+
+/// Timestamps are stored and returned as RFC 3339 UTC with milliseconds,
+/// so that they also sort correctly as text.
+pub fn format_timestamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+pub fn now_timestamp() -> String {
+    format_timestamp(Utc::now())
+}
+
+/// Parses RFC 3339, `YYYY-MM-DDTHH:MM:SS[.fff]` (taken as UTC) or `YYYY-MM-DD`.
+pub fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&Utc));
+    }
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(s, fmt) {
+            return Some(t.and_utc());
+        }
+    }
+    NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+}
+
+/// Why a value does not fit its field.
+pub fn type_error(field: &Field) -> String {
+    let expected = match field.kind {
+        FieldType::Uuid => "a UUID string",
+        FieldType::String | FieldType::Text => "a string",
+        FieldType::Integer => "an integer",
+        FieldType::Float => "a number",
+        FieldType::Boolean => "a boolean",
+        FieldType::Timestamp => "a timestamp",
+        FieldType::Json => "JSON",
+    };
+    format!("\"{}\" must be {expected}", field.field)
+}
+
+/// Normalises a value written to `field`. `lenient` accepts the string forms
+/// a query string carries (`"true"`, `"42"`), for filter values.
+pub fn normalize(field: &Field, value: &Value, lenient: bool) -> Result<Value, String> {
+    if value.is_null() {
+        return Ok(Value::Null);
+    }
+    let bad = || Err(type_error(field));
+    match field.kind {
+        FieldType::Json => Ok(value.clone()),
+        FieldType::String | FieldType::Text => match value {
+            Value::String(_) => Ok(value.clone()),
+            Value::Number(n) if lenient => Ok(Value::String(n.to_string())),
+            _ => bad(),
+        },
+        FieldType::Uuid => match value {
+            // Keys are UUIDs, but references imported from elsewhere may not
+            // be: accept any non-empty string without spaces.
+            Value::String(s) if !s.is_empty() && !s.contains(char::is_whitespace) => {
+                Ok(value.clone())
+            }
+            Value::String(_) if lenient => Ok(value.clone()),
+            _ => bad(),
+        },
+        FieldType::Integer => match value {
+            Value::Number(n) if n.is_i64() || n.is_u64() => Ok(value.clone()),
+            Value::Number(n) => match n.as_f64() {
+                Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Value::from(f as i64)),
+                _ => bad(),
+            },
+            Value::String(s) if lenient => s.trim().parse::<i64>().map(Value::from).or_else(|_| bad()),
+            _ => bad(),
+        },
+        FieldType::Float => match value {
+            Value::Number(_) => Ok(value.clone()),
+            Value::String(s) if lenient => match s.trim().parse::<f64>() {
+                Ok(f) if f.is_finite() => Ok(Value::from(f)),
+                _ => bad(),
+            },
+            _ => bad(),
+        },
+        FieldType::Boolean => match value {
+            Value::Bool(_) => Ok(value.clone()),
+            Value::String(s) if lenient => match s.as_str() {
+                "true" | "1" => Ok(Value::Bool(true)),
+                "false" | "0" => Ok(Value::Bool(false)),
+                _ => bad(),
+            },
+            Value::Number(n) if lenient => Ok(Value::Bool(n.as_f64() != Some(0.0))),
+            _ => bad(),
+        },
+        FieldType::Timestamp => match value {
+            Value::String(s) => match parse_timestamp(s) {
+                Some(t) => Ok(Value::String(format_timestamp(t))),
+                None => bad(),
+            },
+            _ => bad(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn timestamps_are_normalised_to_utc_millis() {
+        let f = Field::timestamp("t");
+        assert_eq!(
+            normalize(&f, &json!("2026-01-02T03:04:05+01:00"), false).unwrap(),
+            json!("2026-01-02T02:04:05.000Z")
+        );
+        assert_eq!(
+            normalize(&f, &json!("2026-01-02"), false).unwrap(),
+            json!("2026-01-02T00:00:00.000Z")
+        );
+        assert!(normalize(&f, &json!("yesterday"), false).is_err());
+    }
+
+    #[test]
+    fn strict_and_lenient_types() {
+        let b = Field::boolean("b");
+        assert!(normalize(&b, &json!("true"), false).is_err());
+        assert_eq!(normalize(&b, &json!("true"), true).unwrap(), json!(true));
+        let i = Field::integer("i");
+        assert_eq!(normalize(&i, &json!(3.0), false).unwrap(), json!(3));
+        assert!(normalize(&i, &json!(3.5), false).is_err());
+        assert_eq!(normalize(&i, &json!("42"), true).unwrap(), json!(42));
+        let s = Field::string("s");
+        assert!(normalize(&s, &json!(5), false).is_err());
+        assert_eq!(normalize(&s, &Value::Null, false).unwrap(), Value::Null);
+    }
+}
