@@ -98,7 +98,11 @@ impl Auth {
 
     /// The accountability of a token; `InvalidToken` when it matches no
     /// active user.
-    pub fn authenticate(&self, store: &dyn Store, token: &str) -> Result<Accountability, AuthError> {
+    pub fn authenticate(
+        &self,
+        store: &dyn Store,
+        token: &str,
+    ) -> Result<Accountability, AuthError> {
         let hashed = hash_token(token);
         let epoch = self.epoch();
         if let Some((e, acc)) = self.tokens.lock().get(&hashed) {
@@ -168,7 +172,11 @@ fn lookup_token(
     let Some(user) = conn.select(users, &q)?.into_iter().next() else {
         return Ok(None);
     };
-    let user_id = user.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+    let user_id = user
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     let role = user.get("role").and_then(Value::as_str).map(String::from);
 
     let mut holders = vec![eq("user", json!(user_id))];

@@ -35,7 +35,10 @@ pub fn first_start(platform: &Platform, admin: AdminSeed) -> Result<bool, ItemsE
         &mut Session::Auto,
         &Who::system(),
         "platform_users",
-        &WireQuery { limit: Some(1), ..Default::default() },
+        &WireQuery {
+            limit: Some(1),
+            ..Default::default()
+        },
         None,
     )?;
     if !any_user.is_empty() {
@@ -43,25 +46,13 @@ pub fn first_start(platform: &Platform, admin: AdminSeed) -> Result<bool, ItemsE
     }
     let generated = admin.token.is_none();
     let token = admin.token.clone().unwrap_or_else(auth::generate_token);
-    let mut failure = None;
     let who = Who::system();
-    let result = platform.store.write(&mut |conn| {
-        let mut events = Vec::new();
-        let mut session = Session::Tx { conn, events: &mut events };
-        match seed(platform, &mut session, &who, &admin, &token) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                failure = Some(e);
-                Err(crate::storage::StoreError::Aborted)
-            }
-        }
-    });
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    result?;
+    platform.transaction(|s| seed(platform, s, &who, &admin, &token))?;
     platform.auth.invalidate();
-    log::info!("first start: created roles, policies and the administrator {}", admin.email);
+    log::info!(
+        "first start: created roles, policies and the administrator {}",
+        admin.email
+    );
     if generated {
         println!("Administrator token (shown once, store it now): {token}");
     }
@@ -84,7 +75,12 @@ fn seed(
             "platform_policies",
             &json!({"name": name, "admin_access": *name == "Administrator"}),
         )?;
-        platform.create_one(s, who, "platform_access", &json!({"role": role, "policy": policy}))?;
+        platform.create_one(
+            s,
+            who,
+            "platform_access",
+            &json!({"role": role, "policy": policy}),
+        )?;
         if *name != "Administrator" {
             for permission in member_permissions(&policy) {
                 platform.create_one(s, who, "platform_permissions", &permission)?;

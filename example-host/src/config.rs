@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "example-host", version, about = "A content platform that serves host-sdk extensions")]
+#[command(
+    name = "example-host",
+    version,
+    about = "A content platform that serves host-sdk extensions"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub common: Common,
@@ -41,7 +45,12 @@ pub enum ScheduleAction {
 #[derive(Debug, Clone, Args)]
 pub struct Common {
     /// SQLite database file (created with its folder if missing).
-    #[arg(long = "db", env = "DB_FILENAME", default_value = "./data/platform.db", global = true)]
+    #[arg(
+        long = "db",
+        env = "DB_FILENAME",
+        default_value = "./data/platform.db",
+        global = true
+    )]
     pub db: PathBuf,
     /// Folder of extension libraries [default: ./extensions, or the executable's folder when that does not exist].
     #[arg(long = "extensions", env = "EXTENSIONS_PATH", global = true)]

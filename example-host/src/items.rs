@@ -192,6 +192,18 @@ impl Platform {
         }
     }
 
+    /// Runs `work` in one write transaction; item events are delivered
+    /// after the commit.
+    pub fn transaction<T>(
+        &self,
+        mut work: impl FnMut(&mut Session<'_>) -> Result<T, ItemsError>,
+    ) -> Result<T, ItemsError> {
+        self.run_write(&mut Session::Auto, |conn, events| {
+            let mut session = Session::Tx { conn, events };
+            work(&mut session)
+        })
+    }
+
     fn collection(&self, who: &Who, name: &str) -> Result<Arc<CollectionDef>, ItemsError> {
         match self.store.schema().get(name) {
             Some(def) => Ok(def.clone()),
@@ -204,7 +216,12 @@ impl Platform {
     }
 
     /// The grant for an action; `None` when permissions are bypassed.
-    fn grant(&self, who: &Who, collection: &str, action: Action) -> Result<Option<Grant>, ItemsError> {
+    fn grant(
+        &self,
+        who: &Who,
+        collection: &str,
+        action: Action,
+    ) -> Result<Option<Grant>, ItemsError> {
         if who.is_admin() {
             return Ok(None);
         }
@@ -212,9 +229,9 @@ impl Platform {
             Some(acc) => acc.policies.clone(),
             None => self.auth.public_policies(self.store.as_ref())?,
         };
-        let set = self
-            .permissions
-            .for_policies(self.store.as_ref(), &policies, self.auth.epoch())?;
+        let set =
+            self.permissions
+                .for_policies(self.store.as_ref(), &policies, self.auth.epoch())?;
         set.grant(collection, action)
             .map(Some)
             .ok_or_else(ItemsError::forbidden)
@@ -228,9 +245,9 @@ impl Platform {
     ) -> Result<Option<Filter>, ItemsError> {
         match grant.and_then(|g| g.filter.as_ref()) {
             None => Ok(None),
-            Some(raw) => parse_filter(def, raw, vars)
-                .map(Some)
-                .map_err(|e| ItemsError::Internal(format!("bad permission filter on {}: {e}", def.name))),
+            Some(raw) => parse_filter(def, raw, vars).map(Some).map_err(|e| {
+                ItemsError::Internal(format!("bad permission filter on {}: {e}", def.name))
+            }),
         }
     }
 
@@ -319,7 +336,9 @@ impl Platform {
         used.extend(q.sort.iter().map(|(f, _)| f.clone()));
         for field in &used {
             if is_secret(&def.name, field) {
-                return Err(ItemsError::InvalidQuery(format!("cannot query by \"{field}\"")));
+                return Err(ItemsError::InvalidQuery(format!(
+                    "cannot query by \"{field}\""
+                )));
             }
             if grant.as_ref().is_some_and(|g| !g.allows_field(field)) {
                 return Err(ItemsError::forbidden());
@@ -332,12 +351,16 @@ impl Platform {
                 }
             }
         }
-        q.fields
-            .retain(|f| !is_secret(&def.name, f) && grant.as_ref().is_none_or(|g| g.allows_field(f)));
+        q.fields.retain(|f| {
+            !is_secret(&def.name, f) && grant.as_ref().is_none_or(|g| g.allows_field(f))
+        });
         if q.fields.is_empty() {
             return Err(ItemsError::forbidden());
         }
-        q.filter = Filter::and(q.filter.take(), self.grant_filter(def, grant.as_ref(), &vars)?);
+        q.filter = Filter::and(
+            q.filter.take(),
+            self.grant_filter(def, grant.as_ref(), &vars)?,
+        );
         Ok(q)
     }
 
@@ -399,13 +422,18 @@ impl Platform {
         }
         for field in &used {
             if is_secret(collection, field) {
-                return Err(ItemsError::InvalidQuery(format!("cannot query by \"{field}\"")));
+                return Err(ItemsError::InvalidQuery(format!(
+                    "cannot query by \"{field}\""
+                )));
             }
             if grant.as_ref().is_some_and(|g| !g.allows_field(field)) {
                 return Err(ItemsError::forbidden());
             }
         }
-        q.filter = Filter::and(q.filter.take(), self.grant_filter(&def, grant.as_ref(), &vars)?);
+        q.filter = Filter::and(
+            q.filter.take(),
+            self.grant_filter(&def, grant.as_ref(), &vars)?,
+        );
         self.run_read(session, |conn| Ok(conn.aggregate(&def, &q)?))
     }
 
@@ -431,7 +459,9 @@ impl Platform {
         data: &Value,
     ) -> Result<Vec<String>, ItemsError> {
         let Value::Array(items) = data else {
-            return Err(ItemsError::InvalidPayload("payload must be an array".into()));
+            return Err(ItemsError::InvalidPayload(
+                "payload must be an array".into(),
+            ));
         };
         self.create(session, who, collection, items)
     }
@@ -453,7 +483,11 @@ impl Platform {
             let mut keys = Vec::with_capacity(records.len());
             for (record, payload) in &records {
                 conn.insert(&def, record)?;
-                let key = record.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+                let key = record
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 events.push(ItemEvent {
                     kind: EventKind::Create,
                     collection: def.name.clone(),
@@ -478,7 +512,9 @@ impl Platform {
         item: &Value,
     ) -> Result<(Record, Map<String, Value>), ItemsError> {
         let Value::Object(payload) = item else {
-            return Err(ItemsError::InvalidPayload("payload must be an object".into()));
+            return Err(ItemsError::InvalidPayload(
+                "payload must be an object".into(),
+            ));
         };
         let admin = who.is_admin();
         let mut record = Map::new();
@@ -490,20 +526,27 @@ impl Platform {
                 )));
             };
             // The host owns these unless an admin imports them.
-            if !admin && matches!(name.as_str(), "id" | "date_created" | "user_created" | "date_updated") {
+            if !admin
+                && matches!(
+                    name.as_str(),
+                    "id" | "date_created" | "user_created" | "date_updated"
+                )
+            {
                 continue;
             }
             if grant.is_some_and(|g| !g.allows_field(name)) {
                 return Err(ItemsError::forbidden());
             }
-            let value = values::normalize(field, value, false).map_err(ItemsError::InvalidPayload)?;
+            let value =
+                values::normalize(field, value, false).map_err(ItemsError::InvalidPayload)?;
             record.insert(name.clone(), self.store_value(def, name, value)?);
         }
         if let Some(g) = grant {
             for (name, value) in &g.presets {
                 if let Some(field) = def.field(name) {
                     let value = who.vars_resolve(value);
-                    let value = values::normalize(field, &value, false).map_err(ItemsError::InvalidPayload)?;
+                    let value = values::normalize(field, &value, false)
+                        .map_err(ItemsError::InvalidPayload)?;
                     record.insert(name.clone(), value);
                 }
             }
@@ -511,8 +554,11 @@ impl Platform {
         if !record.get("id").is_some_and(Value::is_string) {
             record.insert("id".into(), Value::String(uuid::Uuid::new_v4().to_string()));
         }
-        if def.has("date_created") && !record.get("date_created").is_some_and(|v| !v.is_null()) {
-            record.insert("date_created".into(), Value::String(values::now_timestamp()));
+        if def.has("date_created") && record.get("date_created").is_none_or(Value::is_null) {
+            record.insert(
+                "date_created".into(),
+                Value::String(values::now_timestamp()),
+            );
         }
         if def.has("user_created") && !record.contains_key("user_created") {
             if let Some(acc) = &who.accountability {
@@ -526,7 +572,10 @@ impl Platform {
                 }
             }
             if !field.nullable && record.get(&field.field).is_none_or(Value::is_null) {
-                return Err(ItemsError::InvalidPayload(format!("\"{}\" is required", field.field)));
+                return Err(ItemsError::InvalidPayload(format!(
+                    "\"{}\" is required",
+                    field.field
+                )));
             }
         }
         let mut reported = payload.clone();
@@ -539,7 +588,12 @@ impl Platform {
     }
 
     /// Hashes secrets before they are stored.
-    fn store_value(&self, def: &CollectionDef, field: &str, value: Value) -> Result<Value, ItemsError> {
+    fn store_value(
+        &self,
+        def: &CollectionDef,
+        field: &str,
+        value: Value,
+    ) -> Result<Value, ItemsError> {
         if !is_secret(&def.name, field) {
             return Ok(value);
         }
@@ -563,7 +617,9 @@ impl Platform {
         let def = self.collection(who, collection)?;
         let grant = self.grant(who, collection, Action::Update)?;
         let Value::Object(payload) = data else {
-            return Err(ItemsError::InvalidPayload("payload must be an object".into()));
+            return Err(ItemsError::InvalidPayload(
+                "payload must be an object".into(),
+            ));
         };
         let admin = who.is_admin();
         let mut changes = Map::new();
@@ -578,7 +634,9 @@ impl Platform {
                 if value.as_str() == Some(key) {
                     continue;
                 }
-                return Err(ItemsError::InvalidPayload("the key of an item cannot change".into()));
+                return Err(ItemsError::InvalidPayload(
+                    "the key of an item cannot change".into(),
+                ));
             }
             if !admin && matches!(name.as_str(), "date_created" | "user_created") {
                 continue;
@@ -586,14 +644,20 @@ impl Platform {
             if grant.as_ref().is_some_and(|g| !g.allows_field(name)) {
                 return Err(ItemsError::forbidden());
             }
-            let value = values::normalize(field, value, false).map_err(ItemsError::InvalidPayload)?;
+            let value =
+                values::normalize(field, value, false).map_err(ItemsError::InvalidPayload)?;
             if !field.nullable && value.is_null() {
-                return Err(ItemsError::InvalidPayload(format!("\"{name}\" is required")));
+                return Err(ItemsError::InvalidPayload(format!(
+                    "\"{name}\" is required"
+                )));
             }
             changes.insert(name.clone(), self.store_value(&def, name, value)?);
         }
         if def.has("date_updated") && !changes.contains_key("date_updated") {
-            changes.insert("date_updated".into(), Value::String(values::now_timestamp()));
+            changes.insert(
+                "date_updated".into(),
+                Value::String(values::now_timestamp()),
+            );
         }
         let scope = self.grant_filter(&def, grant.as_ref(), &who.vars())?;
         let mut reported = payload.clone();
@@ -692,7 +756,11 @@ fn exists(conn: &mut dyn Conn, def: &CollectionDef, key: &str) -> Result<bool, I
     Ok(!conn.select(def, &q)?.is_empty())
 }
 
-fn select_full(conn: &mut dyn Conn, def: &CollectionDef, key: &str) -> Result<Vec<Record>, ItemsError> {
+fn select_full(
+    conn: &mut dyn Conn,
+    def: &CollectionDef,
+    key: &str,
+) -> Result<Vec<Record>, ItemsError> {
     let mut q = ReadQuery::all_fields(def);
     q.filter = Some(key_filter(key));
     q.limit = Some(1);

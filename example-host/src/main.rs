@@ -46,7 +46,8 @@ fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
     if cli.serve.demo && admin.token.is_none() {
         admin.token = Some(demo::ADMIN_TOKEN.into());
     }
-    bootstrap::first_start(&platform, admin).map_err(|e| format!("first-start seeding failed: {e}"))?;
+    bootstrap::first_start(&platform, admin)
+        .map_err(|e| format!("first-start seeding failed: {e}"))?;
     let dir = cli.common.extensions_dir();
     log::info!("loading extensions from {}", dir.display());
     let registry = Arc::new(Registry::load_dir(&dir, &platform));
@@ -71,7 +72,10 @@ fn main() -> ExitCode {
             let started = std::time::Instant::now();
             match registry.run_schedule(&platform, extension, name) {
                 Ok(()) => {
-                    log::info!("[{extension}] schedule `{name}` finished in {:.1?}", started.elapsed());
+                    log::info!(
+                        "[{extension}] schedule `{name}` finished in {:.1?}",
+                        started.elapsed()
+                    );
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
@@ -94,11 +98,18 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
     let addr: SocketAddr = match format!("{}:{}", cli.serve.host, cli.serve.port).parse() {
         Ok(a) => a,
         Err(e) => {
-            log::error!("invalid listen address {}:{}: {e}", cli.serve.host, cli.serve.port);
+            log::error!(
+                "invalid listen address {}:{}: {e}",
+                cli.serve.host,
+                cli.serve.port
+            );
             return ExitCode::FAILURE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             log::error!("cannot start the runtime: {e}");

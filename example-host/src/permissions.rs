@@ -105,10 +105,13 @@ fn parse_fields(v: Option<&Value>) -> Option<Vec<String>> {
     }
 }
 
+/// A cached permission set and the auth epoch it was loaded in.
+type CachedSet = (u64, std::sync::Arc<PermissionSet>);
+
 /// Loads and caches permission sets by policy list.
 #[derive(Default)]
 pub struct Permissions {
-    cache: Mutex<HashMap<Vec<String>, (u64, std::sync::Arc<PermissionSet>)>>,
+    cache: Mutex<HashMap<Vec<String>, CachedSet>>,
 }
 
 impl Permissions {
@@ -150,7 +153,10 @@ fn load(store: &dyn Store, policies: &[String]) -> Result<PermissionSet, StoreEr
     });
     let rows = read_with(store, |conn| conn.select(perms, &q))?;
     for row in rows {
-        let collection = row.get("collection").and_then(Value::as_str).unwrap_or_default();
+        let collection = row
+            .get("collection")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let action = match row.get("action").and_then(Value::as_str) {
             Some("create") => Action::Create,
             Some("read") => Action::Read,
@@ -183,7 +189,9 @@ fn load(store: &dyn Store, policies: &[String]) -> Result<PermissionSet, StoreEr
 mod tests {
     use super::*;
 
-    fn set(rows: Vec<(&str, Action, Option<Value>, Option<Vec<&str>>)>) -> PermissionSet {
+    type TestRow<'a> = (&'a str, Action, Option<Value>, Option<Vec<&'a str>>);
+
+    fn set(rows: Vec<TestRow<'_>>) -> PermissionSet {
         let mut s = PermissionSet::default();
         for (c, a, filter, fields) in rows {
             s.rows.entry((c.into(), a)).or_default().push(Row {
@@ -208,8 +216,18 @@ mod tests {
         let own = json!({"user_created": {"_eq": "$CURRENT_USER"}});
         let public = json!({"public": {"_eq": true}});
         let s = set(vec![
-            ("recordings", Action::Read, Some(own.clone()), Some(vec!["id", "title"])),
-            ("recordings", Action::Read, Some(public.clone()), Some(vec!["id", "public"])),
+            (
+                "recordings",
+                Action::Read,
+                Some(own.clone()),
+                Some(vec!["id", "title"]),
+            ),
+            (
+                "recordings",
+                Action::Read,
+                Some(public.clone()),
+                Some(vec!["id", "public"]),
+            ),
         ]);
         let g = s.grant("recordings", Action::Read).unwrap();
         assert_eq!(g.filter, Some(json!({"_or": [own, public]})));
@@ -220,7 +238,12 @@ mod tests {
     #[test]
     fn an_unrestricted_row_wins() {
         let s = set(vec![
-            ("recordings", Action::Read, Some(json!({"public": {"_eq": true}})), None),
+            (
+                "recordings",
+                Action::Read,
+                Some(json!({"public": {"_eq": true}})),
+                None,
+            ),
             ("recordings", Action::Read, None, Some(vec!["*"])),
         ]);
         assert_eq!(s.grant("recordings", Action::Read).unwrap().filter, None);

@@ -17,7 +17,11 @@ fn core() -> Vec<Step> {
             .build(),
         Collection::new("platform_policies")
             .field(Field::string("name").not_null())
-            .field(Field::boolean("admin_access").not_null().default(false.into()))
+            .field(
+                Field::boolean("admin_access")
+                    .not_null()
+                    .default(false.into()),
+            )
             .field(Field::text("description"))
             .build(),
         Collection::new("platform_access")

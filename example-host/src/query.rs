@@ -176,7 +176,9 @@ fn parse_conditions(
         ));
     };
     let Value::Object(ops) = ops else {
-        return err(format!("filter of \"{field}\" must be an object of operators"));
+        return err(format!(
+            "filter of \"{field}\" must be an object of operators"
+        ));
     };
     let mut out = Vec::new();
     for (op_name, raw) in ops {
@@ -199,7 +201,9 @@ fn parse_conditions(
             Op::In | Op::Nin => {
                 let items = match resolved {
                     Value::Array(items) => items,
-                    Value::String(s) => s.split(',').map(|p| Value::String(p.to_string())).collect(),
+                    Value::String(s) => {
+                        s.split(',').map(|p| Value::String(p.to_string())).collect()
+                    }
                     other => vec![other],
                 };
                 Value::Array(
@@ -220,7 +224,9 @@ fn parse_conditions(
             }
             _ => {
                 if def.kind == FieldType::Json {
-                    return err(format!("{op_name} is not supported on JSON field \"{field}\""));
+                    return err(format!(
+                        "{op_name} is not supported on JSON field \"{field}\""
+                    ));
                 }
                 values::normalize(def, &resolved, true).map_err(QueryError)?
             }
@@ -402,7 +408,11 @@ impl WireQuery {
         })
     }
 
-    pub fn to_aggregate(&self, c: &CollectionDef, vars: &Vars) -> Result<AggregateQuery, QueryError> {
+    pub fn to_aggregate(
+        &self,
+        c: &CollectionDef,
+        vars: &Vars,
+    ) -> Result<AggregateQuery, QueryError> {
         let read = self.to_read(c, vars, None)?;
         let Some(aggregate) = &self.aggregate else {
             return err("aggregate query without \"aggregate\"");
@@ -434,7 +444,11 @@ impl WireQuery {
                 }
             }
         }
-        let group_by = self.group_by.as_ref().map(ListParam::items).unwrap_or_default();
+        let group_by = self
+            .group_by
+            .as_ref()
+            .map(ListParam::items)
+            .unwrap_or_default();
         for g in &group_by {
             if !c.has(g) {
                 return err(format!("cannot group by unknown field \"{g}\""));
@@ -449,7 +463,10 @@ impl WireQuery {
     }
 }
 
-fn resolve_fields(c: &CollectionDef, fields: Option<&ListParam>) -> Result<Vec<String>, QueryError> {
+fn resolve_fields(
+    c: &CollectionDef,
+    fields: Option<&ListParam>,
+) -> Result<Vec<String>, QueryError> {
     let requested = fields.map(ListParam::items).unwrap_or_default();
     if requested.is_empty() || requested.iter().any(|f| f == "*") {
         let mut all: Vec<String> = c.fields.iter().map(|f| f.field.clone()).collect();
@@ -463,7 +480,10 @@ fn resolve_fields(c: &CollectionDef, fields: Option<&ListParam>) -> Result<Vec<S
             return err(format!("relational field \"{f}\" is not supported"));
         }
         if !c.has(&f) {
-            return err(format!("unknown field \"{f}\" in collection \"{}\"", c.name));
+            return err(format!(
+                "unknown field \"{f}\" in collection \"{}\"",
+                c.name
+            ));
         }
         if !out.contains(&f) {
             out.push(f);
@@ -494,14 +514,35 @@ mod tests {
     #[test]
     fn variables_resolve() {
         let vars = Vars::new(Some("u1".into()));
-        let f = parse_filter(&recordings(), &json!({"user_created": {"_eq": "$CURRENT_USER"}}), &vars).unwrap();
+        let f = parse_filter(
+            &recordings(),
+            &json!({"user_created": {"_eq": "$CURRENT_USER"}}),
+            &vars,
+        )
+        .unwrap();
         assert_eq!(
             f,
-            Filter::Cond { field: "user_created".into(), op: Op::Eq, value: json!("u1") }
+            Filter::Cond {
+                field: "user_created".into(),
+                op: Op::Eq,
+                value: json!("u1")
+            }
         );
         let anon = Vars::new(None);
-        let f = parse_filter(&recordings(), &json!({"user_created": {"_eq": "$CURRENT_USER"}}), &anon).unwrap();
-        assert_eq!(f, Filter::Cond { field: "user_created".into(), op: Op::Eq, value: Value::Null });
+        let f = parse_filter(
+            &recordings(),
+            &json!({"user_created": {"_eq": "$CURRENT_USER"}}),
+            &anon,
+        )
+        .unwrap();
+        assert_eq!(
+            f,
+            Filter::Cond {
+                field: "user_created".into(),
+                op: Op::Eq,
+                value: Value::Null
+            }
+        );
     }
 
     #[test]
@@ -511,9 +552,15 @@ mod tests {
         assert!(parse_filter(&c, &json!({"title; DROP TABLE x": {"_eq": 1}}), &vars).is_err());
         assert!(parse_filter(&c, &json!({"title": {"_regex": "x"}}), &vars).is_err());
         assert!(parse_filter(&c, &json!({"title": {"author": {"_eq": 1}}}), &vars).is_err());
-        let q = WireQuery { sort: Some(ListParam::Text("-nope".into())), ..Default::default() };
+        let q = WireQuery {
+            sort: Some(ListParam::Text("-nope".into())),
+            ..Default::default()
+        };
         assert!(q.to_read(&c, &vars, None).is_err());
-        let q = WireQuery { fields: Some(ListParam::Text("title,\"x\"".into())), ..Default::default() };
+        let q = WireQuery {
+            fields: Some(ListParam::Text("title,\"x\"".into())),
+            ..Default::default()
+        };
         assert!(q.to_read(&c, &vars, None).is_err());
     }
 
@@ -521,14 +568,24 @@ mod tests {
     fn paging_and_limits() {
         let vars = Vars::new(None);
         let c = recordings();
-        let q = WireQuery { limit: Some(10), page: Some(3), ..Default::default() };
+        let q = WireQuery {
+            limit: Some(10),
+            page: Some(3),
+            ..Default::default()
+        };
         let r = q.to_read(&c, &vars, Some(100)).unwrap();
         assert_eq!((r.limit, r.offset), (Some(10), 20));
-        let q = WireQuery { limit: Some(-1), ..Default::default() };
+        let q = WireQuery {
+            limit: Some(-1),
+            ..Default::default()
+        };
         assert_eq!(q.to_read(&c, &vars, Some(100)).unwrap().limit, None);
         let q = WireQuery::default();
         assert_eq!(q.to_read(&c, &vars, Some(100)).unwrap().limit, Some(100));
-        let q = WireQuery { offset: Some(-5), ..Default::default() };
+        let q = WireQuery {
+            offset: Some(-5),
+            ..Default::default()
+        };
         assert!(q.to_read(&c, &vars, None).is_err());
     }
 

@@ -40,7 +40,8 @@ impl CollectionDef {
 
     pub fn add_field(&mut self, field: Field) {
         if !self.has(&field.field) {
-            self.positions.insert(field.field.clone(), self.fields.len());
+            self.positions
+                .insert(field.field.clone(), self.fields.len());
             self.fields.push(field);
         }
     }

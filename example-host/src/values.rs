@@ -74,7 +74,9 @@ pub fn normalize(field: &Field, value: &Value, lenient: bool) -> Result<Value, S
                 Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Value::from(f as i64)),
                 _ => bad(),
             },
-            Value::String(s) if lenient => s.trim().parse::<i64>().map(Value::from).or_else(|_| bad()),
+            Value::String(s) if lenient => {
+                s.trim().parse::<i64>().map(Value::from).or_else(|_| bad())
+            }
             _ => bad(),
         },
         FieldType::Float => match value {

@@ -8,7 +8,9 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::{RMut, RRef};
 use abi_stable::std_types::{RErr, ROk, RResult};
 
-use crate::abi::{FfiAccountability, FfiError, HostServices_TO, TransactionBody, TransactionBody_TO};
+use crate::abi::{
+    FfiAccountability, FfiError, HostServices_TO, TransactionBody, TransactionBody_TO,
+};
 use crate::error::ItemsError;
 use crate::items::{Access, Items, Services};
 
@@ -90,9 +92,10 @@ impl<'a> Context<'a> {
             outcome: None,
             panic: None,
         };
-        let host_result = self
-            .services
-            .transaction(TransactionBody_TO::from_ptr(RMut::new(&mut body), TD_Opaque));
+        let host_result = self.services.transaction(TransactionBody_TO::from_ptr(
+            RMut::new(&mut body),
+            TD_Opaque,
+        ));
         if let Some(payload) = body.panic.take() {
             resume_unwind(payload);
         }

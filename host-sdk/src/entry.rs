@@ -10,8 +10,8 @@ use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString, RVec};
 use once_cell::sync::OnceCell;
 
 use crate::abi::{
-    ExtensionModule, ExtensionModuleRef, FfiContext, FfiError, FfiInit, FfiItemEvent,
-    FfiManifest, FfiMigration, FfiRequest, FfiResponse, FfiSchedule, FfiScheduleSpec,
+    ExtensionModule, ExtensionModuleRef, FfiContext, FfiError, FfiInit, FfiItemEvent, FfiManifest,
+    FfiMigration, FfiRequest, FfiResponse, FfiSchedule, FfiScheduleSpec,
 };
 use crate::context::{Accountability, Context};
 use crate::error::ApiError;
@@ -151,7 +151,10 @@ extern "C" fn on_event(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<()
     match result {
         Ok(Ok(())) => ROk(()),
         Ok(Err(e)) => RErr(ffi_error("HOOK_FAILED", e)),
-        Err(p) => RErr(ffi_error("PANIC", format!("hook panicked: {}", panic_message(&*p)))),
+        Err(p) => RErr(ffi_error(
+            "PANIC",
+            format!("hook panicked: {}", panic_message(&*p)),
+        )),
     }
 }
 
@@ -175,15 +178,25 @@ extern "C" fn schedules() -> RVec<FfiSchedule> {
 
 extern "C" fn run_schedule(name: RStr<'_>, ctx: &FfiContext<'_>) -> RResult<(), FfiError> {
     let result = catch_unwind(AssertUnwindSafe(|| {
-        let Some(job) = extension().schedules.iter().find(|s| s.name == name.as_str()) else {
-            return Err(ffi_error("NOT_FOUND", format!("no schedule named `{name}`")));
+        let Some(job) = extension()
+            .schedules
+            .iter()
+            .find(|s| s.name == name.as_str())
+        else {
+            return Err(ffi_error(
+                "NOT_FOUND",
+                format!("no schedule named `{name}`"),
+            ));
         };
         (job.job)(&context(ctx)).map_err(|e| ffi_error("JOB_FAILED", e.to_string()))
     }));
     match result {
         Ok(Ok(())) => ROk(()),
         Ok(Err(e)) => RErr(e),
-        Err(p) => RErr(ffi_error("PANIC", format!("job panicked: {}", panic_message(&*p)))),
+        Err(p) => RErr(ffi_error(
+            "PANIC",
+            format!("job panicked: {}", panic_message(&*p)),
+        )),
     }
 }
 

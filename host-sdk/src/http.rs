@@ -122,7 +122,9 @@ impl Response {
                 content_type: "application/json".into(),
                 body,
             },
-            Err(e) => Self::error(&ApiError::internal(format!("could not encode response: {e}"))),
+            Err(e) => Self::error(&ApiError::internal(format!(
+                "could not encode response: {e}"
+            ))),
         }
     }
 

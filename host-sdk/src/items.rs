@@ -235,7 +235,12 @@ impl<'a> Items<'a> {
         let q = query.to_json();
         let out = self
             .services
-            .read_one(self.access(), collection.into(), key.into(), q.as_str().into())
+            .read_one(
+                self.access(),
+                collection.into(),
+                key.into(),
+                q.as_str().into(),
+            )
             .into_result()
             .map_err(ItemsError::from_ffi)?;
         decode("record", out)
@@ -282,7 +287,12 @@ impl<'a> Items<'a> {
         let d = encode(data)?;
         let out = self
             .services
-            .update_one(self.access(), collection.into(), key.into(), d.as_str().into())
+            .update_one(
+                self.access(),
+                collection.into(),
+                key.into(),
+                d.as_str().into(),
+            )
             .into_result()
             .map_err(ItemsError::from_ffi)?;
         decode::<Value>("key", out).map(key_string)

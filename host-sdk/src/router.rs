@@ -167,7 +167,11 @@ impl Router {
             let mut op = Map::new();
             op.insert(
                 "summary".into(),
-                route.summary.clone().unwrap_or_else(|| route.pattern.clone()).into(),
+                route
+                    .summary
+                    .clone()
+                    .unwrap_or_else(|| route.pattern.clone())
+                    .into(),
             );
             if !params.is_empty() {
                 op.insert("parameters".into(), Value::Array(params));

@@ -3,9 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use abi_stable::abi_stability::abi_checking::{check_layout_compatibility, AbiInstabilityErrors};
 use abi_stable::library::{lib_header_from_path, LibraryError};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RArc;
+use abi_stable::StableAbi;
 use host_sdk::abi::{ExtensionModuleRef, FfiInit, FfiScheduleSpec, HostLogger_TO};
 use serde_json::Value;
 
@@ -40,7 +42,10 @@ const RESERVED_IDS: &[&str] = &["items", "server", "auth", "extensions"];
 
 /// Whether a file name looks like a dynamic library of this platform.
 pub fn is_library(path: &Path) -> bool {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or_default();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default();
     matches!(ext, "so" | "dylib" | "dll")
 }
 
@@ -59,6 +64,56 @@ pub fn libraries_in(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// One line per layout error: where (the path of fields) and what kind.
+fn summarize(e: &AbiInstabilityErrors) -> String {
+    let mut lines = Vec::new();
+    for err in e.errors.iter() {
+        let path: Vec<String> = err
+            .stack_trace
+            .iter()
+            .map(|step| {
+                step.found
+                    .to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string()
+            })
+            .filter(|s| !s.is_empty())
+            .collect();
+        let kinds: Vec<String> = err
+            .errs
+            .iter()
+            .map(|k| {
+                let debug = format!("{k:?}");
+                debug
+                    .split(['(', ' ', '{'])
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect();
+        if kinds.is_empty() {
+            continue;
+        }
+        lines.push(format!(
+            "{} at `{}`",
+            kinds.join(", "),
+            if path.is_empty() {
+                "root module".into()
+            } else {
+                path.join(" -> ")
+            }
+        ));
+    }
+    if lines.is_empty() {
+        "incompatible root module layout".into()
+    } else {
+        lines.join("; ")
+    }
+}
+
 fn major(version: &str) -> Option<u64> {
     version.split('.').next()?.trim().parse().ok()
 }
@@ -69,7 +124,12 @@ fn describe(e: LibraryError) -> LoadError {
         LibraryError::GetSymbolError { err, .. } => LoadError::NoRootModule(err.to_string()),
         LibraryError::AbiInstability(detail) => LoadError::Layout {
             host: host_sdk::SDK_VERSION,
-            detail: detail.to_string().lines().take(12).collect::<Vec<_>>().join(" | "),
+            detail: detail
+                .to_string()
+                .lines()
+                .take(12)
+                .collect::<Vec<_>>()
+                .join(" | "),
         },
         LibraryError::IncompatibleVersionNumber { actual_version, .. } => LoadError::SdkVersion {
             found: actual_version.to_string(),
@@ -80,10 +140,36 @@ fn describe(e: LibraryError) -> LoadError {
 }
 
 /// Loads one library: ABI and version checks, manifest, migrations, init.
-pub fn load(path: &Path, platform: &Platform, taken: &[String]) -> Result<LoadedExtension, LoadError> {
+pub fn load(
+    path: &Path,
+    platform: &Platform,
+    taken: &[String],
+) -> Result<LoadedExtension, LoadError> {
     let header = lib_header_from_path(path).map_err(describe)?;
-    let module = header
-        .init_root_module::<ExtensionModuleRef>()
+    let Some(library_layout) = header.layout() else {
+        return Err(LoadError::Layout {
+            host: host_sdk::SDK_VERSION,
+            detail: "the library exports its root module without a layout to check".into(),
+        });
+    };
+    // The library's root module is the interface and the host's the
+    // implementation: a prefix type may then have fewer fields in the
+    // library (built against an earlier minor SDK) than in the host.
+    // abi_stable's own `init_root_module` checks the other way round and
+    // would refuse such libraries.
+    check_layout_compatibility(library_layout, <ExtensionModuleRef as StableAbi>::LAYOUT).map_err(
+        |e| {
+            log::debug!("full layout report for {}:\n{e}", path.display());
+            LoadError::Layout {
+                host: host_sdk::SDK_VERSION,
+                detail: summarize(&e),
+            }
+        },
+    )?;
+    // SAFETY: the layout was checked just above; fields appended by later
+    // minor versions are only read through accessors that check the
+    // library's field count and answer `None` when it lacks them.
+    let module = unsafe { header.init_root_module_with_unchecked_layout::<ExtensionModuleRef>() }
         .map_err(describe)?;
 
     let manifest = (module.manifest())();
@@ -105,7 +191,9 @@ pub fn load(path: &Path, platform: &Platform, taken: &[String]) -> Result<Loaded
         )));
     }
     if RESERVED_IDS.contains(&id.as_str()) {
-        return Err(LoadError::Manifest(format!("id `{id}` is reserved by the host")));
+        return Err(LoadError::Manifest(format!(
+            "id `{id}` is reserved by the host"
+        )));
     }
     if taken.contains(&id) {
         return Err(LoadError::Duplicate(id));
@@ -113,10 +201,11 @@ pub fn load(path: &Path, platform: &Platform, taken: &[String]) -> Result<Loaded
 
     for migration in (module.migrations())() {
         let mid = migration.id.to_string();
-        let steps: Vec<host_sdk::schema::Step> = serde_json::from_str(&migration.steps).map_err(|e| LoadError::Migration {
-            id: mid.clone(),
-            detail: format!("unreadable steps: {e}"),
-        })?;
+        let steps: Vec<host_sdk::schema::Step> =
+            serde_json::from_str(&migration.steps).map_err(|e| LoadError::Migration {
+                id: mid.clone(),
+                detail: format!("unreadable steps: {e}"),
+            })?;
         match platform.store.migrate(&id, &mid, &steps) {
             Ok(true) => log::info!("[{id}] applied migration {mid}"),
             Ok(false) => {}
@@ -142,11 +231,16 @@ pub fn load(path: &Path, platform: &Platform, taken: &[String]) -> Result<Loaded
     let mut schedules = Vec::new();
     for s in (module.schedules())() {
         let when = match &s.spec {
-            FfiScheduleSpec::Every { seconds } => When::Every(std::time::Duration::from_secs((*seconds).max(1))),
+            FfiScheduleSpec::Every { seconds } => {
+                When::Every(std::time::Duration::from_secs((*seconds).max(1)))
+            }
             FfiScheduleSpec::Cron { expr } => match expr.as_str().parse::<cron::Schedule>() {
                 Ok(schedule) => When::Cron(Box::new(schedule)),
                 Err(e) => {
-                    log::error!("[{id}] schedule `{}` ignored: invalid cron `{expr}`: {e}", s.name);
+                    log::error!(
+                        "[{id}] schedule `{}` ignored: invalid cron `{expr}`: {e}",
+                        s.name
+                    );
                     continue;
                 }
             },

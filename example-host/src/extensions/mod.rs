@@ -126,7 +126,12 @@ impl Registry {
     }
 
     /// Runs one schedule of one extension now.
-    pub fn run_schedule(&self, platform: &Platform, ext_id: &str, name: &str) -> Result<(), String> {
+    pub fn run_schedule(
+        &self,
+        platform: &Platform,
+        ext_id: &str,
+        name: &str,
+    ) -> Result<(), String> {
         let ext = self
             .get(ext_id)
             .ok_or_else(|| format!("no extension `{ext_id}` is loaded"))?;
@@ -134,7 +139,11 @@ impl Registry {
             let known: Vec<&str> = ext.schedules.iter().map(|s| s.name.as_str()).collect();
             return Err(format!(
                 "extension `{ext_id}` has no schedule `{name}` (it has: {})",
-                if known.is_empty() { "none".into() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join(", ")
+                }
             ));
         }
         let services = ExtServices::new(platform, None);
@@ -145,7 +154,9 @@ impl Registry {
     }
 }
 
-fn records_json(records: &Option<Vec<crate::storage::Record>>) -> abi_stable::std_types::ROption<RString> {
+fn records_json(
+    records: &Option<Vec<crate::storage::Record>>,
+) -> abi_stable::std_types::ROption<RString> {
     records
         .as_ref()
         .map(|r| RString::from(serde_json::to_string(r).unwrap_or_else(|_| "[]".into())))
@@ -166,7 +177,9 @@ impl EventSink for Registry {
             let ffi = FfiItemEvent {
                 event: event.kind.name().into(),
                 collection: event.collection.as_str().into(),
-                keys: serde_json::to_string(&event.keys).unwrap_or_default().into(),
+                keys: serde_json::to_string(&event.keys)
+                    .unwrap_or_default()
+                    .into(),
                 payload: event.payload.to_string().into(),
                 before: records_json(&event.before),
                 after: records_json(&event.after),

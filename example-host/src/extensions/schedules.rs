@@ -21,7 +21,11 @@ fn next_delay(when: &When) -> Option<Duration> {
 }
 
 /// Starts one task per schedule; they stop when `shutdown` flips to true.
-pub fn spawn_all(registry: Arc<Registry>, platform: Arc<Platform>, shutdown: watch::Receiver<bool>) {
+pub fn spawn_all(
+    registry: Arc<Registry>,
+    platform: Arc<Platform>,
+    shutdown: watch::Receiver<bool>,
+) {
     for (ei, ext) in registry.all().iter().enumerate() {
         for (si, schedule) in ext.schedules.iter().enumerate() {
             let registry = registry.clone();

@@ -89,7 +89,12 @@ pub async fn dispatch(
     })?;
     let content_type = HeaderValue::from_str(answer.content_type.as_str())
         .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
-    Ok((status, [(header::CONTENT_TYPE, content_type)], answer.body.into_vec()).into_response())
+    Ok((
+        status,
+        [(header::CONTENT_TYPE, content_type)],
+        answer.body.into_vec(),
+    )
+        .into_response())
 }
 
 #[cfg(test)]
@@ -98,14 +103,20 @@ mod tests {
 
     #[test]
     fn mounts_split() {
-        assert_eq!(split_mount("/svc/videos/a"), ("svc", "/videos/a".to_string()));
+        assert_eq!(
+            split_mount("/svc/videos/a"),
+            ("svc", "/videos/a".to_string())
+        );
         assert_eq!(split_mount("/svc"), ("svc", "/".to_string()));
         assert_eq!(split_mount("/svc/"), ("svc", "/".to_string()));
     }
 
     #[test]
     fn tokens_are_removed_from_the_query() {
-        assert_eq!(query_without_token(Some("a=1&access_token=x&b=2")), "a=1&b=2");
+        assert_eq!(
+            query_without_token(Some("a=1&access_token=x&b=2")),
+            "a=1&b=2"
+        );
         assert_eq!(query_without_token(Some("limit=5")), "limit=5");
         assert_eq!(query_without_token(None), "");
     }

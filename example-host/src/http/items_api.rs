@@ -90,9 +90,20 @@ pub async fn read_many(
         let q = parse_query_string(uri.query())?;
         let mut session = Session::Auto;
         if q.aggregate.is_some() {
-            Ok(data(platform.aggregate(&mut session, &who, &collection, &q)?))
+            Ok(data(platform.aggregate(
+                &mut session,
+                &who,
+                &collection,
+                &q,
+            )?))
         } else {
-            Ok(data(platform.read_by_query(&mut session, &who, &collection, &q, Some(DEFAULT_LIMIT))?))
+            Ok(data(platform.read_by_query(
+                &mut session,
+                &who,
+                &collection,
+                &q,
+                Some(DEFAULT_LIMIT),
+            )?))
         }
     })
     .await
@@ -127,12 +138,21 @@ pub async fn read_one(
 }
 
 /// Reads back what a write produced; a caller who may not read it gets 204.
-fn read_back(platform: &Platform, who: &Who, collection: &str, keys: &[String], q: &WireQuery, many: bool) -> Result<Response, HttpError> {
+fn read_back(
+    platform: &Platform,
+    who: &Who,
+    collection: &str,
+    keys: &[String],
+    q: &WireQuery,
+    many: bool,
+) -> Result<Response, HttpError> {
     let mut records = Vec::with_capacity(keys.len());
     for key in keys {
         match platform.read_one(&mut Session::Auto, who, collection, key, q) {
             Ok(Some(r)) => records.push(Value::Object(r)),
-            Ok(None) | Err(ItemsError::Forbidden(_)) => return Ok(StatusCode::NO_CONTENT.into_response()),
+            Ok(None) | Err(ItemsError::Forbidden(_)) => {
+                return Ok(StatusCode::NO_CONTENT.into_response())
+            }
             Err(e) => return Err(e.into()),
         }
     }

@@ -54,7 +54,11 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Serves until SIGINT/SIGTERM, then finishes in-flight requests.
-pub async fn serve(state: AppState, addr: SocketAddr, shutdown_tx: watch::Sender<bool>) -> std::io::Result<()> {
+pub async fn serve(
+    state: AppState,
+    addr: SocketAddr,
+    shutdown_tx: watch::Sender<bool>,
+) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     log::info!("listening on http://{bound}");
@@ -100,7 +104,9 @@ pub async fn read_body(body: Body, headers: &HeaderMap, limit: usize) -> Result<
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(HttpError::PayloadTooLarge),
-        Err(e) => Err(HttpError::InvalidPayload(format!("could not read the body: {e}"))),
+        Err(e) => Err(HttpError::InvalidPayload(format!(
+            "could not read the body: {e}"
+        ))),
     }
 }
 
@@ -124,10 +130,16 @@ pub fn request_token(headers: &HeaderMap, uri: &Uri) -> Option<String> {
 }
 
 /// Resolves a token (blocking: may read the database).
-pub fn authenticate(platform: &Platform, token: Option<&str>) -> Result<Option<Accountability>, AuthError> {
+pub fn authenticate(
+    platform: &Platform,
+    token: Option<&str>,
+) -> Result<Option<Accountability>, AuthError> {
     match token {
         None => Ok(None),
-        Some(t) => platform.auth.authenticate(platform.store.as_ref(), t).map(Some),
+        Some(t) => platform
+            .auth
+            .authenticate(platform.store.as_ref(), t)
+            .map(Some),
     }
 }
 

@@ -10,7 +10,10 @@ use super::AppState;
 use crate::extensions::Registry;
 
 pub async fn ping() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "pong")
+    (
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "pong",
+    )
 }
 
 pub async fn health(State(state): State<AppState>) -> impl IntoResponse {
@@ -29,7 +32,10 @@ pub async fn health(State(state): State<AppState>) -> impl IntoResponse {
     } else {
         axum::http::StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, Json(json!({"status": if ok { "ok" } else { "error" }})))
+    (
+        status,
+        Json(json!({"status": if ok { "ok" } else { "error" }})),
+    )
 }
 
 /// The mounted extensions and their manifests (administrators only).
@@ -40,11 +46,13 @@ pub async fn extensions(
 ) -> Result<Json<Value>, super::HttpError> {
     let platform = state.platform.clone();
     let token = super::request_token(&headers, &uri);
-    let who = super::blocking(move || match super::authenticate(&platform, token.as_deref()) {
-        Ok(acc) => Ok(acc),
-        Err(crate::auth::AuthError::InvalidToken) => Err(super::HttpError::InvalidCredentials),
-        Err(crate::auth::AuthError::Store(e)) => Err(super::HttpError::Internal(e.to_string())),
-    })
+    let who = super::blocking(
+        move || match super::authenticate(&platform, token.as_deref()) {
+            Ok(acc) => Ok(acc),
+            Err(crate::auth::AuthError::InvalidToken) => Err(super::HttpError::InvalidCredentials),
+            Err(crate::auth::AuthError::Store(e)) => Err(super::HttpError::Internal(e.to_string())),
+        },
+    )
     .await?;
     if !who.is_some_and(|a| a.admin) {
         return Err(crate::items::ItemsError::forbidden().into());
@@ -78,17 +86,30 @@ pub fn build_openapi(registry: &Registry) -> Value {
     let mut paths = Map::new();
     let host_routes = [
         ("/server/ping", "get", "Liveness: answers pong"),
-        ("/server/health", "get", "Health of the platform and its database"),
+        (
+            "/server/health",
+            "get",
+            "Health of the platform and its database",
+        ),
         ("/server/specs/oas", "get", "This OpenAPI document"),
-        ("/items/{collection}", "get", "Read items (filter, sort, limit, offset, page, fields, aggregate, groupBy)"),
-        ("/items/{collection}", "post", "Create one item (object) or several (array)"),
+        (
+            "/items/{collection}",
+            "get",
+            "Read items (filter, sort, limit, offset, page, fields, aggregate, groupBy)",
+        ),
+        (
+            "/items/{collection}",
+            "post",
+            "Create one item (object) or several (array)",
+        ),
         ("/items/{collection}/{id}", "get", "Read one item"),
         ("/items/{collection}/{id}", "patch", "Update one item"),
         ("/items/{collection}/{id}", "delete", "Delete one item"),
     ];
     for (path, method, summary) in host_routes {
         let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
-        entry[method] = json!({"summary": summary, "responses": {"default": {"description": "JSON response"}}});
+        entry[method] =
+            json!({"summary": summary, "responses": {"default": {"description": "JSON response"}}});
     }
     for ext in registry.all() {
         if let Some(ext_paths) = ext.openapi.get("paths").and_then(Value::as_object) {

@@ -35,12 +35,19 @@ pub enum StoreError {
 /// One connection's operations. Writes happen only inside [`Store::write`].
 pub trait Conn: Send {
     fn select(&mut self, c: &CollectionDef, q: &ReadQuery) -> Result<Vec<Record>, StoreError>;
-    fn aggregate(&mut self, c: &CollectionDef, q: &AggregateQuery)
-        -> Result<Vec<Record>, StoreError>;
+    fn aggregate(
+        &mut self,
+        c: &CollectionDef,
+        q: &AggregateQuery,
+    ) -> Result<Vec<Record>, StoreError>;
     fn insert(&mut self, c: &CollectionDef, record: &Record) -> Result<(), StoreError>;
     /// Returns whether an item with that key existed.
-    fn update(&mut self, c: &CollectionDef, key: &str, changes: &Record)
-        -> Result<bool, StoreError>;
+    fn update(
+        &mut self,
+        c: &CollectionDef,
+        key: &str,
+        changes: &Record,
+    ) -> Result<bool, StoreError>;
     /// Returns whether an item with that key existed.
     fn delete(&mut self, c: &CollectionDef, key: &str) -> Result<bool, StoreError>;
 }

@@ -104,8 +104,14 @@ impl SqliteStore {
         Ok(store)
     }
 
-    fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let mut conn = self.pool.get().map_err(|e| backend(format!("no connection: {e}")))?;
+    fn with_conn<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self
+            .pool
+            .get()
+            .map_err(|e| backend(format!("no connection: {e}")))?;
         f(&mut conn)
     }
 
@@ -130,7 +136,8 @@ impl SqliteStore {
         let _guard = self.write_lock.lock();
         IN_WRITE.with(|w| w.set(true));
         let result = self.with_conn(|conn| {
-            conn.execute_batch("BEGIN IMMEDIATE").map_err(map_sql_error)?;
+            conn.execute_batch("BEGIN IMMEDIATE")
+                .map_err(map_sql_error)?;
             match f(conn) {
                 Ok(value) => match conn.execute_batch("COMMIT") {
                     Ok(()) => Ok(value),
@@ -223,7 +230,12 @@ fn index_sql(collection: &str, index: &Index) -> String {
     )
 }
 
-fn record_field(c: &Connection, collection: &str, sort: i64, field: &Field) -> Result<(), StoreError> {
+fn record_field(
+    c: &Connection,
+    collection: &str,
+    sort: i64,
+    field: &Field,
+) -> Result<(), StoreError> {
     let definition = serde_json::to_string(field).map_err(backend)?;
     c.execute(
         "INSERT OR REPLACE INTO platform_fields (collection, field, sort, definition) VALUES (?, ?, ?, ?)",
@@ -242,7 +254,9 @@ fn apply_step(c: &mut Connection, schema: &mut Schema, step: &Step) -> Result<()
             indexes,
         } => {
             if schema.get(collection).is_some() {
-                return Err(StoreError::Invalid(format!("collection {collection} already exists")));
+                return Err(StoreError::Invalid(format!(
+                    "collection {collection} already exists"
+                )));
             }
             let def = CollectionDef::new(collection, fields.clone());
             let cols = def
@@ -250,14 +264,19 @@ fn apply_step(c: &mut Connection, schema: &mut Schema, step: &Step) -> Result<()
                 .iter()
                 .map(column_def)
                 .collect::<Result<Vec<_>, _>>()?;
-            c.execute_batch(&format!("CREATE TABLE {} ({})", quote(collection), cols.join(", ")))
-                .map_err(map_sql_error)?;
+            c.execute_batch(&format!(
+                "CREATE TABLE {} ({})",
+                quote(collection),
+                cols.join(", ")
+            ))
+            .map_err(map_sql_error)?;
             for (i, field) in def.fields.iter().enumerate() {
                 record_field(c, collection, i as i64, field)?;
             }
             for index in indexes {
                 check_index_fields(&def, index)?;
-                c.execute_batch(&index_sql(collection, index)).map_err(map_sql_error)?;
+                c.execute_batch(&index_sql(collection, index))
+                    .map_err(map_sql_error)?;
             }
             schema.insert(def);
         }
@@ -266,7 +285,10 @@ fn apply_step(c: &mut Connection, schema: &mut Schema, step: &Step) -> Result<()
                 return Err(StoreError::Invalid(format!("no collection {collection}")));
             };
             if def.has(&field.field) {
-                return Err(StoreError::Invalid(format!("{collection}.{} already exists", field.field)));
+                return Err(StoreError::Invalid(format!(
+                    "{collection}.{} already exists",
+                    field.field
+                )));
             }
             let sort = def.fields.len() as i64;
             c.execute_batch(&format!(
@@ -283,7 +305,8 @@ fn apply_step(c: &mut Connection, schema: &mut Schema, step: &Step) -> Result<()
                 return Err(StoreError::Invalid(format!("no collection {collection}")));
             };
             check_index_fields(def, index)?;
-            c.execute_batch(&index_sql(collection, index)).map_err(map_sql_error)?;
+            c.execute_batch(&index_sql(collection, index))
+                .map_err(map_sql_error)?;
         }
         Step::InsertItems { collection, items } => {
             let Some(def) = schema.get(collection).cloned() else {
@@ -292,13 +315,19 @@ fn apply_step(c: &mut Connection, schema: &mut Schema, step: &Step) -> Result<()
             let now = values::now_timestamp();
             for item in items {
                 let Value::Object(given) = item else {
-                    return Err(StoreError::Invalid(format!("seed item of {collection} is not an object")));
+                    return Err(StoreError::Invalid(format!(
+                        "seed item of {collection} is not an object"
+                    )));
                 };
                 let mut record = Map::new();
                 for field in &def.fields {
                     let value = match given.get(&field.field) {
-                        Some(v) => values::normalize(field, v, false).map_err(StoreError::Invalid)?,
-                        None if field.field == "id" => Value::String(uuid::Uuid::new_v4().to_string()),
+                        Some(v) => {
+                            values::normalize(field, v, false).map_err(StoreError::Invalid)?
+                        }
+                        None if field.field == "id" => {
+                            Value::String(uuid::Uuid::new_v4().to_string())
+                        }
                         None if field.field == "date_created" => Value::String(now.clone()),
                         None => match &field.default {
                             Some(d) => d.clone(),
@@ -309,7 +338,9 @@ fn apply_step(c: &mut Connection, schema: &mut Schema, step: &Step) -> Result<()
                 }
                 for key in given.keys() {
                     if !def.has(key) {
-                        return Err(StoreError::Invalid(format!("seed item of {collection} has unknown field {key}")));
+                        return Err(StoreError::Invalid(format!(
+                            "seed item of {collection} has unknown field {key}"
+                        )));
                     }
                 }
                 SqliteConn { conn: c }.insert(&def, &record)?;
@@ -321,7 +352,10 @@ fn apply_step(c: &mut Connection, schema: &mut Schema, step: &Step) -> Result<()
 
 fn check_index_fields(def: &CollectionDef, index: &Index) -> Result<(), StoreError> {
     match index.fields.iter().find(|f| !def.has(f)) {
-        Some(f) => Err(StoreError::Invalid(format!("index on unknown field {}.{f}", def.name))),
+        Some(f) => Err(StoreError::Invalid(format!(
+            "index on unknown field {}.{f}",
+            def.name
+        ))),
         None if index.fields.is_empty() => Err(StoreError::Invalid("index without fields".into())),
         None => Ok(()),
     }
@@ -396,7 +430,9 @@ fn float_value(f: f64) -> Value {
     if f.fract() == 0.0 && f.abs() < 9.0e15 {
         Value::from(f as i64)
     } else {
-        serde_json::Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null)
+        serde_json::Number::from_f64(f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null)
     }
 }
 
@@ -407,9 +443,8 @@ fn from_sql(kind: Option<FieldType>, v: ValueRef<'_>) -> Value {
         (Some(FieldType::Float), ValueRef::Integer(i)) => Value::from(i),
         (_, ValueRef::Integer(i)) => Value::from(i),
         (_, ValueRef::Real(f)) => float_value(f),
-        (Some(FieldType::Json), ValueRef::Text(t)) => {
-            serde_json::from_slice(t).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(t).into_owned()))
-        }
+        (Some(FieldType::Json), ValueRef::Text(t)) => serde_json::from_slice(t)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(t).into_owned())),
         (_, ValueRef::Text(t)) => Value::String(String::from_utf8_lossy(t).into_owned()),
         (_, ValueRef::Blob(b)) => Value::String(String::from_utf8_lossy(b).into_owned()),
     }
@@ -440,10 +475,18 @@ impl<'c> SqlBuilder<'c> {
         match f {
             Filter::And(parts) | Filter::Or(parts) => {
                 if parts.is_empty() {
-                    self.sql.push_str(if matches!(f, Filter::And(_)) { "1" } else { "0" });
+                    self.sql.push_str(if matches!(f, Filter::And(_)) {
+                        "1"
+                    } else {
+                        "0"
+                    });
                     return Ok(());
                 }
-                let joiner = if matches!(f, Filter::And(_)) { " AND " } else { " OR " };
+                let joiner = if matches!(f, Filter::And(_)) {
+                    " AND "
+                } else {
+                    " OR "
+                };
                 self.sql.push('(');
                 for (i, part) in parts.iter().enumerate() {
                     if i > 0 {
@@ -463,7 +506,11 @@ impl<'c> SqlBuilder<'c> {
                 match op {
                     Op::Eq | Op::Neq if value.is_null() => {
                         self.sql.push_str(&col);
-                        self.sql.push_str(if *op == Op::Eq { " IS NULL" } else { " IS NOT NULL" });
+                        self.sql.push_str(if *op == Op::Eq {
+                            " IS NULL"
+                        } else {
+                            " IS NOT NULL"
+                        });
                     }
                     Op::Eq | Op::Neq | Op::Lt | Op::Lte | Op::Gt | Op::Gte => {
                         let sym = match op {
@@ -499,12 +546,14 @@ impl<'c> SqlBuilder<'c> {
                             "{col} {}IN (SELECT value FROM json_each(?))",
                             if *op == Op::Nin { "NOT " } else { "" }
                         ));
-                        self.params.push(SqlValue::Text(Value::Array(list).to_string()));
+                        self.params
+                            .push(SqlValue::Text(Value::Array(list).to_string()));
                     }
                     Op::Null | Op::NNull => {
                         let is_null = (*op == Op::Null) == (value == &Value::Bool(true));
                         self.sql.push_str(&col);
-                        self.sql.push_str(if is_null { " IS NULL" } else { " IS NOT NULL" });
+                        self.sql
+                            .push_str(if is_null { " IS NULL" } else { " IS NOT NULL" });
                     }
                     Op::Contains | Op::NContains if def.kind == FieldType::Json => {
                         if *op == Op::NContains {
@@ -514,14 +563,20 @@ impl<'c> SqlBuilder<'c> {
                             "EXISTS (SELECT 1 FROM json_each({col}) AS j WHERE j.value = ?)"
                         ));
                         self.params.push(match value {
-                            Value::Number(n) if n.is_i64() => SqlValue::Integer(n.as_i64().unwrap_or(0)),
+                            Value::Number(n) if n.is_i64() => {
+                                SqlValue::Integer(n.as_i64().unwrap_or(0))
+                            }
                             Value::Number(n) => SqlValue::Real(n.as_f64().unwrap_or(0.0)),
                             Value::Bool(b) => SqlValue::Integer(*b as i64),
                             Value::String(s) => SqlValue::Text(s.clone()),
                             other => SqlValue::Text(other.to_string()),
                         });
                     }
-                    Op::Contains | Op::NContains | Op::IContains | Op::StartsWith | Op::EndsWith => {
+                    Op::Contains
+                    | Op::NContains
+                    | Op::IContains
+                    | Op::StartsWith
+                    | Op::EndsWith => {
                         let text = SqlValue::Text(match value {
                             Value::String(s) => s.clone(),
                             other => other.to_string(),
@@ -571,12 +626,21 @@ impl Conn for SqliteConn<'_> {
         }
         if q.limit.is_some() || q.offset > 0 {
             b.sql.push_str(" LIMIT ? OFFSET ?");
-            b.params.push(SqlValue::Integer(q.limit.map(|l| l.min(i64::MAX as u64) as i64).unwrap_or(-1)));
-            b.params.push(SqlValue::Integer(q.offset.min(i64::MAX as u64) as i64));
+            b.params.push(SqlValue::Integer(
+                q.limit.map(|l| l.min(i64::MAX as u64) as i64).unwrap_or(-1),
+            ));
+            b.params
+                .push(SqlValue::Integer(q.offset.min(i64::MAX as u64) as i64));
         }
-        let kinds: Vec<Option<FieldType>> = q.fields.iter().map(|f| c.field(f).map(|d| d.kind)).collect();
+        let kinds: Vec<Option<FieldType>> = q
+            .fields
+            .iter()
+            .map(|f| c.field(f).map(|d| d.kind))
+            .collect();
         let mut stmt = self.conn.prepare_cached(&b.sql).map_err(map_sql_error)?;
-        let mut rows = stmt.query(params_from_iter(b.params.iter())).map_err(map_sql_error)?;
+        let mut rows = stmt
+            .query(params_from_iter(b.params.iter()))
+            .map_err(map_sql_error)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_sql_error)? {
             let mut record = Map::with_capacity(q.fields.len());
@@ -589,7 +653,11 @@ impl Conn for SqliteConn<'_> {
         Ok(out)
     }
 
-    fn aggregate(&mut self, c: &CollectionDef, q: &AggregateQuery) -> Result<Vec<Record>, StoreError> {
+    fn aggregate(
+        &mut self,
+        c: &CollectionDef,
+        q: &AggregateQuery,
+    ) -> Result<Vec<Record>, StoreError> {
         let mut b = SqlBuilder::new(c);
         let mut cols: Vec<String> = q.group_by.iter().map(|g| quote(g)).collect();
         for (function, field) in &q.functions {
@@ -616,10 +684,13 @@ impl Conn for SqliteConn<'_> {
         }
         if let Some(limit) = q.limit {
             b.sql.push_str(" LIMIT ?");
-            b.params.push(SqlValue::Integer(limit.min(i64::MAX as u64) as i64));
+            b.params
+                .push(SqlValue::Integer(limit.min(i64::MAX as u64) as i64));
         }
         let mut stmt = self.conn.prepare_cached(&b.sql).map_err(map_sql_error)?;
-        let mut rows = stmt.query(params_from_iter(b.params.iter())).map_err(map_sql_error)?;
+        let mut rows = stmt
+            .query(params_from_iter(b.params.iter()))
+            .map_err(map_sql_error)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_sql_error)? {
             let mut record = Map::new();
@@ -669,17 +740,30 @@ impl Conn for SqliteConn<'_> {
             params.push(to_sql(field, value));
         }
         let marks = vec!["?"; cols.len()].join(", ");
-        let sql = format!("INSERT INTO {} ({}) VALUES ({marks})", quote(&c.name), cols.join(", "));
+        let sql = format!(
+            "INSERT INTO {} ({}) VALUES ({marks})",
+            quote(&c.name),
+            cols.join(", ")
+        );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(map_sql_error)?;
-        stmt.execute(params_from_iter(params.iter())).map_err(map_sql_error)?;
+        stmt.execute(params_from_iter(params.iter()))
+            .map_err(map_sql_error)?;
         Ok(())
     }
 
-    fn update(&mut self, c: &CollectionDef, key: &str, changes: &Record) -> Result<bool, StoreError> {
+    fn update(
+        &mut self,
+        c: &CollectionDef,
+        key: &str,
+        changes: &Record,
+    ) -> Result<bool, StoreError> {
         if changes.is_empty() {
             let exists: bool = self
                 .conn
-                .prepare_cached(&format!("SELECT EXISTS (SELECT 1 FROM {} WHERE \"id\" = ?)", quote(&c.name)))
+                .prepare_cached(&format!(
+                    "SELECT EXISTS (SELECT 1 FROM {} WHERE \"id\" = ?)",
+                    quote(&c.name)
+                ))
                 .and_then(|mut s| s.query_row([key], |r| r.get(0)))
                 .map_err(map_sql_error)?;
             return Ok(exists);
@@ -694,9 +778,15 @@ impl Conn for SqliteConn<'_> {
             params.push(to_sql(field, value));
         }
         params.push(SqlValue::Text(key.to_string()));
-        let sql = format!("UPDATE {} SET {} WHERE \"id\" = ?", quote(&c.name), sets.join(", "));
+        let sql = format!(
+            "UPDATE {} SET {} WHERE \"id\" = ?",
+            quote(&c.name),
+            sets.join(", ")
+        );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(map_sql_error)?;
-        let n = stmt.execute(params_from_iter(params.iter())).map_err(map_sql_error)?;
+        let n = stmt
+            .execute(params_from_iter(params.iter()))
+            .map_err(map_sql_error)?;
         Ok(n > 0)
     }
 

@@ -42,15 +42,15 @@ pub struct ExtensionModule {
 
     /// Receives every item event after the write that caused it committed.
     /// An error is logged by the host; it never fails the write.
-    pub on_event: extern "C" fn(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<(), FfiError>,
+    pub on_event:
+        extern "C" fn(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<(), FfiError>,
 
     /// The background jobs the extension registers.
     pub schedules: extern "C" fn() -> RVec<FfiSchedule>,
 
     /// Runs one registered job by name, with admin services.
     #[sabi(last_prefix_field)]
-    pub run_schedule:
-        extern "C" fn(name: RStr<'_>, ctx: &FfiContext<'_>) -> RResult<(), FfiError>,
+    pub run_schedule: extern "C" fn(name: RStr<'_>, ctx: &FfiContext<'_>) -> RResult<(), FfiError>,
 
     // ---- 1.1 ----
     /// The extension's part of the platform's OpenAPI document: a JSON object

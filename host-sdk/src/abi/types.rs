@@ -222,8 +222,7 @@ pub trait HostServices: Sync {
 #[sabi_trait]
 pub trait TransactionBody {
     #[sabi(last_prefix_field)]
-    fn run(&mut self, tx: HostServices_TO<'_, RRef<'_, ()>>)
-        -> RResult<(), FfiError>;
+    fn run(&mut self, tx: HostServices_TO<'_, RRef<'_, ()>>) -> RResult<(), FfiError>;
 }
 
 /// What every call into an extension receives besides its arguments.

@@ -1,0 +1,417 @@
+//! The service's collections (DECISIONS §6, fields of SPEC.md) as migrations.
+//!
+//! The extension never touches the database: it declares its collections and
+//! seed data here and the host applies them once each, in order. Every
+//! collection has an implicit `id` (UUID v4) and is never declared here; the
+//! host fills `date_created`, `user_created` and `date_updated` itself.
+
+use host_sdk::schema::{Collection, Field, Step};
+use serde_json::json;
+
+use crate::achievements;
+
+/// Id of the migration creating every collection.
+pub const COLLECTIONS_MIGRATION: &str = "0001_collections";
+/// Id of the migration seeding the achievements.
+pub const SEED_ACHIEVEMENTS_MIGRATION: &str = "0002_seed_achievements";
+
+/// Host-owned collections the service refers to.
+const USERS: &str = "platform_users";
+const FILES: &str = "platform_files";
+
+/// A counter: never null, starts at 0.
+fn counter(name: &str) -> Field {
+    Field::integer(name).not_null().default(json!(0))
+}
+
+/// A flag that starts false.
+fn flag(name: &str) -> Field {
+    Field::boolean(name).default(json!(false))
+}
+
+/// The steps of [`COLLECTIONS_MIGRATION`], in dependency order (a collection
+/// is created before any collection referring to it).
+pub fn collections() -> Vec<Step> {
+    vec![
+        // Public content. `slug` is what the public detail routes match on.
+        Collection::new("videos")
+            .field(Field::string("slug").unique())
+            .field(Field::string("title"))
+            .field(Field::text("description"))
+            .field(Field::reference("image", FILES))
+            .field(Field::reference("movie", FILES))
+            .field(Field::timestamp("upload_date"))
+            .field(flag("featured"))
+            .field(flag("premium"))
+            .field(counter("likes_count"))
+            .field(counter("plays_count"))
+            .field(counter("views_count"))
+            .index(&["upload_date"])
+            .build(),
+        // The many-to-many `videos.models` relation.
+        Collection::new("videos_models")
+            .field(Field::reference("videos_id", "videos"))
+            .field(Field::reference("platform_users_id", USERS))
+            .index(&["videos_id"])
+            .index(&["platform_users_id"])
+            .build(),
+        // A model's `photos`, ordered by `sort`.
+        Collection::new("model_photos")
+            .field(Field::reference("platform_users_id", USERS))
+            .field(Field::reference("platform_files_id", FILES))
+            .field(Field::integer("sort"))
+            .index(&["platform_users_id"])
+            .build(),
+        Collection::new("articles")
+            .field(Field::string("slug"))
+            .field(Field::string("title"))
+            .field(Field::text("excerpt"))
+            .field(Field::text("content"))
+            .field(Field::reference("image", FILES))
+            .field(Field::timestamp("publish_date"))
+            .field(flag("featured"))
+            .field(Field::reference("author", USERS))
+            .field(Field::timestamp("date_created"))
+            .index(&["publish_date"])
+            .build(),
+        // Video interaction. One like per user and video; the unique index
+        // also serves lookups by video.
+        Collection::new("video_likes")
+            .field(Field::reference("video_id", "videos"))
+            .field(Field::reference("user_id", USERS))
+            .field(Field::timestamp("date_created"))
+            .unique(&["video_id", "user_id"])
+            .index(&["user_id"])
+            .build(),
+        Collection::new("video_plays")
+            .field(Field::reference("video_id", "videos"))
+            .field(Field::reference("user_id", USERS))
+            .field(Field::string("session_id"))
+            .field(Field::float("duration_watched").default(json!(0)))
+            .field(flag("completed"))
+            .field(Field::timestamp("date_created"))
+            .index(&["video_id"])
+            .build(),
+        // Device-control recordings: the owner's list, and the community list.
+        Collection::new("recordings")
+            .field(Field::string("status").default(json!("draft")))
+            .field(Field::reference("user_created", USERS))
+            .field(Field::timestamp("date_created"))
+            .field(Field::timestamp("date_updated"))
+            .field(Field::string("title"))
+            .field(Field::text("description"))
+            .field(Field::string("slug"))
+            .field(Field::float("duration"))
+            .field(Field::json("events"))
+            .field(Field::json("device_info"))
+            .field(Field::json("tags").default(json!([])))
+            .field(Field::reference("linked_video", "videos"))
+            .field(flag("featured"))
+            .field(flag("public"))
+            .field(Field::reference("original_recording_id", "recordings"))
+            .index(&["user_created", "date_created"])
+            .index(&["status", "public", "date_created"])
+            .build(),
+        Collection::new("recording_plays")
+            .field(Field::reference("user_id", USERS))
+            .field(Field::reference("recording_id", "recordings"))
+            .field(Field::float("duration_played").default(json!(0)))
+            .field(flag("completed"))
+            .field(Field::timestamp("date_created"))
+            .field(Field::timestamp("date_updated"))
+            .index(&["recording_id"])
+            .index(&["user_id"])
+            .build(),
+        // Gamification.
+        Collection::new("user_points")
+            .field(Field::reference("user_id", USERS))
+            .field(Field::string("action"))
+            .field(counter("points"))
+            .field(Field::reference("recording_id", "recordings"))
+            .field(Field::timestamp("date_created"))
+            .index(&["user_id", "date_created"])
+            .build(),
+        Collection::new("achievements")
+            .field(Field::string("code").not_null().unique())
+            .field(Field::string("name"))
+            .field(Field::text("description"))
+            .field(Field::string("icon"))
+            .field(Field::string("category"))
+            .field(counter("required_count"))
+            .field(counter("points_reward"))
+            .field(Field::string("status").default(json!(achievements::PUBLISHED)))
+            .field(Field::integer("sort"))
+            .build(),
+        Collection::new("user_achievements")
+            .field(Field::reference("user_id", USERS))
+            .field(Field::reference("achievement_id", "achievements"))
+            .field(counter("progress"))
+            .field(Field::timestamp("date_unlocked"))
+            .unique(&["user_id", "achievement_id"])
+            .build(),
+        Collection::new("user_stats")
+            .field(Field::reference("user_id", USERS).unique())
+            .field(counter("total_raw_points"))
+            .field(
+                Field::float("total_weighted_points")
+                    .not_null()
+                    .default(json!(0)),
+            )
+            .field(counter("recordings_count"))
+            .field(counter("playbacks_count"))
+            .field(counter("comments_count"))
+            .field(counter("achievements_count"))
+            .field(Field::timestamp("last_updated"))
+            .index(&["total_weighted_points"])
+            .build(),
+    ]
+}
+
+/// The steps of [`SEED_ACHIEVEMENTS_MIGRATION`]: the 17 achievements.
+pub fn seed_achievements() -> Vec<Step> {
+    vec![Step::InsertItems {
+        collection: "achievements".to_string(),
+        items: achievements::seed_items(),
+    }]
+}
+
+/// Every migration of the service, in the order the host must apply them.
+pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
+    vec![
+        (COLLECTIONS_MIGRATION, collections()),
+        (SEED_ACHIEVEMENTS_MIGRATION, seed_achievements()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use host_sdk::schema::{FieldType, Index};
+    use serde_json::Value;
+
+    fn find<'a>(steps: &'a [Step], name: &str) -> (&'a [Field], &'a [Index]) {
+        steps
+            .iter()
+            .find_map(|s| match s {
+                Step::CreateCollection {
+                    collection,
+                    fields,
+                    indexes,
+                } if collection == name => Some((fields.as_slice(), indexes.as_slice())),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("collection {name} is created"))
+    }
+
+    fn field<'a>(steps: &'a [Step], collection: &str, name: &str) -> &'a Field {
+        find(steps, collection)
+            .0
+            .iter()
+            .find(|f| f.field == name)
+            .unwrap_or_else(|| panic!("{collection}.{name} is declared"))
+    }
+
+    fn has_index(steps: &[Step], collection: &str, fields: &[&str], unique: bool) -> bool {
+        find(steps, collection)
+            .1
+            .iter()
+            .any(|i| i.unique == unique && i.fields == fields)
+    }
+
+    const EXPECTED: [&str; 12] = [
+        "videos",
+        "videos_models",
+        "model_photos",
+        "articles",
+        "video_likes",
+        "video_plays",
+        "recordings",
+        "recording_plays",
+        "user_points",
+        "achievements",
+        "user_achievements",
+        "user_stats",
+    ];
+
+    #[test]
+    fn creates_every_service_collection_once_and_serializes() {
+        let steps = collections();
+        let text = serde_json::to_string(&steps).expect("steps serialize");
+        let json: Value = serde_json::from_str(&text).unwrap();
+        let created: Vec<&str> = json
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["op"] == "create_collection")
+            .map(|s| s["collection"].as_str().unwrap())
+            .collect();
+        assert_eq!(created, EXPECTED);
+        // And the JSON reads back as the same steps.
+        let back: Vec<Step> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, steps);
+    }
+
+    #[test]
+    fn id_is_never_declared_and_references_point_backwards() {
+        let steps = collections();
+        let mut seen: Vec<&str> = vec![USERS, FILES];
+        for step in &steps {
+            let Step::CreateCollection {
+                collection, fields, ..
+            } = step
+            else {
+                panic!("only collections in 0001");
+            };
+            // A self-reference is allowed (recordings.original_recording_id).
+            seen.push(collection);
+            for f in fields {
+                assert_ne!(f.field, "id", "{collection} declares id");
+                if let Some(target) = &f.references {
+                    assert!(
+                        seen.contains(&target.as_str()),
+                        "{collection}.{} refers to {target}, created later",
+                        f.field
+                    );
+                    assert_eq!(f.kind, FieldType::Uuid);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn defaults_and_types_follow_the_spec() {
+        let s = collections();
+        for (c, f) in [
+            ("videos", "likes_count"),
+            ("videos", "plays_count"),
+            ("videos", "views_count"),
+            ("user_stats", "recordings_count"),
+            ("user_stats", "achievements_count"),
+            ("user_achievements", "progress"),
+        ] {
+            let f = field(&s, c, f);
+            assert_eq!(f.kind, FieldType::Integer, "{c}.{}", f.field);
+            assert!(!f.nullable, "{c}.{}", f.field);
+            assert_eq!(f.default, Some(json!(0)), "{c}.{}", f.field);
+        }
+        let status = field(&s, "recordings", "status");
+        assert_eq!(status.default, Some(json!("draft")));
+        let tags = field(&s, "recordings", "tags");
+        assert_eq!(
+            (tags.kind, tags.default.clone()),
+            (FieldType::Json, Some(json!([])))
+        );
+        assert_eq!(
+            field(&s, "recordings", "public").default,
+            Some(json!(false))
+        );
+        assert_eq!(
+            field(&s, "recordings", "featured").default,
+            Some(json!(false))
+        );
+        assert_eq!(field(&s, "recordings", "duration").kind, FieldType::Float);
+        assert_eq!(
+            field(&s, "recordings", "date_updated").kind,
+            FieldType::Timestamp
+        );
+        let played = field(&s, "recording_plays", "duration_played");
+        assert_eq!(
+            (played.kind, played.default.clone()),
+            (FieldType::Float, Some(json!(0)))
+        );
+        assert_eq!(
+            field(&s, "recording_plays", "completed").default,
+            Some(json!(false))
+        );
+        assert_eq!(
+            field(&s, "achievements", "status").default,
+            Some(json!("published"))
+        );
+        for (c, f) in [
+            ("videos", "upload_date"),
+            ("articles", "publish_date"),
+            ("user_achievements", "date_unlocked"),
+            ("user_stats", "last_updated"),
+            ("user_points", "date_created"),
+        ] {
+            assert_eq!(field(&s, c, f).kind, FieldType::Timestamp, "{c}.{f}");
+        }
+        assert_eq!(
+            field(&s, "videos", "movie").references.as_deref(),
+            Some("platform_files")
+        );
+        assert_eq!(
+            field(&s, "recordings", "original_recording_id")
+                .references
+                .as_deref(),
+            Some("recordings")
+        );
+        assert_eq!(
+            field(&s, "user_achievements", "achievement_id")
+                .references
+                .as_deref(),
+            Some("achievements")
+        );
+    }
+
+    #[test]
+    fn unique_constraints() {
+        let s = collections();
+        assert!(field(&s, "videos", "slug").unique);
+        assert!(field(&s, "user_stats", "user_id").unique);
+        assert!(field(&s, "achievements", "code").unique);
+        assert!(has_index(&s, "video_likes", &["video_id", "user_id"], true));
+        assert!(has_index(
+            &s,
+            "user_achievements",
+            &["user_id", "achievement_id"],
+            true
+        ));
+        // Not everything is unique: a user may play a video many times.
+        assert!(!field(&s, "video_plays", "user_id").unique);
+    }
+
+    #[test]
+    fn indexes_for_the_spec_queries() {
+        let s = collections();
+        for (c, fields) in [
+            ("videos", &["upload_date"][..]),
+            ("videos_models", &["videos_id"]),
+            ("videos_models", &["platform_users_id"]),
+            ("model_photos", &["platform_users_id"]),
+            ("articles", &["publish_date"]),
+            ("video_likes", &["user_id"]),
+            ("video_plays", &["video_id"]),
+            ("recordings", &["user_created", "date_created"]),
+            ("recordings", &["status", "public", "date_created"]),
+            ("recording_plays", &["recording_id"]),
+            ("recording_plays", &["user_id"]),
+            ("user_points", &["user_id", "date_created"]),
+            ("user_stats", &["total_weighted_points"]),
+        ] {
+            assert!(has_index(&s, c, fields, false), "{c} {fields:?}");
+        }
+    }
+
+    #[test]
+    fn seed_inserts_the_achievements() {
+        let steps = seed_achievements();
+        assert_eq!(steps.len(), 1);
+        let json = serde_json::to_value(&steps[0]).unwrap();
+        assert_eq!(json["op"], "insert_items");
+        assert_eq!(json["collection"], "achievements");
+        let items = json["items"].as_array().unwrap();
+        assert_eq!(items.len(), 17);
+        // Every seeded field exists in the collection.
+        let s = collections();
+        for key in items[0].as_object().unwrap().keys() {
+            field(&s, "achievements", key);
+        }
+    }
+
+    #[test]
+    fn migrations_are_ordered() {
+        let ids: Vec<&str> = migrations().iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, ["0001_collections", "0002_seed_achievements"]);
+    }
+}
