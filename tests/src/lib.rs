@@ -1,0 +1,346 @@
+//! Test harness: starts real `example-host` processes on a free port with a
+//! chosen set of extension libraries, and talks HTTP to them.
+//!
+//! The binaries must be built first (`scripts/test.sh` does it):
+//! `cargo build --workspace` and `scripts/build-fixtures.sh`.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The admin token every test host is started with.
+pub const ADMIN_TOKEN: &str = "test-admin-token";
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+fn require(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: build first with scripts/test.sh (cargo build --workspace && scripts/build-fixtures.sh)",
+        path.display()
+    );
+    path
+}
+
+/// A library built by the workspace (`svc_extension`, `fixture_ext`, ...).
+pub fn library(name: &str) -> PathBuf {
+    require(target_dir().join("debug").join(format!("lib{name}.so")))
+}
+
+/// A library built by `scripts/build-fixtures.sh` (own workspaces).
+pub fn fixture_library(name: &str) -> PathBuf {
+    require(
+        target_dir()
+            .join("fixtures")
+            .join("debug")
+            .join(format!("lib{name}.so")),
+    )
+}
+
+pub fn host_binary() -> PathBuf {
+    require(target_dir().join("debug").join("example-host"))
+}
+
+/// How to start a host.
+pub struct HostOptions {
+    pub libraries: Vec<PathBuf>,
+    pub extra_args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// Reuse the data folder of a previous host (restart on the same database).
+    pub data_dir: Option<tempfile::TempDir>,
+}
+
+impl HostOptions {
+    pub fn with(libraries: Vec<PathBuf>) -> Self {
+        Self {
+            libraries,
+            extra_args: Vec::new(),
+            env: Vec::new(),
+            data_dir: None,
+        }
+    }
+
+    /// Just the svc extension.
+    pub fn svc() -> Self {
+        Self::with(vec![library("svc_extension")])
+    }
+
+    pub fn arg(mut self, a: &str) -> Self {
+        self.extra_args.push(a.to_string());
+        self
+    }
+}
+
+/// A running host; killed when dropped.
+pub struct Host {
+    child: Child,
+    pub base: String,
+    dir: Option<tempfile::TempDir>,
+    log_path: PathBuf,
+}
+
+/// One HTTP answer.
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub status: u16,
+    pub content_type: String,
+    pub body: String,
+}
+
+impl Resp {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
+    }
+}
+
+impl Host {
+    pub fn start(opts: HostOptions) -> Host {
+        let dir = match opts.data_dir {
+            Some(d) => d,
+            None => tempfile::tempdir().expect("temp dir"),
+        };
+        let ext_dir = dir.path().join("extensions");
+        let _ = fs::remove_dir_all(&ext_dir);
+        fs::create_dir_all(&ext_dir).expect("extensions dir");
+        for lib in &opts.libraries {
+            let name = lib.file_name().expect("library file name");
+            fs::copy(lib, ext_dir.join(name)).expect("copy library");
+        }
+        let log_path = dir.path().join(format!("host-{}.log", unique()));
+        let log = fs::File::create(&log_path).expect("log file");
+        let mut cmd = Command::new(host_binary());
+        cmd.arg("--db")
+            .arg(dir.path().join("data").join("platform.db"))
+            .arg("--extensions")
+            .arg(&ext_dir)
+            .args(["--port", "0"])
+            .args(&opts.extra_args)
+            .env_remove("RUST_LOG")
+            .env("LOG_LEVEL", "info")
+            .env("ADMIN_TOKEN", ADMIN_TOKEN)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log));
+        for (k, v) in &opts.env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("start example-host");
+        let mut host = Host {
+            child,
+            base: String::new(),
+            dir: Some(dir),
+            log_path,
+        };
+        host.base = host.wait_listening();
+        host
+    }
+
+    fn wait_listening(&mut self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let log = self.log();
+            if let Some(pos) = log.find("listening on http://") {
+                let rest = &log[pos + "listening on ".len()..];
+                let url = rest.split_whitespace().next().unwrap_or_default();
+                return url.to_string();
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("host exited with {status} before listening; log:\n{log}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("host did not start listening in time; log:\n{}", self.log());
+    }
+
+    /// Everything the host has logged so far.
+    pub fn log(&self) -> String {
+        let mut s = String::new();
+        if let Ok(mut f) = fs::File::open(&self.log_path) {
+            let _ = f.read_to_string(&mut s);
+        }
+        s
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.data_dir().join("data").join("platform.db")
+    }
+
+    fn data_dir(&self) -> &Path {
+        self.dir
+            .as_ref()
+            .map(|d| d.path())
+            .unwrap_or(Path::new("."))
+    }
+
+    /// Stops the host (SIGTERM, then kill) and hands back its data folder.
+    pub fn stop(mut self) -> tempfile::TempDir {
+        self.terminate();
+        self.dir.take().expect("data dir")
+    }
+
+    fn terminate(&mut self) {
+        #[cfg(unix)]
+        {
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits until the process has exited; returns whether it exited cleanly.
+    pub fn stop_gracefully(mut self) -> bool {
+        #[cfg(unix)]
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&[u8]>,
+    ) -> Resp {
+        let agent = ureq::AgentBuilder::new()
+            .timeout(Duration::from_secs(60))
+            .build();
+        let mut req = agent.request(method, &format!("{}{}", self.base, path));
+        if let Some(t) = token {
+            req = req.set("Authorization", &format!("Bearer {t}"));
+        }
+        let result = match body {
+            Some(b) => req.set("Content-Type", "application/json").send_bytes(b),
+            None => req.call(),
+        };
+        let response = match result {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{method} {path}: transport error {e}"),
+        };
+        let status = response.status();
+        let content_type = response
+            .header("content-type")
+            .unwrap_or_default()
+            .to_string();
+        let body = response.into_string().unwrap_or_default();
+        Resp {
+            status,
+            content_type,
+            body,
+        }
+    }
+
+    pub fn get(&self, path: &str, token: Option<&str>) -> Resp {
+        self.request("GET", path, token, None)
+    }
+
+    pub fn post(&self, path: &str, token: Option<&str>, body: &Value) -> Resp {
+        self.request("POST", path, token, Some(body.to_string().as_bytes()))
+    }
+
+    pub fn patch(&self, path: &str, token: Option<&str>, body: &Value) -> Resp {
+        self.request("PATCH", path, token, Some(body.to_string().as_bytes()))
+    }
+
+    pub fn delete(&self, path: &str, token: Option<&str>) -> Resp {
+        self.request("DELETE", path, token, None)
+    }
+
+    /// Creates an item as admin and returns it.
+    pub fn admin_create(&self, collection: &str, body: &Value) -> Value {
+        let r = self.post(&format!("/items/{collection}"), Some(ADMIN_TOKEN), body);
+        assert_eq!(r.status, 200, "create {collection}: {}", r.body);
+        r.json()["data"].clone()
+    }
+
+    /// The id of the seeded role (or policy) with this name.
+    pub fn id_by_name(&self, collection: &str, name: &str) -> String {
+        let filter = serde_json::json!({"name": {"_eq": name}}).to_string();
+        let r = self.get(
+            &format!("/items/{collection}?filter={}", encode(&filter)),
+            Some(ADMIN_TOKEN),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()["data"][0]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {collection} named {name}"))
+            .to_string()
+    }
+
+    /// Creates a user with a role (by name) and a token; returns its id.
+    pub fn user(&self, role: Option<&str>, token: &str) -> String {
+        let mut body = serde_json::json!({
+            "first_name": "Test", "last_name": token, "email": format!("{token}@test.local"),
+            "token": token,
+        });
+        if let Some(role) = role {
+            body["role"] = Value::String(self.id_by_name("platform_roles", role));
+        }
+        self.admin_create("platform_users", &body)["id"]
+            .as_str()
+            .expect("user id")
+            .to_string()
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            self.terminate();
+        }
+    }
+}
+
+/// Percent-encodes a query-string value.
+pub fn encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+fn unique() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
