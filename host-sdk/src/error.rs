@@ -102,3 +102,57 @@ impl ItemsError {
         }
     }
 }
+
+/// The default answer to an items failure a handler does not handle itself:
+/// 403 for `FORBIDDEN`, 404 for `NOT_FOUND`, 400 for invalid queries,
+/// payloads and unique violations, 500 otherwise; the message is the error's.
+impl From<ItemsError> for ApiError {
+    fn from(e: ItemsError) -> Self {
+        let status = match &e {
+            ItemsError::Forbidden(_) => 403,
+            ItemsError::NotFound(_) => 404,
+            ItemsError::InvalidQuery(_)
+            | ItemsError::InvalidPayload(_)
+            | ItemsError::NotUnique(_) => 400,
+            ItemsError::Other { .. } => 500,
+        };
+        ApiError::new(status, e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_errors_map_to_statuses_and_round_trip_their_codes() {
+        let cases = [
+            (ItemsError::Forbidden("f".into()), 403, "FORBIDDEN"),
+            (ItemsError::NotFound("n".into()), 404, "NOT_FOUND"),
+            (ItemsError::NotUnique("u".into()), 400, "RECORD_NOT_UNIQUE"),
+            (ItemsError::InvalidQuery("q".into()), 400, "INVALID_QUERY"),
+            (
+                ItemsError::InvalidPayload("p".into()),
+                400,
+                "INVALID_PAYLOAD",
+            ),
+            (
+                ItemsError::Other {
+                    code: "INTERNAL".into(),
+                    message: "x".into(),
+                },
+                500,
+                "INTERNAL",
+            ),
+        ];
+        for (e, status, code) in cases {
+            assert_eq!(e.code(), code);
+            let ffi = FfiError {
+                code: code.into(),
+                message: e.to_string().into(),
+            };
+            assert_eq!(ItemsError::from_ffi(ffi), e);
+            assert_eq!(ApiError::from(e).status, status);
+        }
+    }
+}

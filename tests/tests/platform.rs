@@ -1,0 +1,571 @@
+//! The platform core through HTTP: /svc/stats counts, the items API with
+//! permissions, authentication, secrets, limits and restarts.
+
+use platform_tests::{encode, Host, HostOptions, ADMIN_TOKEN};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+fn recording(title: &str) -> Value {
+    json!({
+        "title": title, "duration": 1000, "device_info": [{"name": "D", "index": 0, "capabilities": []}],
+        "events": [{"timestamp": 0, "deviceIndex": 0, "deviceName": "D", "actuatorIndex": 0,
+                    "actuatorType": "Vibrate", "value": 50}],
+    })
+}
+
+#[test]
+fn stats_counts_role_and_policy_named_users_and_all_videos() {
+    let host = Host::start(HostOptions::svc());
+    // Named by role.
+    host.user(Some("Model"), "model-a");
+    host.user(Some("Model"), "model-b");
+    host.user(Some("Viewer"), "viewer-a");
+    // A role of another name that carries the Model policy.
+    let creator = host.admin_create("platform_roles", &json!({"name": "Creator"}))["id"].clone();
+    let model_policy = host.id_by_name("platform_policies", "Model");
+    host.admin_create(
+        "platform_access",
+        &json!({"role": creator, "policy": model_policy}),
+    );
+    let r = host.post(
+        "/items/platform_users",
+        Some(ADMIN_TOKEN),
+        &json!({"email": "c@test.local", "role": creator}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    // A user with no role and the Viewer policy attached directly.
+    let direct = host.user(None, "direct-viewer");
+    let viewer_policy = host.id_by_name("platform_policies", "Viewer");
+    host.admin_create(
+        "platform_access",
+        &json!({"user": direct, "policy": viewer_policy}),
+    );
+    // Videos count with no date filter, future ones included.
+    for (slug, date) in [
+        ("past", "2020-01-01T00:00:00Z"),
+        ("now", "2026-01-01T00:00:00Z"),
+        ("future", "2999-01-01T00:00:00Z"),
+    ] {
+        host.admin_create(
+            "videos",
+            &json!({"slug": slug, "title": slug, "upload_date": date}),
+        );
+    }
+
+    let r = host.get("/svc/stats", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json(),
+        json!({"models_count": 3, "viewers_count": 2, "videos_count": 3})
+    );
+}
+
+#[test]
+fn stats_of_an_empty_platform_are_zero() {
+    let host = Host::start(HostOptions::svc());
+    assert_eq!(
+        host.get("/svc/stats", None).json(),
+        json!({"models_count": 0, "viewers_count": 0, "videos_count": 0})
+    );
+}
+
+#[test]
+fn recordings_through_the_items_api_follow_permissions() {
+    let host = Host::start(HostOptions::svc());
+    let alice = host.user(Some("Viewer"), "alice-token");
+    host.user(Some("Viewer"), "bob-token");
+
+    // Anonymous callers have no permissions.
+    assert_eq!(host.get("/items/recordings", None).status, 403);
+    assert_eq!(
+        host.post("/items/recordings", None, &recording("anon"))
+            .status,
+        403
+    );
+
+    // A viewer creates; the owner is forced to the caller.
+    let mut body = recording("mine");
+    body["user_created"] = json!("someone-else");
+    let r = host.post("/items/recordings", Some("alice-token"), &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let created = r.json()["data"].clone();
+    assert_eq!(created["user_created"], alice);
+    assert_eq!(created["status"], "draft");
+    assert_eq!(created["public"], false);
+    assert_eq!(created["tags"], json!([]));
+    let id = created["id"].as_str().expect("id").to_string();
+
+    // Another viewer may read it but not change or delete it.
+    assert_eq!(
+        host.get(&format!("/items/recordings/{id}"), Some("bob-token"))
+            .status,
+        200
+    );
+    let r = host.patch(
+        &format!("/items/recordings/{id}"),
+        Some("bob-token"),
+        &json!({"title": "hijack"}),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.json()["errors"][0]["extensions"]["code"], "FORBIDDEN");
+    assert_eq!(
+        host.delete(&format!("/items/recordings/{id}"), Some("bob-token"))
+            .status,
+        403
+    );
+    assert_eq!(
+        host.patch(
+            &format!("/items/recordings/{id}"),
+            None,
+            &json!({"title": "x"})
+        )
+        .status,
+        403
+    );
+    assert_eq!(
+        host.delete(&format!("/items/recordings/{id}"), None).status,
+        403
+    );
+
+    // The owner can; user_created cannot be handed over.
+    let r = host.patch(
+        &format!("/items/recordings/{id}"),
+        Some("alice-token"),
+        &json!({"title": "renamed", "user_created": "someone-else"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["data"]["title"], "renamed");
+    assert_eq!(r.json()["data"]["user_created"], alice);
+
+    // An admin can change and delete anyone's.
+    let r = host.patch(
+        &format!("/items/recordings/{id}"),
+        Some(ADMIN_TOKEN),
+        &json!({"status": "published"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["data"]["status"], "published");
+    assert_eq!(
+        host.delete(&format!("/items/recordings/{id}"), Some(ADMIN_TOKEN))
+            .status,
+        204
+    );
+    assert_eq!(
+        host.get(&format!("/items/recordings/{id}"), Some(ADMIN_TOKEN))
+            .status,
+        404
+    );
+}
+
+#[test]
+fn items_api_queries_filter_sort_page_and_aggregate() {
+    let host = Host::start(HostOptions::svc());
+    for (i, slug) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+        host.admin_create(
+            "videos",
+            &json!({"slug": slug, "title": slug.to_uppercase(), "likes_count": i, "upload_date": format!("2026-01-0{}T00:00:00Z", i + 1)}),
+        );
+    }
+    let filter = encode(&json!({"likes_count": {"_gte": 2}}).to_string());
+    let r = host.get(
+        &format!("/items/videos?filter={filter}&sort=-upload_date&fields=slug,likes_count&limit=2&page=1"),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json()["data"],
+        json!([{"slug": "e", "likes_count": 4}, {"slug": "d", "likes_count": 3}])
+    );
+    let r = host.get(
+        &format!("/items/videos?filter={filter}&sort=-upload_date&fields=slug&limit=2&page=2"),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.json()["data"], json!([{"slug": "c"}]));
+    let r = host.get(
+        "/items/videos?aggregate[count]=*&aggregate[sum]=likes_count",
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(
+        r.json()["data"],
+        json!([{"count": 5, "sum": {"likes_count": 10}}])
+    );
+
+    // Only known fields reach the database.
+    let bad = encode(&json!({"slug; DROP TABLE videos": {"_eq": 1}}).to_string());
+    let r = host.get(&format!("/items/videos?filter={bad}"), Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["errors"][0]["extensions"]["code"], "INVALID_QUERY");
+    assert_eq!(
+        host.get("/items/videos?sort=nope", Some(ADMIN_TOKEN))
+            .status,
+        400
+    );
+    assert_eq!(
+        host.get("/items/videos?fields=slug,\"x\"", Some(ADMIN_TOKEN))
+            .status,
+        400
+    );
+    assert_eq!(
+        host.get("/items/videos?filter=notjson", Some(ADMIN_TOKEN))
+            .status,
+        400
+    );
+    assert_eq!(
+        host.get("/items/no_such_collection", Some(ADMIN_TOKEN))
+            .status,
+        404
+    );
+    assert_eq!(
+        host.get("/items/videos?aggregate[count]=*", None).status,
+        403
+    );
+    // Unique constraints hold.
+    let r = host.post(
+        "/items/videos",
+        Some(ADMIN_TOKEN),
+        &json!({"slug": "a", "title": "dup"}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        r.json()["errors"][0]["extensions"]["code"],
+        "RECORD_NOT_UNIQUE"
+    );
+    // Wrong types and unknown fields are refused, nothing written.
+    let r = host.post(
+        "/items/videos",
+        Some(ADMIN_TOKEN),
+        &json!({"slug": "z", "likes_count": "many"}),
+    );
+    assert_eq!(r.status, 400);
+    let r = host.post(
+        "/items/videos",
+        Some(ADMIN_TOKEN),
+        &json!({"slug": "z", "colour": "red"}),
+    );
+    assert_eq!(r.status, 400);
+    let r = host.request(
+        "POST",
+        "/items/videos",
+        Some(ADMIN_TOKEN),
+        Some(b"{not json"),
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json()["errors"][0]["extensions"]["code"],
+        "INVALID_PAYLOAD"
+    );
+    assert_eq!(
+        host.get("/items/videos?aggregate[count]=*", Some(ADMIN_TOKEN))
+            .json()["data"][0]["count"],
+        5
+    );
+}
+
+#[test]
+fn current_user_and_now_resolve_in_filters() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "cu-token");
+    assert_eq!(
+        host.post("/items/recordings", Some("cu-token"), &recording("mine"))
+            .status,
+        200
+    );
+    assert_eq!(
+        host.post(
+            "/items/recordings",
+            Some(ADMIN_TOKEN),
+            &recording("admin's")
+        )
+        .status,
+        200
+    );
+    let mine = encode(&json!({"user_created": {"_eq": "$CURRENT_USER"}}).to_string());
+    let r = host.get(
+        &format!("/items/recordings?filter={mine}&fields=title"),
+        Some("cu-token"),
+    );
+    assert_eq!(r.json()["data"], json!([{"title": "mine"}]));
+    let past = encode(&json!({"date_created": {"_lte": "$NOW"}}).to_string());
+    let r = host.get(
+        &format!("/items/recordings?filter={past}&fields=title"),
+        Some("cu-token"),
+    );
+    assert_eq!(r.json()["data"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn tokens_are_stored_hashed_and_secrets_never_leave() {
+    let host = Host::start(HostOptions::svc());
+    let id = host.user(Some("Viewer"), "plain-secret-token");
+    let r = host.patch(
+        &format!("/items/platform_users/{id}"),
+        Some(ADMIN_TOKEN),
+        &json!({"password": "hunter2"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    let db = rusqlite::Connection::open(host.db_path()).expect("open db");
+    let (token, password): (String, String) = db
+        .query_row(
+            "SELECT token, password FROM platform_users WHERE id = ?",
+            [&id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("user row");
+    assert_ne!(token, "plain-secret-token");
+    assert_eq!(token, hex::encode(Sha256::digest(b"plain-secret-token")));
+    assert!(password.starts_with("$argon2"), "{password}");
+    let admin_token: String = db
+        .query_row(
+            "SELECT token FROM platform_users WHERE email = 'admin@example.com'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("admin row");
+    assert_ne!(admin_token, ADMIN_TOKEN);
+
+    // The token works, and no answer carries a secret.
+    assert_eq!(
+        host.get("/items/recordings", Some("plain-secret-token"))
+            .status,
+        200
+    );
+    for path in [
+        "/items/platform_users".to_string(),
+        format!("/items/platform_users/{id}"),
+        "/items/platform_users?fields=id,password,token".to_string(),
+    ] {
+        let r = host.get(&path, Some(ADMIN_TOKEN));
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        assert!(
+            !r.body.contains("\"password\"") && !r.body.contains("\"token\""),
+            "{path}: {}",
+            r.body
+        );
+        assert!(
+            !r.body.contains("argon2") && !r.body.contains(&token),
+            "{path}: {}",
+            r.body
+        );
+    }
+    let probe = encode(&json!({"token": {"_eq": token}}).to_string());
+    assert_eq!(
+        host.get(
+            &format!("/items/platform_users?filter={probe}"),
+            Some(ADMIN_TOKEN)
+        )
+        .status,
+        400
+    );
+}
+
+#[test]
+fn a_bad_token_is_refused_everywhere() {
+    let host = Host::start(HostOptions::svc());
+    let r = host.get("/svc/stats", Some("not-a-token"));
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json(), json!({"error": "Invalid token"}));
+    let r = host.get("/svc/stats?access_token=not-a-token", None);
+    assert_eq!(r.status, 401);
+    let r = host.get("/items/videos", Some("not-a-token"));
+    assert_eq!(r.status, 401);
+    assert_eq!(
+        r.json()["errors"][0]["extensions"]["code"],
+        "INVALID_CREDENTIALS"
+    );
+    // A suspended user's token stops working.
+    let id = host.user(Some("Viewer"), "soon-suspended");
+    assert_eq!(host.get("/svc/stats", Some("soon-suspended")).status, 200);
+    host.patch(
+        &format!("/items/platform_users/{id}"),
+        Some(ADMIN_TOKEN),
+        &json!({"status": "suspended"}),
+    );
+    assert_eq!(host.get("/svc/stats", Some("soon-suspended")).status, 401);
+    // The query-string token works like the header.
+    assert_eq!(
+        host.get(
+            &format!("/items/recordings?access_token={ADMIN_TOKEN}"),
+            None
+        )
+        .status,
+        200
+    );
+}
+
+#[test]
+fn server_routes_and_errors_have_their_shapes() {
+    let host = Host::start(HostOptions::svc().arg("--max-payload").arg("1024"));
+    let r = host.get("/server/ping", None);
+    assert_eq!((r.status, r.body.as_str()), (200, "pong"));
+    assert_eq!(
+        host.get("/server/health", None).json(),
+        json!({"status": "ok"})
+    );
+    let r = host.get("/svc/nope", None);
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json(), json!({"error": "Route not found"}));
+    let r = host.get("/nowhere", None);
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.json()["errors"][0]["extensions"]["code"],
+        "ROUTE_NOT_FOUND"
+    );
+    let big = json!({"title": "x".repeat(4096)}).to_string();
+    for path in ["/svc/stats", "/items/videos"] {
+        let r = host.request("POST", path, Some(ADMIN_TOKEN), Some(big.as_bytes()));
+        assert_eq!(r.status, 413, "{path}");
+        assert_eq!(r.json(), json!({"error": "Payload too large"}));
+    }
+    assert_eq!(
+        host.get("/items/videos?aggregate[count]=*", Some(ADMIN_TOKEN))
+            .json()["data"][0]["count"],
+        0
+    );
+    let oas = host.get("/server/specs/oas", None).json();
+    assert_eq!(oas["openapi"], "3.1.0");
+    assert!(oas["paths"]["/svc/stats"]["get"].is_object(), "{oas}");
+}
+
+#[test]
+fn migrations_are_idempotent_across_restarts() {
+    let host = Host::start(HostOptions::svc());
+    host.admin_create("videos", &json!({"slug": "kept", "title": "Kept"}));
+    assert!(host
+        .log()
+        .contains("[svc] applied migration 0001_collections"));
+    let dir = host.stop();
+    let mut opts = HostOptions::svc();
+    opts.data_dir = Some(dir);
+    let host = Host::start(opts);
+    assert!(!host.log().contains("applied migration"), "{}", host.log());
+    assert_eq!(host.get("/svc/stats", None).json()["videos_count"], 1);
+    let r = host.get("/items/achievements?aggregate[count]=*", Some(ADMIN_TOKEN));
+    assert_eq!(r.json()["data"][0]["count"], 17);
+}
+
+#[test]
+fn the_host_stops_gracefully_on_sigterm() {
+    let host = Host::start(HostOptions::svc());
+    assert_eq!(host.get("/server/ping", None).status, 200);
+    assert!(host.stop_gracefully(), "the host should exit 0 on SIGTERM");
+}
+
+#[test]
+fn item_hooks_see_writes_and_a_failing_hook_never_fails_the_write() {
+    let host = Host::start(HostOptions::with(vec![
+        platform_tests::library("svc_extension"),
+        platform_tests::library("fixture_ext"),
+    ]));
+    // The fixture's hook fails on purpose for videos titled "hook-fail".
+    let r = host.post(
+        "/items/videos",
+        Some(ADMIN_TOKEN),
+        &json!({"slug": "hf", "title": "hook-fail"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        host.log().contains("hook failed on items.create videos"),
+        "{}",
+        host.log()
+    );
+    let id = r.json()["data"]["id"].as_str().expect("id").to_string();
+    let r = host.patch(
+        &format!("/items/videos/{id}"),
+        Some(ADMIN_TOKEN),
+        &json!({"title": "renamed"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        host.delete(&format!("/items/videos/{id}"), Some(ADMIN_TOKEN))
+            .status,
+        204
+    );
+    let r = host.get("/fixture/events", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let seen = r.json();
+    let seen: Vec<&str> = seen
+        .as_array()
+        .map(|l| l.iter().filter_map(|e| e.as_str()).collect())
+        .unwrap_or_default();
+    let videos: Vec<&str> = seen
+        .iter()
+        .copied()
+        .filter(|e| e.contains(" videos"))
+        .collect();
+    assert_eq!(
+        videos,
+        vec![
+            "items.create videos",
+            "items.update videos hook-fail -> renamed",
+            "items.delete videos"
+        ],
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn extensions_read_as_the_caller_or_as_admin() {
+    let host = Host::start(HostOptions::with(vec![
+        platform_tests::library("svc_extension"),
+        platform_tests::library("fixture_ext"),
+    ]));
+    host.admin_create("videos", &json!({"slug": "v", "title": "V"}));
+    host.user(Some("Viewer"), "reader-token");
+    // The Public policy may not read videos; admin access may.
+    let r = host.get("/fixture/count/videos", None);
+    assert_eq!(
+        (r.status, r.json()["error"].clone()),
+        (403, json!("FORBIDDEN"))
+    );
+    assert_eq!(
+        host.get("/fixture/count/videos?as=admin", None).json(),
+        json!({"count": 1})
+    );
+    // A viewer may read recordings (none yet) but not videos.
+    assert_eq!(
+        host.get("/fixture/count/recordings", Some("reader-token"))
+            .json(),
+        json!({"count": 0})
+    );
+    assert_eq!(
+        host.get("/fixture/count/videos", Some("reader-token"))
+            .status,
+        403
+    );
+}
+
+#[test]
+fn extension_transactions_commit_or_roll_back_as_a_whole() {
+    let host = Host::start(HostOptions::with(vec![
+        platform_tests::library("svc_extension"),
+        platform_tests::library("fixture_ext"),
+    ]));
+    let count = || {
+        host.get("/items/videos?aggregate[count]=*", Some(ADMIN_TOKEN))
+            .json()["data"][0]["count"]
+            .clone()
+    };
+    let r = host.post(
+        "/fixture/tx",
+        None,
+        &json!({"slugs": ["t1", "t2"], "fail": true}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"], "rolled back");
+    assert_eq!(count(), 0, "a failed transaction leaves nothing behind");
+    // A unique violation in the middle also undoes the earlier write.
+    let r = host.post("/fixture/tx", None, &json!({"slugs": ["t1", "t1"]}));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"], "RECORD_NOT_UNIQUE");
+    assert_eq!(count(), 0);
+    let r = host.post("/fixture/tx", None, &json!({"slugs": ["t1", "t2"]}));
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(count(), 2);
+    // Item events of a committed transaction are delivered after the commit.
+    let seen = host.get("/fixture/events", None).json();
+    let creates = seen
+        .as_array()
+        .map(|l| l.iter().filter(|e| *e == "items.create videos").count());
+    assert_eq!(creates, Some(2), "{seen}");
+}
