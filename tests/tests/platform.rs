@@ -569,3 +569,68 @@ fn extension_transactions_commit_or_roll_back_as_a_whole() {
         .map(|l| l.iter().filter(|e| *e == "items.create videos").count());
     assert_eq!(creates, Some(2), "{seen}");
 }
+
+fn ticks(host: &Host) -> Value {
+    let filter = encode(&json!({"collection": {"_eq": "ticks"}}).to_string());
+    host.get(
+        &format!("/items/platform_comments?filter={filter}&aggregate[count]=*"),
+        Some(ADMIN_TOKEN),
+    )
+    .json()["data"][0]["count"]
+        .clone()
+}
+
+#[test]
+fn schedules_run_in_the_background_and_on_demand() {
+    let libs = vec![platform_tests::library("fixture_ext")];
+    let host = Host::start(HostOptions::with(libs.clone()));
+    assert!(
+        host.log().contains("[fixture] schedule `tick` registered"),
+        "{}",
+        host.log()
+    );
+    // Background: every 2 s; wait for a first run, bounded.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while ticks(&host) == json!(0) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(ticks(&host).as_u64().unwrap_or(0) >= 1, "{}", host.log());
+    assert!(host.log().contains("tick ran"));
+    let before = ticks(&host).as_u64().unwrap_or(0);
+    let dir = host.stop();
+
+    // On demand, against the same database, then exit.
+    let ext_dir = dir.path().join("extensions");
+    let db = dir.path().join("data").join("platform.db");
+    let run = |name: &str| {
+        std::process::Command::new(platform_tests::host_binary())
+            .args([
+                "--db",
+                &db.to_string_lossy(),
+                "--extensions",
+                &ext_dir.to_string_lossy(),
+            ])
+            .args(["schedule", "run", "fixture", name])
+            .env("ADMIN_TOKEN", ADMIN_TOKEN)
+            .output()
+            .expect("run schedule")
+    };
+    let ok = run("tick");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let bad = run("nope");
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("has no schedule `nope` (it has: tick)"),
+        "{stderr}"
+    );
+
+    let mut opts = HostOptions::with(libs);
+    opts.data_dir = Some(dir);
+    let host = Host::start(opts);
+    assert!(ticks(&host).as_u64().unwrap_or(0) > before);
+}
