@@ -14,7 +14,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-target_dir="target/fixtures"
+target_dir="${CARGO_TARGET_DIR:-target}/fixtures"
 fixtures=(sdk-1.0-ext layout-mismatch)
 case "$(uname -s)" in
     Darwin) ext=dylib ;;
@@ -28,7 +28,7 @@ for fixture in "${fixtures[@]}"; do
 done
 
 for lib in "${libs[@]}"; do
-    path="$root/$target_dir/debug/$lib"
+    case "$target_dir" in /*) path="$target_dir/debug/$lib" ;; *) path="$root/$target_dir/debug/$lib" ;; esac
     if [[ ! -f "$path" ]]; then
         echo "error: expected $path after the build" >&2
         exit 1

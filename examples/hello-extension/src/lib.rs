@@ -1,0 +1,51 @@
+//! The extension of README.md's "Writing an extension", compiled by the
+//! workspace so that the README stays true.
+
+use host_sdk::prelude::*;
+use host_sdk::schema::{Collection, Field};
+use serde_json::json;
+
+fn extension() -> Extension {
+    Extension::new("hello", "Hello", env!("CARGO_PKG_VERSION"))
+        .migration(
+            "0001_notes",
+            vec![Collection::new("notes")
+                .field(Field::text("body"))
+                .field(Field::timestamp("date_created"))
+                .build()],
+        )
+        .routes(|r| {
+            // GET /hello/notes/:id — read as the caller: permissions apply.
+            r.get("/notes/:id", |req, ctx| {
+                let note = ctx.as_caller().read_one("notes", req.param("id"))?;
+                note.map(|n| Response::ok(&n))
+                    .ok_or_else(|| ApiError::not_found("Note not found"))
+            })
+            .summary("One note");
+            // POST /hello/notes — two writes, atomically.
+            r.post("/notes", |req, ctx| {
+                let body: serde_json::Value = req.json()?; // 400 "Invalid JSON body"
+                let id = ctx.transaction(|tx| {
+                    let id = tx
+                        .as_admin()
+                        .create_one("notes", &json!({"body": body["body"]}))?;
+                    tx.as_admin()
+                        .create_one("notes", &json!({"body": "audit"}))?;
+                    Ok::<_, ApiError>(id)
+                })?;
+                log::info!("note {id} created"); // appears in the host's log, target `hello`
+                Ok(Response::created(&json!({"id": id})))
+            });
+        })
+        .on_event(|event, _ctx| {
+            log::debug!("{:?} on {}", event.kind, event.collection);
+            Ok(())
+        })
+        .schedule(
+            "cleanup",
+            Schedule::Every(std::time::Duration::from_secs(3600)),
+            |_ctx| Ok(()),
+        )
+}
+
+host_sdk::export_extension!(extension);
