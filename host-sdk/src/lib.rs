@@ -10,7 +10,7 @@
 //!   [`Items`] client, [`schema`] migrations, item-event hooks and schedules.
 //!   Extension code needs no `unsafe` and sees no FFI type.
 //!
-//! ```ignore
+//! ```no_run
 //! use host_sdk::prelude::*;
 //!
 //! fn extension() -> Extension {

@@ -634,3 +634,47 @@ fn schedules_run_in_the_background_and_on_demand() {
     let host = Host::start(opts);
     assert!(ticks(&host).as_u64().unwrap_or(0) > before);
 }
+
+#[test]
+fn demo_data_is_seeded_once_and_its_tokens_work() {
+    let mut opts = HostOptions::svc().arg("--demo");
+    opts.env.push(("ADMIN_TOKEN".into(), String::new()));
+    let host = Host::start(opts);
+    assert_eq!(
+        host.get("/svc/stats", None).json(),
+        json!({"models_count": 3, "viewers_count": 2, "videos_count": 6})
+    );
+    // The documented demo tokens work, with their roles' permissions.
+    let r = host.get(
+        "/items/recordings?fields=title,user_created",
+        Some("demo-viewer-token"),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["data"].as_array().map(Vec::len), Some(4));
+    assert_eq!(
+        host.get("/server/extensions", Some("demo-admin-token"))
+            .status,
+        200
+    );
+    assert_eq!(
+        host.get("/items/videos", Some("demo-model-token")).status,
+        403
+    );
+    let photos = host.get(
+        "/items/model_photos?aggregate[count]=*",
+        Some("demo-admin-token"),
+    );
+    assert_eq!(photos.json()["data"][0]["count"], 9);
+    // A restart with --demo does not seed twice.
+    let dir = host.stop();
+    let mut opts = HostOptions::svc().arg("--demo");
+    opts.env.push(("ADMIN_TOKEN".into(), String::new()));
+    opts.data_dir = Some(dir);
+    let host = Host::start(opts);
+    assert!(
+        host.log().contains("demo content already present"),
+        "{}",
+        host.log()
+    );
+    assert_eq!(host.get("/svc/stats", None).json()["videos_count"], 6);
+}
