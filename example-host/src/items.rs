@@ -511,20 +511,11 @@ impl Platform {
         grant: Option<&Grant>,
         item: &Value,
     ) -> Result<(Record, Map<String, Value>), ItemsError> {
-        let Value::Object(payload) = item else {
-            return Err(ItemsError::InvalidPayload(
-                "payload must be an object".into(),
-            ));
-        };
+        let payload = as_object(item)?;
         let admin = who.is_admin();
         let mut record = Map::new();
         for (name, value) in payload {
-            let Some(field) = def.field(name) else {
-                return Err(ItemsError::InvalidPayload(format!(
-                    "unknown field \"{name}\" in collection \"{}\"",
-                    def.name
-                )));
-            };
+            let field = known_field(def, name)?;
             // The host owns these unless an admin imports them.
             if !admin
                 && matches!(
@@ -616,20 +607,11 @@ impl Platform {
     ) -> Result<String, ItemsError> {
         let def = self.collection(who, collection)?;
         let grant = self.grant(who, collection, Action::Update)?;
-        let Value::Object(payload) = data else {
-            return Err(ItemsError::InvalidPayload(
-                "payload must be an object".into(),
-            ));
-        };
+        let payload = as_object(data)?;
         let admin = who.is_admin();
         let mut changes = Map::new();
         for (name, value) in payload {
-            let Some(field) = def.field(name) else {
-                return Err(ItemsError::InvalidPayload(format!(
-                    "unknown field \"{name}\" in collection \"{}\"",
-                    def.name
-                )));
-            };
+            let field = known_field(&def, name)?;
             if name == "id" {
                 if value.as_str() == Some(key) {
                     continue;
@@ -746,6 +728,23 @@ impl Who {
             other => other.clone(),
         }
     }
+}
+
+fn as_object(data: &Value) -> Result<&Map<String, Value>, ItemsError> {
+    data.as_object()
+        .ok_or_else(|| ItemsError::InvalidPayload("payload must be an object".into()))
+}
+
+fn known_field<'d>(
+    def: &'d CollectionDef,
+    name: &str,
+) -> Result<&'d crate::schema::Field, ItemsError> {
+    def.field(name).ok_or_else(|| {
+        ItemsError::InvalidPayload(format!(
+            "unknown field \"{name}\" in collection \"{}\"",
+            def.name
+        ))
+    })
 }
 
 fn exists(conn: &mut dyn Conn, def: &CollectionDef, key: &str) -> Result<bool, ItemsError> {

@@ -193,38 +193,37 @@ impl Host {
         self.dir.take().expect("data dir")
     }
 
-    fn terminate(&mut self) {
-        #[cfg(unix)]
-        {
-            let _ = Command::new("kill")
-                .args(["-TERM", &self.child.id().to_string()])
-                .status();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = self.child.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// Waits until the process has exited; returns whether it exited cleanly.
-    pub fn stop_gracefully(mut self) -> bool {
+    fn send_term(&self) {
         #[cfg(unix)]
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
+    }
+
+    /// Waits up to 10 s for the process to exit.
+    fn wait_exit(&mut self) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
-                return status.success();
+                return Some(status);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        false
+        None
+    }
+
+    fn terminate(&mut self) {
+        self.send_term();
+        if self.wait_exit().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// Sends SIGTERM; returns whether the host then exited cleanly.
+    pub fn stop_gracefully(mut self) -> bool {
+        self.send_term();
+        self.wait_exit().is_some_and(|s| s.success())
     }
 
     pub fn request(
