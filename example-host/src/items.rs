@@ -148,11 +148,23 @@ pub enum Session<'s> {
     },
 }
 
+/// Counters of what the platform does, for `/server/metrics`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// Items-service operations made by extensions.
+    pub items_calls: std::sync::atomic::AtomicU64,
+    /// Calls of extension route handlers.
+    pub extension_calls: std::sync::atomic::AtomicU64,
+    /// Item events delivered to extension hooks.
+    pub events_delivered: std::sync::atomic::AtomicU64,
+}
+
 /// The platform core shared by every request.
 pub struct Platform {
     pub store: Arc<dyn Store>,
     pub auth: Auth,
     pub permissions: Permissions,
+    pub metrics: Metrics,
     events: OnceCell<Arc<dyn EventSink>>,
 }
 
@@ -170,6 +182,7 @@ impl Platform {
             store,
             auth: Auth::new(),
             permissions: Permissions::default(),
+            metrics: Metrics::default(),
             events: OnceCell::new(),
         }
     }
@@ -188,6 +201,9 @@ impl Platform {
             self.auth.invalidate();
         }
         if let Some(sink) = self.events.get() {
+            self.metrics
+                .events_delivered
+                .fetch_add(events.len() as u64, std::sync::atomic::Ordering::Relaxed);
             sink.dispatch(self, events);
         }
     }
@@ -415,7 +431,7 @@ impl Platform {
         let grant = self.grant(who, collection, Action::Read)?;
         let vars = who.vars();
         let mut q = wire.to_aggregate(&def, &vars)?;
-        let mut used = q.group_by.clone();
+        let mut used: Vec<String> = q.group_by.iter().map(|g| g.field.clone()).collect();
         used.extend(q.functions.iter().filter_map(|(_, f)| f.clone()));
         if let Some(f) = &q.filter {
             f.fields(&mut used);

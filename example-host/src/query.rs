@@ -299,13 +299,45 @@ impl AggFn {
     }
 }
 
+/// One group-by key: a field, or the UTC date (`YYYY-MM-DD`) of a
+/// timestamp field, written `date(field)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupKey {
+    /// The key's name in result rows, as the caller wrote it.
+    pub name: String,
+    pub field: String,
+    pub date: bool,
+}
+
+impl GroupKey {
+    fn parse(c: &CollectionDef, raw: &str) -> Result<GroupKey, QueryError> {
+        let (field, date) = match raw.strip_prefix("date(").and_then(|r| r.strip_suffix(')')) {
+            Some(inner) => (inner.trim(), true),
+            None => (raw, false),
+        };
+        let Some(def) = c.field(field) else {
+            return err(format!("cannot group by unknown field \"{field}\""));
+        };
+        if date && def.kind != FieldType::Timestamp {
+            return err(format!(
+                "date() needs a timestamp field; \"{field}\" is not one"
+            ));
+        }
+        Ok(GroupKey {
+            name: raw.to_string(),
+            field: field.to_string(),
+            date,
+        })
+    }
+}
+
 /// A validated aggregation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AggregateQuery {
     pub filter: Option<Filter>,
     /// (function, field or `None` for `*`)
     pub functions: Vec<(AggFn, Option<String>)>,
-    pub group_by: Vec<String>,
+    pub group_by: Vec<GroupKey>,
     pub limit: Option<u64>,
 }
 
@@ -448,12 +480,10 @@ impl WireQuery {
             .group_by
             .as_ref()
             .map(ListParam::items)
-            .unwrap_or_default();
-        for g in &group_by {
-            if !c.has(g) {
-                return err(format!("cannot group by unknown field \"{g}\""));
-            }
-        }
+            .unwrap_or_default()
+            .iter()
+            .map(|g| GroupKey::parse(c, g))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(AggregateQuery {
             filter: read.filter,
             functions,

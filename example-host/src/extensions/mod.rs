@@ -109,6 +109,10 @@ impl Registry {
         accountability: Option<Accountability>,
         request: ExtRequest,
     ) -> FfiResponse {
+        platform
+            .metrics
+            .extension_calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let services = ExtServices::new(platform, accountability);
         let ctx = services.context();
         let request = FfiRequest {

@@ -84,6 +84,10 @@ impl<'a> ExtServices<'a> {
         access: FfiAccess,
         op: impl FnOnce(&Platform, &mut Session<'_>, &Who) -> Result<T, ItemsError>,
     ) -> RResult<RString, FfiError> {
+        self.platform
+            .metrics
+            .items_calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let who = self.who(access);
         let result = match &self.tx {
             Some(tx) => {

@@ -39,6 +39,7 @@ pub fn router(state: AppState) -> Router {
         .route("/server/health", get(server_api::health))
         .route("/server/specs/oas", get(server_api::openapi))
         .route("/server/extensions", get(server_api::extensions))
+        .route("/server/metrics", get(server_api::metrics))
         .route(
             "/items/{collection}",
             get(items_api::read_many).post(items_api::create),

@@ -38,14 +38,14 @@ pub async fn health(State(state): State<AppState>) -> impl IntoResponse {
     )
 }
 
-/// The mounted extensions and their manifests (administrators only).
-pub async fn extensions(
-    State(state): State<AppState>,
-    headers: axum::http::HeaderMap,
-    uri: axum::http::Uri,
-) -> Result<Json<Value>, super::HttpError> {
+/// Refuses callers without admin access.
+async fn require_admin(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+    uri: &axum::http::Uri,
+) -> Result<(), super::HttpError> {
     let platform = state.platform.clone();
-    let token = super::request_token(&headers, &uri);
+    let token = super::request_token(headers, uri);
     let who = super::blocking(
         move || match super::authenticate(&platform, token.as_deref()) {
             Ok(acc) => Ok(acc),
@@ -54,9 +54,36 @@ pub async fn extensions(
         },
     )
     .await?;
-    if !who.is_some_and(|a| a.admin) {
-        return Err(crate::items::ItemsError::forbidden().into());
+    if who.is_some_and(|a| a.admin) {
+        Ok(())
+    } else {
+        Err(crate::items::ItemsError::forbidden().into())
     }
+}
+
+/// Counters of the platform's work since start (administrators only).
+pub async fn metrics(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    uri: axum::http::Uri,
+) -> Result<Json<Value>, super::HttpError> {
+    require_admin(&state, &headers, &uri).await?;
+    let m = &state.platform.metrics;
+    let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    Ok(Json(json!({"data": {
+        "items_calls": load(&m.items_calls),
+        "extension_calls": load(&m.extension_calls),
+        "events_delivered": load(&m.events_delivered),
+    }})))
+}
+
+/// The mounted extensions and their manifests (administrators only).
+pub async fn extensions(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    uri: axum::http::Uri,
+) -> Result<Json<Value>, super::HttpError> {
+    require_admin(&state, &headers, &uri).await?;
     let list: Vec<Value> = state
         .registry
         .all()
@@ -92,6 +119,16 @@ pub fn build_openapi(registry: &Registry) -> Value {
             "Health of the platform and its database",
         ),
         ("/server/specs/oas", "get", "This OpenAPI document"),
+        (
+            "/server/extensions",
+            "get",
+            "Mounted extensions and their manifests (admin)",
+        ),
+        (
+            "/server/metrics",
+            "get",
+            "Counters of the platform's work (admin)",
+        ),
         (
             "/items/{collection}",
             "get",

@@ -659,7 +659,20 @@ impl Conn for SqliteConn<'_> {
         q: &AggregateQuery,
     ) -> Result<Vec<Record>, StoreError> {
         let mut b = SqlBuilder::new(c);
-        let mut cols: Vec<String> = q.group_by.iter().map(|g| quote(g)).collect();
+        // Timestamps are stored as RFC 3339 UTC text: their first ten
+        // characters are the UTC date.
+        let group_exprs: Vec<String> = q
+            .group_by
+            .iter()
+            .map(|g| {
+                if g.date {
+                    format!("substr({}, 1, 10)", quote(&g.field))
+                } else {
+                    quote(&g.field)
+                }
+            })
+            .collect();
+        let mut cols = group_exprs.clone();
         for (function, field) in &q.functions {
             cols.push(match (function, field) {
                 (AggFn::Count, None) => "COUNT(*)".into(),
@@ -678,9 +691,8 @@ impl Conn for SqliteConn<'_> {
             b.filter(filter)?;
         }
         if !q.group_by.is_empty() {
-            let groups: Vec<String> = q.group_by.iter().map(|g| quote(g)).collect();
             b.sql.push_str(" GROUP BY ");
-            b.sql.push_str(&groups.join(", "));
+            b.sql.push_str(&group_exprs.join(", "));
         }
         if let Some(limit) = q.limit {
             b.sql.push_str(" LIMIT ?");
@@ -696,7 +708,12 @@ impl Conn for SqliteConn<'_> {
             let mut record = Map::new();
             for (i, g) in q.group_by.iter().enumerate() {
                 let v = row.get_ref(i).map_err(map_sql_error)?;
-                record.insert(g.clone(), from_sql(c.field(g).map(|d| d.kind), v));
+                let kind = if g.date {
+                    None
+                } else {
+                    c.field(&g.field).map(|d| d.kind)
+                };
+                record.insert(g.name.clone(), from_sql(kind, v));
             }
             for (j, (function, field)) in q.functions.iter().enumerate() {
                 let v = row.get_ref(q.group_by.len() + j).map_err(map_sql_error)?;
