@@ -8,10 +8,25 @@
 //! * [`achievements`]: the seeded achievements, as data.
 //! * [`schema`]: the migrations creating and seeding the collections.
 //! * [`stats`]: `GET /stats`.
+//! * [`models`], [`videos`], [`articles`]: the public reads.
+//! * [`likes`], [`video_plays`]: likes and plays of videos.
+//! * [`analytics`]: the creator's summary.
+//! * [`records`], [`params`], [`failure`]: batch reads and expansions,
+//!   query parameters, and how failures are answered.
 
 pub mod achievements;
+pub mod analytics;
+pub mod articles;
+mod caller;
+pub mod failure;
+pub mod likes;
+pub mod models;
+pub mod params;
+pub mod records;
 pub mod schema;
 pub mod stats;
+pub mod video_plays;
+pub mod videos;
 
 use host_sdk::Extension;
 
@@ -30,6 +45,28 @@ pub fn extension() -> Extension {
     }
     ext.routes(|r| {
         r.get("/stats", stats::handler).summary("Site-wide counts");
+        r.get("/models", models::list)
+            .summary("Models, newest id first");
+        r.get("/models/:slug", models::one)
+            .summary("One model by slug");
+        r.get("/videos", videos::list)
+            .summary("Published videos, newest first");
+        r.get("/videos/:slug", videos::one)
+            .summary("One published video by slug");
+        r.get("/articles", articles::list)
+            .summary("Featured published articles");
+        r.post("/videos/:id/like", likes::like)
+            .summary("Like a video (auth)");
+        r.delete("/videos/:id/like", likes::unlike)
+            .summary("Unlike a video (auth)");
+        r.get("/videos/:id/like-status", likes::status)
+            .summary("Whether the caller likes a video");
+        r.post("/videos/:id/play", video_plays::record)
+            .summary("Record a play of a video");
+        r.patch("/videos/:id/play/:playId", video_plays::update)
+            .summary("Update a play of a video");
+        r.get("/analytics", analytics::handler)
+            .summary("The caller's video analytics (auth)");
     })
 }
 
@@ -55,9 +92,30 @@ mod tests {
     }
 
     #[test]
-    fn registers_the_stats_route() {
+    fn registers_every_route_of_the_spec_implemented_so_far() {
         let paths = extension().router().openapi_paths();
         assert_eq!(paths["/stats"]["get"]["summary"], "Site-wide counts");
-        assert_eq!(paths.as_object().map(|p| p.len()), Some(1));
+        let expected = [
+            ("/stats", "get"),
+            ("/models", "get"),
+            ("/models/{slug}", "get"),
+            ("/videos", "get"),
+            ("/videos/{slug}", "get"),
+            ("/articles", "get"),
+            ("/videos/{id}/like", "post"),
+            ("/videos/{id}/like", "delete"),
+            ("/videos/{id}/like-status", "get"),
+            ("/videos/{id}/play", "post"),
+            ("/videos/{id}/play/{playId}", "patch"),
+            ("/analytics", "get"),
+        ];
+        for (path, method) in expected {
+            assert!(paths[path][method].is_object(), "{method} {path} missing");
+        }
+        let registered: usize = paths
+            .as_object()
+            .map(|p| p.values().filter_map(|m| m.as_object()).map(|m| m.len()).sum())
+            .unwrap_or(0);
+        assert_eq!(registered, expected.len());
     }
 }

@@ -1,0 +1,189 @@
+//! `GET /analytics`: the caller's videos (linked through `models`), their
+//! counters, plays and likes per UTC day, and per-video completion.
+//! A constant number of calls: aggregation happens in the database.
+
+use std::collections::{BTreeMap, HashMap};
+
+use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
+use serde_json::{json, Map, Value};
+
+use crate::caller::require_user;
+use crate::failure::Failure;
+use crate::records::{ids_of, str_field};
+use crate::videos::videos_of;
+
+const ANALYTICS: Failure = Failure::new("Failed to get analytics");
+
+/// A number as JavaScript prints it: integral values without a fraction.
+pub fn js_number(x: f64) -> Value {
+    if x.is_finite() && x.fract() == 0.0 && x.abs() < 9.0e15 {
+        json!(x as i64)
+    } else {
+        serde_json::Number::from_f64(x)
+            .map(Value::Number)
+            .unwrap_or(json!(0))
+    }
+}
+
+/// JavaScript's `Math.round`: halves round towards +∞.
+pub fn js_round(x: f64) -> i64 {
+    (x + 0.5).floor() as i64
+}
+
+/// `completed_plays / plays * 100`, 0 when there are no plays.
+pub fn completion_rate(completed: u64, plays: u64) -> Value {
+    if plays == 0 {
+        json!(0)
+    } else {
+        js_number(completed as f64 / plays as f64 * 100.0)
+    }
+}
+
+fn number(v: Option<&Value>) -> f64 {
+    v.and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+/// Counts of records per UTC day of `date_created`.
+fn by_date(
+    items: &Items<'_>,
+    collection: &str,
+    videos: &[String],
+) -> Result<BTreeMap<String, u64>, ItemsError> {
+    let rows = items.aggregate(
+        collection,
+        &Query::new()
+            .filter(json!({"video_id": {"_in": videos}}))
+            .aggregate("count", &["*"])
+            .group_by(&["date(date_created)"]),
+    )?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            let day = str_field(r, "date(date_created)")?.to_string();
+            Some((day, r.get("count").and_then(Value::as_u64).unwrap_or(0)))
+        })
+        .collect())
+}
+
+/// Per video id: the mean `duration_watched`, and the completed plays.
+struct PlayStats {
+    average_watch: HashMap<String, f64>,
+    completed: HashMap<String, u64>,
+}
+
+fn play_stats(items: &Items<'_>, videos: &[String]) -> Result<PlayStats, ItemsError> {
+    let rows = items.aggregate(
+        "video_plays",
+        &Query::new()
+            .filter(json!({"video_id": {"_in": videos}}))
+            .aggregate("avg", &["duration_watched"])
+            .group_by(&["video_id"]),
+    )?;
+    let average_watch = rows
+        .iter()
+        .filter_map(|r| {
+            let id = str_field(r, "video_id")?.to_string();
+            Some((
+                id,
+                number(r.get("avg").and_then(|a| a.get("duration_watched"))),
+            ))
+        })
+        .collect();
+    let completed = crate::records::counts_by_filtered(
+        items,
+        "video_plays",
+        "video_id",
+        videos,
+        json!({"completed": {"_eq": true}}),
+    )?;
+    Ok(PlayStats {
+        average_watch,
+        completed,
+    })
+}
+
+pub fn summary(items: &Items<'_>, user: &str) -> Result<Value, ItemsError> {
+    let ids = videos_of(items, user)?;
+    if ids.is_empty() {
+        return Ok(json!({"total_videos": 0, "total_likes": 0, "total_plays": 0, "videos": []}));
+    }
+    let videos = items.read_by_query(
+        "videos",
+        &Query::new()
+            .filter(json!({"id": {"_in": ids}}))
+            .fields(&[
+                "id",
+                "title",
+                "slug",
+                "upload_date",
+                "likes_count",
+                "plays_count",
+            ])
+            .sort(&["-upload_date"]),
+    )?;
+    let ids = ids_of(&videos, "id");
+    let plays_by_date = by_date(items, "video_plays", &ids)?;
+    let likes_by_date = by_date(items, "video_likes", &ids)?;
+    let stats = play_stats(items, &ids)?;
+
+    let mut total_likes = 0.0;
+    let mut total_plays = 0.0;
+    let per_video: Vec<Value> = videos
+        .iter()
+        .map(|v| {
+            let id = str_field(v, "id").unwrap_or_default();
+            let likes = number(v.get("likes_count"));
+            let plays = number(v.get("plays_count"));
+            total_likes += likes;
+            total_plays += plays;
+            let completed_plays = stats.completed.get(id).copied().unwrap_or(0);
+            json!({
+                "id": id,
+                "title": v.get("title"),
+                "slug": v.get("slug"),
+                "upload_date": v.get("upload_date"),
+                "likes": js_number(likes),
+                "plays": js_number(plays),
+                "completed_plays": completed_plays,
+                "completion_rate": completion_rate(completed_plays, plays.max(0.0) as u64),
+                "avg_watch_time": stats.average_watch.get(id).map(|a| js_round(*a)).unwrap_or(0),
+            })
+        })
+        .collect();
+    let mut out = Map::new();
+    out.insert("total_videos".into(), json!(videos.len()));
+    out.insert("total_likes".into(), js_number(total_likes));
+    out.insert("total_plays".into(), js_number(total_plays));
+    out.insert("plays_by_date".into(), json!(plays_by_date));
+    out.insert("likes_by_date".into(), json!(likes_by_date));
+    out.insert("videos".into(), Value::Array(per_video));
+    Ok(Value::Object(out))
+}
+
+/// `GET /analytics` (auth).
+pub fn handler(_req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    let user = require_user(ctx)?;
+    let body = summary(&ctx.as_admin(), user).map_err(ANALYTICS.of())?;
+    Ok(Response::ok(&body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_print_like_javascript() {
+        assert_eq!(js_number(50.0).to_string(), "50");
+        assert_eq!(js_number(100.0 / 3.0).to_string(), "33.333333333333336");
+        assert_eq!(completion_rate(1, 2), json!(50));
+        assert_eq!(completion_rate(3, 0), json!(0));
+    }
+
+    #[test]
+    fn rounding_is_math_round() {
+        assert_eq!(js_round(2.5), 3);
+        assert_eq!(js_round(2.49), 2);
+        assert_eq!(js_round(0.0), 0);
+        assert_eq!(js_round(-2.5), -2);
+    }
+}

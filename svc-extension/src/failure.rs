@@ -1,0 +1,77 @@
+//! How an items-service failure becomes an answer (SPEC "Errors": 500 with
+//! the failure's message, or the endpoint's fallback).
+//!
+//! Failures internal to the platform (storage errors, a busy database) are
+//! answered with the endpoint's fallback message and logged in full: their
+//! text would leak internals. A permission refusal is a 403 with its
+//! message. Anything else is a 500 with the failure's own message.
+
+use host_sdk::{ApiError, ItemsError};
+
+/// Maps failures of one endpoint, with its SPEC fallback message.
+#[derive(Debug, Clone, Copy)]
+pub struct Failure {
+    pub fallback: &'static str,
+}
+
+impl Failure {
+    pub const fn new(fallback: &'static str) -> Self {
+        Self { fallback }
+    }
+
+    pub fn answer(&self, error: ItemsError) -> ApiError {
+        match &error {
+            ItemsError::Forbidden(message) => ApiError::forbidden(message.clone()),
+            ItemsError::Other { code, message } => {
+                log::error!("{}: {code}: {message}", self.fallback);
+                ApiError::internal(self.fallback)
+            }
+            other => {
+                let message = other.to_string();
+                log::error!("{}: {} {message}", self.fallback, other.code());
+                if message.trim().is_empty() {
+                    ApiError::internal(self.fallback)
+                } else {
+                    ApiError::internal(message)
+                }
+            }
+        }
+    }
+
+    /// `map_err` adapter.
+    pub fn of(self) -> impl Fn(ItemsError) -> ApiError {
+        move |e| self.answer(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const F: Failure = Failure::new("Failed to fetch videos");
+
+    #[test]
+    fn internal_failures_use_the_fallback() {
+        let e = F.answer(ItemsError::Other {
+            code: "INTERNAL".into(),
+            message: "no such table: videos".into(),
+        });
+        assert_eq!(
+            (e.status, e.message.as_str()),
+            (500, "Failed to fetch videos")
+        );
+    }
+
+    #[test]
+    fn refusals_are_403_and_others_keep_their_message() {
+        let e = F.answer(ItemsError::Forbidden("You don't have permission".into()));
+        assert_eq!(
+            (e.status, e.message.as_str()),
+            (403, "You don't have permission")
+        );
+        let e = F.answer(ItemsError::InvalidQuery("bad sort".into()));
+        assert_eq!((e.status, e.message.as_str()), (500, "bad sort"));
+        let e = F.answer(ItemsError::InvalidQuery(" ".into()));
+        assert_eq!(e.message, "Failed to fetch videos");
+    }
+}

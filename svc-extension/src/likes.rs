@@ -1,0 +1,108 @@
+//! Likes of videos: `POST`/`DELETE /videos/:id/like` and
+//! `GET /videos/:id/like-status`.
+//!
+//! The like record is read and written under the caller's permissions; the
+//! video's `likes_count` is set, in the same transaction, to the number of
+//! like records, so it stays exact under concurrency. At most one like per
+//! user and video is the `video_likes` unique constraint's job.
+
+use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
+use serde_json::json;
+
+use crate::caller::require_user;
+use crate::failure::Failure;
+
+const LIKE: Failure = Failure::new("Failed to like video");
+const UNLIKE: Failure = Failure::new("Failed to unlike video");
+const STATUS: Failure = Failure::new("Failed to get like status");
+
+/// 404 `Video not found` unless the video exists.
+pub fn ensure_video(items: &Items<'_>, id: &str, failure: Failure) -> Result<(), ApiError> {
+    let found = items
+        .read_one_with::<serde_json::Value>("videos", id, &Query::new().fields(&["id"]))
+        .map_err(failure.of())?;
+    match found {
+        Some(_) => Ok(()),
+        None => Err(ApiError::not_found("Video not found")),
+    }
+}
+
+/// Sets the video's `likes_count` to its number of likes; returns it.
+fn recount(tx: &Context<'_>, video: &str, failure: Failure) -> Result<u64, ApiError> {
+    let admin = tx.as_admin();
+    let n = admin
+        .count("video_likes", Some(json!({"video_id": {"_eq": video}})))
+        .map_err(failure.of())?;
+    admin
+        .update_one("videos", video, &json!({ "likes_count": n }))
+        .map_err(failure.of())?;
+    Ok(n)
+}
+
+/// The caller's like of a video, if any.
+fn own_like(items: &Items<'_>, video: &str) -> Result<Option<String>, ItemsError> {
+    let rows = items.read_by_query(
+        "video_likes",
+        &Query::new()
+            .filter(json!({"_and": [{"video_id": {"_eq": video}}, {"user_id": {"_eq": "$CURRENT_USER"}}]}))
+            .fields(&["id"])
+            .limit(1),
+    )?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.get("id"))
+        .and_then(|id| id.as_str())
+        .map(String::from))
+}
+
+/// `POST /videos/:id/like`.
+pub fn like(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    let user = require_user(ctx)?.to_string();
+    let video = req.param("id");
+    let likes_count = ctx.transaction(|tx| {
+        ensure_video(&tx.as_admin(), video, LIKE)?;
+        let created = tx.as_caller().create_one(
+            "video_likes",
+            &json!({ "video_id": video, "user_id": user }),
+        );
+        match created {
+            Ok(_) => {}
+            Err(ItemsError::NotUnique(_)) => return Err(ApiError::bad_request("Already liked")),
+            Err(e) => return Err(LIKE.answer(e)),
+        }
+        recount(tx, video, LIKE)
+    })?;
+    Ok(Response::ok(
+        &json!({ "liked": true, "likes_count": likes_count }),
+    ))
+}
+
+/// `DELETE /videos/:id/like`.
+pub fn unlike(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    require_user(ctx)?;
+    let video = req.param("id");
+    let likes_count = ctx.transaction(|tx| {
+        ensure_video(&tx.as_admin(), video, UNLIKE)?;
+        let Some(like) = own_like(&tx.as_caller(), video).map_err(UNLIKE.of())? else {
+            return Err(ApiError::bad_request("Not liked"));
+        };
+        tx.as_caller()
+            .delete_one("video_likes", &like)
+            .map_err(UNLIKE.of())?;
+        recount(tx, video, UNLIKE)
+    })?;
+    Ok(Response::ok(
+        &json!({ "liked": false, "likes_count": likes_count }),
+    ))
+}
+
+/// `GET /videos/:id/like-status`: `{liked: false}` for anonymous callers.
+pub fn status(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    if ctx.user_id().is_none() {
+        return Ok(Response::ok(&json!({ "liked": false })));
+    }
+    let liked = own_like(&ctx.as_caller(), req.param("id"))
+        .map_err(STATUS.of())?
+        .is_some();
+    Ok(Response::ok(&json!({ "liked": liked })))
+}

@@ -1,0 +1,151 @@
+//! Reading the records the public endpoints expand: users (without private
+//! fields) and files, always in batches.
+
+use std::collections::HashMap;
+
+use host_sdk::{Items, ItemsError, Query};
+use serde_json::{json, Value};
+
+/// Fields of a user record never shown by the public endpoints.
+const PRIVATE_USER_FIELDS: [&str; 3] = ["email", "password", "token"];
+
+/// A user record as the public endpoints show it.
+pub fn public_user(mut record: Value) -> Value {
+    if let Some(map) = record.as_object_mut() {
+        for field in PRIVATE_USER_FIELDS {
+            map.remove(field);
+        }
+    }
+    record
+}
+
+/// The string value of a field.
+pub fn str_field<'a>(record: &'a Value, field: &str) -> Option<&'a str> {
+    record.get(field).and_then(Value::as_str)
+}
+
+/// Distinct non-null string values of `field` over `records`, in order.
+pub fn ids_of<'a>(records: impl IntoIterator<Item = &'a Value>, field: &str) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    records
+        .into_iter()
+        .filter_map(|r| str_field(r, field))
+        .filter(|id| seen.insert(id.to_string()))
+        .map(String::from)
+        .collect()
+}
+
+/// Records of `collection` by id, one call whatever the number of ids.
+pub fn by_id(
+    items: &Items<'_>,
+    collection: &str,
+    ids: &[String],
+) -> Result<HashMap<String, Value>, ItemsError> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let records = items.read_by_query(
+        collection,
+        &Query::new().filter(json!({"id": {"_in": ids}})),
+    )?;
+    Ok(records
+        .into_iter()
+        .filter_map(|r| str_field(&r, "id").map(String::from).map(|id| (id, r)))
+        .collect())
+}
+
+/// Public user records by id.
+pub fn users_by_id(
+    items: &Items<'_>,
+    ids: &[String],
+) -> Result<HashMap<String, Value>, ItemsError> {
+    Ok(by_id(items, "platform_users", ids)?
+        .into_iter()
+        .map(|(id, r)| (id, public_user(r)))
+        .collect())
+}
+
+/// Replaces the file id in `field` by its file record (null when the file
+/// is gone); leaves null as null.
+pub fn expand_file(record: &mut Value, field: &str, files: &HashMap<String, Value>) {
+    if let Some(slot) = record.get_mut(field) {
+        if let Some(id) = slot.as_str() {
+            *slot = files.get(id).cloned().unwrap_or(Value::Null);
+        }
+    }
+}
+
+/// Counts of `collection` records per value of `field`, for the given values.
+pub fn counts_by(
+    items: &Items<'_>,
+    collection: &str,
+    field: &str,
+    values: &[String],
+) -> Result<HashMap<String, u64>, ItemsError> {
+    counts_by_filtered(items, collection, field, values, json!({}))
+}
+
+/// [`counts_by`] among the records that also match `extra`.
+pub fn counts_by_filtered(
+    items: &Items<'_>,
+    collection: &str,
+    field: &str,
+    values: &[String],
+    extra: Value,
+) -> Result<HashMap<String, u64>, ItemsError> {
+    if values.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows = items.aggregate(
+        collection,
+        &Query::new()
+            .filter(json!({"_and": [{ field: {"_in": values} }, extra]}))
+            .aggregate("count", &["*"])
+            .group_by(&[field]),
+    )?;
+    Ok(rows
+        .iter()
+        .filter_map(|row| {
+            let key = str_field(row, field)?.to_string();
+            Some((key, row.get("count").and_then(Value::as_u64).unwrap_or(0)))
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_users_lose_private_fields_only() {
+        let u = public_user(
+            json!({"id": "u", "email": "e", "password": "p", "token": "t", "slug": "s"}),
+        );
+        assert_eq!(u, json!({"id": "u", "slug": "s"}));
+    }
+
+    #[test]
+    fn files_expand_in_place() {
+        let files: HashMap<String, Value> =
+            [("f1".to_string(), json!({"id": "f1", "type": "video/mp4"}))].into();
+        let mut v = json!({"movie": "f1", "image": null, "other": "gone"});
+        expand_file(&mut v, "movie", &files);
+        expand_file(&mut v, "image", &files);
+        expand_file(&mut v, "other", &files);
+        assert_eq!(
+            v,
+            json!({"movie": {"id": "f1", "type": "video/mp4"}, "image": null, "other": null})
+        );
+    }
+
+    #[test]
+    fn ids_are_distinct_and_ordered() {
+        let rows = [
+            json!({"a": "x"}),
+            json!({"a": "y"}),
+            json!({"a": "x"}),
+            json!({"a": null}),
+        ];
+        assert_eq!(ids_of(&rows, "a"), vec!["x", "y"]);
+    }
+}

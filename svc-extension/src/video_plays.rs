@@ -1,0 +1,98 @@
+//! Plays of videos: `POST /videos/:id/play` and
+//! `PATCH /videos/:id/play/:playId`. Plays are written as admin; the
+//! video's `plays_count` is set to its number of plays in the same
+//! transaction as the new play.
+
+use host_sdk::{ApiError, Context, Query, Request, Response};
+use serde_json::{json, Map, Value};
+
+use crate::failure::Failure;
+use crate::likes::ensure_video;
+
+const PLAY: Failure = Failure::new("Failed to record play");
+const UPDATE: Failure = Failure::new("Failed to update play");
+
+/// The body as an object (an empty body is `{}`).
+fn body_object(req: &Request) -> Result<Map<String, Value>, ApiError> {
+    match req.json::<Value>()? {
+        Value::Object(map) => Ok(map),
+        _ => Err(ApiError::bad_request("Invalid JSON body")),
+    }
+}
+
+/// `POST /videos/:id/play`: body `session_id` (string, optional).
+pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    let body = body_object(req)?;
+    let session_id = match body.get("session_id") {
+        None | Some(Value::Null) => Value::Null,
+        Some(Value::String(s)) => Value::String(s.clone()),
+        Some(_) => return Err(ApiError::bad_request("session_id must be a string")),
+    };
+    let video = req.param("id");
+    let user = ctx.user_id().map(String::from);
+    let (play_id, plays_count) = ctx.transaction(|tx| {
+        let admin = tx.as_admin();
+        ensure_video(&admin, video, PLAY)?;
+        let play_id = admin
+            .create_one(
+                "video_plays",
+                &json!({"video_id": video, "user_id": user, "session_id": session_id,
+                        "duration_watched": 0, "completed": false}),
+            )
+            .map_err(PLAY.of())?;
+        let n = admin
+            .count("video_plays", Some(json!({"video_id": {"_eq": video}})))
+            .map_err(PLAY.of())?;
+        admin
+            .update_one("videos", video, &json!({ "plays_count": n }))
+            .map_err(PLAY.of())?;
+        Ok::<_, ApiError>((play_id, n))
+    })?;
+    Ok(Response::ok(
+        &json!({"success": true, "play_id": play_id, "plays_count": plays_count}),
+    ))
+}
+
+/// `PATCH /videos/:id/play/:playId`: body `duration_watched` (number) and
+/// `completed` (boolean), each applied when present. No auth check.
+pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    let body = body_object(req)?;
+    let mut changes = Map::new();
+    match body.get("duration_watched") {
+        None | Some(Value::Null) => {}
+        Some(v @ Value::Number(_)) => {
+            changes.insert("duration_watched".into(), v.clone());
+        }
+        Some(_) => return Err(ApiError::bad_request("duration_watched must be a number")),
+    }
+    match body.get("completed") {
+        None | Some(Value::Null) => {}
+        Some(v @ Value::Bool(_)) => {
+            changes.insert("completed".into(), v.clone());
+        }
+        Some(_) => return Err(ApiError::bad_request("completed must be a boolean")),
+    }
+    let (video, play) = (req.param("id"), req.param("playId"));
+    let admin = ctx.as_admin();
+    let found: Option<Value> = admin
+        .read_one_with(
+            "video_plays",
+            play,
+            &Query::new().fields(&["id", "video_id"]),
+        )
+        .map_err(UPDATE.of())?;
+    if found
+        .as_ref()
+        .and_then(|p| p.get("video_id"))
+        .and_then(Value::as_str)
+        != Some(video)
+    {
+        return Err(ApiError::not_found("Play record not found"));
+    }
+    if !changes.is_empty() {
+        admin
+            .update_one("video_plays", play, &Value::Object(changes))
+            .map_err(UPDATE.of())?;
+    }
+    Ok(Response::ok(&json!({ "success": true })))
+}
