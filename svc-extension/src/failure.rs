@@ -3,8 +3,9 @@
 //!
 //! Failures internal to the platform (storage errors, a busy database) are
 //! answered with the endpoint's fallback message and logged in full: their
-//! text would leak internals. A permission refusal is a 403 with its
-//! message. Anything else is a 500 with the failure's own message.
+//! text would leak internals. Anything else, a permission refusal of the
+//! platform included, is a 500 with the failure's own message, as SPEC
+//! says of every unexpected failure.
 
 use host_sdk::{ApiError, ItemsError};
 
@@ -21,7 +22,6 @@ impl Failure {
 
     pub fn answer(&self, error: ItemsError) -> ApiError {
         match &error {
-            ItemsError::Forbidden(message) => ApiError::forbidden(message.clone()),
             ItemsError::Other { code, message } => {
                 log::error!("{}: {code}: {message}", self.fallback);
                 ApiError::internal(self.fallback)
@@ -36,6 +36,13 @@ impl Failure {
                 }
             }
         }
+    }
+
+    /// The create-recording shape: the answer plus `details`, the string
+    /// form of the failure.
+    pub fn with_details(&self, error: ItemsError) -> ApiError {
+        let details = error.to_string();
+        self.answer(error).with_details(details)
     }
 
     /// `map_err` adapter.
@@ -63,11 +70,11 @@ mod tests {
     }
 
     #[test]
-    fn refusals_are_403_and_others_keep_their_message() {
+    fn other_failures_keep_their_message() {
         let e = F.answer(ItemsError::Forbidden("You don't have permission".into()));
         assert_eq!(
             (e.status, e.message.as_str()),
-            (403, "You don't have permission")
+            (500, "You don't have permission")
         );
         let e = F.answer(ItemsError::InvalidQuery("bad sort".into()));
         assert_eq!((e.status, e.message.as_str()), (500, "bad sort"));

@@ -18,12 +18,17 @@ pub mod achievements;
 pub mod analytics;
 pub mod articles;
 mod caller;
+pub mod community;
 pub mod failure;
 pub mod likes;
 pub mod models;
 pub mod params;
+pub mod recording_input;
+pub mod recording_plays;
+pub mod recordings;
 pub mod records;
 pub mod schema;
+pub mod slug;
 pub mod stats;
 pub mod video_plays;
 pub mod videos;
@@ -67,6 +72,24 @@ pub fn extension() -> Extension {
             .summary("Update a play of a video");
         r.get("/analytics", analytics::handler)
             .summary("The caller's video analytics (auth)");
+        r.get("/recordings", recordings::list)
+            .summary("The caller's recordings (auth)");
+        r.post("/recordings", recordings::create)
+            .summary("Create a recording (auth)");
+        r.get("/recordings/:id", recordings::one)
+            .summary("One recording: the owner's, or a public one (auth)");
+        r.patch("/recordings/:id", recordings::update)
+            .summary("Update an own recording (auth)");
+        r.delete("/recordings/:id", recordings::archive)
+            .summary("Archive an own recording (auth)");
+        r.post("/recordings/:id/duplicate", recordings::duplicate)
+            .summary("Copy a publicly shared recording (auth)");
+        r.get("/community-recordings", community::list)
+            .summary("Published public recordings");
+        r.post("/recordings/:id/play", recording_plays::record)
+            .summary("Record a play of a recording");
+        r.patch("/recordings/:id/play/:playId", recording_plays::update)
+            .summary("Update a play of a recording");
     })
 }
 
@@ -108,13 +131,27 @@ mod tests {
             ("/videos/{id}/play", "post"),
             ("/videos/{id}/play/{playId}", "patch"),
             ("/analytics", "get"),
+            ("/recordings", "get"),
+            ("/recordings", "post"),
+            ("/recordings/{id}", "get"),
+            ("/recordings/{id}", "patch"),
+            ("/recordings/{id}", "delete"),
+            ("/recordings/{id}/duplicate", "post"),
+            ("/community-recordings", "get"),
+            ("/recordings/{id}/play", "post"),
+            ("/recordings/{id}/play/{playId}", "patch"),
         ];
         for (path, method) in expected {
             assert!(paths[path][method].is_object(), "{method} {path} missing");
         }
         let registered: usize = paths
             .as_object()
-            .map(|p| p.values().filter_map(|m| m.as_object()).map(|m| m.len()).sum())
+            .map(|p| {
+                p.values()
+                    .filter_map(|m| m.as_object())
+                    .map(|m| m.len())
+                    .sum()
+            })
             .unwrap_or(0);
         assert_eq!(registered, expected.len());
     }

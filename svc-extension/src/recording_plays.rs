@@ -1,0 +1,77 @@
+//! Plays of recordings: `POST /recordings/:id/play` and
+//! `PATCH /recordings/:id/play/:playId` (auth optional). Plays are written
+//! as admin.
+
+use host_sdk::{ApiError, Context, Query, Request, Response};
+use serde_json::{json, Map, Value};
+
+use crate::failure::Failure;
+
+const PLAY: Failure = Failure::new("Failed to record play");
+const UPDATE: Failure = Failure::new("Failed to update play");
+
+/// `POST /recordings/:id/play`: `{success, play_id}`.
+pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    let recording = req.param("id");
+    let user = ctx.user_id().map(String::from);
+    let admin = ctx.as_admin();
+    let found: Option<Value> = admin
+        .read_one_with("recordings", recording, &Query::new().fields(&["id"]))
+        .map_err(PLAY.of())?;
+    if found.is_none() {
+        return Err(ApiError::not_found("Recording not found"));
+    }
+    let play_id = admin
+        .create_one(
+            "recording_plays",
+            &json!({"recording_id": recording, "user_id": user, "duration_played": 0, "completed": false}),
+        )
+        .map_err(PLAY.of())?;
+    Ok(Response::ok(&json!({"success": true, "play_id": play_id})))
+}
+
+/// `PATCH /recordings/:id/play/:playId`: body `duration_played` (number)
+/// and `completed` (boolean), each applied when present, and `date_updated`.
+pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    let body = match req.json::<Value>()? {
+        Value::Object(map) => map,
+        _ => return Err(ApiError::bad_request("Invalid JSON body")),
+    };
+    let mut changes = Map::new();
+    match body.get("duration_played") {
+        None | Some(Value::Null) => {}
+        Some(v @ Value::Number(_)) => {
+            changes.insert("duration_played".into(), v.clone());
+        }
+        Some(_) => return Err(ApiError::bad_request("duration_played must be a number")),
+    }
+    match body.get("completed") {
+        None | Some(Value::Null) => {}
+        Some(v @ Value::Bool(_)) => {
+            changes.insert("completed".into(), v.clone());
+        }
+        Some(_) => return Err(ApiError::bad_request("completed must be a boolean")),
+    }
+    let (recording, play) = (req.param("id"), req.param("playId"));
+    let admin = ctx.as_admin();
+    let found: Option<Value> = admin
+        .read_one_with(
+            "recording_plays",
+            play,
+            &Query::new().fields(&["id", "recording_id"]),
+        )
+        .map_err(UPDATE.of())?;
+    if found
+        .as_ref()
+        .and_then(|p| p.get("recording_id"))
+        .and_then(Value::as_str)
+        != Some(recording)
+    {
+        return Err(ApiError::not_found("Play record not found"));
+    }
+    // `date_updated` is set by the platform on every update.
+    admin
+        .update_one("recording_plays", play, &Value::Object(changes))
+        .map_err(UPDATE.of())?;
+    Ok(Response::ok(&json!({ "success": true })))
+}

@@ -1,0 +1,185 @@
+//! The caller's recordings: list, read, create, update, archive, and the
+//! duplication of a publicly shared one. Reads and writes of `recordings`
+//! run under the caller's permissions (DECISIONS §5); the ownership checks
+//! are endpoint logic and apply to admins too.
+
+use host_sdk::{ApiError, Context, Query, Request, Response};
+use serde_json::{json, Value};
+
+use crate::caller::require_user;
+use crate::failure::Failure;
+use crate::params;
+use crate::recording_input::{new_recording, recording_changes};
+use crate::records::str_field;
+use crate::slug::slugify;
+
+const CREATE: Failure = Failure::new("Failed to create recording");
+const UPDATE: Failure = Failure::new("Failed to update recording");
+const DELETE: Failure = Failure::new("Failed to delete recording");
+const DUPLICATE: Failure = Failure::new("Failed to duplicate recording");
+/// SPEC gives the list no fallback of its own; it reads recordings.
+const LIST: Failure = Failure::new("Failed to fetch recordings");
+
+fn owner_of(recording: &Value) -> Option<&str> {
+    str_field(recording, "user_created")
+}
+
+/// `GET /recordings`: the caller's own, newest first; `status`, `tags`
+/// (an element equal to the value), `linked_video`, `limit` (50), `page` (1).
+pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    let user = require_user(ctx)?;
+    let mut filter = vec![json!({"user_created": {"_eq": user}})];
+    if let Some(status) = req.query("status") {
+        filter.push(json!({"status": {"_eq": status}}));
+    }
+    if let Some(tag) = req.query("tags") {
+        filter.push(json!({"tags": {"_contains": tag}}));
+    }
+    if let Some(video) = req.query("linked_video") {
+        filter.push(json!({"linked_video": {"_eq": video}}));
+    }
+    let limit = params::limit(req).unwrap_or(50);
+    let page = params::page(req).unwrap_or(1);
+    let query = Query::new()
+        .filter(json!({ "_and": filter }))
+        .sort(&["-date_created"])
+        .limit(limit.min(i64::MAX as u64) as i64)
+        .page(page);
+    let recordings = ctx
+        .as_caller()
+        .read_by_query("recordings", &query)
+        .map_err(LIST.of())?;
+    Ok(Response::ok(&recordings))
+}
+
+/// `GET /recordings/:id`: the owner's, or anyone's when public.
+pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    let user = require_user(ctx)?;
+    let found = ctx.as_caller().read_one("recordings", req.param("id"));
+    let Ok(Some(recording)) = found else {
+        return Err(ApiError::not_found("Recording not found"));
+    };
+    let public = recording.get("public").and_then(Value::as_bool) == Some(true);
+    if owner_of(&recording) != Some(user) && !public {
+        return Err(ApiError::forbidden("Forbidden"));
+    }
+    Ok(Response::ok(&recording))
+}
+
+/// `POST /recordings`: 201 with the created recording.
+pub fn create(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    require_user(ctx)?;
+    let body: Value = req.json()?;
+    let item = new_recording(&body)?;
+    let items = ctx.as_caller();
+    let id = items
+        .create_one("recordings", &item)
+        .map_err(|e| CREATE.with_details(e))?;
+    // A caller may create what they cannot read back; answer with what was
+    // stored then.
+    let created = match items.read_one("recordings", &id) {
+        Ok(Some(r)) => r,
+        _ => ctx
+            .as_admin()
+            .read_one("recordings", &id)
+            .map_err(|e| CREATE.with_details(e))?
+            .unwrap_or(Value::Null),
+    };
+    Ok(Response::created(&created))
+}
+
+/// Reads a recording the caller must own: 500 when it cannot be read
+/// (SPEC: a missing record gives 500), 403 `Forbidden` when not theirs.
+fn owned(ctx: &Context<'_>, user: &str, id: &str, failure: Failure) -> Result<Value, ApiError> {
+    let recording = ctx
+        .as_caller()
+        .read_one("recordings", id)
+        .map_err(failure.of())?
+        .ok_or_else(|| ApiError::internal("Recording not found"))?;
+    if owner_of(&recording) != Some(user) {
+        return Err(ApiError::forbidden("Forbidden"));
+    }
+    Ok(recording)
+}
+
+/// `PATCH /recordings/:id`: the owner changes title (and slug),
+/// description, tags, status, public or linked_video; 200 with the result.
+pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    let user = require_user(ctx)?;
+    let id = req.param("id");
+    let body: Value = req.json()?;
+    let changes = recording_changes(&body)?;
+    owned(ctx, user, id, UPDATE)?;
+    let items = ctx.as_caller();
+    if !changes.is_empty() {
+        items
+            .update_one("recordings", id, &changes)
+            .map_err(UPDATE.of())?;
+    }
+    let updated = items
+        .read_one("recordings", id)
+        .map_err(UPDATE.of())?
+        .ok_or_else(|| ApiError::internal("Recording not found"))?;
+    Ok(Response::ok(&updated))
+}
+
+/// `DELETE /recordings/:id`: the owner archives it; the record is kept.
+pub fn archive(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    let user = require_user(ctx)?;
+    let id = req.param("id");
+    owned(ctx, user, id, DELETE)?;
+    ctx.as_caller()
+        .update_one("recordings", id, &json!({"status": "archived"}))
+        .map_err(DELETE.of())?;
+    Ok(Response::ok(&json!({"success": true})))
+}
+
+/// Milliseconds since the Unix epoch, for the duplicate's slug.
+fn now_millis() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// `POST /recordings/:id/duplicate`: a draft, private copy of a published,
+/// public recording, owned by the caller; 201 `{data}`.
+pub fn duplicate(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    if ctx.user_id().is_none() {
+        return Err(ApiError::unauthorized("Authentication required"));
+    }
+    let id = req.param("id");
+    let source = ctx
+        .as_admin()
+        .read_one("recordings", id)
+        .map_err(DUPLICATE.of())?
+        .ok_or_else(|| ApiError::not_found("Recording not found"))?;
+    let shared = source.get("status").and_then(Value::as_str) == Some("published")
+        && source.get("public").and_then(Value::as_bool) == Some(true);
+    if !shared {
+        return Err(ApiError::forbidden("Recording is not publicly shared"));
+    }
+    let title = str_field(&source, "title").unwrap_or_default();
+    let tags = match source.get("tags") {
+        Some(t @ Value::Array(_)) => t.clone(),
+        _ => json!([]),
+    };
+    let copy = json!({
+        "title": format!("{title} (Copy)"),
+        "slug": format!("{}-copy-{}", slugify(title), now_millis()),
+        "description": source.get("description"),
+        "duration": source.get("duration"),
+        "events": source.get("events"),
+        "device_info": source.get("device_info"),
+        "tags": tags,
+        "status": "draft",
+        "public": false,
+        "original_recording_id": id,
+    });
+    let items = ctx.as_caller();
+    let new_id = items
+        .create_one("recordings", &copy)
+        .map_err(DUPLICATE.of())?;
+    let created = items
+        .read_one("recordings", &new_id)
+        .map_err(DUPLICATE.of())?
+        .unwrap_or(Value::Null);
+    Ok(Response::created(&json!({ "data": created })))
+}
