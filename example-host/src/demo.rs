@@ -18,6 +18,15 @@ pub const VIEWER2_TOKEN: &str = "demo-viewer2-token";
 
 const MARKER_EMAIL: &str = "aria@demo.local";
 
+/// Demo videos and recordings have fixed ids, so documented curl lines work.
+pub fn video_id(n: usize) -> String {
+    format!("00000000-0000-4000-a000-{n:012}")
+}
+
+pub fn recording_id(n: usize) -> String {
+    format!("00000000-0000-4000-b000-{n:012}")
+}
+
 struct Ctx<'a, 'b> {
     platform: &'a Platform,
     session: &'a mut Session<'b>,
@@ -229,12 +238,12 @@ fn seed_catalogue(ctx: &mut Ctx<'_, '_>) -> Result<(), ItemsError> {
         ("Coming Soon", "coming-soon", -7, vec![&bianca]),
     ];
     let mut first_video = None;
-    for (title, slug, age, models) in videos {
+    for (n, (title, slug, age, models)) in videos.into_iter().enumerate() {
         let movie = file(ctx, slug, "video/mp4", (1920, 1080))?;
         let image = file(ctx, &format!("{slug}-poster"), "image/jpeg", (1280, 720))?;
         let video = ctx.create(
             "videos",
-            json!({"slug": slug, "title": title, "description": format!("{title}, an interactive video."),
+            json!({"id": video_id(n + 1), "slug": slug, "title": title, "description": format!("{title}, an interactive video."),
                    "image": image, "movie": movie, "upload_date": days_ago(age), "featured": age > 30,
                    "premium": false}),
         )?;
@@ -295,7 +304,7 @@ fn seed_catalogue(ctx: &mut Ctx<'_, '_>) -> Result<(), ItemsError> {
     for (i, (title, slug, status, public, owner)) in recordings.into_iter().enumerate() {
         ctx.create(
             "recordings",
-            json!({"title": title, "slug": slug, "status": status, "public": public, "user_created": owner,
+            json!({"id": recording_id(i + 1), "title": title, "slug": slug, "status": status, "public": public, "user_created": owner,
                    "duration": 12_000 + i * 3_000, "events": events(40 + i * 10), "device_info": device,
                    "tags": ["demo", if i % 2 == 0 { "slow" } else { "fast" }],
                    "linked_video": first_video, "description": format!("{title}, a demo recording."),
@@ -307,14 +316,20 @@ fn seed_catalogue(ctx: &mut Ctx<'_, '_>) -> Result<(), ItemsError> {
 
 fn print_examples(serve: &ServeArgs) {
     let base = format!("http://{}:{}", serve.host, serve.port);
+    let (video, recording) = (video_id(1), recording_id(1));
     println!(
         "\nDemo platform ready. Tokens: admin `{ADMIN_TOKEN}` (unless ADMIN_TOKEN is set), \
          model `{MODEL_TOKEN}`, viewers `{VIEWER_TOKEN}` and `{VIEWER2_TOKEN}`.\nTry:\n\
          \x20 curl {base}/svc/stats\n\
-         \x20 curl {base}/server/health\n\
-         \x20 curl -H 'Authorization: Bearer {VIEWER_TOKEN}' '{base}/items/recordings?fields=id,title,status,public&sort=-date_created'\n\
-         \x20 curl -H 'Authorization: Bearer {ADMIN_TOKEN}' '{base}/items/videos?fields=slug,title,upload_date&sort=-upload_date'\n\
+         \x20 curl {base}/svc/models\n\
+         \x20 curl {base}/svc/videos/sunset-session\n\
+         \x20 curl -X POST -H 'Authorization: Bearer {VIEWER_TOKEN}' {base}/svc/videos/{video}/like\n\
+         \x20 curl -H 'Authorization: Bearer {MODEL_TOKEN}' {base}/svc/analytics\n\
+         \x20 curl -H 'Authorization: Bearer {VIEWER_TOKEN}' {base}/svc/recordings\n\
+         \x20 curl -X POST -H 'Authorization: Bearer {VIEWER2_TOKEN}' {base}/svc/recordings/{recording}/duplicate\n\
+         \x20 curl {base}/svc/community-recordings\n\
          \x20 curl -H 'Authorization: Bearer {ADMIN_TOKEN}' {base}/server/extensions\n\
-         \x20 curl {base}/server/specs/oas\n"
+         \x20 curl {base}/server/specs/oas\n\
+         (README.md lists every endpoint with an example.)\n"
     );
 }
