@@ -1,13 +1,13 @@
 //! Plays of videos: `POST /videos/:id/play` and
 //! `PATCH /videos/:id/play/:playId`. Plays are written as admin; the
-//! video's `plays_count` is set to its number of plays in the same
-//! transaction as the new play.
+//! video's `plays_count` is incremented in the same transaction as the new
+//! play.
 
 use host_sdk::{ApiError, Context, Query, Request, Response};
 use serde_json::{json, Map, Value};
 
 use crate::failure::Failure;
-use crate::likes::ensure_video;
+use crate::likes::{bump, ensure_video};
 
 const PLAY: Failure = Failure::new("Failed to record play");
 const UPDATE: Failure = Failure::new("Failed to update play");
@@ -40,12 +40,7 @@ pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
                         "duration_watched": 0, "completed": false}),
             )
             .map_err(PLAY.of())?;
-        let n = admin
-            .count("video_plays", Some(json!({"video_id": {"_eq": video}})))
-            .map_err(PLAY.of())?;
-        admin
-            .update_one("videos", video, &json!({ "plays_count": n }))
-            .map_err(PLAY.of())?;
+        let n = bump(tx, video, "plays_count", 1, PLAY)?;
         Ok::<_, ApiError>((play_id, n))
     })?;
     Ok(Response::ok(

@@ -1,0 +1,1151 @@
+//! Video interaction and analytics of SPEC.md: POST/DELETE
+//! /svc/videos/:id/like, GET /svc/videos/:id/like-status, POST
+//! /svc/videos/:id/play, PATCH /svc/videos/:id/play/:playId and GET
+//! /svc/analytics, black-box through HTTP, including concurrent callers.
+//!
+//! Data is set up as admin through the platform's items API (DECISIONS §6).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Barrier;
+
+use platform_tests::{encode, Host, HostOptions, Resp, ADMIN_TOKEN};
+use serde_json::{json, Value};
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+
+const PAST: &str = "2001-01-01T00:00:00.000Z";
+const FUTURE: &str = "2999-01-01T00:00:00.000Z";
+/// A well-formed id that names no video.
+const MISSING: &str = "00000000-0000-4000-8000-000000000000";
+
+fn id_of(v: &Value) -> String {
+    v["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id in {v}"))
+        .to_string()
+}
+
+/// Creates many items at once (array POST) as admin; returns them in order.
+fn create_many(host: &Host, collection: &str, rows: &[Value]) -> Vec<Value> {
+    let r = host.post(
+        &format!("/items/{collection}"),
+        Some(ADMIN_TOKEN),
+        &Value::Array(rows.to_vec()),
+    );
+    assert_eq!(r.status, 200, "create many {collection}: {}", r.body);
+    let data = r.json()["data"].clone();
+    let list = data
+        .as_array()
+        .unwrap_or_else(|| panic!("array create of {collection} gave {data}"))
+        .clone();
+    assert_eq!(list.len(), rows.len(), "{collection}: {data}");
+    list
+}
+
+fn item(host: &Host, collection: &str, id: &str) -> Value {
+    let r = host.get(&format!("/items/{collection}/{id}"), Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 200, "read {collection}/{id}: {}", r.body);
+    r.json()["data"].clone()
+}
+
+fn patch_item(host: &Host, collection: &str, id: &str, body: &Value) {
+    let r = host.patch(
+        &format!("/items/{collection}/{id}"),
+        Some(ADMIN_TOKEN),
+        body,
+    );
+    assert_eq!(r.status, 200, "patch {collection}/{id}: {}", r.body);
+}
+
+/// Items of a collection matching `filter`, read as admin (all of them).
+fn find(host: &Host, collection: &str, filter: &Value) -> Vec<Value> {
+    let r = host.get(
+        &format!(
+            "/items/{collection}?limit=-1&filter={}",
+            encode(&filter.to_string())
+        ),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "find {collection}: {}", r.body);
+    r.json()["data"].as_array().cloned().unwrap_or_default()
+}
+
+/// How many items of a collection match `filter` (aggregate count).
+fn count(host: &Host, collection: &str, filter: Option<&Value>) -> u64 {
+    let filter = filter
+        .map(|f| format!("&filter={}", encode(&f.to_string())))
+        .unwrap_or_default();
+    let r = host.get(
+        &format!("/items/{collection}?aggregate[count]=*{filter}"),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "count {collection}: {}", r.body);
+    let n = r.json()["data"][0]["count"].clone();
+    n.as_u64()
+        .or_else(|| n.as_str().and_then(|s| s.parse().ok()))
+        .unwrap_or_else(|| panic!("count {collection}: {}", r.body))
+}
+
+fn likes_of(host: &Host, video: &str) -> u64 {
+    count(
+        host,
+        "video_likes",
+        Some(&json!({"video_id": {"_eq": video}})),
+    )
+}
+
+fn plays_of(host: &Host, video: &str) -> u64 {
+    count(
+        host,
+        "video_plays",
+        Some(&json!({"video_id": {"_eq": video}})),
+    )
+}
+
+/// The stored video, read as admin.
+fn stored(host: &Host, video: &str) -> Value {
+    item(host, "videos", video)
+}
+
+fn video(host: &Host, slug: &str) -> String {
+    video_at(host, slug, PAST)
+}
+
+fn video_at(host: &Host, slug: &str, upload_date: &str) -> String {
+    id_of(&host.admin_create(
+        "videos",
+        &json!({"slug": slug, "title": format!("Title {slug}"), "upload_date": upload_date}),
+    ))
+}
+
+fn link(host: &Host, video: &str, user: &str) {
+    host.admin_create(
+        "videos_models",
+        &json!({"videos_id": video, "platform_users_id": user}),
+    );
+}
+
+/// Users with a role (by name) and these tokens, created in one call.
+fn users(host: &Host, role: Option<&str>, tokens: &[String]) -> Vec<String> {
+    let role = role.map(|r| host.id_by_name("platform_roles", r));
+    let rows: Vec<Value> = tokens
+        .iter()
+        .map(|t| {
+            json!({"first_name": "U", "last_name": t, "email": format!("{t}@test.local"),
+                   "token": t, "role": role})
+        })
+        .collect();
+    create_many(host, "platform_users", &rows)
+        .iter()
+        .map(id_of)
+        .collect()
+}
+
+fn like(host: &Host, video: &str, token: Option<&str>) -> Resp {
+    host.post(&format!("/svc/videos/{video}/like"), token, &json!({}))
+}
+
+fn unlike(host: &Host, video: &str, token: Option<&str>) -> Resp {
+    host.delete(&format!("/svc/videos/{video}/like"), token)
+}
+
+fn like_status(host: &Host, video: &str, token: Option<&str>) -> Resp {
+    host.get(&format!("/svc/videos/{video}/like-status"), token)
+}
+
+fn play(host: &Host, video: &str, token: Option<&str>, body: &Value) -> Resp {
+    host.post(&format!("/svc/videos/{video}/play"), token, body)
+}
+
+fn patch_play(host: &Host, video: &str, play: &str, body: &Value) -> Resp {
+    host.patch(&format!("/svc/videos/{video}/play/{play}"), None, body)
+}
+
+fn ok(r: &Resp, what: &str) -> Value {
+    assert_eq!(r.status, 200, "{what}: {}", r.body);
+    r.json()
+}
+
+fn assert_error(r: &Resp, status: u16, text: &str) {
+    assert_eq!(r.status, status, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": text}), "{}", r.body);
+}
+
+/// Renames a table under the running host so that using it fails.
+fn break_table(host: &Host, table: &str) {
+    let db = rusqlite::Connection::open(host.db_path()).expect("open db");
+    db.busy_timeout(std::time::Duration::from_secs(10))
+        .expect("busy timeout");
+    db.execute_batch(&format!("ALTER TABLE {table} RENAME TO {table}_gone"))
+        .expect("rename table");
+}
+
+/// A play record created as admin with explicit values.
+fn play_record(host: &Host, video: &str, date: &str, watched: f64, completed: bool) {
+    host.admin_create(
+        "video_plays",
+        &json!({"video_id": video, "date_created": date, "duration_watched": watched,
+                "completed": completed, "session_id": "seed"}),
+    );
+}
+
+/// A like record created as admin with an explicit date.
+fn like_record(host: &Host, video: &str, user: &str, date: &str) {
+    host.admin_create(
+        "video_likes",
+        &json!({"video_id": video, "user_id": user, "date_created": date}),
+    );
+}
+
+fn analytics(host: &Host, token: &str) -> Value {
+    ok(&host.get("/svc/analytics", Some(token)), "analytics")
+}
+
+// ---------------------------------------------------------------------------
+// POST /svc/videos/:id/like, DELETE /svc/videos/:id/like
+// ---------------------------------------------------------------------------
+
+#[test]
+fn like_and_unlike_require_a_caller() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    assert_error(&like(&host, &v, None), 401, "Unauthorized");
+    assert_error(&unlike(&host, &v, None), 401, "Unauthorized");
+    assert_eq!(likes_of(&host, &v), 0);
+    assert_eq!(stored(&host, &v)["likes_count"], 0);
+}
+
+#[test]
+fn like_creates_the_like_and_answers_the_new_counter() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    let uid = users(&host, Some("Viewer"), &["fan".into()]).remove(0);
+    let r = like(&host, &v, Some("fan"));
+    assert_eq!(ok(&r, "like"), json!({"liked": true, "likes_count": 1}));
+    assert_eq!(stored(&host, &v)["likes_count"], 1);
+    let rows = find(&host, "video_likes", &json!({"video_id": {"_eq": v}}));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["user_id"], json!(uid), "{rows:?}");
+    assert!(rows[0]["date_created"].is_string(), "{rows:?}");
+}
+
+#[test]
+fn like_increments_the_stored_counter() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    patch_item(&host, "videos", &v, &json!({"likes_count": 5}));
+    users(&host, Some("Viewer"), &["fan".into()]);
+    let r = like(&host, &v, Some("fan"));
+    assert_eq!(ok(&r, "like"), json!({"liked": true, "likes_count": 6}));
+    assert_eq!(stored(&host, &v)["likes_count"], 6);
+}
+
+#[test]
+fn liking_twice_is_already_liked() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    users(&host, Some("Viewer"), &["fan".into()]);
+    ok(&like(&host, &v, Some("fan")), "first like");
+    assert_error(&like(&host, &v, Some("fan")), 400, "Already liked");
+    assert_eq!(likes_of(&host, &v), 1);
+    assert_eq!(stored(&host, &v)["likes_count"], 1);
+}
+
+#[test]
+fn likes_of_different_users_add_up() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    users(&host, Some("Viewer"), &["a".into(), "b".into()]);
+    users(&host, Some("Model"), &["m".into()]);
+    assert_eq!(ok(&like(&host, &v, Some("a")), "a")["likes_count"], 1);
+    assert_eq!(ok(&like(&host, &v, Some("b")), "b")["likes_count"], 2);
+    assert_eq!(ok(&like(&host, &v, Some("m")), "m")["likes_count"], 3);
+    assert_eq!(likes_of(&host, &v), 3);
+}
+
+#[test]
+fn unlike_deletes_the_like_and_answers_the_new_counter() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    users(&host, Some("Viewer"), &["a".into(), "b".into()]);
+    ok(&like(&host, &v, Some("a")), "a");
+    ok(&like(&host, &v, Some("b")), "b");
+    let r = unlike(&host, &v, Some("a"));
+    assert_eq!(ok(&r, "unlike"), json!({"liked": false, "likes_count": 1}));
+    assert_eq!(likes_of(&host, &v), 1);
+    assert_eq!(stored(&host, &v)["likes_count"], 1);
+    // Liked again afterwards.
+    let r = like(&host, &v, Some("a"));
+    assert_eq!(ok(&r, "relike"), json!({"liked": true, "likes_count": 2}));
+}
+
+#[test]
+fn unlike_without_a_like_is_not_liked() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    let other = video(&host, "other");
+    users(&host, Some("Viewer"), &["a".into(), "b".into()]);
+    assert_error(&unlike(&host, &v, Some("a")), 400, "Not liked");
+    // Another user's like, or a like of another video, is not the caller's.
+    ok(&like(&host, &v, Some("b")), "b likes v");
+    ok(&like(&host, &other, Some("a")), "a likes other");
+    assert_error(&unlike(&host, &v, Some("a")), 400, "Not liked");
+    assert_eq!(likes_of(&host, &v), 1);
+    assert_eq!(stored(&host, &v)["likes_count"], 1);
+}
+
+#[test]
+fn unlike_decrements_the_stored_counter() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    users(&host, Some("Viewer"), &["a".into()]);
+    ok(&like(&host, &v, Some("a")), "like");
+    patch_item(&host, "videos", &v, &json!({"likes_count": 10}));
+    let r = unlike(&host, &v, Some("a"));
+    assert_eq!(ok(&r, "unlike"), json!({"liked": false, "likes_count": 9}));
+    assert_eq!(stored(&host, &v)["likes_count"], 9);
+}
+
+#[test]
+fn unlike_never_takes_the_counter_below_zero() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    users(&host, Some("Viewer"), &["a".into()]);
+    ok(&like(&host, &v, Some("a")), "like");
+    patch_item(&host, "videos", &v, &json!({"likes_count": 0}));
+    let r = unlike(&host, &v, Some("a"));
+    assert_eq!(ok(&r, "unlike"), json!({"liked": false, "likes_count": 0}));
+    assert_eq!(stored(&host, &v)["likes_count"], 0);
+    assert_eq!(likes_of(&host, &v), 0);
+}
+
+#[test]
+fn like_unlike_and_play_of_a_missing_video_are_404_and_write_nothing() {
+    let host = Host::start(HostOptions::svc());
+    video(&host, "exists");
+    users(&host, Some("Viewer"), &["a".into()]);
+    assert_error(&like(&host, MISSING, Some("a")), 404, "Video not found");
+    assert_error(&unlike(&host, MISSING, Some("a")), 404, "Video not found");
+    assert_error(
+        &play(&host, MISSING, None, &json!({"session_id": "s"})),
+        404,
+        "Video not found",
+    );
+    assert_error(
+        &play(&host, MISSING, Some("a"), &json!({})),
+        404,
+        "Video not found",
+    );
+    assert_eq!(count(&host, "video_likes", None), 0);
+    assert_eq!(count(&host, "video_plays", None), 0);
+}
+
+#[test]
+fn a_caller_not_allowed_to_create_likes_fails_and_writes_nothing() {
+    // SPEC: any unexpected failure is a 500 with the failure's message; a
+    // refusal by the platform's permissions is one (README, "Behaviour the
+    // spec leaves open").
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    users(&host, None, &["roleless".into()]);
+    let r = like(&host, &v, Some("roleless"));
+    assert_error(&r, 500, "You don't have permission to access this.");
+    assert_eq!(likes_of(&host, &v), 0);
+    assert_eq!(stored(&host, &v)["likes_count"], 0);
+}
+
+#[test]
+fn a_bad_token_is_refused_on_interaction_routes() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    for r in [
+        like_status(&host, &v, Some("nope")),
+        play(&host, &v, Some("nope"), &json!({})),
+        like(&host, &v, Some("nope")),
+        host.get("/svc/analytics", Some("nope")),
+    ] {
+        assert_error(&r, 401, "Invalid token");
+    }
+    assert_eq!(plays_of(&host, &v), 0);
+}
+
+#[test]
+fn like_answers_500_with_the_fallback_when_the_write_fails() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    users(&host, Some("Viewer"), &["a".into()]);
+    break_table(&host, "video_likes");
+    assert_error(&like(&host, &v, Some("a")), 500, "Failed to like video");
+}
+
+#[test]
+fn unlike_answers_500_with_the_fallback_when_the_write_fails() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    users(&host, Some("Viewer"), &["a".into()]);
+    ok(&like(&host, &v, Some("a")), "like");
+    break_table(&host, "video_likes");
+    assert_error(&unlike(&host, &v, Some("a")), 500, "Failed to unlike video");
+}
+
+// ---------------------------------------------------------------------------
+// GET /svc/videos/:id/like-status
+// ---------------------------------------------------------------------------
+
+#[test]
+fn like_status_of_an_anonymous_caller_is_false() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    users(&host, Some("Viewer"), &["a".into()]);
+    ok(&like(&host, &v, Some("a")), "like");
+    let r = like_status(&host, &v, None);
+    assert_eq!(ok(&r, "anonymous"), json!({"liked": false}));
+}
+
+#[test]
+fn like_status_follows_the_callers_like() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    let other = video(&host, "other");
+    users(&host, Some("Viewer"), &["a".into(), "b".into()]);
+    assert_eq!(
+        ok(&like_status(&host, &v, Some("a")), "before"),
+        json!({"liked": false})
+    );
+    ok(&like(&host, &v, Some("a")), "like");
+    assert_eq!(
+        ok(&like_status(&host, &v, Some("a")), "liked"),
+        json!({"liked": true})
+    );
+    assert_eq!(
+        ok(&like_status(&host, &v, Some("b")), "other user"),
+        json!({"liked": false})
+    );
+    assert_eq!(
+        ok(&like_status(&host, &other, Some("a")), "other video"),
+        json!({"liked": false})
+    );
+    ok(&unlike(&host, &v, Some("a")), "unlike");
+    assert_eq!(
+        ok(&like_status(&host, &v, Some("a")), "unliked"),
+        json!({"liked": false})
+    );
+}
+
+#[test]
+fn like_status_answers_500_with_the_fallback_when_the_read_fails() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    users(&host, Some("Viewer"), &["a".into()]);
+    break_table(&host, "video_likes");
+    assert_error(
+        &like_status(&host, &v, Some("a")),
+        500,
+        "Failed to get like status",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// POST /svc/videos/:id/play
+// ---------------------------------------------------------------------------
+
+#[test]
+fn anonymous_play_records_a_play_without_user() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    let body = ok(
+        &play(&host, &v, None, &json!({"session_id": "sess-1"})),
+        "play",
+    );
+    assert_eq!(body["success"], true, "{body}");
+    assert_eq!(body["plays_count"], 1, "{body}");
+    let keys: BTreeSet<&str> = body
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        keys,
+        BTreeSet::from(["success", "play_id", "plays_count"]),
+        "{body}"
+    );
+    let pid = body["play_id"].as_str().unwrap_or_else(|| panic!("{body}"));
+    let rec = item(&host, "video_plays", pid);
+    assert_eq!(rec["video_id"], json!(v), "{rec}");
+    assert_eq!(rec["user_id"], Value::Null, "{rec}");
+    assert_eq!(rec["session_id"], "sess-1", "{rec}");
+    assert_eq!(stored(&host, &v)["plays_count"], 1);
+}
+
+#[test]
+fn authenticated_play_records_the_caller() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    let uid = users(&host, Some("Viewer"), &["a".into()]).remove(0);
+    let body = ok(
+        &play(&host, &v, Some("a"), &json!({"session_id": "s-a"})),
+        "play",
+    );
+    assert_eq!(body["success"], true, "{body}");
+    let rec = item(
+        &host,
+        "video_plays",
+        body["play_id"].as_str().unwrap_or("?"),
+    );
+    assert_eq!(rec["user_id"], json!(uid), "{rec}");
+    assert_eq!(rec["session_id"], "s-a", "{rec}");
+}
+
+#[test]
+fn play_without_session_stores_null() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    let a = ok(&play(&host, &v, None, &json!({})), "empty object");
+    let b = ok(
+        &host.request("POST", &format!("/svc/videos/{v}/play"), None, None),
+        "no body",
+    );
+    for body in [a, b] {
+        let rec = item(
+            &host,
+            "video_plays",
+            body["play_id"].as_str().unwrap_or("?"),
+        );
+        assert_eq!(rec["session_id"], Value::Null, "{rec}");
+        assert_eq!(rec["user_id"], Value::Null, "{rec}");
+    }
+    assert_eq!(plays_of(&host, &v), 2);
+}
+
+#[test]
+fn play_increments_the_stored_counter() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    patch_item(&host, "videos", &v, &json!({"plays_count": 10}));
+    let body = ok(&play(&host, &v, None, &json!({})), "play");
+    assert_eq!(body["plays_count"], 11, "{body}");
+    let body = ok(&play(&host, &v, None, &json!({})), "play");
+    assert_eq!(body["plays_count"], 12, "{body}");
+    assert_eq!(stored(&host, &v)["plays_count"], 12);
+    assert_ne!(
+        body["play_id"],
+        Value::Null,
+        "a play id is returned: {body}"
+    );
+}
+
+#[test]
+fn play_with_a_non_string_session_is_400_and_writes_nothing() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    for bad in [json!(42), json!(true), json!(["s"]), json!({"s": 1})] {
+        assert_error(
+            &play(&host, &v, None, &json!({"session_id": bad})),
+            400,
+            "session_id must be a string",
+        );
+    }
+    assert_eq!(plays_of(&host, &v), 0);
+    assert_eq!(stored(&host, &v)["plays_count"], 0);
+}
+
+#[test]
+fn play_with_invalid_json_is_400() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    let r = host.request(
+        "POST",
+        &format!("/svc/videos/{v}/play"),
+        None,
+        Some(b"{nope"),
+    );
+    assert_error(&r, 400, "Invalid JSON body");
+    assert_eq!(plays_of(&host, &v), 0);
+}
+
+#[test]
+fn play_answers_500_with_the_fallback_when_the_write_fails() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    break_table(&host, "video_plays");
+    assert_error(
+        &play(&host, &v, None, &json!({"session_id": "s"})),
+        500,
+        "Failed to record play",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// PATCH /svc/videos/:id/play/:playId
+// ---------------------------------------------------------------------------
+
+fn new_play(host: &Host, video: &str) -> String {
+    let body = ok(
+        &play(host, video, None, &json!({"session_id": "s"})),
+        "play",
+    );
+    body["play_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no play_id: {body}"))
+        .to_string()
+}
+
+#[test]
+fn patch_play_updates_watch_time_and_completion_without_auth() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    let p = new_play(&host, &v);
+    let r = patch_play(
+        &host,
+        &v,
+        &p,
+        &json!({"duration_watched": 42.5, "completed": true}),
+    );
+    assert_eq!(ok(&r, "patch"), json!({"success": true}));
+    let rec = item(&host, "video_plays", &p);
+    assert_eq!(rec["duration_watched"].as_f64(), Some(42.5), "{rec}");
+    assert_eq!(rec["completed"], true, "{rec}");
+    let r = patch_play(
+        &host,
+        &v,
+        &p,
+        &json!({"duration_watched": 60, "completed": false}),
+    );
+    assert_eq!(ok(&r, "patch again"), json!({"success": true}));
+    let rec = item(&host, "video_plays", &p);
+    assert_eq!(rec["duration_watched"].as_f64(), Some(60.0), "{rec}");
+    assert_eq!(rec["completed"], false, "{rec}");
+}
+
+#[test]
+fn patch_of_an_unknown_play_is_404() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    new_play(&host, &v);
+    assert_error(
+        &patch_play(
+            &host,
+            &v,
+            MISSING,
+            &json!({"duration_watched": 1, "completed": true}),
+        ),
+        404,
+        "Play record not found",
+    );
+}
+
+#[test]
+fn patch_of_another_videos_play_is_404_and_changes_nothing() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    let w = video(&host, "w");
+    let p = new_play(&host, &w);
+    assert_error(
+        &patch_play(
+            &host,
+            &v,
+            &p,
+            &json!({"duration_watched": 99, "completed": true}),
+        ),
+        404,
+        "Play record not found",
+    );
+    let rec = item(&host, "video_plays", &p);
+    assert_eq!(rec["completed"], false, "{rec}");
+    assert_ne!(rec["duration_watched"].as_f64(), Some(99.0), "{rec}");
+}
+
+#[test]
+fn patch_play_checks_the_types() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    let p = new_play(&host, &v);
+    for bad in [json!("10"), json!(true), json!([1]), json!({"n": 1})] {
+        assert_error(
+            &patch_play(
+                &host,
+                &v,
+                &p,
+                &json!({"duration_watched": bad, "completed": true}),
+            ),
+            400,
+            "duration_watched must be a number",
+        );
+    }
+    for bad in [json!("true"), json!(1), json!([true])] {
+        assert_error(
+            &patch_play(
+                &host,
+                &v,
+                &p,
+                &json!({"duration_watched": 10, "completed": bad}),
+            ),
+            400,
+            "completed must be a boolean",
+        );
+    }
+    let rec = item(&host, "video_plays", &p);
+    assert_eq!(rec["completed"], false, "nothing changed: {rec}");
+    assert_ne!(rec["duration_watched"].as_f64(), Some(10.0), "{rec}");
+}
+
+#[test]
+fn patch_play_with_invalid_json_is_400() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    let p = new_play(&host, &v);
+    let r = host.request(
+        "PATCH",
+        &format!("/svc/videos/{v}/play/{p}"),
+        None,
+        Some(b"not json"),
+    );
+    assert_error(&r, 400, "Invalid JSON body");
+}
+
+#[test]
+fn patch_play_answers_500_with_the_fallback_when_the_write_fails() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "v");
+    let p = new_play(&host, &v);
+    break_table(&host, "video_plays");
+    assert_error(
+        &patch_play(
+            &host,
+            &v,
+            &p,
+            &json!({"duration_watched": 5, "completed": true}),
+        ),
+        500,
+        "Failed to update play",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// GET /svc/analytics
+// ---------------------------------------------------------------------------
+
+#[test]
+fn analytics_requires_a_caller() {
+    let host = Host::start(HostOptions::svc());
+    assert_error(&host.get("/svc/analytics", None), 401, "Unauthorized");
+}
+
+#[test]
+fn analytics_without_linked_videos_is_the_empty_shape() {
+    let host = Host::start(HostOptions::svc());
+    let ids = users(&host, Some("Model"), &["lonely".into(), "busy".into()]);
+    // Another model's video, with plays and likes, does not count.
+    let v = video(&host, "theirs");
+    link(&host, &v, &ids[1]);
+    play_record(&host, &v, "2024-01-01T00:00:00Z", 10.0, true);
+    patch_item(
+        &host,
+        "videos",
+        &v,
+        &json!({"likes_count": 3, "plays_count": 1}),
+    );
+    let want = json!({"total_videos": 0, "total_likes": 0, "total_plays": 0, "videos": []});
+    assert_eq!(analytics(&host, "lonely"), want);
+    assert_eq!(
+        analytics(&host, ADMIN_TOKEN),
+        want,
+        "the admin has no videos"
+    );
+}
+
+/// The caller's three videos (one not yet uploaded, one shared with another
+/// model) next to another model's video; counters differ from the records
+/// on purpose: totals and per-video likes/plays are the counters.
+#[test]
+fn analytics_sums_counters_and_groups_records_by_utc_day() {
+    let host = Host::start(HostOptions::svc());
+    let ids = users(&host, Some("Model"), &["me".into(), "peer".into()]);
+    let (me, peer) = (ids[0].clone(), ids[1].clone());
+    let fans = users(
+        &host,
+        Some("Viewer"),
+        &["f1".into(), "f2".into(), "f3".into()],
+    );
+
+    let a = video_at(&host, "a", "2020-01-01T00:00:00Z");
+    let b = video_at(&host, "b", FUTURE);
+    let c = video_at(&host, "c", "2022-06-01T00:00:00Z");
+    let d = video_at(&host, "d", "2021-01-01T00:00:00Z");
+    video_at(&host, "nobodys", "2021-01-01T00:00:00Z");
+    link(&host, &a, &me);
+    link(&host, &b, &me);
+    link(&host, &b, &peer);
+    link(&host, &c, &me);
+    link(&host, &d, &peer);
+
+    // a: 3 plays over two UTC days (+02:00 is still March 1st in UTC).
+    play_record(&host, &a, "2024-03-01T10:00:00Z", 10.0, true);
+    play_record(&host, &a, "2024-03-01T23:59:59Z", 20.0, false);
+    play_record(&host, &a, "2024-03-02T01:00:00+02:00", 32.0, true);
+    like_record(&host, &a, &fans[0], "2024-03-01T12:00:00Z");
+    like_record(&host, &a, &fans[1], "2024-03-03T00:00:00Z");
+    // b: mean 2.5 rounds half up like Math.round.
+    play_record(&host, &b, "2024-03-02T00:00:00Z", 2.0, true);
+    play_record(&host, &b, "2024-03-02T12:00:00Z", 3.0, false);
+    like_record(&host, &b, &fans[0], "2024-03-02T08:00:00Z");
+    // d: another model's only; never counted for the caller.
+    play_record(&host, &d, "2024-03-05T00:00:00Z", 100.0, true);
+    like_record(&host, &d, &fans[2], "2024-03-05T00:00:00Z");
+    patch_item(
+        &host,
+        "videos",
+        &a,
+        &json!({"likes_count": 7, "plays_count": 4}),
+    );
+    patch_item(
+        &host,
+        "videos",
+        &b,
+        &json!({"likes_count": 1, "plays_count": 3}),
+    );
+    patch_item(
+        &host,
+        "videos",
+        &d,
+        &json!({"likes_count": 50, "plays_count": 50}),
+    );
+
+    let got = analytics(&host, "me");
+    let keys: BTreeSet<&str> = got
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        keys,
+        BTreeSet::from([
+            "total_videos",
+            "total_likes",
+            "total_plays",
+            "plays_by_date",
+            "likes_by_date",
+            "videos"
+        ]),
+        "{got}"
+    );
+    assert_eq!(got["total_videos"], 3, "{got}");
+    assert_eq!(got["total_likes"], 8, "{got}");
+    assert_eq!(got["total_plays"], 7, "{got}");
+    assert_eq!(
+        got["plays_by_date"],
+        json!({"2024-03-01": 3, "2024-03-02": 2}),
+        "{got}"
+    );
+    assert_eq!(
+        got["likes_by_date"],
+        json!({"2024-03-01": 1, "2024-03-02": 1, "2024-03-03": 1}),
+        "{got}"
+    );
+
+    let videos = got["videos"].as_array().cloned().unwrap_or_default();
+    let order: Vec<&str> = videos
+        .iter()
+        .map(|v| v["slug"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(order, ["b", "c", "a"], "upload_date descending: {got}");
+    let per_video = |id: &str| {
+        let s = stored(&host, id);
+        (s["title"].clone(), s["upload_date"].clone())
+    };
+    let (ta, ua) = per_video(&a);
+    let (tc, uc) = per_video(&c);
+    assert_eq!(
+        videos[2],
+        json!({"id": a, "title": ta, "slug": "a", "upload_date": ua, "likes": 7, "plays": 4,
+               "completed_plays": 2, "completion_rate": 50, "avg_watch_time": 21}),
+        "a: 62/3 rounds to 21; 2/4*100 is the integer 50"
+    );
+    assert_eq!(
+        videos[1],
+        json!({"id": c, "title": tc, "slug": "c", "upload_date": uc, "likes": 0, "plays": 0,
+               "completed_plays": 0, "completion_rate": 0, "avg_watch_time": 0}),
+        "c: no plays"
+    );
+    let vb = &videos[0];
+    assert_eq!(vb["id"], json!(b), "{vb}");
+    assert_eq!(
+        (vb["likes"].clone(), vb["plays"].clone()),
+        (json!(1), json!(3)),
+        "{vb}"
+    );
+    assert_eq!(vb["completed_plays"], 1, "{vb}");
+    assert_eq!(vb["avg_watch_time"], 3, "Math.round(2.5) is 3: {vb}");
+    let rate = vb["completion_rate"].as_f64().unwrap_or(-1.0);
+    assert!((rate - 1.0 / 3.0 * 100.0).abs() < 1e-9, "1/3*100: {vb}");
+}
+
+#[test]
+fn analytics_integral_rates_are_json_integers() {
+    let host = Host::start(HostOptions::svc());
+    let me = users(&host, Some("Model"), &["me".into()]).remove(0);
+    let v = video(&host, "v");
+    link(&host, &v, &me);
+    play_record(&host, &v, "2024-01-01T00:00:00Z", 4.0, true);
+    play_record(&host, &v, "2024-01-01T00:00:01Z", 6.0, true);
+    patch_item(&host, "videos", &v, &json!({"plays_count": 2}));
+    let r = host.get("/svc/analytics", Some("me"));
+    let got = ok(&r, "analytics");
+    assert_eq!(
+        got["videos"][0]["completion_rate"],
+        json!(100),
+        "{}",
+        r.body
+    );
+    assert!(got["videos"][0]["completion_rate"].is_u64(), "{}", r.body);
+    assert_eq!(got["videos"][0]["avg_watch_time"], json!(5), "{}", r.body);
+    assert!(r.body.contains("\"completion_rate\":100"), "{}", r.body);
+    assert!(!r.body.contains("100.0"), "{}", r.body);
+}
+
+#[test]
+fn analytics_completion_rate_is_zero_when_the_plays_counter_is_zero() {
+    let host = Host::start(HostOptions::svc());
+    let me = users(&host, Some("Model"), &["me".into()]).remove(0);
+    let v = video(&host, "v");
+    link(&host, &v, &me);
+    play_record(&host, &v, "2024-01-01T00:00:00Z", 7.0, true);
+    patch_item(&host, "videos", &v, &json!({"plays_count": 0}));
+    let got = analytics(&host, "me");
+    let pv = &got["videos"][0];
+    assert_eq!(pv["plays"], 0, "{got}");
+    assert_eq!(pv["completed_plays"], 1, "{got}");
+    assert_eq!(pv["completion_rate"], json!(0), "{got}");
+    assert_eq!(pv["avg_watch_time"], json!(7), "{got}");
+    assert_eq!(got["plays_by_date"], json!({"2024-01-01": 1}), "{got}");
+    assert_eq!(got["likes_by_date"], json!({}), "{got}");
+}
+
+#[test]
+fn analytics_reflect_likes_and_plays_made_through_the_endpoints() {
+    let host = Host::start(HostOptions::svc());
+    let me = users(&host, Some("Model"), &["me".into()]).remove(0);
+    users(&host, Some("Viewer"), &["fan".into()]);
+    let v = video(&host, "v");
+    link(&host, &v, &me);
+    ok(&like(&host, &v, Some("fan")), "like");
+    let p = new_play(&host, &v);
+    ok(
+        &patch_play(
+            &host,
+            &v,
+            &p,
+            &json!({"duration_watched": 30, "completed": true}),
+        ),
+        "patch",
+    );
+    new_play(&host, &v);
+    let got = analytics(&host, "me");
+    assert_eq!(got["total_videos"], 1, "{got}");
+    assert_eq!(got["total_likes"], 1, "{got}");
+    assert_eq!(got["total_plays"], 2, "{got}");
+    let pv = &got["videos"][0];
+    assert_eq!(pv["completed_plays"], 1, "{got}");
+    assert_eq!(pv["completion_rate"], json!(50), "{got}");
+    assert_eq!(pv["avg_watch_time"], json!(15), "{got}");
+    let plays_total: u64 = got["plays_by_date"]
+        .as_object()
+        .map(|o| o.values().filter_map(Value::as_u64).sum())
+        .unwrap_or(0);
+    assert_eq!(plays_total, 2, "{got}");
+    let day_ok = got["plays_by_date"]
+        .as_object()
+        .map(|o| {
+            o.keys()
+                .all(|k| k.len() == 10 && k.as_bytes()[4] == b'-' && k.as_bytes()[7] == b'-')
+        })
+        .unwrap_or(false);
+    assert!(day_ok, "YYYY-MM-DD keys: {got}");
+}
+
+#[test]
+fn analytics_answers_500_with_the_fallback_when_the_read_fails() {
+    let host = Host::start(HostOptions::svc());
+    let me = users(&host, Some("Model"), &["me".into()]).remove(0);
+    let v = video(&host, "v");
+    link(&host, &v, &me);
+    break_table(&host, "videos");
+    assert_error(
+        &host.get("/svc/analytics", Some("me")),
+        500,
+        "Failed to get analytics",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Concurrency
+// ---------------------------------------------------------------------------
+
+/// 50 users like, unlike and like again in parallel, while 10 more each send
+/// two racing likes: the counter ends equal to the records, one like per user.
+#[test]
+fn concurrent_likes_keep_the_counter_equal_to_the_records() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "hot");
+    let racers: Vec<String> = (0..50).map(|i| format!("racer-{i}")).collect();
+    let doubles: Vec<String> = (0..10).map(|i| format!("double-{i}")).collect();
+    let racer_ids = users(&host, Some("Viewer"), &racers);
+    let double_ids = users(&host, Some("Viewer"), &doubles);
+    let barrier = Barrier::new(racers.len() + 2 * doubles.len());
+
+    let (racer_results, double_results) = std::thread::scope(|s| {
+        let racer_handles: Vec<_> = racers
+            .iter()
+            .map(|t| {
+                let (host, barrier, v) = (&host, &barrier, &v);
+                s.spawn(move || {
+                    barrier.wait();
+                    vec![
+                        like(host, v, Some(t)),
+                        unlike(host, v, Some(t)),
+                        like(host, v, Some(t)),
+                    ]
+                })
+            })
+            .collect();
+        let double_handles: Vec<_> = doubles
+            .iter()
+            .flat_map(|t| [t, t])
+            .map(|t| {
+                let (host, barrier, v) = (&host, &barrier, &v);
+                s.spawn(move || {
+                    barrier.wait();
+                    (t.clone(), like(host, v, Some(t)))
+                })
+            })
+            .collect();
+        let racer_results: Vec<Vec<Resp>> = racer_handles
+            .into_iter()
+            .map(|h| h.join().expect("racer thread"))
+            .collect();
+        let double_results: Vec<(String, Resp)> = double_handles
+            .into_iter()
+            .map(|h| h.join().expect("double thread"))
+            .collect();
+        (racer_results, double_results)
+    });
+
+    let total = (racers.len() + doubles.len()) as u64;
+    let check_count = |r: &Resp| {
+        let n = r.json()["likes_count"].as_i64();
+        assert!(
+            matches!(n, Some(n) if (0..=total as i64).contains(&n)),
+            "likes_count out of range: {}",
+            r.body
+        );
+    };
+    for seq in &racer_results {
+        for (r, liked) in seq.iter().zip([true, false, true]) {
+            assert_eq!(r.status, 200, "{}", r.body);
+            assert_eq!(r.json()["liked"], liked, "{}", r.body);
+            check_count(r);
+        }
+    }
+    let mut wins: BTreeMap<&str, usize> = BTreeMap::new();
+    for (t, r) in &double_results {
+        match r.status {
+            200 => {
+                assert_eq!(r.json()["liked"], true, "{}", r.body);
+                check_count(r);
+                *wins.entry(t.as_str()).or_default() += 1;
+            }
+            400 => assert_eq!(r.json(), json!({"error": "Already liked"}), "{}", r.body),
+            s => panic!("double like of {t}: {s} {}", r.body),
+        }
+    }
+    for t in &doubles {
+        assert_eq!(
+            wins.get(t.as_str()),
+            Some(&1),
+            "exactly one like of {t} wins: {wins:?}"
+        );
+    }
+
+    let rows = find(&host, "video_likes", &json!({"video_id": {"_eq": v}}));
+    let mut per_user: BTreeMap<String, usize> = BTreeMap::new();
+    for row in &rows {
+        *per_user
+            .entry(row["user_id"].as_str().unwrap_or("?").to_string())
+            .or_default() += 1;
+    }
+    assert!(
+        per_user.values().all(|&n| n == 1),
+        "one like per user: {per_user:?}"
+    );
+    let expected_users: BTreeSet<String> = racer_ids.into_iter().chain(double_ids).collect();
+    let got_users: BTreeSet<String> = per_user.keys().cloned().collect();
+    assert_eq!(got_users, expected_users);
+    assert_eq!(rows.len() as u64, total);
+    let counter = stored(&host, &v)["likes_count"].clone();
+    assert_eq!(counter, json!(total), "stored counter equals the records");
+}
+
+/// 200 parallel plays, half anonymous: every one is recorded, the counter
+/// ends at 200 and each caller saw a different count.
+#[test]
+fn concurrent_plays_are_all_counted() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "popular");
+    let tokens: Vec<String> = (0..10).map(|i| format!("player-{i}")).collect();
+    users(&host, Some("Viewer"), &tokens);
+    const N: usize = 200;
+    let barrier = Barrier::new(N);
+    let results: Vec<Resp> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..N)
+            .map(|i| {
+                let (host, barrier, v, tokens) = (&host, &barrier, &v, &tokens);
+                s.spawn(move || {
+                    let token = (i % 2 == 1).then(|| tokens[i % tokens.len()].as_str());
+                    barrier.wait();
+                    play(
+                        host,
+                        v,
+                        token,
+                        &json!({"session_id": format!("session-{i}")}),
+                    )
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("play thread"))
+            .collect()
+    });
+    let mut counts = Vec::new();
+    let mut play_ids = BTreeSet::new();
+    for r in &results {
+        let body = ok(r, "concurrent play");
+        assert_eq!(body["success"], true, "{body}");
+        counts.push(
+            body["plays_count"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{body}")),
+        );
+        play_ids.insert(
+            body["play_id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{body}"))
+                .to_string(),
+        );
+    }
+    counts.sort_unstable();
+    assert_eq!(
+        counts,
+        (1..=N as u64).collect::<Vec<_>>(),
+        "distinct counts 1..=200"
+    );
+    assert_eq!(play_ids.len(), N, "distinct play ids");
+    assert_eq!(stored(&host, &v)["plays_count"], json!(N));
+    assert_eq!(plays_of(&host, &v), N as u64);
+    let anonymous = count(
+        &host,
+        "video_plays",
+        Some(&json!({"video_id": {"_eq": v}, "user_id": {"_null": true}})),
+    );
+    assert_eq!(anonymous, (N / 2) as u64);
+}

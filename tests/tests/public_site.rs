@@ -1,0 +1,1142 @@
+//! The public site data of SPEC.md ("Public site data"): GET /svc/models,
+//! /svc/models/:slug, /svc/videos, /svc/videos/:slug and /svc/articles,
+//! black-box through HTTP against a real host with the svc extension.
+//!
+//! Data is set up as admin through the platform's items API (DECISIONS §6).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use platform_tests::{encode, Host, HostOptions, Resp, ADMIN_TOKEN};
+use serde_json::{json, Value};
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+
+/// Far in the past and far in the future: visibility without clock races.
+const PAST: &str = "2001-01-01T00:00:00.000Z";
+const FUTURE: &str = "2999-01-01T00:00:00.000Z";
+
+fn now_unix() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// RFC 3339 UTC (milliseconds) of a Unix time, without a date library.
+fn iso_at(unix: i64) -> String {
+    let days = unix.div_euclid(86_400);
+    let secs = unix.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+/// A timestamp `offset` seconds from now.
+fn from_now(offset: i64) -> String {
+    iso_at(now_unix() + offset)
+}
+
+fn id_of(v: &Value) -> String {
+    v["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id in {v}"))
+        .to_string()
+}
+
+/// Creates many items at once (array POST) as admin; returns them in order.
+fn create_many(host: &Host, collection: &str, rows: &[Value]) -> Vec<Value> {
+    let r = host.post(
+        &format!("/items/{collection}"),
+        Some(ADMIN_TOKEN),
+        &Value::Array(rows.to_vec()),
+    );
+    assert_eq!(r.status, 200, "create many {collection}: {}", r.body);
+    let data = r.json()["data"].clone();
+    let list = data
+        .as_array()
+        .unwrap_or_else(|| panic!("array create of {collection} gave {data}"))
+        .clone();
+    assert_eq!(list.len(), rows.len(), "{collection}: {data}");
+    list
+}
+
+/// One stored item, read as admin through the items API.
+fn item(host: &Host, collection: &str, id: &str) -> Value {
+    let r = host.get(&format!("/items/{collection}/{id}"), Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 200, "read {collection}/{id}: {}", r.body);
+    r.json()["data"].clone()
+}
+
+fn patch_item(host: &Host, collection: &str, id: &str, body: &Value) {
+    let r = host.patch(
+        &format!("/items/{collection}/{id}"),
+        Some(ADMIN_TOKEN),
+        body,
+    );
+    assert_eq!(r.status, 200, "patch {collection}/{id}: {}", r.body);
+}
+
+fn role_id(host: &Host, name: &str) -> String {
+    host.id_by_name("platform_roles", name)
+}
+
+/// A file record; returns it as stored.
+fn file(host: &Host, title: &str) -> Value {
+    host.admin_create(
+        "platform_files",
+        &json!({
+            "title": title, "filename_disk": format!("{title}.bin"),
+            "filename_download": format!("{title}.bin"), "type": "image/jpeg",
+            "filesize": 1234, "width": 640, "height": 480,
+        }),
+    )
+}
+
+/// A user with a role (by name) and secrets set, plus `extra` fields.
+fn user_with(host: &Host, role: Option<&str>, slug: &str, extra: Value) -> Value {
+    let mut body = json!({
+        "first_name": format!("First {slug}"), "last_name": format!("Last {slug}"),
+        "artist_name": format!("Artist {slug}"), "slug": slug,
+        "email": format!("{slug}@secret-mail.test"), "password": "pw-secret-123",
+        "token": format!("token-{slug}"), "description": format!("About {slug}"),
+    });
+    if let Some(role) = role {
+        body["role"] = json!(role_id(host, role));
+    }
+    if let Some(extra) = extra.as_object() {
+        for (k, v) in extra {
+            body[k] = v.clone();
+        }
+    }
+    host.admin_create("platform_users", &body)
+}
+
+fn model(host: &Host, slug: &str) -> Value {
+    user_with(host, Some("Model"), slug, json!({}))
+}
+
+fn video(host: &Host, slug: &str, upload_date: Option<&str>, extra: Value) -> Value {
+    let mut body =
+        json!({"slug": slug, "title": format!("Title {slug}"), "upload_date": upload_date});
+    if let Some(extra) = extra.as_object() {
+        for (k, v) in extra {
+            body[k] = v.clone();
+        }
+    }
+    host.admin_create("videos", &body)
+}
+
+fn link(host: &Host, video_id: &str, user_id: &str) {
+    host.admin_create(
+        "videos_models",
+        &json!({"videos_id": video_id, "platform_users_id": user_id}),
+    );
+}
+
+fn article(
+    host: &Host,
+    slug: &str,
+    publish_date: Option<&str>,
+    featured: bool,
+    author: Option<&str>,
+) -> Value {
+    host.admin_create(
+        "articles",
+        &json!({
+            "slug": slug, "title": format!("Article {slug}"), "excerpt": "ex", "content": "body",
+            "publish_date": publish_date, "featured": featured, "author": author,
+        }),
+    )
+}
+
+/// A 200 answer with a JSON array body.
+fn array(r: &Resp, what: &str) -> Vec<Value> {
+    assert_eq!(r.status, 200, "{what}: {}", r.body);
+    r.json()
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: not an array: {}", r.body))
+        .clone()
+}
+
+fn field_list(list: &[Value], field: &str) -> Vec<String> {
+    list.iter()
+        .map(|v| v[field].as_str().unwrap_or("<none>").to_string())
+        .collect()
+}
+
+fn slugs(list: &[Value]) -> Vec<String> {
+    field_list(list, "slug")
+}
+
+fn ids(list: &[Value]) -> Vec<String> {
+    field_list(list, "id")
+}
+
+fn assert_error(r: &Resp, status: u16, text: &str) {
+    assert_eq!(r.status, status, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": text}), "{}", r.body);
+}
+
+/// The public form of a stored user: the admin's record without `email`.
+fn public_user(host: &Host, id: &str) -> Value {
+    let mut u = item(host, "platform_users", id);
+    if let Some(o) = u.as_object_mut() {
+        o.remove("email");
+    }
+    u
+}
+
+/// Every field of `expected` is in `actual` with the same value.
+fn assert_contains(actual: &Value, expected: &Value, what: &str) {
+    let exp = expected
+        .as_object()
+        .unwrap_or_else(|| panic!("{what}: expected an object"));
+    for (k, v) in exp {
+        assert_eq!(&actual[k], v, "{what}: field `{k}` of {actual}");
+    }
+}
+
+/// No public user record leaks a secret or an email (DECISIONS §3).
+fn assert_no_secrets(r: &Resp, emails: &[&str]) {
+    for key in ["\"email\"", "\"password\"", "\"token\""] {
+        assert!(!r.body.contains(key), "{key} in {}", r.body);
+    }
+    assert!(!r.body.contains("argon2"), "{}", r.body);
+    for e in emails {
+        assert!(!r.body.contains(e), "{e} in {}", r.body);
+    }
+}
+
+/// Renames a table under the running host so that reading it fails.
+fn break_table(host: &Host, table: &str) {
+    let db = rusqlite::Connection::open(host.db_path()).expect("open db");
+    db.busy_timeout(std::time::Duration::from_secs(10))
+        .expect("busy timeout");
+    db.execute_batch(&format!("ALTER TABLE {table} RENAME TO {table}_gone"))
+        .expect("rename table");
+}
+
+/// Creates `n` like or play records of a video as admin, each by a new user
+/// for likes (one like per user and video).
+fn likes(host: &Host, video_id: &str, n: usize, tag: &str) {
+    let users: Vec<Value> = (0..n)
+        .map(|i| json!({"first_name": format!("liker {tag} {i}"), "email": format!("liker-{tag}-{i}@x.test")}))
+        .collect();
+    let users = create_many(host, "platform_users", &users);
+    let rows: Vec<Value> = users
+        .iter()
+        .map(|u| json!({"video_id": video_id, "user_id": id_of(u)}))
+        .collect();
+    create_many(host, "video_likes", &rows);
+}
+
+fn plays(host: &Host, video_id: &str, n: usize) {
+    let rows: Vec<Value> = (0..n)
+        .map(|i| json!({"video_id": video_id, "session_id": format!("s{i}"), "duration_watched": 10, "completed": false}))
+        .collect();
+    create_many(host, "video_plays", &rows);
+}
+
+// ---------------------------------------------------------------------------
+// GET /svc/models
+// ---------------------------------------------------------------------------
+
+#[test]
+fn models_of_an_empty_platform_is_an_empty_array() {
+    let host = Host::start(HostOptions::svc());
+    user_with(&host, Some("Viewer"), "only-viewer", json!({}));
+    let r = host.get("/svc/models", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json(), json!([]), "{}", r.body);
+}
+
+#[test]
+fn models_lists_only_model_role_users_by_id_descending() {
+    let host = Host::start(HostOptions::svc());
+    let mut expected: Vec<String> = ["m1", "m2", "m3", "m4", "m5"]
+        .iter()
+        .map(|s| id_of(&model(&host, s)))
+        .collect();
+    user_with(&host, Some("Viewer"), "a-viewer", json!({}));
+    user_with(&host, None, "no-role", json!({}));
+    expected.sort();
+    expected.reverse();
+    let list = array(&host.get("/svc/models", None), "models");
+    assert_eq!(ids(&list), expected, "ordered by id descending");
+}
+
+#[test]
+fn models_limit_caps_the_count() {
+    let host = Host::start(HostOptions::svc());
+    let mut all: Vec<String> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|s| id_of(&model(&host, s)))
+        .collect();
+    all.sort();
+    all.reverse();
+    let list = array(&host.get("/svc/models?limit=2", None), "limit=2");
+    assert_eq!(ids(&list), all[..2].to_vec());
+    let list = array(&host.get("/svc/models?limit=10", None), "limit=10");
+    assert_eq!(ids(&list), all);
+}
+
+#[test]
+fn models_invalid_limit_is_treated_as_absent() {
+    let host = Host::start(HostOptions::svc());
+    for s in ["a", "b", "c"] {
+        model(&host, s);
+    }
+    for limit in ["abc", "-1", "0", "2.5", ""] {
+        let list = array(
+            &host.get(&format!("/svc/models?limit={}", encode(limit)), None),
+            &format!("limit={limit}"),
+        );
+        assert_eq!(list.len(), 3, "limit={limit}: all models expected");
+    }
+}
+
+#[test]
+fn models_featured_is_accepted_and_ignored() {
+    let host = Host::start(HostOptions::svc());
+    for s in ["a", "b", "c"] {
+        model(&host, s);
+    }
+    let plain = array(&host.get("/svc/models", None), "plain");
+    assert_eq!(plain.len(), 3);
+    for q in [
+        "featured=true",
+        "featured=false",
+        "featured=1",
+        "featured=x",
+    ] {
+        let list = array(&host.get(&format!("/svc/models?{q}"), None), q);
+        assert_eq!(list, plain, "{q} must not change the answer");
+    }
+}
+
+#[test]
+fn models_are_whole_user_records_with_photos_and_banner_expanded() {
+    let host = Host::start(HostOptions::svc());
+    let avatar = file(&host, "avatar");
+    let banner = file(&host, "banner");
+    let m = user_with(
+        &host,
+        Some("Model"),
+        "starry",
+        json!({"avatar": id_of(&avatar), "banner": id_of(&banner)}),
+    );
+    let mid = id_of(&m);
+    let p1 = file(&host, "photo-1");
+    let p2 = file(&host, "photo-2");
+    let p3 = file(&host, "photo-3");
+    // Inserted out of order: photos come by `sort`.
+    for (f, sort) in [(&p3, 3), (&p1, 1), (&p2, 2)] {
+        host.admin_create(
+            "model_photos",
+            &json!({"platform_users_id": mid, "platform_files_id": id_of(f), "sort": sort}),
+        );
+    }
+    // Another model's photo is not included.
+    let other = model(&host, "other");
+    let op = file(&host, "other-photo");
+    host.admin_create(
+        "model_photos",
+        &json!({"platform_users_id": id_of(&other), "platform_files_id": id_of(&op), "sort": 0}),
+    );
+
+    let mut expected = public_user(&host, &mid);
+    expected["banner"] = item(&host, "platform_files", &id_of(&banner));
+    expected["photos"] = json!([
+        {"platform_files_id": item(&host, "platform_files", &id_of(&p1))},
+        {"platform_files_id": item(&host, "platform_files", &id_of(&p2))},
+        {"platform_files_id": item(&host, "platform_files", &id_of(&p3))},
+    ]);
+    let list = array(&host.get("/svc/models", None), "models");
+    let got = list
+        .iter()
+        .find(|u| u["id"] == json!(mid))
+        .unwrap_or_else(|| panic!("model missing: {list:?}"));
+    assert_eq!(got, &expected);
+}
+
+#[test]
+fn model_records_carry_the_documented_fields() {
+    let host = Host::start(HostOptions::svc());
+    let avatar = file(&host, "avatar");
+    let m = user_with(
+        &host,
+        Some("Model"),
+        "fields",
+        json!({"avatar": id_of(&avatar)}),
+    );
+    let list = array(&host.get("/svc/models", None), "models");
+    let got = &list[0];
+    assert_eq!(got["id"], m["id"]);
+    assert_eq!(got["slug"], "fields");
+    assert_eq!(got["first_name"], "First fields");
+    assert_eq!(got["last_name"], "Last fields");
+    assert_eq!(got["artist_name"], "Artist fields");
+    assert_eq!(got["role"], json!(role_id(&host, "Model")), "{got}");
+    // Only photos and banner are expanded: the avatar stays a file id.
+    assert_eq!(got["avatar"], json!(id_of(&avatar)), "{got}");
+    assert!(got["date_created"].is_string(), "{got}");
+}
+
+#[test]
+fn model_without_photos_or_banner_has_empty_photos_and_null_banner() {
+    let host = Host::start(HostOptions::svc());
+    model(&host, "plain");
+    let list = array(&host.get("/svc/models", None), "models");
+    assert_eq!(list[0]["photos"], json!([]), "{}", list[0]);
+    assert_eq!(list[0]["banner"], Value::Null, "{}", list[0]);
+}
+
+#[test]
+fn model_photos_with_equal_sort_are_ordered_by_id() {
+    let host = Host::start(HostOptions::svc());
+    let mid = id_of(&model(&host, "tied"));
+    let files: Vec<Value> = (0..4).map(|i| file(&host, &format!("tie-{i}"))).collect();
+    let mut rows: Vec<(String, String)> = files
+        .iter()
+        .map(|f| {
+            let row = host.admin_create(
+                "model_photos",
+                &json!({"platform_users_id": mid, "platform_files_id": id_of(f), "sort": 5}),
+            );
+            (id_of(&row), id_of(f))
+        })
+        .collect();
+    // A lower sort still comes first.
+    let first = file(&host, "first");
+    host.admin_create(
+        "model_photos",
+        &json!({"platform_users_id": mid, "platform_files_id": id_of(&first), "sort": 1}),
+    );
+    rows.sort();
+    let mut expected = vec![id_of(&first)];
+    expected.extend(rows.into_iter().map(|(_, f)| f));
+    let r = host.get("/svc/models/tied", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let got: Vec<String> = r.json()["photos"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no photos: {}", r.body))
+        .iter()
+        .map(|p| {
+            p["platform_files_id"]["id"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(got, expected, "photos by sort then model_photos.id");
+}
+
+#[test]
+fn models_never_expose_email_password_or_token() {
+    let host = Host::start(HostOptions::svc());
+    model(&host, "secretive");
+    let r = host.get("/svc/models", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_no_secrets(&r, &["secretive@secret-mail.test", "token-secretive"]);
+    let r = host.get("/svc/models/secretive", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_no_secrets(&r, &["secretive@secret-mail.test", "token-secretive"]);
+}
+
+#[test]
+fn models_answer_500_with_the_fallback_when_the_read_fails() {
+    let host = Host::start(HostOptions::svc());
+    model(&host, "a");
+    break_table(&host, "platform_users");
+    assert_error(
+        &host.get("/svc/models", None),
+        500,
+        "Failed to fetch models",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// GET /svc/models/:slug
+// ---------------------------------------------------------------------------
+
+#[test]
+fn model_by_slug_is_the_model_with_expansions() {
+    let host = Host::start(HostOptions::svc());
+    let banner = file(&host, "banner");
+    let m = user_with(
+        &host,
+        Some("Model"),
+        "luna",
+        json!({"banner": id_of(&banner)}),
+    );
+    model(&host, "other");
+    let photo = file(&host, "photo");
+    host.admin_create(
+        "model_photos",
+        &json!({"platform_users_id": id_of(&m), "platform_files_id": id_of(&photo), "sort": 1}),
+    );
+    let mut expected = public_user(&host, &id_of(&m));
+    expected["banner"] = item(&host, "platform_files", &id_of(&banner));
+    expected["photos"] =
+        json!([{"platform_files_id": item(&host, "platform_files", &id_of(&photo))}]);
+    let r = host.get("/svc/models/luna", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json(), expected);
+}
+
+#[test]
+fn model_by_unknown_slug_is_404() {
+    let host = Host::start(HostOptions::svc());
+    model(&host, "luna");
+    assert_error(
+        &host.get("/svc/models/nobody", None),
+        404,
+        "Model not found",
+    );
+}
+
+#[test]
+fn model_slug_must_match_exactly() {
+    let host = Host::start(HostOptions::svc());
+    model(&host, "luna-star");
+    for slug in ["luna", "LUNA-STAR", "luna-sta", "luna-star-x", "%25"] {
+        assert_error(
+            &host.get(&format!("/svc/models/{slug}"), None),
+            404,
+            "Model not found",
+        );
+    }
+    let r = host.get("/svc/models/luna-star", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["slug"], "luna-star");
+}
+
+#[test]
+fn model_by_slug_of_a_user_without_the_model_role_is_404() {
+    let host = Host::start(HostOptions::svc());
+    user_with(&host, Some("Viewer"), "viewer-slug", json!({}));
+    user_with(&host, None, "roleless-slug", json!({}));
+    assert_error(
+        &host.get("/svc/models/viewer-slug", None),
+        404,
+        "Model not found",
+    );
+    assert_error(
+        &host.get("/svc/models/roleless-slug", None),
+        404,
+        "Model not found",
+    );
+}
+
+#[test]
+fn model_answers_500_with_the_fallback_when_the_read_fails() {
+    let host = Host::start(HostOptions::svc());
+    model(&host, "luna");
+    break_table(&host, "platform_users");
+    assert_error(
+        &host.get("/svc/models/luna", None),
+        500,
+        "Failed to fetch model",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// GET /svc/videos
+// ---------------------------------------------------------------------------
+
+#[test]
+fn videos_of_an_empty_platform_is_an_empty_array() {
+    let host = Host::start(HostOptions::svc());
+    video(&host, "future-only", Some(FUTURE), json!({}));
+    let r = host.get("/svc/videos", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json(), json!([]));
+}
+
+#[test]
+fn videos_are_the_uploaded_ones_newest_first() {
+    let host = Host::start(HostOptions::svc());
+    video(&host, "mid", Some("2010-05-05T10:00:00.000Z"), json!({}));
+    video(&host, "future", Some(FUTURE), json!({}));
+    video(&host, "soon", Some(&from_now(3600)), json!({}));
+    video(&host, "oldest", Some(PAST), json!({}));
+    video(&host, "just-now", Some(&from_now(-2)), json!({}));
+    video(&host, "undated", None, json!({}));
+    video(&host, "newer", Some("2020-02-02T00:00:00.000Z"), json!({}));
+    let list = array(&host.get("/svc/videos", None), "videos");
+    assert_eq!(slugs(&list), ["just-now", "newer", "mid", "oldest"]);
+}
+
+#[test]
+fn videos_filter_by_model_id() {
+    let host = Host::start(HostOptions::svc());
+    let a = id_of(&model(&host, "a"));
+    let b = id_of(&model(&host, "b"));
+    let only_a = id_of(&video(
+        &host,
+        "only-a",
+        Some("2011-01-01T00:00:00Z"),
+        json!({}),
+    ));
+    let only_b = id_of(&video(
+        &host,
+        "only-b",
+        Some("2012-01-01T00:00:00Z"),
+        json!({}),
+    ));
+    let both = id_of(&video(
+        &host,
+        "both",
+        Some("2013-01-01T00:00:00Z"),
+        json!({}),
+    ));
+    let a_future = id_of(&video(&host, "a-future", Some(FUTURE), json!({})));
+    video(&host, "nobody", Some("2014-01-01T00:00:00Z"), json!({}));
+    link(&host, &only_a, &a);
+    link(&host, &only_b, &b);
+    link(&host, &both, &a);
+    link(&host, &both, &b);
+    link(&host, &a_future, &a);
+
+    let list = array(&host.get(&format!("/svc/videos?model_id={a}"), None), "a");
+    assert_eq!(slugs(&list), ["both", "only-a"]);
+    let list = array(&host.get(&format!("/svc/videos?model_id={b}"), None), "b");
+    assert_eq!(slugs(&list), ["both", "only-b"]);
+    let list = array(
+        &host.get(
+            "/svc/videos?model_id=00000000-0000-4000-8000-000000000000",
+            None,
+        ),
+        "unknown model",
+    );
+    assert!(list.is_empty(), "{list:?}");
+    let list = array(&host.get("/svc/videos", None), "all");
+    assert_eq!(list.len(), 4);
+}
+
+#[test]
+fn videos_limit_caps_the_count() {
+    let host = Host::start(HostOptions::svc());
+    for (i, s) in ["v1", "v2", "v3", "v4"].iter().enumerate() {
+        video(
+            &host,
+            s,
+            Some(&format!("200{i}-01-01T00:00:00Z")),
+            json!({}),
+        );
+    }
+    let list = array(&host.get("/svc/videos?limit=2", None), "limit=2");
+    assert_eq!(slugs(&list), ["v4", "v3"]);
+    let list = array(&host.get("/svc/videos?limit=100", None), "limit=100");
+    assert_eq!(slugs(&list), ["v4", "v3", "v2", "v1"]);
+}
+
+#[test]
+fn videos_limit_applies_after_the_model_filter() {
+    let host = Host::start(HostOptions::svc());
+    let m = id_of(&model(&host, "m"));
+    for (i, s) in ["v1", "v2", "v3", "x4", "x5"].iter().enumerate() {
+        let v = id_of(&video(
+            &host,
+            s,
+            Some(&format!("200{i}-01-01T00:00:00Z")),
+            json!({}),
+        ));
+        if s.starts_with('v') {
+            link(&host, &v, &m);
+        }
+    }
+    let list = array(
+        &host.get(&format!("/svc/videos?model_id={m}&limit=2"), None),
+        "model_id+limit",
+    );
+    assert_eq!(slugs(&list), ["v3", "v2"]);
+}
+
+#[test]
+fn videos_invalid_limit_is_treated_as_absent() {
+    let host = Host::start(HostOptions::svc());
+    for (i, s) in ["v1", "v2", "v3"].iter().enumerate() {
+        video(
+            &host,
+            s,
+            Some(&format!("200{i}-01-01T00:00:00Z")),
+            json!({}),
+        );
+    }
+    for limit in ["abc", "-1", "0", "2.5", ""] {
+        let list = array(
+            &host.get(&format!("/svc/videos?limit={}", encode(limit)), None),
+            &format!("limit={limit}"),
+        );
+        assert_eq!(slugs(&list), ["v3", "v2", "v1"], "limit={limit}");
+    }
+}
+
+#[test]
+fn videos_expand_models_and_movie() {
+    let host = Host::start(HostOptions::svc());
+    let a = model(&host, "a");
+    let b = model(&host, "b");
+    let movie = file(&host, "movie");
+    let v = video(
+        &host,
+        "full",
+        Some(PAST),
+        json!({"movie": id_of(&movie), "views_count": 5, "description": "d"}),
+    );
+    link(&host, &id_of(&v), &id_of(&a));
+    link(&host, &id_of(&v), &id_of(&b));
+    let list = array(&host.get("/svc/videos", None), "videos");
+    assert_eq!(list.len(), 1, "{list:?}");
+    let got = &list[0];
+    assert_eq!(
+        got["movie"],
+        item(&host, "platform_files", &id_of(&movie)),
+        "{got}"
+    );
+    let mut stored = item(&host, "videos", &id_of(&v));
+    if let Some(o) = stored.as_object_mut() {
+        for k in ["movie", "likes_count", "plays_count"] {
+            o.remove(k);
+        }
+    }
+    assert_contains(got, &stored, "video fields");
+    let models = got["models"]
+        .as_array()
+        .unwrap_or_else(|| panic!("models not an array: {got}"));
+    let mut got_ids = ids(models);
+    got_ids.sort();
+    let mut want = vec![id_of(&a), id_of(&b)];
+    want.sort();
+    assert_eq!(got_ids, want);
+    for m in models {
+        assert_contains(m, &public_user(&host, &id_of(m)), "video model");
+    }
+}
+
+#[test]
+fn videos_without_movie_or_models_keep_null_and_empty() {
+    let host = Host::start(HostOptions::svc());
+    video(&host, "bare", Some(PAST), json!({}));
+    let list = array(&host.get("/svc/videos", None), "videos");
+    assert_eq!(list[0]["movie"], Value::Null, "{}", list[0]);
+    assert_eq!(list[0]["models"], json!([]), "{}", list[0]);
+    let r = host.get("/svc/videos/bare", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["movie"], Value::Null, "{}", r.body);
+    assert_eq!(r.json()["models"], json!([]), "{}", r.body);
+}
+
+#[test]
+fn videos_report_live_like_and_play_counts() {
+    let host = Host::start(HostOptions::svc());
+    let v = id_of(&video(&host, "counted", Some(PAST), json!({})));
+    let quiet = id_of(&video(
+        &host,
+        "quiet",
+        Some("2000-01-01T00:00:00Z"),
+        json!({}),
+    ));
+    likes(&host, &v, 2, "c");
+    plays(&host, &v, 3);
+    // The stored counters are wrong on purpose.
+    patch_item(
+        &host,
+        "videos",
+        &v,
+        &json!({"likes_count": 99, "plays_count": 77}),
+    );
+    patch_item(
+        &host,
+        "videos",
+        &quiet,
+        &json!({"likes_count": 5, "plays_count": 6}),
+    );
+    let list = array(&host.get("/svc/videos", None), "videos");
+    let counts: Vec<(Value, Value)> = list
+        .iter()
+        .map(|v| (v["likes_count"].clone(), v["plays_count"].clone()))
+        .collect();
+    assert_eq!(
+        counts,
+        [(json!(2), json!(3)), (json!(0), json!(0))],
+        "{list:?}"
+    );
+    let r = host.get("/svc/videos/counted", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["likes_count"], 2, "{}", r.body);
+    assert_eq!(r.json()["plays_count"], 3, "{}", r.body);
+}
+
+#[test]
+fn video_models_never_expose_email_password_or_token() {
+    let host = Host::start(HostOptions::svc());
+    let m = model(&host, "hidden");
+    let v = video(&host, "v", Some(PAST), json!({}));
+    link(&host, &id_of(&v), &id_of(&m));
+    for path in ["/svc/videos", "/svc/videos/v"] {
+        let r = host.get(path, None);
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        assert!(
+            r.body.contains(&id_of(&m)),
+            "{path}: model missing: {}",
+            r.body
+        );
+        assert_no_secrets(&r, &["hidden@secret-mail.test", "token-hidden"]);
+    }
+}
+
+#[test]
+fn videos_answer_500_with_the_fallback_when_the_read_fails() {
+    let host = Host::start(HostOptions::svc());
+    video(&host, "v", Some(PAST), json!({}));
+    break_table(&host, "videos");
+    assert_error(
+        &host.get("/svc/videos", None),
+        500,
+        "Failed to fetch videos",
+    );
+}
+
+/// 2,000 videos with 1–3 models and a movie each: the list is read in a
+/// constant number of item-service calls, whatever the limit.
+#[test]
+fn video_list_uses_a_constant_number_of_reads() {
+    let host = Host::start(HostOptions::svc());
+    const N: usize = 2000;
+    let role = role_id(&host, "Model");
+    let models: Vec<String> = create_many(
+        &host,
+        "platform_users",
+        &(0..20)
+            .map(|i| json!({"first_name": format!("M{i}"), "slug": format!("m{i}"), "role": role, "email": format!("m{i}@x.test")}))
+            .collect::<Vec<_>>(),
+    )
+    .iter()
+    .map(id_of)
+    .collect();
+    let mut files = Vec::new();
+    for chunk in (0..N).collect::<Vec<_>>().chunks(500) {
+        let rows: Vec<Value> = chunk
+            .iter()
+            .map(|i| json!({"title": format!("movie {i}"), "type": "video/mp4", "filename_disk": format!("m{i}.mp4")}))
+            .collect();
+        files.extend(
+            create_many(&host, "platform_files", &rows)
+                .iter()
+                .map(id_of),
+        );
+    }
+    let base = 978_307_200; // 2001-01-01
+    let mut videos = Vec::new();
+    for chunk in (0..N).collect::<Vec<_>>().chunks(500) {
+        let rows: Vec<Value> = chunk
+            .iter()
+            .map(|&i| json!({"slug": format!("v{i:04}"), "title": format!("V {i}"), "movie": files[i], "upload_date": iso_at(base + i as i64 * 60)}))
+            .collect();
+        videos.extend(create_many(&host, "videos", &rows).iter().map(id_of));
+    }
+    let mut expected: BTreeMap<String, (BTreeSet<String>, String)> = BTreeMap::new();
+    let mut links = Vec::new();
+    for (i, vid) in videos.iter().enumerate() {
+        let mut set = BTreeSet::new();
+        for k in 0..(i % 3 + 1) {
+            let m = &models[(i + k * 7) % 20];
+            set.insert(m.clone());
+            links.push(json!({"videos_id": vid, "platform_users_id": m}));
+        }
+        expected.insert(format!("v{i:04}"), (set, files[i].clone()));
+    }
+    for chunk in links.chunks(1000) {
+        create_many(&host, "videos_models", chunk);
+    }
+    likes(&host, &videos[0], 3, "n1");
+    plays(&host, &videos[1], 4);
+
+    let calls = || {
+        let r = host.get("/server/metrics", Some(ADMIN_TOKEN));
+        assert_eq!(r.status, 200, "metrics: {}", r.body);
+        r.json()["data"]["items_calls"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no items_calls: {}", r.body))
+    };
+    let m0 = calls();
+    let m1 = calls();
+    let overhead = m1 - m0;
+    let all = host.get("/svc/videos", None);
+    let m2 = calls();
+    let ten = host.get("/svc/videos?limit=10", None);
+    let m3 = calls();
+    let full = m2 - m1 - overhead;
+    let limited = m3 - m2 - overhead;
+    assert_eq!(
+        full, limited,
+        "item calls: {full} for all, {limited} for 10"
+    );
+    assert!(full <= 10, "{full} item calls for one list");
+
+    let list = array(&all, "all videos");
+    assert_eq!(list.len(), N);
+    let want_order: Vec<String> = (0..N).rev().map(|i| format!("v{i:04}")).collect();
+    assert_eq!(slugs(&list), want_order);
+    for v in &list {
+        let slug = v["slug"].as_str().unwrap_or_default();
+        let (models, movie) = &expected[slug];
+        let got: BTreeSet<String> = v["models"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{slug}: models {v}"))
+            .iter()
+            .map(id_of)
+            .collect();
+        assert_eq!(&got, models, "{slug}: models");
+        assert_eq!(v["movie"]["id"], json!(movie), "{slug}: movie {v}");
+        assert!(v["movie"]["title"].is_string(), "{slug}: movie {v}");
+    }
+    let v0 = list.iter().find(|v| v["slug"] == "v0000").cloned();
+    assert_eq!(v0.map(|v| v["likes_count"].clone()), Some(json!(3)));
+    let v1 = list.iter().find(|v| v["slug"] == "v0001").cloned();
+    assert_eq!(v1.map(|v| v["plays_count"].clone()), Some(json!(4)));
+    assert_eq!(slugs(&array(&ten, "ten")), want_order[..10].to_vec());
+}
+
+// ---------------------------------------------------------------------------
+// GET /svc/videos/:slug
+// ---------------------------------------------------------------------------
+
+#[test]
+fn video_by_slug_has_the_list_expansions() {
+    let host = Host::start(HostOptions::svc());
+    let m = model(&host, "star");
+    let movie = file(&host, "movie");
+    let v = video(&host, "detail", Some(PAST), json!({"movie": id_of(&movie)}));
+    video(&host, "other", Some(PAST), json!({}));
+    link(&host, &id_of(&v), &id_of(&m));
+    likes(&host, &id_of(&v), 1, "d");
+    plays(&host, &id_of(&v), 2);
+    patch_item(
+        &host,
+        "videos",
+        &id_of(&v),
+        &json!({"likes_count": 40, "plays_count": 41}),
+    );
+    let r = host.get("/svc/videos/detail", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let got = r.json();
+    assert_eq!(got["id"], v["id"]);
+    assert_eq!(got["slug"], "detail");
+    assert_eq!(got["title"], "Title detail");
+    assert_eq!(got["movie"], item(&host, "platform_files", &id_of(&movie)));
+    assert_eq!(got["likes_count"], 1, "{got}");
+    assert_eq!(got["plays_count"], 2, "{got}");
+    let models = got["models"].as_array().cloned().unwrap_or_default();
+    assert_eq!(ids(&models), [id_of(&m)], "{got}");
+    assert_contains(&models[0], &public_user(&host, &id_of(&m)), "video model");
+}
+
+#[test]
+fn video_by_unknown_slug_is_404() {
+    let host = Host::start(HostOptions::svc());
+    video(&host, "known", Some(PAST), json!({}));
+    assert_error(
+        &host.get("/svc/videos/unknown", None),
+        404,
+        "Video not found",
+    );
+}
+
+#[test]
+fn video_not_yet_uploaded_is_404() {
+    let host = Host::start(HostOptions::svc());
+    video(&host, "later", Some(FUTURE), json!({}));
+    video(&host, "in-an-hour", Some(&from_now(3600)), json!({}));
+    video(&host, "undated", None, json!({}));
+    for slug in ["later", "in-an-hour", "undated"] {
+        assert_error(
+            &host.get(&format!("/svc/videos/{slug}"), None),
+            404,
+            "Video not found",
+        );
+    }
+    video(&host, "a-moment-ago", Some(&from_now(-2)), json!({}));
+    assert_eq!(host.get("/svc/videos/a-moment-ago", None).status, 200);
+}
+
+#[test]
+fn video_slug_must_match_exactly() {
+    let host = Host::start(HostOptions::svc());
+    video(&host, "hello", Some(PAST), json!({}));
+    video(&host, "hello-world", Some(PAST), json!({}));
+    for slug in ["hell", "HELLO", "hello-", "ello"] {
+        assert_error(
+            &host.get(&format!("/svc/videos/{slug}"), None),
+            404,
+            "Video not found",
+        );
+    }
+    let r = host.get("/svc/videos/hello", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["slug"], "hello");
+}
+
+#[test]
+fn video_answers_500_with_the_fallback_when_the_read_fails() {
+    let host = Host::start(HostOptions::svc());
+    video(&host, "v", Some(PAST), json!({}));
+    break_table(&host, "videos");
+    assert_error(
+        &host.get("/svc/videos/v", None),
+        500,
+        "Failed to fetch video",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// GET /svc/articles
+// ---------------------------------------------------------------------------
+
+#[test]
+fn articles_of_an_empty_platform_is_an_empty_array() {
+    let host = Host::start(HostOptions::svc());
+    article(&host, "not-featured", Some(PAST), false, None);
+    article(&host, "future", Some(FUTURE), true, None);
+    let r = host.get("/svc/articles", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json(), json!([]));
+}
+
+#[test]
+fn articles_are_published_featured_ones_newest_first() {
+    let host = Host::start(HostOptions::svc());
+    article(&host, "old", Some(PAST), true, None);
+    article(&host, "plain", Some("2015-01-01T00:00:00Z"), false, None);
+    article(&host, "future", Some(FUTURE), true, None);
+    article(&host, "soon", Some(&from_now(3600)), true, None);
+    article(&host, "undated", None, true, None);
+    article(&host, "recent", Some(&from_now(-2)), true, None);
+    article(&host, "mid", Some("2012-06-01T00:00:00Z"), true, None);
+    let list = array(&host.get("/svc/articles", None), "articles");
+    assert_eq!(slugs(&list), ["recent", "mid", "old"]);
+}
+
+#[test]
+fn articles_featured_query_is_accepted_and_ignored() {
+    let host = Host::start(HostOptions::svc());
+    article(&host, "feat", Some(PAST), true, None);
+    article(&host, "plain", Some(PAST), false, None);
+    for q in [
+        "featured=false",
+        "featured=true",
+        "featured=0",
+        "featured=nope",
+    ] {
+        let list = array(&host.get(&format!("/svc/articles?{q}"), None), q);
+        assert_eq!(slugs(&list), ["feat"], "{q}");
+    }
+}
+
+#[test]
+fn articles_limit_caps_the_count() {
+    let host = Host::start(HostOptions::svc());
+    for (i, s) in ["a1", "a2", "a3"].iter().enumerate() {
+        article(
+            &host,
+            s,
+            Some(&format!("201{i}-01-01T00:00:00Z")),
+            true,
+            None,
+        );
+    }
+    let list = array(&host.get("/svc/articles?limit=2", None), "limit=2");
+    assert_eq!(slugs(&list), ["a3", "a2"]);
+    let list = array(
+        &host.get("/svc/articles?limit=1&featured=true", None),
+        "limit=1",
+    );
+    assert_eq!(slugs(&list), ["a3"]);
+}
+
+#[test]
+fn articles_invalid_limit_is_treated_as_absent() {
+    let host = Host::start(HostOptions::svc());
+    for (i, s) in ["a1", "a2", "a3"].iter().enumerate() {
+        article(
+            &host,
+            s,
+            Some(&format!("201{i}-01-01T00:00:00Z")),
+            true,
+            None,
+        );
+    }
+    for limit in ["abc", "-1", "0", "2.5", ""] {
+        let list = array(
+            &host.get(&format!("/svc/articles?limit={}", encode(limit)), None),
+            &format!("limit={limit}"),
+        );
+        assert_eq!(slugs(&list), ["a3", "a2", "a1"], "limit={limit}");
+    }
+}
+
+#[test]
+fn articles_expand_the_author_without_secrets() {
+    let host = Host::start(HostOptions::svc());
+    let author = model(&host, "writer");
+    let a = article(
+        &host,
+        "by-writer",
+        Some("2012-01-01T00:00:00Z"),
+        true,
+        Some(&id_of(&author)),
+    );
+    article(&host, "anonymous", Some("2011-01-01T00:00:00Z"), true, None);
+    let r = host.get("/svc/articles", None);
+    let list = array(&r, "articles");
+    assert_eq!(slugs(&list), ["by-writer", "anonymous"]);
+    assert_eq!(list[0]["id"], a["id"]);
+    assert_eq!(list[0]["title"], "Article by-writer");
+    assert_eq!(list[0]["content"], "body");
+    assert!(list[0]["author"].is_object(), "{}", list[0]);
+    assert_contains(
+        &list[0]["author"],
+        &public_user(&host, &id_of(&author)),
+        "author",
+    );
+    assert_eq!(list[1]["author"], Value::Null, "{}", list[1]);
+    assert_no_secrets(&r, &["writer@secret-mail.test", "token-writer"]);
+}
+
+#[test]
+fn articles_answer_500_with_the_fallback_when_the_read_fails() {
+    let host = Host::start(HostOptions::svc());
+    article(&host, "a", Some(PAST), true, None);
+    break_table(&host, "articles");
+    assert_error(
+        &host.get("/svc/articles", None),
+        500,
+        "Failed to fetch articles",
+    );
+}
+
+#[test]
+fn iso_helper_formats_known_instants() {
+    assert_eq!(iso_at(0), "1970-01-01T00:00:00.000Z");
+    assert_eq!(iso_at(978_307_200), "2001-01-01T00:00:00.000Z");
+    assert_eq!(iso_at(1_709_337_599), "2024-03-01T23:59:59.000Z");
+    assert_eq!(iso_at(951_782_400), "2000-02-29T00:00:00.000Z");
+}
