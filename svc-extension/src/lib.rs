@@ -20,6 +20,7 @@ pub mod articles;
 mod caller;
 pub mod community;
 pub mod failure;
+pub mod gamification;
 pub mod likes;
 pub mod models;
 pub mod params;
@@ -33,7 +34,9 @@ pub mod stats;
 pub mod video_plays;
 pub mod videos;
 
-use host_sdk::Extension;
+use std::time::Duration;
+
+use host_sdk::{Extension, Schedule};
 
 /// The extension's id: its mount point (`/svc`) and log target.
 pub const ID: &str = "svc";
@@ -48,49 +51,67 @@ pub fn extension() -> Extension {
     for (id, steps) in schema::migrations() {
         ext = ext.migration(id, steps);
     }
-    ext.routes(|r| {
-        r.get("/stats", stats::handler).summary("Site-wide counts");
-        r.get("/models", models::list)
-            .summary("Models, newest id first");
-        r.get("/models/:slug", models::one)
-            .summary("One model by slug");
-        r.get("/videos", videos::list)
-            .summary("Published videos, newest first");
-        r.get("/videos/:slug", videos::one)
-            .summary("One published video by slug");
-        r.get("/articles", articles::list)
-            .summary("Featured published articles");
-        r.post("/videos/:id/like", likes::like)
-            .summary("Like a video (auth)");
-        r.delete("/videos/:id/like", likes::unlike)
-            .summary("Unlike a video (auth)");
-        r.get("/videos/:id/like-status", likes::status)
-            .summary("Whether the caller likes a video");
-        r.post("/videos/:id/play", video_plays::record)
-            .summary("Record a play of a video");
-        r.patch("/videos/:id/play/:playId", video_plays::update)
-            .summary("Update a play of a video");
-        r.get("/analytics", analytics::handler)
-            .summary("The caller's video analytics (auth)");
-        r.get("/recordings", recordings::list)
-            .summary("The caller's recordings (auth)");
-        r.post("/recordings", recordings::create)
-            .summary("Create a recording (auth)");
-        r.get("/recordings/:id", recordings::one)
-            .summary("One recording: the owner's, or a public one (auth)");
-        r.patch("/recordings/:id", recordings::update)
-            .summary("Update an own recording (auth)");
-        r.delete("/recordings/:id", recordings::archive)
-            .summary("Archive an own recording (auth)");
-        r.post("/recordings/:id/duplicate", recordings::duplicate)
-            .summary("Copy a publicly shared recording (auth)");
-        r.get("/community-recordings", community::list)
-            .summary("Published public recordings");
-        r.post("/recordings/:id/play", recording_plays::record)
-            .summary("Record a play of a recording");
-        r.patch("/recordings/:id/play/:playId", recording_plays::update)
-            .summary("Update a play of a recording");
-    })
+    ext.on_event(gamification::hooks::on_event)
+        .schedule(
+            "recalculate-stats",
+            Schedule::Every(Duration::from_secs(3600)),
+            gamification::recalc::recalculate,
+        )
+        .routes(|r| {
+            r.get("/stats", stats::handler).summary("Site-wide counts");
+            r.get("/models", models::list)
+                .summary("Models, newest id first");
+            r.get("/models/:slug", models::one)
+                .summary("One model by slug");
+            r.get("/videos", videos::list)
+                .summary("Published videos, newest first");
+            r.get("/videos/:slug", videos::one)
+                .summary("One published video by slug");
+            r.get("/articles", articles::list)
+                .summary("Featured published articles");
+            r.post("/videos/:id/like", likes::like)
+                .summary("Like a video (auth)");
+            r.delete("/videos/:id/like", likes::unlike)
+                .summary("Unlike a video (auth)");
+            r.get("/videos/:id/like-status", likes::status)
+                .summary("Whether the caller likes a video");
+            r.post("/videos/:id/play", video_plays::record)
+                .summary("Record a play of a video");
+            r.patch("/videos/:id/play/:playId", video_plays::update)
+                .summary("Update a play of a video");
+            r.get("/analytics", analytics::handler)
+                .summary("The caller's video analytics (auth)");
+            r.get("/recordings", recordings::list)
+                .summary("The caller's recordings (auth)");
+            r.post("/recordings", recordings::create)
+                .summary("Create a recording (auth)");
+            r.get("/recordings/:id", recordings::one)
+                .summary("One recording: the owner's, or a public one (auth)");
+            r.patch("/recordings/:id", recordings::update)
+                .summary("Update an own recording (auth)");
+            r.delete("/recordings/:id", recordings::archive)
+                .summary("Archive an own recording (auth)");
+            r.post("/recordings/:id/duplicate", recordings::duplicate)
+                .summary("Copy a publicly shared recording (auth)");
+            r.get("/community-recordings", community::list)
+                .summary("Published public recordings");
+            r.post("/recordings/:id/play", recording_plays::record)
+                .summary("Record a play of a recording");
+            r.patch("/recordings/:id/play/:playId", recording_plays::update)
+                .summary("Update a play of a recording");
+            r.get(
+                "/gamification/leaderboard",
+                gamification::endpoints::leaderboard,
+            )
+            .summary("Users by weighted points");
+            r.get("/gamification/user/:id", gamification::endpoints::user)
+                .summary("A user's stats, rank, achievements and recent points");
+            r.get(
+                "/gamification/achievements",
+                gamification::endpoints::achievements,
+            )
+            .summary("Published achievements");
+        })
 }
 
 host_sdk::export_extension!(extension);
@@ -109,7 +130,14 @@ mod tests {
     fn registers_both_migrations_in_order() {
         let ext = extension();
         let ids: Vec<&str> = ext.migrations().iter().map(|(id, _)| id.as_str()).collect();
-        assert_eq!(ids, ["0001_collections", "0002_seed_achievements"]);
+        assert_eq!(
+            ids,
+            [
+                "0001_collections",
+                "0002_seed_achievements",
+                "0003_scoring_state"
+            ]
+        );
         assert_eq!(ext.migrations()[0].1.len(), 12);
         assert_eq!(ext.migrations()[1].1.len(), 1);
     }
@@ -140,6 +168,9 @@ mod tests {
             ("/community-recordings", "get"),
             ("/recordings/{id}/play", "post"),
             ("/recordings/{id}/play/{playId}", "patch"),
+            ("/gamification/leaderboard", "get"),
+            ("/gamification/user/{id}", "get"),
+            ("/gamification/achievements", "get"),
         ];
         for (path, method) in expected {
             assert!(paths[path][method].is_object(), "{method} {path} missing");

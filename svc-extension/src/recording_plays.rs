@@ -1,32 +1,40 @@
 //! Plays of recordings: `POST /recordings/:id/play` and
 //! `PATCH /recordings/:id/play/:playId` (auth optional). Plays are written
-//! as admin.
+//! as admin; the points they earn, the counters they change and the
+//! `playback` achievement check commit in the same transaction.
 
 use host_sdk::{ApiError, Context, Query, Request, Response};
 use serde_json::{json, Map, Value};
 
 use crate::failure::Failure;
+use crate::gamification::awards;
 
 const PLAY: Failure = Failure::new("Failed to record play");
 const UPDATE: Failure = Failure::new("Failed to update play");
 
-/// `POST /recordings/:id/play`: `{success, play_id}`.
+/// `POST /recordings/:id/play`: `{success, play_id}`. An authenticated
+/// caller who does not own the recording earns RECORDING_PLAY.
 pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let recording = req.param("id");
-    let user = ctx.user_id().map(String::from);
-    let admin = ctx.as_admin();
-    let found: Option<Value> = admin
-        .read_one_with("recordings", recording, &Query::new().fields(&["id"]))
-        .map_err(PLAY.of())?;
-    if found.is_none() {
-        return Err(ApiError::not_found("Recording not found"));
-    }
-    let play_id = admin
-        .create_one(
-            "recording_plays",
-            &json!({"recording_id": recording, "user_id": user, "duration_played": 0, "completed": false}),
-        )
-        .map_err(PLAY.of())?;
+    let user = ctx.user_id();
+    let play_id = ctx.transaction(|tx| {
+        let admin = tx.as_admin();
+        let found: Option<Value> = admin
+            .read_one_with("recordings", recording, &Query::new().fields(&["id", "user_created"]))
+            .map_err(PLAY.of())?;
+        let Some(found) = found else {
+            return Err(ApiError::not_found("Recording not found"));
+        };
+        let play_id = admin
+            .create_one(
+                "recording_plays",
+                &json!({"recording_id": recording, "user_id": user, "duration_played": 0, "completed": false}),
+            )
+            .map_err(PLAY.of())?;
+        let owner = found.get("user_created").and_then(Value::as_str);
+        awards::recording_played(tx, recording, owner, user).map_err(PLAY.of())?;
+        Ok(play_id)
+    })?;
     Ok(Response::ok(&json!({"success": true, "play_id": play_id})))
 }
 

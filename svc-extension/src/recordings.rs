@@ -88,14 +88,20 @@ pub fn create(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     Ok(Response::created(&created))
 }
 
-/// Reads a recording the caller must own: 500 when it cannot be read
-/// (SPEC: a missing record gives 500), 403 `Forbidden` when not theirs.
-fn owned(ctx: &Context<'_>, user: &str, id: &str, failure: Failure) -> Result<Value, ApiError> {
+/// Reads a recording the caller must own: `missing` when there is none,
+/// 403 `Forbidden` when not theirs.
+fn owned(
+    ctx: &Context<'_>,
+    user: &str,
+    id: &str,
+    failure: Failure,
+    missing: ApiError,
+) -> Result<Value, ApiError> {
     let recording = ctx
         .as_caller()
         .read_one("recordings", id)
         .map_err(failure.of())?
-        .ok_or_else(|| ApiError::internal("Recording not found"))?;
+        .ok_or(missing)?;
     if owner_of(&recording) != Some(user) {
         return Err(ApiError::forbidden("Forbidden"));
     }
@@ -109,7 +115,14 @@ pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let id = req.param("id");
     let body: Value = req.json()?;
     let changes = recording_changes(&body)?;
-    owned(ctx, user, id, UPDATE)?;
+    // SPEC: on PATCH, a missing record gives 500.
+    owned(
+        ctx,
+        user,
+        id,
+        UPDATE,
+        ApiError::internal("Recording not found"),
+    )?;
     let items = ctx.as_caller();
     if !changes.is_empty() {
         items
@@ -124,10 +137,17 @@ pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
 }
 
 /// `DELETE /recordings/:id`: the owner archives it; the record is kept.
+/// A missing recording is 404 `Recording not found`.
 pub fn archive(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let user = require_user(ctx)?;
     let id = req.param("id");
-    owned(ctx, user, id, DELETE)?;
+    owned(
+        ctx,
+        user,
+        id,
+        DELETE,
+        ApiError::not_found("Recording not found"),
+    )?;
     ctx.as_caller()
         .update_one("recordings", id, &json!({"status": "archived"}))
         .map_err(DELETE.of())?;

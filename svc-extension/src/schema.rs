@@ -5,7 +5,7 @@
 //! collection has an implicit `id` (UUID v4) and is never declared here; the
 //! host fills `date_created`, `user_created` and `date_updated` itself.
 
-use host_sdk::schema::{Collection, Field, Step};
+use host_sdk::schema::{Collection, Field, Index, Step};
 use serde_json::json;
 
 use crate::achievements;
@@ -14,6 +14,8 @@ use crate::achievements;
 pub const COLLECTIONS_MIGRATION: &str = "0001_collections";
 /// Id of the migration seeding the achievements.
 pub const SEED_ACHIEVEMENTS_MIGRATION: &str = "0002_seed_achievements";
+/// Id of the migration adding the constant-cost scoring state.
+pub const SCORING_MIGRATION: &str = "0003_scoring_state";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -176,10 +178,49 @@ pub fn seed_achievements() -> Vec<Step> {
 }
 
 /// Every migration of the service, in the order the host must apply them.
+/// The state of the decay-anchored scores (see `gamification::score`):
+/// each user's anchored sum and completed plays next to the stats, indexed
+/// for the leaderboard, and the anchor t₀ itself.
+pub fn scoring_state() -> Vec<Step> {
+    use crate::gamification::ledger::{DEFAULT_ANCHOR, STATE_ID};
+    vec![
+        Step::AddField {
+            collection: "user_stats".into(),
+            field: Field::float("decay_sum").not_null().default(json!(0)),
+        },
+        Step::AddField {
+            collection: "user_stats".into(),
+            field: counter("completions_count"),
+        },
+        Step::CreateIndex {
+            collection: "user_stats".into(),
+            index: Index {
+                fields: vec!["decay_sum".into()],
+                unique: false,
+            },
+        },
+        Step::CreateIndex {
+            collection: "user_points".into(),
+            index: Index {
+                fields: vec!["recording_id".into(), "action".into()],
+                unique: false,
+            },
+        },
+        Collection::new("gamification_state")
+            .field(Field::timestamp("anchor").not_null())
+            .build(),
+        Step::InsertItems {
+            collection: "gamification_state".into(),
+            items: vec![json!({"id": STATE_ID, "anchor": DEFAULT_ANCHOR})],
+        },
+    ]
+}
+
 pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
     vec![
         (COLLECTIONS_MIGRATION, collections()),
         (SEED_ACHIEVEMENTS_MIGRATION, seed_achievements()),
+        (SCORING_MIGRATION, scoring_state()),
     ]
 }
 
@@ -412,6 +453,13 @@ mod tests {
     #[test]
     fn migrations_are_ordered() {
         let ids: Vec<&str> = migrations().iter().map(|(id, _)| *id).collect();
-        assert_eq!(ids, ["0001_collections", "0002_seed_achievements"]);
+        assert_eq!(
+            ids,
+            [
+                "0001_collections",
+                "0002_seed_achievements",
+                "0003_scoring_state"
+            ]
+        );
     }
 }

@@ -73,27 +73,59 @@ mod tests {
         };
         let now = at(2026, 1, 1);
         for (code, want) in [
-            ("first_recording", 12), ("recording_10", 12), ("recording_50", 12), ("recording_100", 12),
-            ("featured_recording", 2), ("first_play", 101), ("play_100", 101), ("play_500", 101),
-            ("completionist_10", 7), ("completionist_100", 7), ("first_comment", 3), ("comment_50", 3),
-            ("comment_250", 3), ("balanced_creator", 0), ("no_such_code", 0), ("top_10_rank", 0),
+            ("first_recording", 12),
+            ("recording_10", 12),
+            ("recording_50", 12),
+            ("recording_100", 12),
+            ("featured_recording", 2),
+            ("first_play", 101),
+            ("play_100", 101),
+            ("play_500", 101),
+            ("completionist_10", 7),
+            ("completionist_100", 7),
+            ("first_comment", 3),
+            ("comment_50", 3),
+            ("comment_250", 3),
+            ("balanced_creator", 0),
+            ("no_such_code", 0),
+            ("top_10_rank", 0),
         ] {
             assert_eq!(progress(code, &f, now), want, "{code}");
         }
-        let balanced = Facts { published: 50, plays_on_others: 100, ..Default::default() };
+        let balanced = Facts {
+            published: 50,
+            plays_on_others: 100,
+            ..Default::default()
+        };
         assert_eq!(progress("balanced_creator", &balanced, now), 1);
-        let ranked = Facts { rank: Some(10), ..Default::default() };
+        let ranked = Facts {
+            rank: Some(10),
+            ..Default::default()
+        };
         assert_eq!(progress("top_10_rank", &ranked, now), 1);
-        let ranked = Facts { rank: Some(11), ..Default::default() };
+        let ranked = Facts {
+            rank: Some(11),
+            ..Default::default()
+        };
         assert_eq!(progress("top_10_rank", &ranked, now), 0);
     }
 
     #[test]
     fn dates_of_the_special_achievements() {
         let now = at(2026, 3, 10);
-        let with = |c| Facts { created: Some(c), ..Default::default() };
+        let with = |c| Facts {
+            created: Some(c),
+            ..Default::default()
+        };
         assert_eq!(progress("early_adopter", &with(at(2025, 2, 1)), now), 1);
-        assert_eq!(progress("early_adopter", &with(at(2025, 2, 1) + chrono::Duration::milliseconds(1)), now), 0);
+        assert_eq!(
+            progress(
+                "early_adopter",
+                &with(at(2025, 2, 1) + chrono::Duration::milliseconds(1)),
+                now
+            ),
+            0
+        );
         assert_eq!(progress("early_adopter", &with(at(2020, 5, 5)), now), 1);
         assert_eq!(progress("one_year", &with(at(2025, 3, 10)), now), 1);
         assert_eq!(progress("one_year", &with(at(2025, 3, 11)), now), 0);

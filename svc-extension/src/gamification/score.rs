@@ -77,7 +77,10 @@ mod tests {
         for now in [t(300), t(301), t(700), t(5000)] {
             let direct = weighted_directly(&actions, now);
             let fast = weighted_at(s, anchor, now);
-            assert!((direct - fast).abs() <= 1e-9 * direct.max(1.0), "{direct} vs {fast}");
+            assert!(
+                (direct - fast).abs() <= 1e-9 * direct.max(1.0),
+                "{direct} vs {fast}"
+            );
         }
         // A point awarded now weighs its full value.
         assert!((weighted_at(term(10.0, t(9), anchor), anchor, t(9)) - 10.0).abs() < 1e-12);
@@ -88,17 +91,20 @@ mod tests {
         let anchor = t(0);
         let a = term(100.0, t(10), anchor);
         let b = term(90.0, t(20), anchor);
-        assert_eq!(a > b, weighted_at(a, anchor, t(400)) > weighted_at(b, anchor, t(400)));
+        assert_eq!(
+            a > b,
+            weighted_at(a, anchor, t(400)) > weighted_at(b, anchor, t(400))
+        );
     }
 
     #[test]
     fn rebasing_keeps_scores() {
-        let (old, new) = (t(0), t(60_000));
+        let (old, new) = (t(0), t(70_000));
         assert!(needs_rebase(old, new));
         assert!(!needs_rebase(old, t(365)));
-        let s_old = term(10.0, t(59_990), old);
+        let s_old = term(10.0, t(69_990), old);
         let s_new = s_old * rebase_factor(old, new);
-        let direct = weighted_at(s_old, old, t(60_001));
-        assert!((weighted_at(s_new, new, t(60_001)) - direct).abs() <= 1e-9 * direct);
+        let direct = weighted_at(s_old, old, t(70_001));
+        assert!((weighted_at(s_new, new, t(70_001)) - direct).abs() <= 1e-9 * direct);
     }
 }

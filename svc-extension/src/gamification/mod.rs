@@ -1,0 +1,24 @@
+//! The gamification layer: points, time-decayed scores, achievements and
+//! the leaderboard (SPEC "Gamification records", rules 1–7).
+//!
+//! * [`score`]: the decay-anchored sum that makes scores and ranks exact at
+//!   constant cost.
+//! * [`progress`]: rule 5, pure.
+//! * [`facts`]: rule 3 from scratch, for batches of users.
+//! * [`ledger`]: a user's stats row inside one transaction.
+//! * [`check`]: rule 4.
+//! * [`awards`]: the triggers and point values.
+//! * [`hooks`]: the triggers that follow item events.
+//! * [`recalc`]: rule 6, the hourly `recalculate-stats` schedule.
+//! * [`endpoints`]: the three public endpoints.
+
+pub mod awards;
+pub mod check;
+pub mod endpoints;
+pub mod facts;
+pub mod hooks;
+pub mod ledger;
+pub mod progress;
+pub mod recalc;
+pub mod score;
+pub mod time;

@@ -1,0 +1,2137 @@
+//! The recording endpoints of the svc extension, read straight from SPEC.md
+//! ("Recording", "Recording status", "Recordings", "Authentication",
+//! "Errors", "Limits") and DECISIONS.md (§3, §5, §6, §7): listing, reading,
+//! creating, updating, archiving, duplicating, community listing and plays.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use platform_tests::{encode, Host, HostOptions, Resp, ADMIN_TOKEN};
+use serde_json::{json, Value};
+
+const MISSING: &str = "Missing required fields: title, duration, events, device_info";
+const EVENTS: &str = "Events must be a non-empty array";
+
+// ---------------------------------------------------------------- helpers
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64
+}
+
+/// Milliseconds since the epoch of an RFC 3339 UTC timestamp
+/// (`2026-11-22T10:00:00.000Z`, DECISIONS §6); panics on anything else.
+fn ts_ms(v: &Value) -> i64 {
+    let s = v
+        .as_str()
+        .unwrap_or_else(|| panic!("timestamp is not a string: {v}"));
+    let b = s.as_bytes();
+    assert!(
+        b.len() >= 20 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':',
+        "not RFC 3339: {s}"
+    );
+    assert!(s.ends_with('Z') || s.ends_with("+00:00"), "not UTC: {s}");
+    let num = |r: std::ops::Range<usize>| -> i64 {
+        s[r].parse().unwrap_or_else(|_| panic!("not RFC 3339: {s}"))
+    };
+    let (y, mo, d) = (num(0..4), num(5..7), num(8..10));
+    let (h, mi, sec) = (num(11..13), num(14..16), num(17..19));
+    let mut ms = 0;
+    if b[19] == b'.' {
+        let frac: String = s[20..].chars().take_while(|c| c.is_ascii_digit()).collect();
+        assert!(!frac.is_empty(), "not RFC 3339: {s}");
+        let padded = format!("{frac:0<3}");
+        ms = padded[..3].parse::<i64>().expect("millis");
+    }
+    // Days from civil (Howard Hinnant).
+    let y2 = if mo <= 2 { y - 1 } else { y };
+    let era = if y2 >= 0 { y2 } else { y2 - 399 } / 400;
+    let yoe = y2 - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    ((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000 + ms
+}
+
+fn event(i: usize) -> Value {
+    json!({"actuatorIndex": 0, "actuatorType": "Vibrate", "deviceIndex": 0,
+           "deviceName": "D", "timestamp": i * 100, "value": (i * 37 % 100) as f64})
+}
+
+fn device_info() -> Value {
+    json!([{"name": "D", "index": 0, "capabilities": ["Vibrate"]}])
+}
+
+/// A valid create body.
+fn body(title: &str) -> Value {
+    json!({
+        "title": title, "duration": 1500.5, "device_info": device_info(),
+        "events": [event(0), event(1), event(2)],
+    })
+}
+
+fn err(r: &Resp) -> Value {
+    r.json()["error"].clone()
+}
+
+/// POST /svc/recordings, expecting 201; the created recording.
+fn create(host: &Host, token: &str, body: &Value) -> Value {
+    let r = host.post("/svc/recordings", Some(token), body);
+    assert_eq!(r.status, 201, "create: {}", r.body);
+    let v = r.json();
+    assert!(v["id"].is_string(), "no id in {v}");
+    v
+}
+
+fn id_of(v: &Value) -> String {
+    v["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id in {v}"))
+        .to_string()
+}
+
+/// The stored recording, read as admin through the items API.
+fn stored(host: &Host, id: &str) -> Value {
+    let r = host.get(&format!("/items/recordings/{id}"), Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["data"].clone()
+}
+
+fn count(host: &Host, collection: &str) -> u64 {
+    let r = host.get(
+        &format!("/items/{collection}?aggregate[count]=*"),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let n = r.json()["data"][0]["count"].clone();
+    n.as_u64()
+        .or_else(|| n.as_str().and_then(|s| s.parse().ok()))
+        .unwrap_or_else(|| panic!("count: {}", r.body))
+}
+
+fn recordings_count(host: &Host) -> u64 {
+    count(host, "recordings")
+}
+
+/// Creates recordings as admin (explicit owner, dates, status...) in one
+/// request; returns them.
+fn admin_recordings(host: &Host, items: Vec<Value>) -> Vec<Value> {
+    let r = host.post("/items/recordings", Some(ADMIN_TOKEN), &Value::Array(items));
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["data"].as_array().cloned().expect("created array")
+}
+
+/// An admin-created recording body with explicit owner and date.
+fn owned(title: &str, owner: &str, date: &str) -> Value {
+    let mut b = body(title);
+    b["user_created"] = json!(owner);
+    b["date_created"] = json!(date);
+    b["slug"] = json!(title.to_lowercase());
+    b
+}
+
+/// The minute `i` of 2025-01-01, as an RFC 3339 timestamp.
+fn minute(i: usize) -> String {
+    format!("2025-01-01T{:02}:{:02}:00.000Z", i / 60, i % 60)
+}
+
+fn titles(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|r| r["title"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn list(host: &Host, token: &str, query: &str) -> Value {
+    let r = host.get(&format!("/svc/recordings{query}"), Some(token));
+    assert_eq!(r.status, 200, "{query}: {}", r.body);
+    let v = r.json();
+    assert!(v.is_array(), "GET /recordings must be a JSON array: {v}");
+    v
+}
+
+fn community(host: &Host, query: &str) -> Value {
+    let r = host.get(&format!("/svc/community-recordings{query}"), None);
+    assert_eq!(r.status, 200, "{query}: {}", r.body);
+    let v = r.json();
+    assert!(v["data"].is_array(), "{v}");
+    v["data"].clone()
+}
+
+/// 55 recordings of `owner`, titled rec-00 (oldest) .. rec-54 (newest),
+/// inserted in an order that is neither date order nor its reverse.
+fn fifty_five(host: &Host, owner: &str) {
+    let items = (0..55)
+        .map(|k| (k * 17) % 55)
+        .map(|i| owned(&format!("rec-{i:02}"), owner, &minute(i)))
+        .collect();
+    admin_recordings(host, items);
+}
+
+fn newest_first(range: std::ops::Range<usize>) -> Vec<String> {
+    range.rev().map(|i| format!("rec-{i:02}")).collect()
+}
+
+fn assert_serving(host: &Host) {
+    let r = host.get("/server/ping", None);
+    assert_eq!(
+        (r.status, r.body.as_str()),
+        (200, "pong"),
+        "host stopped serving"
+    );
+}
+
+// ---------------------------------------------------------------- GET /recordings
+
+#[test]
+fn list_requires_authentication() {
+    let host = Host::start(HostOptions::svc());
+    let r = host.get("/svc/recordings", None);
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Unauthorized"}));
+}
+
+#[test]
+fn invalid_or_inactive_tokens_get_401_invalid_token() {
+    let host = Host::start(HostOptions::svc());
+    let uid = host.user(Some("Viewer"), "soon-suspended");
+    for path in ["/svc/recordings", "/svc/community-recordings"] {
+        let r = host.get(path, Some("no-such-token"));
+        assert_eq!(r.status, 401, "{path}: {}", r.body);
+        assert_eq!(r.json(), json!({"error": "Invalid token"}), "{path}");
+    }
+    // The access_token query parameter authenticates too.
+    let r = host.get("/svc/recordings?access_token=soon-suspended", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = host.patch(
+        &format!("/items/platform_users/{uid}"),
+        Some(ADMIN_TOKEN),
+        &json!({"status": "suspended"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = host.get("/svc/recordings", Some("soon-suspended"));
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Invalid token"}));
+}
+
+#[test]
+fn list_returns_only_the_callers_own_recordings() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "alice");
+    host.user(Some("Model"), "bob");
+    create(&host, "alice", &body("alice one"));
+    create(&host, "alice", &body("alice two"));
+    let mut shared = body("bob public");
+    shared["status"] = json!("published");
+    let bob_rec = create(&host, "bob", &shared);
+    // Bob's recording is published and public: still not in Alice's list.
+    let r = host.patch(
+        &format!("/svc/recordings/{}", id_of(&bob_rec)),
+        Some("bob"),
+        &json!({"public": true}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    admin_recordings(&host, vec![body("admin's own")]);
+
+    let mine = list(&host, "alice", "");
+    let mut t = titles(&mine);
+    t.sort();
+    assert_eq!(t, vec!["alice one", "alice two"]);
+    assert_eq!(titles(&list(&host, "bob", "")), vec!["bob public"]);
+    for r in mine.as_array().expect("array") {
+        assert_eq!(r["user_created"], mine[0]["user_created"]);
+    }
+}
+
+#[test]
+fn list_is_sorted_by_date_created_descending() {
+    let host = Host::start(HostOptions::svc());
+    let uid = host.user(Some("Viewer"), "sorter");
+    admin_recordings(
+        &host,
+        vec![
+            owned("middle", &uid, "2025-06-01T00:00:00.000Z"),
+            owned("oldest", &uid, "2024-01-01T00:00:00.000Z"),
+            owned("newest", &uid, "2026-01-01T00:00:00.000Z"),
+            owned("late-2025", &uid, "2025-12-31T23:59:59.999Z"),
+        ],
+    );
+    assert_eq!(
+        titles(&list(&host, "sorter", "")),
+        vec!["newest", "late-2025", "middle", "oldest"]
+    );
+}
+
+#[test]
+fn list_limit_defaults_to_50_and_page_to_1() {
+    let host = Host::start(HostOptions::svc());
+    let uid = host.user(Some("Viewer"), "pager");
+    fifty_five(&host, &uid);
+    assert_eq!(titles(&list(&host, "pager", "")), newest_first(5..55));
+    assert_eq!(
+        titles(&list(&host, "pager", "?page=1")),
+        newest_first(5..55)
+    );
+    assert_eq!(titles(&list(&host, "pager", "?page=2")), newest_first(0..5));
+    assert_eq!(
+        titles(&list(&host, "pager", "?page=3")),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn list_limit_and_page_select_a_window_without_cap() {
+    let host = Host::start(HostOptions::svc());
+    let uid = host.user(Some("Viewer"), "pager");
+    fifty_five(&host, &uid);
+    assert_eq!(
+        titles(&list(&host, "pager", "?limit=1000")),
+        newest_first(0..55)
+    );
+    assert_eq!(
+        titles(&list(&host, "pager", "?limit=10&page=3")),
+        newest_first(25..35)
+    );
+    assert_eq!(
+        titles(&list(&host, "pager", "?limit=20&page=3")),
+        newest_first(0..15)
+    );
+    assert_eq!(titles(&list(&host, "pager", "?limit=1")), vec!["rec-54"]);
+}
+
+#[test]
+fn list_invalid_limit_and_page_fall_back_to_defaults() {
+    let host = Host::start(HostOptions::svc());
+    let uid = host.user(Some("Viewer"), "pager");
+    fifty_five(&host, &uid);
+    for q in [
+        "?limit=abc",
+        "?limit=-5",
+        "?limit=0",
+        "?limit=",
+        "?limit=2.5",
+    ] {
+        assert_eq!(
+            titles(&list(&host, "pager", q)),
+            newest_first(5..55),
+            "{q} must give the default limit 50"
+        );
+    }
+    for q in ["?page=0", "?page=-1", "?page=abc", "?page="] {
+        assert_eq!(
+            titles(&list(&host, "pager", &format!("{q}&limit=10"))),
+            newest_first(45..55),
+            "{q} must give page 1"
+        );
+    }
+}
+
+#[test]
+fn list_filters_by_exact_status() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "st");
+    for (title, status) in [("d", "draft"), ("p", "published"), ("a", "archived")] {
+        let mut b = body(title);
+        b["status"] = json!(status);
+        create(&host, "st", &b);
+    }
+    assert_eq!(titles(&list(&host, "st", "?status=published")), vec!["p"]);
+    assert_eq!(titles(&list(&host, "st", "?status=draft")), vec!["d"]);
+    assert_eq!(titles(&list(&host, "st", "?status=archived")), vec!["a"]);
+    // Exact: no prefix, substring or case-insensitive matches.
+    for q in ["?status=publish", "?status=Published", "?status=ublished"] {
+        assert!(titles(&list(&host, "st", q)).is_empty(), "{q}");
+    }
+    // No filter: every status of the caller, archived included.
+    let mut all = titles(&list(&host, "st", ""));
+    all.sort();
+    assert_eq!(all, vec!["a", "d", "p"]);
+}
+
+#[test]
+fn list_tags_filter_matches_whole_elements_only() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "tagger");
+    for (title, tags) in [
+        ("exact", json!(["foo", "bar"])),
+        ("superstring", json!(["foobar"])),
+        ("substring", json!(["fo"])),
+        ("last", json!(["x", "foo"])),
+        ("none", json!([])),
+        ("case", json!(["FOO"])),
+    ] {
+        let mut b = body(title);
+        b["tags"] = tags;
+        create(&host, "tagger", &b);
+    }
+    let mut t = titles(&list(&host, "tagger", "?tags=foo"));
+    t.sort();
+    assert_eq!(t, vec!["exact", "last"]);
+    assert!(titles(&list(&host, "tagger", "?tags=oo")).is_empty());
+    assert_eq!(
+        titles(&list(&host, "tagger", "?tags=fo")),
+        vec!["substring"]
+    );
+    assert_eq!(titles(&list(&host, "tagger", "?tags=bar")), vec!["exact"]);
+    assert!(titles(&list(&host, "tagger", "?tags=nothing")).is_empty());
+    // Combined with status (both apply).
+    assert!(titles(&list(&host, "tagger", "?tags=foo&status=published")).is_empty());
+    assert_eq!(
+        titles(&list(&host, "tagger", "?tags=bar&status=draft")),
+        vec!["exact"]
+    );
+}
+
+#[test]
+fn list_tags_filter_with_special_characters() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "tagger");
+    for (title, tags) in [
+        ("quoted", json!(["a\"b"])),
+        ("percent", json!(["100%"])),
+        ("spaced", json!(["slow wave"])),
+        ("other", json!(["100"])),
+    ] {
+        let mut b = body(title);
+        b["tags"] = tags;
+        create(&host, "tagger", &b);
+    }
+    for (tag, want) in [
+        ("a\"b", "quoted"),
+        ("100%", "percent"),
+        ("slow wave", "spaced"),
+        ("100", "other"),
+    ] {
+        assert_eq!(
+            titles(&list(&host, "tagger", &format!("?tags={}", encode(tag)))),
+            vec![want],
+            "tag {tag}"
+        );
+    }
+    assert!(titles(&list(&host, "tagger", &format!("?tags={}", encode("%")))).is_empty());
+}
+
+#[test]
+fn list_filters_by_linked_video() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "linker");
+    let v1 = host.admin_create("videos", &json!({"slug": "v1", "title": "V1"}))["id"].clone();
+    let v2 = host.admin_create("videos", &json!({"slug": "v2", "title": "V2"}))["id"].clone();
+    for (title, video) in [("one", &v1), ("two", &v2), ("one-b", &v1)] {
+        let mut b = body(title);
+        b["linked_video"] = video.clone();
+        create(&host, "linker", &b);
+    }
+    create(&host, "linker", &body("unlinked"));
+    let q = format!("?linked_video={}", v1.as_str().expect("id"));
+    let mut t = titles(&list(&host, "linker", &q));
+    t.sort();
+    assert_eq!(t, vec!["one", "one-b"]);
+    let q = format!("?linked_video={}", v2.as_str().expect("id"));
+    assert_eq!(titles(&list(&host, "linker", &q)), vec!["two"]);
+    let q = "?linked_video=00000000-0000-4000-8000-000000000000";
+    assert!(titles(&list(&host, "linker", q)).is_empty());
+}
+
+// ---------------------------------------------------------------- GET /recordings/:id
+
+#[test]
+fn owner_reads_own_private_recording() {
+    let host = Host::start(HostOptions::svc());
+    let uid = host.user(Some("Viewer"), "owner");
+    let mut b = body("Mine");
+    b["description"] = json!("private notes");
+    b["tags"] = json!(["t1"]);
+    let created = create(&host, "owner", &b);
+    let id = id_of(&created);
+    let r = host.get(&format!("/svc/recordings/{id}"), Some("owner"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.content_type.starts_with("application/json"),
+        "{}",
+        r.content_type
+    );
+    let got = r.json();
+    assert_eq!(got["id"], json!(id));
+    assert_eq!(got["title"], "Mine");
+    assert_eq!(got["description"], "private notes");
+    assert_eq!(got["public"], false);
+    assert_eq!(got["user_created"], json!(uid));
+    assert_eq!(got["events"], b["events"]);
+    assert_eq!(got["device_info"], b["device_info"]);
+    assert_eq!(got["tags"], json!(["t1"]));
+    assert_eq!(got["duration"].as_f64(), Some(1500.5));
+}
+
+#[test]
+fn another_user_gets_403_on_a_private_recording() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    host.user(Some("Viewer"), "other");
+    // Published but private: still forbidden.
+    let mut b = body("Private");
+    b["status"] = json!("published");
+    let id = id_of(&create(&host, "owner", &b));
+    let r = host.get(&format!("/svc/recordings/{id}"), Some("other"));
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Forbidden"}));
+    // The ownership check is endpoint logic: it applies to admins too.
+    let r = host.get(&format!("/svc/recordings/{id}"), Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Forbidden"}));
+}
+
+#[test]
+fn another_user_reads_a_public_recording() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Model"), "owner");
+    host.user(Some("Viewer"), "other");
+    // public true is enough, whatever the status.
+    let id = id_of(&create(&host, "owner", &body("Shared draft")));
+    let r = host.patch(
+        &format!("/svc/recordings/{id}"),
+        Some("owner"),
+        &json!({"public": true}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = host.get(&format!("/svc/recordings/{id}"), Some("other"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["title"], "Shared draft");
+    assert_eq!(r.json()["public"], true);
+    // Back to private: forbidden again.
+    let r = host.patch(
+        &format!("/svc/recordings/{id}"),
+        Some("owner"),
+        &json!({"public": false}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        host.get(&format!("/svc/recordings/{id}"), Some("other"))
+            .status,
+        403
+    );
+}
+
+#[test]
+fn missing_and_malformed_ids_give_404_recording_not_found() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "reader");
+    for id in [
+        "00000000-0000-4000-8000-000000000000",
+        "not-a-uuid",
+        "1",
+        "%27%20OR%20%271%27%3D%271",
+        &"a".repeat(300),
+    ] {
+        let r = host.get(&format!("/svc/recordings/{id}"), Some("reader"));
+        assert_eq!(r.status, 404, "{id}: {}", r.body);
+        assert_eq!(r.json(), json!({"error": "Recording not found"}), "{id}");
+    }
+    assert_serving(&host);
+}
+
+#[test]
+fn single_read_requires_authentication() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let mut b = body("Public one");
+    b["status"] = json!("published");
+    let id = id_of(&create(&host, "owner", &b));
+    host.patch(
+        &format!("/svc/recordings/{id}"),
+        Some("owner"),
+        &json!({"public": true}),
+    );
+    let r = host.get(&format!("/svc/recordings/{id}"), None);
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Unauthorized"}));
+}
+
+// ---------------------------------------------------------------- POST /recordings
+
+#[test]
+fn create_requires_authentication() {
+    let host = Host::start(HostOptions::svc());
+    let r = host.post("/svc/recordings", None, &body("anon"));
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Unauthorized"}));
+    assert_eq!(recordings_count(&host), 0);
+}
+
+#[test]
+fn create_missing_or_falsy_required_fields_give_400() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "creator");
+    for field in ["title", "duration", "events", "device_info"] {
+        let mut absent = body("x");
+        absent.as_object_mut().expect("object").remove(field);
+        let mut cases = vec![absent];
+        for falsy in [json!(null), json!(false), json!(0), json!(""), json!(0.0)] {
+            let mut b = body("x");
+            b[field] = falsy;
+            cases.push(b);
+        }
+        for b in cases {
+            let r = host.post("/svc/recordings", Some("creator"), &b);
+            assert_eq!(r.status, 400, "{field} in {b}: {}", r.body);
+            assert_eq!(r.json(), json!({"error": MISSING}), "{field} in {b}");
+        }
+    }
+    // All four missing at once; an empty object body.
+    let r = host.post("/svc/recordings", Some("creator"), &json!({}));
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json(), json!({"error": MISSING}));
+    assert_eq!(recordings_count(&host), 0);
+}
+
+#[test]
+fn create_missing_fields_are_checked_before_events_and_types() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "creator");
+    for b in [
+        json!({"title": "x", "duration": 5, "events": [], "device_info": null}),
+        json!({"title": 7, "duration": 0, "events": [event(0)], "device_info": {}}),
+        json!({"title": "", "duration": "x", "events": "nope", "device_info": {}, "tags": 1}),
+        json!({"duration": 5, "events": [event(0)], "device_info": {}, "status": "bogus"}),
+    ] {
+        let r = host.post("/svc/recordings", Some("creator"), &b);
+        assert_eq!(r.status, 400, "{b}: {}", r.body);
+        assert_eq!(r.json(), json!({"error": MISSING}), "{b}");
+    }
+    assert_eq!(recordings_count(&host), 0);
+}
+
+#[test]
+fn create_empty_array_and_object_count_as_present() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "creator");
+    for info in [
+        json!([]),
+        json!({}),
+        json!({"name": "D", "index": 0, "capabilities": []}),
+    ] {
+        let mut b = body("present");
+        b["device_info"] = info.clone();
+        let created = create(&host, "creator", &b);
+        assert_eq!(created["device_info"], info);
+    }
+    assert_eq!(recordings_count(&host), 3);
+}
+
+#[test]
+fn create_events_must_be_a_non_empty_array() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "creator");
+    for events in [
+        json!([]),
+        json!({}),
+        json!({"0": event(0)}),
+        json!("events"),
+        json!(5),
+        json!(true),
+    ] {
+        let mut b = body("x");
+        b["events"] = events.clone();
+        let r = host.post("/svc/recordings", Some("creator"), &b);
+        assert_eq!(r.status, 400, "{events}: {}", r.body);
+        assert_eq!(r.json(), json!({"error": EVENTS}), "{events}");
+    }
+    // Checked before the type checks.
+    let b = json!({"title": 5, "duration": "x", "events": [], "device_info": {}, "tags": "t"});
+    let r = host.post("/svc/recordings", Some("creator"), &b);
+    assert_eq!(r.json(), json!({"error": EVENTS}), "{}", r.body);
+    assert_eq!(recordings_count(&host), 0);
+}
+
+#[test]
+fn create_wrong_types_give_exact_messages_in_order() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "creator");
+    let with = |pairs: &[(&str, Value)]| {
+        let mut b = body("x");
+        for (k, v) in pairs {
+            b[*k] = v.clone();
+        }
+        b
+    };
+    let cases = [
+        (with(&[("title", json!(5))]), "title must be a string"),
+        (with(&[("title", json!(true))]), "title must be a string"),
+        (with(&[("title", json!(["a"]))]), "title must be a string"),
+        (
+            with(&[("title", json!({"a": 1}))]),
+            "title must be a string",
+        ),
+        (
+            with(&[("duration", json!("1000"))]),
+            "duration must be a number",
+        ),
+        (
+            with(&[("duration", json!(true))]),
+            "duration must be a number",
+        ),
+        (
+            with(&[("duration", json!([1]))]),
+            "duration must be a number",
+        ),
+        (
+            with(&[("duration", json!({}))]),
+            "duration must be a number",
+        ),
+        (with(&[("tags", json!("a,b"))]), "tags must be an array"),
+        (with(&[("tags", json!({"a": 1}))]), "tags must be an array"),
+        (with(&[("tags", json!(3))]), "tags must be an array"),
+        (with(&[("tags", json!(true))]), "tags must be an array"),
+        // Order: title, then duration, then tags.
+        (
+            with(&[
+                ("title", json!(1)),
+                ("duration", json!("d")),
+                ("tags", json!("t")),
+            ]),
+            "title must be a string",
+        ),
+        (
+            with(&[("duration", json!("d")), ("tags", json!("t"))]),
+            "duration must be a number",
+        ),
+    ];
+    for (b, msg) in cases {
+        let r = host.post("/svc/recordings", Some("creator"), &b);
+        assert_eq!(r.status, 400, "{b}: {}", r.body);
+        assert_eq!(r.json(), json!({"error": msg}), "{b}");
+    }
+    assert_eq!(recordings_count(&host), 0);
+}
+
+#[test]
+fn create_status_must_be_draft_published_or_archived() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "creator");
+    for status in [
+        json!("Draft"),
+        json!("deleted"),
+        json!("public"),
+        json!(5),
+        json!(["draft"]),
+        json!(" draft"),
+    ] {
+        let mut b = body("x");
+        b["status"] = status.clone();
+        let r = host.post("/svc/recordings", Some("creator"), &b);
+        assert_eq!(r.status, 400, "{status}: {}", r.body);
+        assert_eq!(r.json(), json!({"error": "Invalid status"}), "{status}");
+    }
+    assert_eq!(recordings_count(&host), 0);
+    for status in ["draft", "published", "archived"] {
+        let mut b = body(status);
+        b["status"] = json!(status);
+        assert_eq!(create(&host, "creator", &b)["status"], status);
+    }
+    assert_eq!(recordings_count(&host), 3);
+}
+
+#[test]
+fn create_invalid_json_gives_400() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "creator");
+    for raw in [
+        &b"{not json"[..],
+        b"{\"title\": \"x\",}",
+        b"{\"title\": \"x\"",
+    ] {
+        let r = host.request("POST", "/svc/recordings", Some("creator"), Some(raw));
+        assert_eq!(
+            r.status,
+            400,
+            "{:?}: {}",
+            String::from_utf8_lossy(raw),
+            r.body
+        );
+        assert_eq!(r.json(), json!({"error": "Invalid JSON body"}));
+    }
+    assert_eq!(recordings_count(&host), 0);
+}
+
+#[test]
+fn create_returns_201_with_the_created_recording_and_defaults() {
+    let host = Host::start(HostOptions::svc());
+    let uid = host.user(Some("Viewer"), "creator");
+    let before = now_ms();
+    let b = body("My First Recording");
+    let r = host.post("/svc/recordings", Some("creator"), &b);
+    let after = now_ms();
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert!(
+        r.content_type.starts_with("application/json"),
+        "{}",
+        r.content_type
+    );
+    let c = r.json();
+    assert_eq!(c["title"], "My First Recording");
+    assert_eq!(c["slug"], "my-first-recording");
+    assert_eq!(c["status"], "draft");
+    assert_eq!(c["public"], false);
+    assert_eq!(c["tags"], json!([]));
+    assert_eq!(c["linked_video"], Value::Null);
+    assert_eq!(c["original_recording_id"], Value::Null);
+    assert_ne!(c["featured"], json!(true));
+    assert_eq!(c["user_created"], json!(uid));
+    assert_eq!(c["events"], b["events"]);
+    assert_eq!(c["device_info"], b["device_info"]);
+    assert_eq!(c["duration"].as_f64(), Some(1500.5));
+    let created_at = ts_ms(&c["date_created"]);
+    assert!(
+        created_at >= before - 1000 && created_at <= after + 1000,
+        "date_created {} not within the request",
+        c["date_created"]
+    );
+    // What was returned is what was stored.
+    let s = stored(&host, &id_of(&c));
+    for k in [
+        "title",
+        "slug",
+        "status",
+        "public",
+        "tags",
+        "user_created",
+        "events",
+        "device_info",
+    ] {
+        assert_eq!(s[k], c[k], "{k}");
+    }
+    assert_eq!(recordings_count(&host), 1);
+}
+
+#[test]
+fn create_keeps_given_optional_fields() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Model"), "creator");
+    let video = host.admin_create("videos", &json!({"slug": "v", "title": "V"}))["id"].clone();
+    let mut b = body("With extras");
+    b["description"] = json!("a description");
+    b["tags"] = json!(["slow", "wave"]);
+    b["linked_video"] = video.clone();
+    b["status"] = json!("published");
+    let c = create(&host, "creator", &b);
+    assert_eq!(c["description"], "a description");
+    assert_eq!(c["tags"], json!(["slow", "wave"]));
+    assert_eq!(c["linked_video"], video);
+    assert_eq!(c["status"], "published");
+    assert_eq!(c["public"], false);
+}
+
+#[test]
+fn create_ignores_public_featured_owner_and_slug_in_the_body() {
+    let host = Host::start(HostOptions::svc());
+    let uid = host.user(Some("Viewer"), "creator");
+    let other = host.user(Some("Viewer"), "someone-else");
+    let src = id_of(&create(&host, "someone-else", &body("source")));
+    let mut b = body("Sneaky");
+    b["public"] = json!(true);
+    b["featured"] = json!(true);
+    b["user_created"] = json!(other);
+    b["slug"] = json!("custom-slug");
+    b["original_recording_id"] = json!(src);
+    let c = create(&host, "creator", &b);
+    assert_eq!(c["public"], false);
+    assert_ne!(c["featured"], json!(true));
+    assert_eq!(c["user_created"], json!(uid));
+    assert_eq!(c["slug"], "sneaky");
+    assert_eq!(c["original_recording_id"], Value::Null);
+    let s = stored(&host, &id_of(&c));
+    assert_eq!(s["public"], false);
+    assert_ne!(s["featured"], json!(true));
+    assert_eq!(s["user_created"], json!(uid));
+    assert_eq!(s["original_recording_id"], Value::Null);
+}
+
+#[test]
+fn create_derives_the_slug_from_the_title() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "slugger");
+    for (title, slug) in [
+        ("  Hello, World!! 2 ", "hello-world-2"),
+        ("Crème Brûlée", "cr-me-br-l-e"),
+        ("ABC def", "abc-def"),
+        ("---a---b---", "a-b"),
+        ("snake_case_Title", "snake-case-title"),
+        ("Tab\tand\nnewline", "tab-and-newline"),
+        ("100% Pure", "100-pure"),
+        ("\u{212A}elvin", "kelvin"),
+        ("ΑΒΓ abc ΔΕ", "abc"),
+        ("x", "x"),
+    ] {
+        let c = create(&host, "slugger", &body(title));
+        assert_eq!(c["slug"], slug, "title {title:?}");
+        assert_eq!(c["title"], title);
+    }
+}
+
+#[test]
+fn create_then_read_round_trips_through_get() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "rt");
+    let c = create(&host, "rt", &body("Round Trip"));
+    let r = host.get(&format!("/svc/recordings/{}", id_of(&c)), Some("rt"));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), c);
+}
+
+// ---------------------------------------------------------------- permissions
+
+/// Deletes the Viewer policy's `action` permission on recordings.
+fn revoke_viewer(host: &Host, action: &str) {
+    let policy = host.id_by_name("platform_policies", "Viewer");
+    let filter = json!({"_and": [
+        {"policy": {"_eq": policy}},
+        {"collection": {"_eq": "recordings"}},
+        {"action": {"_eq": action}},
+    ]});
+    let r = host.get(
+        &format!(
+            "/items/platform_permissions?filter={}",
+            encode(&filter.to_string())
+        ),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let rows = r.json()["data"].as_array().cloned().expect("rows");
+    assert_eq!(rows.len(), 1, "one {action} permission expected: {rows:?}");
+    let pid = id_of(&rows[0]);
+    let r = host.delete(
+        &format!("/items/platform_permissions/{pid}"),
+        Some(ADMIN_TOKEN),
+    );
+    assert!(r.status == 204 || r.status == 200, "{}", r.body);
+}
+
+#[test]
+fn create_runs_under_the_callers_permissions() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "viewer");
+    host.user(Some("Model"), "model");
+    create(&host, "viewer", &body("before revoke"));
+    revoke_viewer(&host, "create");
+
+    let r = host.post("/svc/recordings", Some("viewer"), &body("after revoke"));
+    assert_eq!(r.status, 500, "{}", r.body);
+    let v = r.json();
+    assert!(v["error"].is_string(), "{v}");
+    assert!(v["details"].is_string(), "{v}");
+    assert_eq!(recordings_count(&host), 1, "nothing written");
+    let t = titles(&list(&host, "viewer", ""));
+    assert_eq!(t, vec!["before revoke"]);
+
+    // The Model policy is untouched.
+    create(&host, "model", &body("model still creates"));
+    assert_eq!(recordings_count(&host), 2);
+}
+
+#[test]
+fn update_runs_under_the_callers_permissions() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "viewer");
+    let id = id_of(&create(&host, "viewer", &body("locked")));
+    revoke_viewer(&host, "update");
+    let r = host.patch(
+        &format!("/svc/recordings/{id}"),
+        Some("viewer"),
+        &json!({"title": "changed"}),
+    );
+    assert!(r.status >= 400, "{} {}", r.status, r.body);
+    assert!(r.json()["error"].is_string(), "{}", r.body);
+    assert_eq!(stored(&host, &id)["title"], "locked");
+}
+
+// ---------------------------------------------------------------- PATCH /recordings/:id
+
+#[test]
+fn patch_requires_authentication_and_ownership() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    host.user(Some("Viewer"), "other");
+    let id = id_of(&create(&host, "owner", &body("Original")));
+    let path = format!("/svc/recordings/{id}");
+
+    let r = host.patch(&path, None, &json!({"title": "anon"}));
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Unauthorized"}));
+
+    let r = host.patch(
+        &path,
+        Some("other"),
+        &json!({"title": "hijack", "public": true}),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Forbidden"}));
+
+    // Admins are not owners either.
+    let r = host.patch(&path, Some(ADMIN_TOKEN), &json!({"title": "admin"}));
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Forbidden"}));
+
+    let s = stored(&host, &id);
+    assert_eq!(s["title"], "Original");
+    assert_eq!(s["public"], false);
+}
+
+#[test]
+fn patch_forbidden_on_a_public_recording_of_another_user() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    host.user(Some("Viewer"), "other");
+    let mut b = body("Public");
+    b["status"] = json!("published");
+    let id = id_of(&create(&host, "owner", &b));
+    let path = format!("/svc/recordings/{id}");
+    assert_eq!(
+        host.patch(&path, Some("owner"), &json!({"public": true}))
+            .status,
+        200
+    );
+    let r = host.patch(&path, Some("other"), &json!({"title": "hijack"}));
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Forbidden"}));
+    assert_eq!(stored(&host, &id)["title"], "Public");
+}
+
+#[test]
+fn patch_changes_the_allowed_fields_and_returns_the_updated_recording() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let video = host.admin_create("videos", &json!({"slug": "v", "title": "V"}))["id"].clone();
+    let created = create(&host, "owner", &body("Original Title"));
+    let id = id_of(&created);
+    let r = host.patch(
+        &format!("/svc/recordings/{id}"),
+        Some("owner"),
+        &json!({
+            "title": "  Brand NEW title!! ",
+            "description": "now described",
+            "tags": ["a", "b"],
+            "status": "published",
+            "public": true,
+            "linked_video": video,
+        }),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let u = r.json();
+    assert_eq!(u["id"], json!(id));
+    assert_eq!(u["title"], "  Brand NEW title!! ");
+    assert_eq!(u["slug"], "brand-new-title");
+    assert_eq!(u["description"], "now described");
+    assert_eq!(u["tags"], json!(["a", "b"]));
+    assert_eq!(u["status"], "published");
+    assert_eq!(u["public"], true);
+    assert_eq!(u["linked_video"], video);
+    // Untouched fields.
+    for k in [
+        "events",
+        "device_info",
+        "duration",
+        "user_created",
+        "date_created",
+    ] {
+        assert_eq!(u[k], created[k], "{k}");
+    }
+    let s = stored(&host, &id);
+    for k in [
+        "title",
+        "slug",
+        "description",
+        "tags",
+        "status",
+        "public",
+        "linked_video",
+    ] {
+        assert_eq!(s[k], u[k], "{k}");
+    }
+}
+
+#[test]
+fn patch_applies_only_fields_that_are_present() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let video = host.admin_create("videos", &json!({"slug": "v", "title": "V"}))["id"].clone();
+    let mut b = body("Keep Me");
+    b["description"] = json!("desc");
+    b["tags"] = json!(["t"]);
+    b["linked_video"] = video.clone();
+    b["status"] = json!("published");
+    let id = id_of(&create(&host, "owner", &b));
+    let path = format!("/svc/recordings/{id}");
+
+    // Only the description: nothing else moves, the slug is not regenerated.
+    let r = host.patch(&path, Some("owner"), &json!({"description": "changed"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let s = stored(&host, &id);
+    assert_eq!(s["description"], "changed");
+    assert_eq!(s["title"], "Keep Me");
+    assert_eq!(s["slug"], "keep-me");
+    assert_eq!(s["tags"], json!(["t"]));
+    assert_eq!(s["linked_video"], video);
+    assert_eq!(s["status"], "published");
+    assert_eq!(s["public"], false);
+
+    // An empty body changes nothing.
+    let r = host.patch(&path, Some("owner"), &json!({}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(stored(&host, &id), s);
+
+    // linked_video present as null unlinks.
+    let r = host.patch(&path, Some("owner"), &json!({"linked_video": null}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["linked_video"], Value::Null);
+    assert_eq!(stored(&host, &id)["linked_video"], Value::Null);
+}
+
+#[test]
+fn patch_ignores_fields_that_cannot_be_changed() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let other = host.user(Some("Viewer"), "other");
+    let src = id_of(&create(&host, "other", &body("other's")));
+    let created = create(&host, "owner", &body("Fixed"));
+    let id = id_of(&created);
+    let r = host.patch(
+        &format!("/svc/recordings/{id}"),
+        Some("owner"),
+        &json!({
+            "featured": true,
+            "user_created": other,
+            "events": [event(9)],
+            "duration": 42,
+            "device_info": {"name": "other"},
+            "slug": "hand-made-slug",
+            "original_recording_id": src,
+            "date_created": "2000-01-01T00:00:00.000Z",
+            "id": "00000000-0000-4000-8000-000000000000",
+            "colour": "red",
+            "description": "the only change",
+        }),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["id"], json!(id));
+    let s = stored(&host, &id);
+    assert_eq!(s["description"], "the only change");
+    assert_ne!(s["featured"], json!(true));
+    for k in [
+        "user_created",
+        "events",
+        "duration",
+        "device_info",
+        "slug",
+        "original_recording_id",
+        "date_created",
+        "title",
+        "status",
+        "public",
+    ] {
+        assert_eq!(s[k], created[k], "{k} must not change");
+    }
+    assert!(s.get("colour").is_none());
+    // Still the owner's.
+    assert_eq!(titles(&list(&host, "owner", "")), vec!["Fixed"]);
+}
+
+#[test]
+fn patch_status_is_validated() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let id = id_of(&create(&host, "owner", &body("Status")));
+    let path = format!("/svc/recordings/{id}");
+    for status in [json!("deleted"), json!("PUBLISHED"), json!(3), json!(true)] {
+        let r = host.patch(
+            &path,
+            Some("owner"),
+            &json!({"status": status, "title": "Renamed"}),
+        );
+        assert_eq!(r.status, 400, "{status}: {}", r.body);
+        assert_eq!(r.json(), json!({"error": "Invalid status"}), "{status}");
+    }
+    let s = stored(&host, &id);
+    assert_eq!(s["status"], "draft");
+    assert_eq!(s["title"], "Status", "no partial write");
+}
+
+#[test]
+fn patch_status_moves_between_any_states() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let id = id_of(&create(&host, "owner", &body("States")));
+    let path = format!("/svc/recordings/{id}");
+    for status in [
+        "published",
+        "archived",
+        "draft",
+        "archived",
+        "published",
+        "draft",
+    ] {
+        let r = host.patch(&path, Some("owner"), &json!({"status": status}));
+        assert_eq!(r.status, 200, "{status}: {}", r.body);
+        assert_eq!(r.json()["status"], status);
+        assert_eq!(stored(&host, &id)["status"], status);
+    }
+}
+
+#[test]
+fn patch_of_a_missing_recording_gives_500() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let r = host.patch(
+        "/svc/recordings/00000000-0000-4000-8000-000000000000",
+        Some("owner"),
+        &json!({"title": "ghost"}),
+    );
+    assert_eq!(r.status, 500, "{}", r.body);
+    assert!(r.json()["error"].is_string(), "{}", r.body);
+    assert_eq!(recordings_count(&host), 0);
+    assert_serving(&host);
+}
+
+#[test]
+fn patch_wrong_types_are_refused_with_4xx_and_nothing_changes() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let created = create(&host, "owner", &body("Typed"));
+    let id = id_of(&created);
+    let path = format!("/svc/recordings/{id}");
+    for b in [
+        json!({"public": "yes"}),
+        json!({"public": 1}),
+        json!({"title": 5}),
+        json!({"title": ["t"]}),
+        json!({"tags": "a,b"}),
+        json!({"tags": {"a": 1}}),
+        json!({"description": 5, "public": "no"}),
+    ] {
+        let r = host.patch(&path, Some("owner"), &b);
+        assert!(
+            (400..500).contains(&r.status),
+            "{b}: expected a 4xx, got {} {}",
+            r.status,
+            r.body
+        );
+        assert!(r.json()["error"].is_string(), "{b}: {}", r.body);
+    }
+    assert_eq!(stored_snapshot(&host, &created)["id"], json!(id));
+    assert_serving(&host);
+}
+
+/// The stored record must still equal what was created.
+fn stored_snapshot(host: &Host, created: &Value) -> Value {
+    let s = stored(host, &id_of(created));
+    for k in ["title", "slug", "tags", "public", "description", "status"] {
+        assert_eq!(s[k], created[k], "{k} changed");
+    }
+    s
+}
+
+#[test]
+fn patch_invalid_json_and_non_object_bodies() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let created = create(&host, "owner", &body("Body"));
+    let id = id_of(&created);
+    let path = format!("/svc/recordings/{id}");
+    for raw in [
+        &b"{\"title\": "[..],
+        b"\xff\xfe{}",
+        b"{\"title\": \"\xc3\x28\"}",
+    ] {
+        let r = host.request("PATCH", &path, Some("owner"), Some(raw));
+        assert_eq!(
+            r.status,
+            400,
+            "{:?}: {}",
+            String::from_utf8_lossy(raw),
+            r.body
+        );
+        assert_eq!(r.json(), json!({"error": "Invalid JSON body"}));
+    }
+    for raw in [&b"[{\"title\": \"arr\"}]"[..], b"\"title\"", b"42", b"null"] {
+        let r = host.request("PATCH", &path, Some("owner"), Some(raw));
+        assert!(
+            r.status < 500,
+            "{:?}: {} {}",
+            String::from_utf8_lossy(raw),
+            r.status,
+            r.body
+        );
+    }
+    stored_snapshot(&host, &created);
+    assert_serving(&host);
+}
+
+// ---------------------------------------------------------------- DELETE /recordings/:id
+
+#[test]
+fn delete_archives_and_keeps_the_record() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let mut b = body("To archive");
+    b["status"] = json!("published");
+    let created = create(&host, "owner", &b);
+    let id = id_of(&created);
+    let r = host.delete(&format!("/svc/recordings/{id}"), Some("owner"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json(), json!({"success": true}));
+    let s = stored(&host, &id);
+    assert_eq!(s["status"], "archived");
+    assert_eq!(s["title"], "To archive");
+    assert_eq!(s["events"], created["events"]);
+    assert_eq!(recordings_count(&host), 1);
+    // Still readable by the owner, and listed as archived.
+    let r = host.get(&format!("/svc/recordings/{id}"), Some("owner"));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["status"], "archived");
+    assert_eq!(
+        titles(&list(&host, "owner", "?status=archived")),
+        vec!["To archive"]
+    );
+    // Archiving again is still a success.
+    let r = host.delete(&format!("/svc/recordings/{id}"), Some("owner"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json(), json!({"success": true}));
+}
+
+#[test]
+fn delete_requires_authentication_and_ownership() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    host.user(Some("Viewer"), "other");
+    let id = id_of(&create(&host, "owner", &body("Mine")));
+    let path = format!("/svc/recordings/{id}");
+    let r = host.delete(&path, None);
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Unauthorized"}));
+    for token in ["other", ADMIN_TOKEN] {
+        let r = host.delete(&path, Some(token));
+        assert_eq!(r.status, 403, "{token}: {}", r.body);
+        assert_eq!(r.json(), json!({"error": "Forbidden"}));
+    }
+    assert_eq!(stored(&host, &id)["status"], "draft");
+}
+
+// ---------------------------------------------------------------- duplicate
+
+/// A published, public recording of `token`'s user.
+fn shared(host: &Host, token: &str, b: &Value) -> Value {
+    let mut b = b.clone();
+    b["status"] = json!("published");
+    let c = create(host, token, &b);
+    let r = host.patch(
+        &format!("/svc/recordings/{}", id_of(&c)),
+        Some(token),
+        &json!({"public": true}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    stored(host, &id_of(&c))
+}
+
+#[test]
+fn duplicate_requires_authentication() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Model"), "owner");
+    let src = shared(&host, "owner", &body("Shared"));
+    let r = host.post(
+        &format!("/svc/recordings/{}/duplicate", id_of(&src)),
+        None,
+        &json!({}),
+    );
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Authentication required"}));
+    assert_eq!(recordings_count(&host), 1);
+}
+
+#[test]
+fn duplicate_requires_a_published_and_public_source() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Model"), "owner");
+    host.user(Some("Viewer"), "copier");
+    let path = |id: &str| format!("/svc/recordings/{id}/duplicate");
+    // draft + public
+    let draft_public = id_of(&create(&host, "owner", &body("draft public")));
+    host.patch(
+        &format!("/svc/recordings/{draft_public}"),
+        Some("owner"),
+        &json!({"public": true}),
+    );
+    // published + private
+    let mut b = body("published private");
+    b["status"] = json!("published");
+    let published_private = id_of(&create(&host, "owner", &b));
+    // archived + public
+    let archived_public = id_of(&shared(&host, "owner", &body("archived public")));
+    host.patch(
+        &format!("/svc/recordings/{archived_public}"),
+        Some("owner"),
+        &json!({"status": "archived"}),
+    );
+    let before = recordings_count(&host);
+    for id in [&draft_public, &published_private, &archived_public] {
+        for token in ["copier", "owner"] {
+            let r = host.post(&path(id), Some(token), &json!({}));
+            assert_eq!(r.status, 403, "{id} by {token}: {}", r.body);
+            assert_eq!(
+                r.json(),
+                json!({"error": "Recording is not publicly shared"})
+            );
+        }
+    }
+    assert_eq!(recordings_count(&host), before);
+}
+
+#[test]
+fn duplicate_creates_a_private_draft_copy_owned_by_the_caller() {
+    let host = Host::start(HostOptions::svc());
+    let owner = host.user(Some("Model"), "owner");
+    let copier = host.user(Some("Viewer"), "copier");
+    let video = host.admin_create("videos", &json!({"slug": "v", "title": "V"}))["id"].clone();
+    let mut b = body("Crème Brûlée");
+    b["description"] = json!("sweet");
+    b["tags"] = json!(["dessert", "slow"]);
+    b["linked_video"] = video;
+    b["duration"] = json!(12345.25);
+    let src = shared(&host, "owner", &b);
+    let src_id = id_of(&src);
+
+    let before = now_ms();
+    let r = host.post(
+        &format!("/svc/recordings/{src_id}/duplicate"),
+        Some("copier"),
+        &json!({}),
+    );
+    let after = now_ms();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let v = r.json();
+    let obj = v.as_object().expect("object");
+    assert_eq!(obj.keys().collect::<Vec<_>>(), vec!["data"], "{v}");
+    let d = &v["data"];
+    let copy_id = id_of(d);
+    assert_ne!(copy_id, src_id);
+    assert_eq!(d["title"], "Crème Brûlée (Copy)");
+    let slug = d["slug"].as_str().expect("slug");
+    let suffix = slug
+        .strip_prefix("cr-me-br-l-e-copy-")
+        .unwrap_or_else(|| panic!("slug {slug}"));
+    let ms: i64 = suffix
+        .parse()
+        .unwrap_or_else(|_| panic!("slug suffix {suffix} is not a number"));
+    assert!(
+        ms >= before && ms <= after,
+        "slug time {ms} not within {before}..{after}"
+    );
+    assert_eq!(d["description"], "sweet");
+    assert_eq!(d["duration"].as_f64(), Some(12345.25));
+    assert_eq!(d["events"], src["events"]);
+    assert_eq!(d["device_info"], src["device_info"]);
+    assert_eq!(d["tags"], json!(["dessert", "slow"]));
+    assert_eq!(d["status"], "draft");
+    assert_eq!(d["public"], false);
+    assert_eq!(d["original_recording_id"], json!(src_id));
+    assert_eq!(d["user_created"], json!(copier));
+    assert_ne!(d["featured"], json!(true));
+
+    // Stored as answered; the source is untouched.
+    let s = stored(&host, &copy_id);
+    for k in [
+        "title",
+        "slug",
+        "status",
+        "public",
+        "original_recording_id",
+        "user_created",
+        "events",
+        "tags",
+    ] {
+        assert_eq!(s[k], d[k], "{k}");
+    }
+    let src_after = stored(&host, &src_id);
+    assert_eq!(src_after, src);
+    assert_eq!(src_after["user_created"], json!(owner));
+    // The copy is the caller's: listed for them.
+    assert_eq!(
+        titles(&list(&host, "copier", "")),
+        vec!["Crème Brûlée (Copy)"]
+    );
+    assert_eq!(recordings_count(&host), 2);
+}
+
+#[test]
+fn duplicate_does_not_copy_linked_video_or_featured() {
+    let host = Host::start(HostOptions::svc());
+    let owner = host.user(Some("Model"), "owner");
+    host.user(Some("Viewer"), "copier");
+    let video = host.admin_create("videos", &json!({"slug": "v", "title": "V"}))["id"].clone();
+    let mut b = owned("Featured", &owner, "2025-01-01T00:00:00.000Z");
+    b["status"] = json!("published");
+    b["public"] = json!(true);
+    b["featured"] = json!(true);
+    b["linked_video"] = video;
+    let src = admin_recordings(&host, vec![b]).remove(0);
+    let r = host.post(
+        &format!("/svc/recordings/{}/duplicate", id_of(&src)),
+        Some("copier"),
+        &json!({}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let d = &r.json()["data"];
+    assert_ne!(d["featured"], json!(true));
+    assert_eq!(d["linked_video"], Value::Null);
+}
+
+#[test]
+fn duplicate_of_a_source_with_null_tags_gives_empty_tags() {
+    let host = Host::start(HostOptions::svc());
+    let owner = host.user(Some("Model"), "owner");
+    host.user(Some("Viewer"), "copier");
+    let mut b = owned("No Tags", &owner, "2025-01-01T00:00:00.000Z");
+    b["status"] = json!("published");
+    b["public"] = json!(true);
+    b["tags"] = Value::Null;
+    let src = admin_recordings(&host, vec![b]).remove(0);
+    assert_eq!(stored(&host, &id_of(&src))["tags"], Value::Null);
+    let r = host.post(
+        &format!("/svc/recordings/{}/duplicate", id_of(&src)),
+        Some("copier"),
+        &json!({}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let d = &r.json()["data"];
+    assert_eq!(d["tags"], json!([]));
+    assert_eq!(stored(&host, &id_of(d))["tags"], json!([]));
+}
+
+#[test]
+fn duplicate_of_a_missing_or_malformed_source_is_a_4xx() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "copier");
+    for id in [
+        "00000000-0000-4000-8000-000000000000",
+        "not-a-uuid",
+        "%27--",
+    ] {
+        let r = host.post(
+            &format!("/svc/recordings/{id}/duplicate"),
+            Some("copier"),
+            &json!({}),
+        );
+        assert!(
+            r.status == 403 || r.status == 404,
+            "{id}: {} {}",
+            r.status,
+            r.body
+        );
+        assert!(r.json()["error"].is_string());
+    }
+    assert_eq!(recordings_count(&host), 0);
+    assert_serving(&host);
+}
+
+// ---------------------------------------------------------------- community
+
+fn community_fixture(host: &Host) -> (String, String) {
+    let a = host.user(Some("Model"), "maker-a");
+    let b = host.user(Some("Viewer"), "maker-b");
+    let mut items = Vec::new();
+    for k in 0..55 {
+        let i = (k * 17) % 55;
+        let owner = if i % 2 == 0 { &a } else { &b };
+        let mut r = owned(&format!("rec-{i:02}"), owner, &minute(i + 10));
+        r["status"] = json!("published");
+        r["public"] = json!(true);
+        r["description"] = json!(format!("desc {i}"));
+        r["tags"] = json!([format!("t{i}")]);
+        items.push(r);
+    }
+    // Newer than all the shared ones, but not published + public.
+    for (title, status, public) in [
+        ("draft-public", "draft", true),
+        ("published-private", "published", false),
+        ("archived-public", "archived", true),
+        ("draft-private", "draft", false),
+    ] {
+        let mut r = owned(title, &a, "2026-06-01T00:00:00.000Z");
+        r["status"] = json!(status);
+        r["public"] = json!(public);
+        items.push(r);
+    }
+    admin_recordings(host, items);
+    (a, b)
+}
+
+#[test]
+fn community_lists_only_published_public_newest_first_with_defaults() {
+    let host = Host::start(HostOptions::svc());
+    community_fixture(&host);
+    assert_eq!(titles(&community(&host, "")), newest_first(5..55));
+    assert_eq!(titles(&community(&host, "?offset=50")), newest_first(0..5));
+    assert_eq!(
+        titles(&community(&host, "?limit=1000")),
+        newest_first(0..55)
+    );
+    assert_eq!(
+        titles(&community(&host, "?limit=10&offset=20")),
+        newest_first(25..35)
+    );
+    assert_eq!(
+        titles(&community(&host, "?offset=55")),
+        Vec::<String>::new()
+    );
+    // Works with a valid token too.
+    host.user(Some("Viewer"), "someone");
+    let r = host.get("/svc/community-recordings?limit=2", Some("someone"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(titles(&r.json()["data"]), newest_first(53..55));
+}
+
+#[test]
+fn community_invalid_limit_and_offset_fall_back_to_defaults() {
+    let host = Host::start(HostOptions::svc());
+    community_fixture(&host);
+    for q in [
+        "?limit=abc",
+        "?limit=-1",
+        "?limit=0",
+        "?offset=-3",
+        "?offset=abc",
+        "?offset=1.5",
+    ] {
+        assert_eq!(titles(&community(&host, q)), newest_first(5..55), "{q}");
+    }
+}
+
+#[test]
+fn community_items_have_exactly_the_public_fields() {
+    let host = Host::start(HostOptions::svc());
+    let (a, b) = community_fixture(&host);
+    let avatar = host.admin_create(
+        "platform_files",
+        &json!({"storage": "local", "filename_disk": "a.png", "filename_download": "a.png", "type": "image/png"}),
+    )["id"]
+        .clone();
+    let r = host.patch(
+        &format!("/items/platform_users/{a}"),
+        Some(ADMIN_TOKEN),
+        &json!({"avatar": avatar, "first_name": "Ada", "last_name": "Lovelace"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let data = community(&host, "?limit=1000");
+    let expected_keys: BTreeSet<&str> = [
+        "id",
+        "title",
+        "description",
+        "slug",
+        "duration",
+        "tags",
+        "date_created",
+        "user_created",
+    ]
+    .into_iter()
+    .collect();
+    for item in data.as_array().expect("array") {
+        let keys: BTreeSet<&str> = item
+            .as_object()
+            .expect("object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, expected_keys, "{item}");
+        let i: usize = item["title"].as_str().expect("title")[4..]
+            .parse()
+            .expect("index");
+        assert_eq!(item["description"], json!(format!("desc {i}")));
+        assert_eq!(item["slug"], json!(format!("rec-{i:02}")));
+        assert_eq!(item["tags"], json!([format!("t{i}")]));
+        assert_eq!(item["duration"].as_f64(), Some(1500.5));
+        assert_eq!(ts_ms(&item["date_created"]), ts_ms(&json!(minute(i + 10))));
+        let user = &item["user_created"];
+        let ukeys: BTreeSet<&str> = user
+            .as_object()
+            .unwrap_or_else(|| panic!("user_created not expanded: {item}"))
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            ukeys,
+            ["avatar", "first_name", "id", "last_name"]
+                .into_iter()
+                .collect(),
+            "{user}"
+        );
+        if i % 2 == 0 {
+            assert_eq!(
+                user,
+                &json!({"id": a, "first_name": "Ada", "last_name": "Lovelace", "avatar": avatar})
+            );
+        } else {
+            assert_eq!(
+                user,
+                &json!({"id": b, "first_name": "Test", "last_name": "maker-b", "avatar": null})
+            );
+        }
+    }
+    assert!(!host
+        .get("/svc/community-recordings", None)
+        .body
+        .contains("@test.local"));
+}
+
+// ---------------------------------------------------------------- plays
+
+fn play(host: &Host, id: &str, token: Option<&str>) -> String {
+    let r = host.post(&format!("/svc/recordings/{id}/play"), token, &json!({}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["success"], true, "{v}");
+    let keys: BTreeSet<&str> = v
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["play_id", "success"].into_iter().collect());
+    v["play_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("play_id: {v}"))
+        .to_string()
+}
+
+fn stored_play(host: &Host, play_id: &str) -> Value {
+    let r = host.get(
+        &format!("/items/recording_plays/{play_id}"),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["data"].clone()
+}
+
+#[test]
+fn anonymous_play_is_recorded_with_null_user() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    // A private draft: the play endpoint only needs the recording to exist.
+    let id = id_of(&create(&host, "owner", &body("Played")));
+    let before = now_ms();
+    let play_id = play(&host, &id, None);
+    let p = stored_play(&host, &play_id);
+    assert_eq!(p["recording_id"], json!(id));
+    assert_eq!(p["user_id"], Value::Null);
+    assert_eq!(p["duration_played"].as_f64(), Some(0.0));
+    assert_eq!(p["completed"], false);
+    let created = ts_ms(&p["date_created"]);
+    assert!(created >= before - 1000 && created <= now_ms() + 1000);
+    assert_eq!(count(&host, "recording_plays"), 1);
+}
+
+#[test]
+fn authenticated_play_stores_the_caller() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Model"), "owner");
+    let listener = host.user(Some("Viewer"), "listener");
+    let owner_id = host.user(Some("Viewer"), "owner2");
+    let id = id_of(&shared(&host, "owner", &body("Played")));
+    let p = stored_play(&host, &play(&host, &id, Some("listener")));
+    assert_eq!(p["user_id"], json!(listener));
+    assert_eq!(p["recording_id"], json!(id));
+    assert_eq!(p["duration_played"].as_f64(), Some(0.0));
+    assert_eq!(p["completed"], false);
+    let p = stored_play(&host, &play(&host, &id, Some("owner2")));
+    assert_eq!(p["user_id"], json!(owner_id));
+    assert_eq!(count(&host, "recording_plays"), 2);
+}
+
+#[test]
+fn play_of_a_missing_recording_gives_404() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "listener");
+    for id in [
+        "00000000-0000-4000-8000-000000000000",
+        "not-a-uuid",
+        "%27--",
+        "1",
+    ] {
+        for token in [None, Some("listener")] {
+            let r = host.post(&format!("/svc/recordings/{id}/play"), token, &json!({}));
+            assert_eq!(r.status, 404, "{id}: {}", r.body);
+            assert_eq!(r.json(), json!({"error": "Recording not found"}));
+        }
+    }
+    assert_eq!(count(&host, "recording_plays"), 0);
+    assert_serving(&host);
+}
+
+#[test]
+fn play_update_sets_duration_completed_and_date_updated() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let id = id_of(&create(&host, "owner", &body("Played")));
+    let play_id = play(&host, &id, None);
+    let initial = stored_play(&host, &play_id);
+    std::thread::sleep(Duration::from_millis(20));
+    let before = now_ms();
+    let r = host.patch(
+        &format!("/svc/recordings/{id}/play/{play_id}"),
+        None,
+        &json!({"duration_played": 1234.5, "completed": true}),
+    );
+    let after = now_ms();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json(), json!({"success": true}));
+    let p = stored_play(&host, &play_id);
+    assert_eq!(p["duration_played"].as_f64(), Some(1234.5));
+    assert_eq!(p["completed"], true);
+    assert_eq!(p["user_id"], Value::Null);
+    assert_eq!(p["recording_id"], json!(id));
+    assert_eq!(p["date_created"], initial["date_created"]);
+    let updated = ts_ms(&p["date_updated"]);
+    assert!(
+        updated >= before - 1000 && updated <= after + 1000,
+        "date_updated {} not within the request",
+        p["date_updated"]
+    );
+    assert_ne!(p["date_updated"], initial["date_updated"]);
+
+    // Authenticated too, and back to not completed.
+    host.user(Some("Viewer"), "listener");
+    let r = host.patch(
+        &format!("/svc/recordings/{id}/play/{play_id}"),
+        Some("listener"),
+        &json!({"duration_played": 10, "completed": false}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json(), json!({"success": true}));
+    let p = stored_play(&host, &play_id);
+    assert_eq!(p["duration_played"].as_f64(), Some(10.0));
+    assert_eq!(p["completed"], false);
+}
+
+#[test]
+fn play_update_of_an_unknown_play_gives_404() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let id = id_of(&create(&host, "owner", &body("Played")));
+    for play_id in [
+        "00000000-0000-4000-8000-000000000000",
+        "not-a-uuid",
+        "%27--",
+    ] {
+        let r = host.patch(
+            &format!("/svc/recordings/{id}/play/{play_id}"),
+            None,
+            &json!({"duration_played": 5, "completed": true}),
+        );
+        assert_eq!(r.status, 404, "{play_id}: {}", r.body);
+        assert_eq!(r.json(), json!({"error": "Play record not found"}));
+    }
+    assert_eq!(count(&host, "recording_plays"), 0);
+    assert_serving(&host);
+}
+
+#[test]
+fn play_update_through_another_recording_gives_404() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let first = id_of(&create(&host, "owner", &body("First")));
+    let second = id_of(&create(&host, "owner", &body("Second")));
+    let play_id = play(&host, &first, None);
+    for rec in [
+        second.as_str(),
+        "00000000-0000-4000-8000-000000000000",
+        "not-a-uuid",
+    ] {
+        let r = host.patch(
+            &format!("/svc/recordings/{rec}/play/{play_id}"),
+            None,
+            &json!({"duration_played": 99, "completed": true}),
+        );
+        assert_eq!(r.status, 404, "{rec}: {}", r.body);
+        assert_eq!(r.json(), json!({"error": "Play record not found"}));
+    }
+    let p = stored_play(&host, &play_id);
+    assert_eq!(p["duration_played"].as_f64(), Some(0.0));
+    assert_eq!(p["completed"], false);
+}
+
+// ---------------------------------------------------------------- large bodies
+
+/// An HTTP exchange without the harness's 10 MiB limit on answers.
+fn big_request(host: &Host, method: &str, path: &str, token: &str, body: Option<&[u8]>) -> Resp {
+    use std::io::Read;
+    let agent = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(120))
+        .build();
+    let req = agent
+        .request(method, &format!("{}{}", host.base, path))
+        .set("Authorization", &format!("Bearer {token}"));
+    let result = match body {
+        Some(b) => req.set("Content-Type", "application/json").send_bytes(b),
+        None => req.call(),
+    };
+    let response = match result {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{method} {path}: transport error {e}"),
+    };
+    let status = response.status();
+    let content_type = response.content_type().to_string();
+    let mut text = String::new();
+    response
+        .into_reader()
+        .read_to_string(&mut text)
+        .expect("read answer");
+    Resp {
+        status,
+        content_type,
+        body: text,
+    }
+}
+
+#[test]
+fn a_recording_of_100000_events_round_trips_exactly() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Model"), "big");
+    let events: Vec<Value> = (0..100_000usize)
+        .map(|i| {
+            json!({
+                "actuatorIndex": i % 3,
+                "actuatorType": if i % 2 == 0 { "Vibrate" } else { "Rotate" },
+                "deviceIndex": i % 4,
+                "deviceName": format!("Device {}", i % 4),
+                "timestamp": i as f64 * 16.67,
+                "value": (i * 37 % 1000) as f64 / 10.0,
+            })
+        })
+        .collect();
+    let events = Value::Array(events);
+    let events_text = events.to_string();
+    let mut b = body("Big one");
+    b["events"] = events.clone();
+    b["duration"] = json!(1_667_000.25);
+    let text = b.to_string();
+    // About 10 MB, under the default 16 MiB payload limit.
+    assert!(
+        text.len() > 10_000_000 && text.len() < 16 * 1024 * 1024,
+        "{}",
+        text.len()
+    );
+    let r = big_request(
+        &host,
+        "POST",
+        "/svc/recordings",
+        "big",
+        Some(text.as_bytes()),
+    );
+    assert_eq!(r.status, 201, "{}", &r.body[..r.body.len().min(500)]);
+    let created = r.json();
+    let id = id_of(&created);
+    assert!(
+        created["events"] == events,
+        "events differ in the create answer"
+    );
+
+    let r = big_request(&host, "GET", &format!("/svc/recordings/{id}"), "big", None);
+    assert_eq!(r.status, 200, "{}", &r.body[..r.body.len().min(500)]);
+    let got = r.json();
+    let got_events = &got["events"];
+    assert_eq!(got_events.as_array().map(Vec::len), Some(100_000));
+    assert!(got_events == &events, "events differ after the round trip");
+    let got_text = serde_json::to_string(got_events).expect("serialize");
+    assert!(
+        got_text == events_text,
+        "serialized events differ after the round trip"
+    );
+    assert_eq!(got["duration"].as_f64(), Some(1_667_000.25));
+    assert_eq!(recordings_count(&host), 1);
+}
+
+#[test]
+fn a_body_over_max_payload_gets_413_and_writes_nothing() {
+    let host = Host::start(HostOptions::svc().arg("--max-payload").arg("1024"));
+    host.user(Some("Viewer"), "small");
+    // Under the limit: fine.
+    create(&host, "small", &body("small"));
+    let mut b = body("too big");
+    b["events"] = Value::Array((0..100).map(event).collect());
+    assert!(b.to_string().len() > 1024);
+    let r = host.post("/svc/recordings", Some("small"), &b);
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Payload too large"}));
+    let id = id_of(&list(&host, "small", "")[0]);
+    let r = host.patch(
+        &format!("/svc/recordings/{id}"),
+        Some("small"),
+        &json!({"description": "d".repeat(2000)}),
+    );
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Payload too large"}));
+    assert_eq!(recordings_count(&host), 1);
+    assert_eq!(stored(&host, &id)["description"], Value::Null);
+    assert_serving(&host);
+}
+
+// ---------------------------------------------------------------- bad input
+
+#[test]
+fn create_with_invalid_utf8_or_non_object_bodies_is_a_400() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "creator");
+    for raw in [
+        &b"\xff\xfe\xfd"[..],
+        b"{\"title\": \"\xc3\x28\", \"duration\": 1, \"events\": [1], \"device_info\": {}}",
+    ] {
+        let r = host.request("POST", "/svc/recordings", Some("creator"), Some(raw));
+        assert_eq!(
+            r.status,
+            400,
+            "{:?}: {}",
+            String::from_utf8_lossy(raw),
+            r.body
+        );
+        assert_eq!(r.json(), json!({"error": "Invalid JSON body"}));
+    }
+    for raw in [
+        &b""[..],
+        b"[]",
+        b"[{\"title\": \"x\", \"duration\": 1, \"events\": [1], \"device_info\": {}}]",
+        b"null",
+        b"\"a string\"",
+        b"42",
+        b"true",
+    ] {
+        let r = host.request("POST", "/svc/recordings", Some("creator"), Some(raw));
+        assert_eq!(
+            r.status,
+            400,
+            "{:?}: {}",
+            String::from_utf8_lossy(raw),
+            r.body
+        );
+        let e = err(&r);
+        assert!(
+            e == json!(MISSING) || e == json!("Invalid JSON body"),
+            "{:?}: {}",
+            String::from_utf8_lossy(raw),
+            r.body
+        );
+    }
+    assert_eq!(recordings_count(&host), 0);
+    assert_serving(&host);
+}
+
+#[test]
+fn malformed_ids_in_every_route_get_clear_answers() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "prober");
+    let real = id_of(&create(&host, "prober", &body("Real")));
+    let real_play = play(&host, &real, None);
+    let long = "z".repeat(2000);
+    let ids = [
+        "not-a-uuid",
+        "00000000-0000-0000-0000-00000000000g",
+        "%27%3B%20DROP%20TABLE%20recordings%3B--",
+        "%22%7D%7B",
+        "%E2%9C%93",
+        long.as_str(),
+    ];
+    for id in ids {
+        let r = host.get(&format!("/svc/recordings/{id}"), Some("prober"));
+        assert_eq!(
+            (r.status, err(&r)),
+            (404, json!("Recording not found")),
+            "GET {id}"
+        );
+
+        // SPEC: a missing record on PATCH gives 500.
+        let r = host.patch(
+            &format!("/svc/recordings/{id}"),
+            Some("prober"),
+            &json!({"title": "x"}),
+        );
+        assert!(
+            r.status == 500 || r.status == 404 || r.status == 403,
+            "PATCH {id}: {} {}",
+            r.status,
+            r.body
+        );
+        assert!(r.json()["error"].is_string(), "PATCH {id}: {}", r.body);
+
+        let r = host.post(
+            &format!("/svc/recordings/{id}/duplicate"),
+            Some("prober"),
+            &json!({}),
+        );
+        assert!(
+            r.status == 404 || r.status == 403,
+            "duplicate {id}: {} {}",
+            r.status,
+            r.body
+        );
+
+        let r = host.post(&format!("/svc/recordings/{id}/play"), None, &json!({}));
+        assert_eq!(
+            (r.status, err(&r)),
+            (404, json!("Recording not found")),
+            "play {id}"
+        );
+
+        let r = host.patch(
+            &format!("/svc/recordings/{real}/play/{id}"),
+            None,
+            &json!({"duration_played": 1, "completed": true}),
+        );
+        assert_eq!(
+            (r.status, err(&r)),
+            (404, json!("Play record not found")),
+            "play/{id}"
+        );
+        let r = host.patch(
+            &format!("/svc/recordings/{id}/play/{real_play}"),
+            None,
+            &json!({"duration_played": 1, "completed": true}),
+        );
+        assert_eq!(
+            (r.status, err(&r)),
+            (404, json!("Play record not found")),
+            "{id}/play"
+        );
+    }
+    assert_eq!(recordings_count(&host), 1);
+    assert_eq!(stored(&host, &real)["title"], "Real");
+    assert_eq!(stored_play(&host, &real_play)["completed"], false);
+    assert_serving(&host);
+}
+
+/// SPEC mandates a 500 for a missing record on PATCH only; DELETE says
+/// "Owner only, otherwise 403 Forbidden", so a missing or malformed id is a
+/// 4xx (403 or 404), not a server error.
+#[test]
+fn delete_of_a_missing_or_malformed_recording_is_a_4xx() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "owner");
+    let long = "z".repeat(2000);
+    for id in [
+        "00000000-0000-4000-8000-000000000000",
+        "not-a-uuid",
+        "%27%3B%20DROP%20TABLE%20recordings%3B--",
+        long.as_str(),
+    ] {
+        let r = host.delete(&format!("/svc/recordings/{id}"), Some("owner"));
+        assert!(
+            r.status == 404 || r.status == 403,
+            "DELETE {id}: {} {}",
+            r.status,
+            r.body
+        );
+        assert!(r.json()["error"].is_string());
+    }
+    assert_eq!(recordings_count(&host), 0);
+    assert_serving(&host);
+}
