@@ -61,25 +61,32 @@ pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         Some(_) => return Err(ApiError::bad_request("completed must be a boolean")),
     }
     let (recording, play) = (req.param("id"), req.param("playId"));
-    let admin = ctx.as_admin();
-    let found: Option<Value> = admin
-        .read_one_with(
-            "recording_plays",
-            play,
-            &Query::new().fields(&["id", "recording_id"]),
-        )
-        .map_err(UPDATE.of())?;
-    if found
-        .as_ref()
-        .and_then(|p| p.get("recording_id"))
-        .and_then(Value::as_str)
-        != Some(recording)
-    {
-        return Err(ApiError::not_found("Play record not found"));
-    }
-    // `date_updated` is set by the platform on every update.
-    admin
-        .update_one("recording_plays", play, &Value::Object(changes))
-        .map_err(UPDATE.of())?;
+    let completes = changes.get("completed") == Some(&Value::Bool(true));
+    let caller = ctx.user_id();
+    ctx.transaction(|tx| {
+        let admin = tx.as_admin();
+        let found: Option<Value> = admin
+            .read_one_with(
+                "recording_plays",
+                play,
+                &Query::new().fields(&["recording_id", "user_id", "completed"]),
+            )
+            .map_err(UPDATE.of())?;
+        let Some(found) =
+            found.filter(|p| p.get("recording_id").and_then(Value::as_str) == Some(recording))
+        else {
+            return Err(ApiError::not_found("Play record not found"));
+        };
+        // `date_updated` is set by the platform on every update.
+        admin
+            .update_one("recording_plays", play, &Value::Object(changes.clone()))
+            .map_err(UPDATE.of())?;
+        let was_completed = found.get("completed").and_then(Value::as_bool) == Some(true);
+        if completes && !was_completed {
+            let player = found.get("user_id").and_then(Value::as_str);
+            awards::play_completed(tx, recording, player, caller).map_err(UPDATE.of())?;
+        }
+        Ok(())
+    })?;
     Ok(Response::ok(&json!({ "success": true })))
 }
