@@ -37,9 +37,15 @@ fn require(path: PathBuf) -> PathBuf {
     path
 }
 
+/// The build profile whose binaries a host runs: `debug` for tests, or the
+/// value of `PLATFORM_PROFILE` (the benchmarks use `release`).
+pub fn profile() -> String {
+    std::env::var("PLATFORM_PROFILE").unwrap_or_else(|_| "debug".into())
+}
+
 /// A library built by the workspace (`svc_extension`, `fixture_ext`, ...).
 pub fn library(name: &str) -> PathBuf {
-    require(target_dir().join("debug").join(format!("lib{name}.so")))
+    require(target_dir().join(profile()).join(format!("lib{name}.so")))
 }
 
 /// A library built by `scripts/build-fixtures.sh` (own workspaces).
@@ -53,7 +59,7 @@ pub fn fixture_library(name: &str) -> PathBuf {
 }
 
 pub fn host_binary() -> PathBuf {
-    require(target_dir().join("debug").join("example-host"))
+    require(target_dir().join(profile()).join("example-host"))
 }
 
 /// How to start a host.

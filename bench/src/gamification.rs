@@ -1,0 +1,274 @@
+//! The gamification benchmark: the cost of a play award must not grow with
+//! the player's history, and reads must stay cheap with many users.
+
+use std::time::Instant;
+
+use platform_tests::{Host, HostOptions, ADMIN_TOKEN};
+use serde_json::{json, Value};
+
+use crate::stats::{ms, Samples};
+
+pub struct Config {
+    /// Prior point actions of the heavy player.
+    pub prior_points: usize,
+    /// Users having stats rows, for the leaderboard and ranks.
+    pub users: usize,
+    /// Measured requests per scenario.
+    pub requests: usize,
+}
+
+const CHUNK: usize = 5_000;
+
+fn check(r: &platform_tests::Resp, what: &str) -> Result<(), String> {
+    if (200..300).contains(&r.status) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {} {}",
+            r.status,
+            r.body.chars().take(300).collect::<String>()
+        ))
+    }
+}
+
+/// Creates `items` in chunks through the items API (admin import).
+fn import(
+    host: &Host,
+    collection: &str,
+    items: impl Iterator<Item = Value>,
+) -> Result<usize, String> {
+    let mut batch = Vec::with_capacity(CHUNK);
+    let mut total = 0;
+    let flush = |batch: &mut Vec<Value>| -> Result<(), String> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let r = host.post(
+            &format!("/items/{collection}?fields=id"),
+            Some(ADMIN_TOKEN),
+            &Value::Array(std::mem::take(batch)),
+        );
+        check(&r, &format!("import into {collection}"))
+    };
+    for item in items {
+        batch.push(item);
+        total += 1;
+        if batch.len() == CHUNK {
+            flush(&mut batch)?;
+        }
+    }
+    flush(&mut batch)?;
+    Ok(total)
+}
+
+fn timestamp_days_ago(days: f64) -> String {
+    // Seconds since the epoch → RFC 3339, without a date library.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let t = (now - days * 86_400.0).max(0.0);
+    let secs = t as i64;
+    let (days_since, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days_since);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day) (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn timed(samples: &mut Samples, work: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    let started = Instant::now();
+    work()?;
+    samples.push(started.elapsed());
+    Ok(())
+}
+
+pub fn run(config: &Config) -> Result<(), String> {
+    eprintln!("starting a release host…");
+    let host = Host::start(HostOptions::svc());
+    let started = Instant::now();
+
+    host.user(Some("Model"), "bench-owner");
+    let light = host.user(Some("Viewer"), "bench-light");
+    let heavy = host.user(Some("Viewer"), "bench-heavy");
+    let recording = host.post(
+        "/svc/recordings",
+        Some("bench-owner"),
+        &json!({"title": "Bench", "duration": 1000, "device_info": [], "status": "published",
+                "events": [{"timestamp": 0, "value": 1}]}),
+    );
+    check(&recording, "create the recording")?;
+    let recording = recording.json()["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+
+    eprintln!(
+        "importing {} point actions of one player…",
+        config.prior_points
+    );
+    let n = config.prior_points.max(1);
+    import(
+        &host,
+        "user_points",
+        (0..n).map(|i| {
+            json!({"user_id": heavy, "action": "RECORDING_PLAY", "points": 10, "recording_id": recording,
+                   "date_created": timestamp_days_ago(365.0 * (n - i) as f64 / n as f64)})
+        }),
+    )?;
+    import(
+        &host,
+        "user_points",
+        (0..10).map(|i| {
+            json!({"user_id": light, "action": "RECORDING_PLAY", "points": 10, "recording_id": recording,
+                   "date_created": timestamp_days_ago(10.0 - i as f64)})
+        }),
+    )?;
+
+    eprintln!("importing {} users with stats…", config.users);
+    let mut user_ids = Vec::with_capacity(config.users);
+    for chunk_start in (0..config.users).step_by(CHUNK) {
+        let end = (chunk_start + CHUNK).min(config.users);
+        let batch: Vec<Value> = (chunk_start..end)
+            .map(|i| json!({"first_name": "User", "last_name": i.to_string(), "artist_name": format!("Artist {i}")}))
+            .collect();
+        let r = host.post(
+            "/items/platform_users?fields=id",
+            Some(ADMIN_TOKEN),
+            &Value::Array(batch),
+        );
+        check(&r, "import users")?;
+        for u in r.json()["data"].as_array().into_iter().flatten() {
+            if let Some(id) = u["id"].as_str() {
+                user_ids.push(id.to_string());
+            }
+        }
+    }
+    // Spread sums so ranks are all different; stats as a recalculation
+    // would leave them (an import, not the award path).
+    import(
+        &host,
+        "user_stats",
+        user_ids.iter().enumerate().map(|(i, id)| {
+            let raw = (i % 5000) as i64 * 10;
+            json!({"user_id": id, "total_raw_points": raw, "total_weighted_points": raw as f64 * 0.9,
+                   "decay_sum": raw as f64 * 1.1 + i as f64 * 1e-6, "recordings_count": i % 7,
+                   "playbacks_count": i % 11, "achievements_count": i % 3,
+                   "last_updated": timestamp_days_ago(0.0)})
+        }),
+    )?;
+    eprintln!("data ready in {:.1?}", started.elapsed());
+
+    let play = |token: &str| -> Result<(), String> {
+        let r = host.request(
+            "POST",
+            &format!("/svc/recordings/{recording}/play"),
+            Some(token),
+            None,
+        );
+        check(&r, "play")
+    };
+    // The first award of each player creates its stats row from scratch
+    // (a one-time rescan); then warm up.
+    for _ in 0..20 {
+        play("bench-light")?;
+        play("bench-heavy")?;
+    }
+
+    let (mut light_plays, mut heavy_plays) = (Samples::default(), Samples::default());
+    for _ in 0..config.requests {
+        timed(&mut light_plays, || play("bench-light"))?;
+        timed(&mut heavy_plays, || play("bench-heavy"))?;
+    }
+    let mut board = Samples::default();
+    let mut summary = Samples::default();
+    for i in 0..config.requests {
+        timed(&mut board, || {
+            check(
+                &host.get("/svc/gamification/leaderboard", None),
+                "leaderboard",
+            )
+        })?;
+        let user = if i % 2 == 0 {
+            heavy.clone()
+        } else {
+            user_ids[(i * 7919) % user_ids.len().max(1)].clone()
+        };
+        timed(&mut summary, || {
+            check(
+                &host.get(&format!("/svc/gamification/user/{user}"), None),
+                "user",
+            )
+        })?;
+    }
+
+    let ratio = ms(heavy_plays.median()) / ms(light_plays.median()).max(1e-9);
+    println!(
+        "gamification benchmark (release host, {} requests per scenario, sequential keep-alive)",
+        light_plays.len()
+    );
+    println!("{:<58} {:>9} {:>9}", "scenario", "p50 ms", "p95 ms");
+    let row = |name: &str, s: &Samples| {
+        println!(
+            "{name:<58} {:>9.3} {:>9.3}",
+            ms(s.median()),
+            ms(s.quantile(0.95))
+        );
+    };
+    row(
+        "POST /svc/recordings/:id/play, player with 10 prior points",
+        &light_plays,
+    );
+    row(
+        &format!(
+            "POST /svc/recordings/:id/play, player with {} prior points",
+            config.prior_points
+        ),
+        &heavy_plays,
+    );
+    row(
+        &format!(
+            "GET /svc/gamification/leaderboard ({} users with stats)",
+            user_ids.len() + 2
+        ),
+        &board,
+    );
+    row("GET /svc/gamification/user/:id (same)", &summary);
+    println!(
+        "play latency ratio {}/10 prior points: {ratio:.2} (target <= 2)",
+        config.prior_points
+    );
+    if ratio > 2.0 {
+        return Err(format!("play latency ratio {ratio:.2} exceeds 2"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}
