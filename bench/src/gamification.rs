@@ -224,10 +224,10 @@ pub fn run(config: &Config) -> Result<(), String> {
         "gamification benchmark (release host, {} requests per scenario, sequential keep-alive)",
         light_plays.len()
     );
-    println!("{:<58} {:>9} {:>9}", "scenario", "p50 ms", "p95 ms");
+    println!("{:<66} {:>9} {:>9}", "scenario", "p50 ms", "p95 ms");
     let row = |name: &str, s: &Samples| {
         println!(
-            "{name:<58} {:>9.3} {:>9.3}",
+            "{name:<66} {:>9.3} {:>9.3}",
             ms(s.median()),
             ms(s.quantile(0.95))
         );
