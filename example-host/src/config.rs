@@ -71,6 +71,30 @@ pub struct ServeArgs {
     /// Seed demo content on an empty database and print example curl lines.
     #[arg(long, global = true)]
     pub demo: bool,
+    /// Longest an extension handler may run before the caller gets 504.
+    #[arg(
+        long = "extension-timeout-ms",
+        env = "EXTENSION_TIMEOUT_MS",
+        default_value_t = 30_000,
+        global = true
+    )]
+    pub extension_timeout_ms: u64,
+    /// Longest a client may take to send the request headers.
+    #[arg(
+        long = "header-timeout-ms",
+        env = "HEADER_TIMEOUT_MS",
+        default_value_t = 10_000,
+        global = true
+    )]
+    pub header_timeout_ms: u64,
+    /// Longest a client may take to send the request body (408 after).
+    #[arg(
+        long = "body-timeout-ms",
+        env = "BODY_TIMEOUT_MS",
+        default_value_t = 30_000,
+        global = true
+    )]
+    pub body_timeout_ms: u64,
 }
 
 impl Common {

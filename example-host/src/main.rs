@@ -120,7 +120,14 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
         platform: platform.clone(),
         openapi: Arc::new(http::server_api_openapi(&registry)),
         registry: registry.clone(),
-        max_payload: cli.serve.max_payload,
+        limits: http::Limits {
+            max_payload: cli.serve.max_payload,
+            extension_timeout: std::time::Duration::from_millis(
+                cli.serve.extension_timeout_ms.max(1),
+            ),
+            header_timeout: std::time::Duration::from_millis(cli.serve.header_timeout_ms.max(1)),
+            body_timeout: std::time::Duration::from_millis(cli.serve.body_timeout_ms.max(1)),
+        },
     };
     let result = runtime.block_on(async move {
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);

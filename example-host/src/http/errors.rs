@@ -21,6 +21,12 @@ pub enum HttpError {
     ExtensionInvalidToken,
     #[error("Payload too large")]
     PayloadTooLarge,
+    /// The client sent its body too slowly.
+    #[error("Request body timed out")]
+    BodyTimeout,
+    /// An extension handler ran past the per-call limit.
+    #[error("Extension timed out")]
+    ExtensionTimeout,
     /// Unreadable request body on a host route.
     #[error("{0}")]
     InvalidPayload(String),
@@ -80,6 +86,8 @@ impl IntoResponse for HttpError {
             }
             HttpError::ExtensionInvalidToken => simple_body(StatusCode::UNAUTHORIZED, &message),
             HttpError::PayloadTooLarge => simple_body(StatusCode::PAYLOAD_TOO_LARGE, &message),
+            HttpError::BodyTimeout => simple_body(StatusCode::REQUEST_TIMEOUT, &message),
+            HttpError::ExtensionTimeout => simple_body(StatusCode::GATEWAY_TIMEOUT, &message),
             HttpError::InvalidPayload(_) => {
                 items_body(StatusCode::BAD_REQUEST, "INVALID_PAYLOAD", &message)
             }

@@ -45,7 +45,7 @@ pub async fn dispatch(
         return Err(HttpError::RouteNotFound(uri.path().to_string()));
     }
     let id = id.to_string();
-    let bytes = read_body(body, &headers, state.max_payload).await?;
+    let bytes = read_body(body, &headers, &state.limits).await?;
     let token = request_token(&headers, &uri);
     let request = ExtRequest {
         method: method.as_str().to_string(),
@@ -65,7 +65,8 @@ pub async fn dispatch(
     };
     let platform = state.platform.clone();
     let registry = state.registry.clone();
-    let answer = blocking(move || {
+    let call = format!("[{id}] {method} {}", uri.path());
+    let work = blocking(move || {
         let accountability = match authenticate(&platform, token.as_deref()) {
             Ok(acc) => acc,
             Err(AuthError::InvalidToken) => return Err(HttpError::ExtensionInvalidToken),
@@ -80,8 +81,19 @@ pub async fn dispatch(
             return Err(HttpError::RouteNotFound(id));
         };
         Ok(Registry::handle(ext, &platform, accountability, request))
-    })
-    .await?;
+    });
+    // A handler that runs too long is answered 504; its thread finishes
+    // (or not) in the background, and the other routes keep serving.
+    let answer = match tokio::time::timeout(state.limits.extension_timeout, work).await {
+        Ok(answer) => answer?,
+        Err(_) => {
+            log::warn!(
+                "{call} exceeded {:?}; answered 504",
+                state.limits.extension_timeout
+            );
+            return Err(HttpError::ExtensionTimeout);
+        }
+    };
 
     let status = StatusCode::from_u16(answer.status).map_err(|_| HttpError::Extension {
         status: StatusCode::INTERNAL_SERVER_ERROR,

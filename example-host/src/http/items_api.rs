@@ -174,7 +174,7 @@ pub async fn create(
     uri: Uri,
     body: Body,
 ) -> Result<Response, HttpError> {
-    let bytes = read_body(body, &headers, state.max_payload).await?;
+    let bytes = read_body(body, &headers, &state.limits).await?;
     let platform = state.platform.clone();
     blocking(move || {
         let who = caller(&platform, &headers, &uri)?;
@@ -198,7 +198,7 @@ pub async fn update(
     uri: Uri,
     body: Body,
 ) -> Result<Response, HttpError> {
-    let bytes = read_body(body, &headers, state.max_payload).await?;
+    let bytes = read_body(body, &headers, &state.limits).await?;
     let platform = state.platform.clone();
     blocking(move || {
         let who = caller(&platform, &headers, &uri)?;

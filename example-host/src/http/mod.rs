@@ -8,6 +8,7 @@ mod server_api;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Uri};
@@ -24,12 +25,21 @@ use crate::auth::{Accountability, AuthError};
 use crate::extensions::Registry;
 use crate::items::Platform;
 
+/// Limits on clients and extensions.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_payload: usize,
+    pub extension_timeout: Duration,
+    pub header_timeout: Duration,
+    pub body_timeout: Duration,
+}
+
 /// What every handler shares.
 #[derive(Clone)]
 pub struct AppState {
     pub platform: Arc<Platform>,
     pub registry: Arc<Registry>,
-    pub max_payload: usize,
+    pub limits: Limits,
     pub openapi: Arc<Value>,
 }
 
@@ -55,6 +65,10 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Serves until SIGINT/SIGTERM, then finishes in-flight requests.
+///
+/// Connections are served by hyper directly (rather than `axum::serve`) for
+/// its header-read timeout: a client that never finishes its headers is
+/// dropped instead of holding a connection.
 pub async fn serve(
     state: AppState,
     addr: SocketAddr,
@@ -63,13 +77,48 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     log::info!("listening on http://{bound}");
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            log::info!("shutting down: finishing in-flight requests");
-            let _ = shutdown_tx.send(true);
-        })
+    let header_timeout = state.limits.header_timeout;
+    let app = router(state);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown_signal());
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        log::warn!("accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(header_timeout)
+                    .keep_alive(true)
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                let connection = graceful.watch(connection);
+                tokio::spawn(async move {
+                    if let Err(e) = connection.await {
+                        log::debug!("connection from {peer} ended: {e}");
+                    }
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    log::info!("shutting down: finishing in-flight requests");
+    let _ = shutdown_tx.send(true);
+    drop(listener);
+    if tokio::time::timeout(Duration::from_secs(30), graceful.shutdown())
         .await
+        .is_err()
+    {
+        log::warn!("some connections did not finish within 30 s");
+    }
+    Ok(())
 }
 
 async fn shutdown_signal() {
@@ -93,8 +142,13 @@ async fn shutdown_signal() {
     }
 }
 
-/// Reads a body up to the configured limit.
-pub async fn read_body(body: Body, headers: &HeaderMap, limit: usize) -> Result<Bytes, HttpError> {
+/// Reads a body up to the configured size, within the body timeout.
+pub async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    limits: &Limits,
+) -> Result<Bytes, HttpError> {
+    let limit = limits.max_payload;
     let declared = headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -102,7 +156,10 @@ pub async fn read_body(body: Body, headers: &HeaderMap, limit: usize) -> Result<
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(HttpError::PayloadTooLarge);
     }
-    match Limited::new(body, limit).collect().await {
+    let collected = tokio::time::timeout(limits.body_timeout, Limited::new(body, limit).collect())
+        .await
+        .map_err(|_| HttpError::BodyTimeout)?;
+    match collected {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(HttpError::PayloadTooLarge),
         Err(e) => Err(HttpError::InvalidPayload(format!(
