@@ -182,6 +182,21 @@ impl Host {
         s
     }
 
+    /// The host's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The host's peak resident set size in KiB (Linux `VmHWM`).
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+    }
+
     pub fn db_path(&self) -> PathBuf {
         self.data_dir().join("data").join("platform.db")
     }
@@ -240,7 +255,7 @@ impl Host {
         body: Option<&[u8]>,
     ) -> Resp {
         let agent = ureq::AgentBuilder::new()
-            .timeout(Duration::from_secs(60))
+            .timeout(Duration::from_secs(120))
             .build();
         let mut req = agent.request(method, &format!("{}{}", self.base, path));
         if let Some(t) = token {
@@ -260,7 +275,12 @@ impl Host {
             .header("content-type")
             .unwrap_or_default()
             .to_string();
-        let body = response.into_string().unwrap_or_default();
+        // Read whole answers: `into_string` stops at 10 MiB.
+        let mut body = String::new();
+        if let Err(e) = response.into_reader().read_to_string(&mut body) {
+            panic!("{method} {path}: reading the answer failed: {e}");
+        }
+        assert_no_secrets(method, path, &body);
         Resp {
             status,
             content_type,
@@ -326,6 +346,30 @@ impl Drop for Host {
         if self.child.try_wait().ok().flatten().is_none() {
             self.terminate();
         }
+    }
+}
+
+/// Responses checked by [`assert_no_secrets`] in this test process.
+pub static SCANNED_RESPONSES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Every answer of every test goes through this: no route ever returns a
+/// `password` or `token`, and the service's public records never carry an
+/// `email`.
+pub fn assert_no_secrets(method: &str, path: &str, body: &str) {
+    SCANNED_RESPONSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    for key in ["\"password\":", "\"token\":"] {
+        assert!(
+            !body.contains(key),
+            "{method} {path} answered a {key} member: {}",
+            body.chars().take(500).collect::<String>()
+        );
+    }
+    if path.starts_with("/svc/") {
+        assert!(
+            !body.contains("\"email\":"),
+            "{method} {path} answered an email: {}",
+            body.chars().take(500).collect::<String>()
+        );
     }
 }
 

@@ -1862,36 +1862,9 @@ fn play_update_through_another_recording_gives_404() {
 
 // ---------------------------------------------------------------- large bodies
 
-/// An HTTP exchange without the harness's 10 MiB limit on answers.
+/// An authenticated exchange with a raw body.
 fn big_request(host: &Host, method: &str, path: &str, token: &str, body: Option<&[u8]>) -> Resp {
-    use std::io::Read;
-    let agent = ureq::AgentBuilder::new()
-        .timeout(Duration::from_secs(120))
-        .build();
-    let req = agent
-        .request(method, &format!("{}{}", host.base, path))
-        .set("Authorization", &format!("Bearer {token}"));
-    let result = match body {
-        Some(b) => req.set("Content-Type", "application/json").send_bytes(b),
-        None => req.call(),
-    };
-    let response = match result {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{method} {path}: transport error {e}"),
-    };
-    let status = response.status();
-    let content_type = response.content_type().to_string();
-    let mut text = String::new();
-    response
-        .into_reader()
-        .read_to_string(&mut text)
-        .expect("read answer");
-    Resp {
-        status,
-        content_type,
-        body: text,
-    }
+    host.request(method, path, Some(token), body)
 }
 
 #[test]
