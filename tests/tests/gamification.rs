@@ -2376,3 +2376,32 @@ fn property_random_sequence_seed_2() {
 fn property_random_sequence_seed_3() {
     random_sequence(3);
 }
+
+#[test]
+fn top_10_rank_is_decided_on_the_refreshed_scores() {
+    // Stats rows that are stale (all zero) while the point actions were
+    // imported directly: the recalculation must rank users by the rebuilt
+    // scores, so only the ten best unlock `top_10_rank`.
+    let host = Host::start(HostOptions::svc());
+    let mut users = Vec::new();
+    for i in 0..14 {
+        let user = viewer(&host, &format!("stale-{i}"));
+        host.admin_create(
+            "user_stats",
+            &json!({"user_id": user, "total_raw_points": 0, "total_weighted_points": 0}),
+        );
+        host.admin_create(
+            "user_points",
+            &json!({"user_id": user, "action": "IMPORTED", "points": 100 + i * 10,
+                    "date_created": days_ago(1.0)}),
+        );
+        users.push(user);
+    }
+    let host = recalc(host);
+    for (i, user) in users.iter().enumerate() {
+        let top = unlocked(&user_achs(&host, user), "top_10_rank");
+        // Points 100 + 10·i: users 4..=13 are the ten best.
+        assert_eq!(top, i >= 4, "user {i}: top_10_rank {top}");
+        assert_eq!(stats(&host, user)["rank"], json!(14 - i), "user {i}");
+    }
+}

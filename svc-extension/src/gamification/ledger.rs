@@ -62,6 +62,43 @@ pub struct Ledger {
     featured_known: bool,
 }
 
+/// The values of a stored stats row.
+fn stored(r: &Value) -> Computed {
+    Computed {
+        total_raw_points: int(r, "total_raw_points"),
+        decay_sum: r.get("decay_sum").and_then(Value::as_f64).unwrap_or(0.0),
+        recordings_count: int(r, "recordings_count").max(0) as u64,
+        playbacks_count: int(r, "playbacks_count").max(0) as u64,
+        comments_count: int(r, "comments_count").max(0) as u64,
+        achievements_count: int(r, "achievements_count").max(0) as u64,
+        completions_count: int(r, "completions_count").max(0) as u64,
+        ..Default::default()
+    }
+}
+
+/// The stored stats rows of some users, by user id.
+pub fn stored_rows(
+    items: &Items<'_>,
+    users: &[String],
+) -> Result<Vec<(String, String, Computed)>, ItemsError> {
+    let rows = items.read_by_query(
+        "user_stats",
+        &Query::new()
+            .filter(json!({"user_id": {"_in": users}}))
+            .fields(&STATS_FIELDS),
+    )?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            Some((
+                str_field(r, "user_id")?.to_string(),
+                str_field(r, "id")?.to_string(),
+                stored(r),
+            ))
+        })
+        .collect())
+}
+
 impl Ledger {
     /// The user's stats: the stored row, or (no row yet) rule 3 computed
     /// from the records as they are now in this transaction.
@@ -79,20 +116,7 @@ impl Ledger {
                 .limit(1),
         )?;
         let (row, stats, featured_known) = match rows.first() {
-            Some(r) => (
-                str_field(r, "id").map(String::from),
-                Computed {
-                    total_raw_points: int(r, "total_raw_points"),
-                    decay_sum: r.get("decay_sum").and_then(Value::as_f64).unwrap_or(0.0),
-                    recordings_count: int(r, "recordings_count").max(0) as u64,
-                    playbacks_count: int(r, "playbacks_count").max(0) as u64,
-                    comments_count: int(r, "comments_count").max(0) as u64,
-                    achievements_count: int(r, "achievements_count").max(0) as u64,
-                    completions_count: int(r, "completions_count").max(0) as u64,
-                    ..Default::default()
-                },
-                false,
-            ),
+            Some(r) => (str_field(r, "id").map(String::from), stored(r), false),
             None => {
                 let mut all = facts::compute(items, &[user.to_string()], anchor)?;
                 (None, all.remove(user).unwrap_or_default(), true)

@@ -1,6 +1,6 @@
 //! The recalculation routine (SPEC rule 6; DECISIONS §7): every user with a
-//! stats row gets rule 3 from scratch and the full achievement check (ranks
-//! for `top_10_rank` as of the start of the run), in
+//! stats row gets rule 3 from scratch, then the full achievement check with
+//! ranks for `top_10_rank` taken from the refreshed scores, in
 //! batches (one transaction each, so writers are never held up for long),
 //! with a progress line in the log. It also moves the decay anchor forward
 //! when due.
@@ -12,10 +12,10 @@ use serde_json::{json, Value};
 
 use super::check::{check, published, rows_of};
 use super::facts;
-use super::ledger::{anchor, Ledger, STATE_ID};
+use super::ledger::{anchor, stored_rows, Ledger, STATE_ID};
 use super::score;
-use super::time::{format_time, now_ms};
-use crate::records::str_field;
+use super::time::{format_time, now_ms, parse_time};
+use crate::records::{by_id, counts_by_filtered, str_field};
 
 /// Users per transaction.
 const BATCH: usize = 500;
@@ -79,8 +79,25 @@ pub fn recalculate(ctx: &Context<'_>) -> Result<(), BoxError> {
     let total = rows.len();
     log::info!("recalculate-stats: {total} users");
 
-    // Ranks for `top_10_rank`, from the sums at the start of the run.
-    let mut sums: Vec<f64> = rows.iter().map(|(_, _, s)| *s).collect();
+    // Pass 1: rule 3 from scratch, batch by batch.
+    for (done, batch) in rows.chunks(BATCH).enumerate() {
+        ctx.transaction(|tx| {
+            let items = tx.as_admin();
+            let anchor = anchor(&items)?;
+            let now = now_ms();
+            let users: Vec<String> = batch.iter().map(|(u, _, _)| u.clone()).collect();
+            let mut computed = facts::compute(&items, &users, anchor)?;
+            for (user, id, _) in batch {
+                let stats = computed.remove(user).unwrap_or_default();
+                Ledger::computed(user, Some(id.clone()), stats, anchor, now).save(&items)?;
+            }
+            Ok::<_, ItemsError>(())
+        })?;
+        log_progress("stats", (done + 1) * BATCH, total);
+    }
+
+    // Pass 2: the full achievement check, ranks from the refreshed sums.
+    let mut sums: Vec<f64> = stats_rows(&admin)?.iter().map(|(_, _, s)| *s).collect();
     sums.sort_by(|a, b| b.total_cmp(a));
     let achievements = published(&admin, None)?;
     let mut unlocked = 0usize;
@@ -90,19 +107,33 @@ pub fn recalculate(ctx: &Context<'_>) -> Result<(), BoxError> {
             let anchor = anchor(&items)?;
             let now = now_ms();
             let users: Vec<String> = batch.iter().map(|(u, _, _)| u.clone()).collect();
-            let mut computed = facts::compute(&items, &users, anchor)?;
+            let featured = counts_by_filtered(
+                &items,
+                "recordings",
+                "user_created",
+                &users,
+                json!({"_and": [{"status": {"_eq": "published"}}, {"featured": {"_eq": true}}]}),
+            )?;
+            let accounts = by_id(&items, "platform_users", &users)?;
             let existing = rows_of(&items, &users, &achievements)?;
             let mut newly = 0;
-            for (user, id, _) in batch {
-                let stats = computed.remove(user).unwrap_or_default();
+            for (user, id, mut stats) in stored_rows(&items, &users)? {
+                stats.featured_published = featured.get(&user).copied().unwrap_or(0);
+                stats.created = accounts
+                    .get(&user)
+                    .and_then(|a| str_field(a, "date_created"))
+                    .and_then(parse_time);
                 let facts = stats.facts(Some(rank_in(&sums, stats.decay_sum)));
-                let mut ledger = Ledger::computed(user, Some(id.clone()), stats, anchor, now);
-                newly += check(&items, &mut ledger, &achievements, &existing, &facts)?.len();
-                ledger.save(&items)?;
+                let mut ledger = Ledger::computed(&user, Some(id), stats, anchor, now);
+                let codes = check(&items, &mut ledger, &achievements, &existing, &facts)?;
+                if !codes.is_empty() {
+                    newly += codes.len();
+                    ledger.save(&items)?;
+                }
             }
             Ok::<_, ItemsError>(newly)
         })?;
-        log_progress((done + 1) * BATCH, total);
+        log_progress("achievements", (done + 1) * BATCH, total);
     }
     log::info!(
         "recalculate-stats: {total} users refreshed, {unlocked} achievements unlocked, in {:.1?}",
@@ -111,9 +142,12 @@ pub fn recalculate(ctx: &Context<'_>) -> Result<(), BoxError> {
     Ok(())
 }
 
-fn log_progress(done: usize, total: usize) {
+fn log_progress(pass: &str, done: usize, total: usize) {
     if total > BATCH {
-        log::info!("recalculate-stats: {}/{total} users", done.min(total));
+        log::info!(
+            "recalculate-stats: {pass} {}/{total} users",
+            done.min(total)
+        );
     }
 }
 
