@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 echo "==> building the workspace (host, extensions, fixtures)"
 cargo build --workspace
+echo "==> building the host with the svc extension linked in (feature inprocess)"
+cargo build -p example-host --features inprocess --target-dir target/inprocess
 echo "==> building the standalone ABI fixtures"
 bash scripts/build-fixtures.sh
 echo "==> running the tests"

@@ -52,6 +52,10 @@ pub struct Common {
         global = true
     )]
     pub db: PathBuf,
+    /// Serve the svc extension linked into this host, without the ABI.
+    #[cfg(feature = "inprocess")]
+    #[arg(long = "builtin-svc", global = true)]
+    pub builtin_svc: bool,
     /// Folder of extension libraries [default: ./extensions, or the executable's folder when that does not exist].
     #[arg(long = "extensions", env = "EXTENSIONS_PATH", global = true)]
     pub extensions: Option<PathBuf>,

@@ -50,7 +50,15 @@ fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
         .map_err(|e| format!("first-start seeding failed: {e}"))?;
     let dir = cli.common.extensions_dir();
     log::info!("loading extensions from {}", dir.display());
-    let registry = Arc::new(Registry::load_dir(&dir, &platform));
+    #[allow(unused_mut)]
+    let mut registry = Registry::load_dir(&dir, &platform);
+    #[cfg(feature = "inprocess")]
+    if cli.common.builtin_svc {
+        registry
+            .add_builtin_svc(&platform)
+            .map_err(|e| format!("cannot mount the linked svc extension: {e}"))?;
+    }
+    let registry = Arc::new(registry);
     platform.set_event_sink(registry.clone());
     Ok((platform, registry))
 }

@@ -49,6 +49,11 @@ impl Request {
         }
     }
 
+    pub(crate) fn push_header(&mut self, name: &str, value: &str) {
+        self.headers
+            .push((name.to_ascii_lowercase(), value.to_string()));
+    }
+
     pub(crate) fn set_params(&mut self, params: HashMap<String, String>) {
         self.params = params;
     }

@@ -4,7 +4,7 @@ use abi_stable::std_types::{RResult, RStr, RString};
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::{Map, Value};
 
-use crate::abi::{FfiAccess, FfiError, HostServices_TO};
+use crate::abi::{FfiAccess, FfiError};
 use crate::error::ItemsError;
 
 /// Whose rights an items operation runs with.
@@ -101,9 +101,11 @@ impl Query {
     }
 }
 
-/// The object-safe view of the host's services used by the facade; it erases
-/// the lifetimes of the FFI trait object.
-pub(crate) trait Services {
+/// The host's item services as the facade calls them: object-safe, with the
+/// lifetimes of the FFI trait object erased. Every `HostServices`
+/// implementation is one, so a host that links an extension into its own
+/// process (see [`crate::direct`]) passes its implementation directly.
+pub trait Services {
     fn read_by_query(&self, a: FfiAccess, c: RStr<'_>, q: RStr<'_>) -> RResult<RString, FfiError>;
     fn read_one(
         &self,
@@ -129,7 +131,7 @@ pub(crate) trait Services {
     ) -> RResult<(), FfiError>;
 }
 
-impl<'x, 'y> Services for HostServices_TO<'x, abi_stable::sabi_types::RRef<'y, ()>> {
+impl<T: crate::abi::HostServices + ?Sized> Services for T {
     fn read_by_query(&self, a: FfiAccess, c: RStr<'_>, q: RStr<'_>) -> RResult<RString, FfiError> {
         crate::abi::HostServices::read_by_query(self, a, c, q)
     }

@@ -27,6 +27,7 @@
 
 pub mod abi;
 mod context;
+pub mod direct;
 mod entry;
 mod error;
 mod events;

@@ -58,6 +58,17 @@ pub fn fixture_library(name: &str) -> PathBuf {
     )
 }
 
+/// The host built with the `inprocess` feature (svc linked in), built by
+/// `scripts/test.sh` into `target/inprocess`.
+pub fn inprocess_host_binary() -> PathBuf {
+    require(
+        target_dir()
+            .join("inprocess")
+            .join(profile())
+            .join("example-host"),
+    )
+}
+
 pub fn host_binary() -> PathBuf {
     require(target_dir().join(profile()).join("example-host"))
 }
@@ -69,6 +80,8 @@ pub struct HostOptions {
     pub env: Vec<(String, String)>,
     /// Reuse the data folder of a previous host (restart on the same database).
     pub data_dir: Option<tempfile::TempDir>,
+    /// Another host executable (e.g. the `inprocess` build).
+    pub binary: Option<PathBuf>,
 }
 
 impl HostOptions {
@@ -78,6 +91,7 @@ impl HostOptions {
             extra_args: Vec::new(),
             env: Vec::new(),
             data_dir: None,
+            binary: None,
         }
     }
 
@@ -130,7 +144,7 @@ impl Host {
         }
         let log_path = dir.path().join(format!("host-{}.log", unique()));
         let log = fs::File::create(&log_path).expect("log file");
-        let mut cmd = Command::new(host_binary());
+        let mut cmd = Command::new(opts.binary.clone().unwrap_or_else(host_binary));
         cmd.arg("--db")
             .arg(dir.path().join("data").join("platform.db"))
             .arg("--extensions")

@@ -265,7 +265,7 @@ pub fn load(
         version: manifest.version.to_string(),
         sdk_version,
         path: path.to_path_buf(),
-        module,
+        code: super::code::Code::Library(module),
         schedules,
         openapi,
     })

@@ -1,5 +1,8 @@
 //! Extensions: loading, calling, item-event delivery and schedules.
 
+#[cfg(feature = "inprocess")]
+mod builtin;
+mod code;
 mod loader;
 mod logger;
 pub mod schedules;
@@ -8,14 +11,13 @@ pub mod services;
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 
-use abi_stable::std_types::{RString, RVec, Tuple2};
-use host_sdk::abi::{ExtensionModuleRef, FfiItemEvent, FfiRequest, FfiResponse};
 use serde_json::Value;
 
 use crate::auth::Accountability;
 use crate::items::{EventSink, ItemEvent, Platform};
-use services::{ffi_accountability_opt, ExtServices};
+use services::ExtServices;
 
+pub use code::ExtResponse;
 pub use loader::libraries_in;
 
 /// When a schedule runs.
@@ -36,7 +38,7 @@ pub struct LoadedExtension {
     pub version: String,
     pub sdk_version: String,
     pub path: PathBuf,
-    pub module: ExtensionModuleRef,
+    pub code: code::Code,
     pub schedules: Vec<ScheduleDef>,
     /// `{"paths": {...}}` relative to the mount, or null.
     pub openapi: Value,
@@ -108,25 +110,13 @@ impl Registry {
         platform: &Platform,
         accountability: Option<Accountability>,
         request: ExtRequest,
-    ) -> FfiResponse {
+    ) -> ExtResponse {
         platform
             .metrics
             .extension_calls
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let services = ExtServices::new(platform, accountability);
-        let ctx = services.context();
-        let request = FfiRequest {
-            method: request.method.into(),
-            path: request.path.into(),
-            query: request.query.into(),
-            headers: request
-                .headers
-                .into_iter()
-                .map(|(k, v)| Tuple2(RString::from(k), RString::from(v)))
-                .collect::<RVec<_>>(),
-            body: request.body.into(),
-        };
-        (ext.module.handle())(&request, &ctx)
+        ext.code.handle(&services, request)
     }
 
     /// Runs one schedule of one extension now.
@@ -151,20 +141,8 @@ impl Registry {
             ));
         }
         let services = ExtServices::new(platform, None);
-        let ctx = services.context();
-        (ext.module.run_schedule())(name.into(), &ctx)
-            .into_result()
-            .map_err(|e| format!("{}: {}", e.code, e.message))
+        ext.code.run_schedule(&services, name)
     }
-}
-
-fn records_json(
-    records: &Option<Vec<crate::storage::Record>>,
-) -> abi_stable::std_types::ROption<RString> {
-    records
-        .as_ref()
-        .map(|r| RString::from(serde_json::to_string(r).unwrap_or_else(|_| "[]".into())))
-        .into()
 }
 
 impl EventSink for Registry {
@@ -178,28 +156,15 @@ impl EventSink for Registry {
         }
         HOOK_DEPTH.with(|d| d.set(depth + 1));
         for event in events {
-            let ffi = FfiItemEvent {
-                event: event.kind.name().into(),
-                collection: event.collection.as_str().into(),
-                keys: serde_json::to_string(&event.keys)
-                    .unwrap_or_default()
-                    .into(),
-                payload: event.payload.to_string().into(),
-                before: records_json(&event.before),
-                after: records_json(&event.after),
-                accountability: ffi_accountability_opt(event.accountability.as_ref()),
-            };
             for ext in &self.extensions {
                 let services = ExtServices::new(platform, event.accountability.clone());
-                let ctx = services.context();
-                if let Err(e) = (ext.module.on_event())(&ffi, &ctx).into_result() {
+                if let Err(e) = ext.code.on_event(&services, &event) {
                     log::warn!(
-                        "[{}] hook failed on {} {} {:?}: {}",
+                        "[{}] hook failed on {} {} {:?}: {e}",
                         ext.id,
                         event.kind.name(),
                         event.collection,
                         event.keys,
-                        e.message
                     );
                 }
             }

@@ -64,6 +64,12 @@ impl<'a> ExtServices<'a> {
         }
     }
 
+    /// The caller these services act for.
+    #[cfg_attr(not(feature = "inprocess"), allow(dead_code))]
+    pub fn accountability(&self) -> Option<&Accountability> {
+        self.accountability.as_ref()
+    }
+
     /// The FFI context of a call made with these services.
     pub fn context(&self) -> FfiContext<'_> {
         FfiContext {

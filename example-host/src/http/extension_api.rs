@@ -101,12 +101,7 @@ pub async fn dispatch(
     })?;
     let content_type = HeaderValue::from_str(answer.content_type.as_str())
         .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
-    Ok((
-        status,
-        [(header::CONTENT_TYPE, content_type)],
-        answer.body.into_vec(),
-    )
-        .into_response())
+    Ok((status, [(header::CONTENT_TYPE, content_type)], answer.body).into_response())
 }
 
 #[cfg(test)]

@@ -1,0 +1,149 @@
+//! How the host calls an extension's code: through the ABI of a loaded
+//! library, or directly when the extension is linked into the host (the
+//! `inprocess` feature).
+
+use abi_stable::std_types::{RString, RVec, Tuple2};
+use host_sdk::abi::{ExtensionModuleRef, FfiItemEvent, FfiRequest};
+
+use super::services::{ffi_accountability_opt, ExtServices};
+use super::ExtRequest;
+use crate::items::ItemEvent;
+
+/// An extension's answer, whichever way it was called.
+pub struct ExtResponse {
+    pub status: u16,
+    pub content_type: String,
+    pub body: Vec<u8>,
+}
+
+pub enum Code {
+    /// A library loaded through its root module.
+    Library(ExtensionModuleRef),
+    /// An extension linked into the host.
+    #[cfg(feature = "inprocess")]
+    Linked(&'static host_sdk::Extension),
+}
+
+fn records_json(
+    records: &Option<Vec<crate::storage::Record>>,
+) -> abi_stable::std_types::ROption<RString> {
+    records
+        .as_ref()
+        .map(|r| RString::from(serde_json::to_string(r).unwrap_or_else(|_| "[]".into())))
+        .into()
+}
+
+#[cfg(feature = "inprocess")]
+fn facade_accountability(a: &crate::auth::Accountability) -> host_sdk::Accountability {
+    host_sdk::Accountability {
+        user: a.user.clone(),
+        role: a.role.clone(),
+        admin: a.admin,
+    }
+}
+
+impl Code {
+    pub fn handle(&self, services: &ExtServices<'_>, request: ExtRequest) -> ExtResponse {
+        match self {
+            Code::Library(module) => {
+                let ctx = services.context();
+                let request = FfiRequest {
+                    method: request.method.into(),
+                    path: request.path.into(),
+                    query: request.query.into(),
+                    headers: request
+                        .headers
+                        .into_iter()
+                        .map(|(k, v)| Tuple2(RString::from(k), RString::from(v)))
+                        .collect::<RVec<_>>(),
+                    body: request.body.into(),
+                };
+                let answer = (module.handle())(&request, &ctx);
+                ExtResponse {
+                    status: answer.status,
+                    content_type: answer.content_type.into_string(),
+                    body: answer.body.into_vec(),
+                }
+            }
+            #[cfg(feature = "inprocess")]
+            Code::Linked(ext) => {
+                let target = if request.query.is_empty() {
+                    request.path
+                } else {
+                    format!("{}?{}", request.path, request.query)
+                };
+                let mut req = host_sdk::Request::new(&request.method, &target, request.body);
+                for (k, v) in &request.headers {
+                    req = req.with_header(k, v);
+                }
+                let acc = services.accountability().map(facade_accountability);
+                let answer = ext.handle_direct(req, acc, services);
+                ExtResponse {
+                    status: answer.status,
+                    content_type: answer.content_type,
+                    body: answer.body,
+                }
+            }
+        }
+    }
+
+    pub fn on_event(&self, services: &ExtServices<'_>, event: &ItemEvent) -> Result<(), String> {
+        match self {
+            Code::Library(module) => {
+                let ffi = FfiItemEvent {
+                    event: event.kind.name().into(),
+                    collection: event.collection.as_str().into(),
+                    keys: serde_json::to_string(&event.keys)
+                        .unwrap_or_default()
+                        .into(),
+                    payload: event.payload.to_string().into(),
+                    before: records_json(&event.before),
+                    after: records_json(&event.after),
+                    accountability: ffi_accountability_opt(event.accountability.as_ref()),
+                };
+                let ctx = services.context();
+                (module.on_event())(&ffi, &ctx)
+                    .into_result()
+                    .map_err(|e| e.message.into_string())
+            }
+            #[cfg(feature = "inprocess")]
+            Code::Linked(ext) => {
+                use crate::items::EventKind;
+                let records = |r: &Option<Vec<crate::storage::Record>>| -> Vec<serde_json::Value> {
+                    r.iter()
+                        .flatten()
+                        .cloned()
+                        .map(serde_json::Value::Object)
+                        .collect()
+                };
+                let facade = host_sdk::ItemEvent {
+                    kind: match event.kind {
+                        EventKind::Create => host_sdk::EventKind::Create,
+                        EventKind::Update => host_sdk::EventKind::Update,
+                        EventKind::Delete => host_sdk::EventKind::Delete,
+                    },
+                    collection: event.collection.clone(),
+                    keys: event.keys.clone(),
+                    payload: event.payload.clone(),
+                    before: records(&event.before),
+                    after: records(&event.after),
+                    accountability: event.accountability.as_ref().map(facade_accountability),
+                };
+                ext.deliver_direct(&facade, services)
+            }
+        }
+    }
+
+    pub fn run_schedule(&self, services: &ExtServices<'_>, name: &str) -> Result<(), String> {
+        match self {
+            Code::Library(module) => {
+                let ctx = services.context();
+                (module.run_schedule())(name.into(), &ctx)
+                    .into_result()
+                    .map_err(|e| format!("{}: {}", e.code, e.message))
+            }
+            #[cfg(feature = "inprocess")]
+            Code::Linked(ext) => ext.run_schedule_direct(name, services),
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! Running an extension inside the host's own process, without the ABI.
+//!
+//! A host that links an extension crate statically (as `example-host` does
+//! with its `inprocess` feature, to measure what the ABI costs) calls these
+//! instead of the library's entry points: same router, hooks and jobs, same
+//! panic containment, no FFI request/response types and no trait-object
+//! vtables of abi_stable.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+pub use crate::items::Services;
+
+use crate::context::{Accountability, Context};
+use crate::error::ApiError;
+use crate::events::ItemEvent;
+use crate::extension::{Extension, Schedule};
+use crate::http::{Request, Response};
+
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+impl Extension {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The registered schedules.
+    pub fn schedule_list(&self) -> Vec<(String, Schedule)> {
+        self.schedules
+            .iter()
+            .map(|s| (s.name.clone(), s.when.clone()))
+            .collect()
+    }
+
+    /// Handles one request; a panicking handler answers 500
+    /// `Internal extension error`.
+    pub fn handle_direct(
+        &self,
+        request: Request,
+        accountability: Option<Accountability>,
+        services: &dyn Services,
+    ) -> Response {
+        let ctx = Context::new(accountability, services);
+        catch_unwind(AssertUnwindSafe(|| self.router.dispatch(request, &ctx)))
+            .unwrap_or_else(|_| Response::error(&ApiError::internal("Internal extension error")))
+    }
+
+    /// Delivers one item event to every hook.
+    pub fn deliver_direct(&self, event: &ItemEvent, services: &dyn Services) -> Result<(), String> {
+        let ctx = Context::new(event.accountability.clone(), services);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let failures: Vec<String> = self
+                .hooks
+                .iter()
+                .filter_map(|hook| hook(event, &ctx).err().map(|e| e.to_string()))
+                .collect();
+            failures
+        }));
+        match outcome {
+            Ok(failures) if failures.is_empty() => Ok(()),
+            Ok(failures) => Err(failures.join("; ")),
+            Err(p) => Err(format!("hook panicked: {}", panic_text(p))),
+        }
+    }
+
+    /// Runs one registered job by name.
+    pub fn run_schedule_direct(&self, name: &str, services: &dyn Services) -> Result<(), String> {
+        let Some(job) = self.schedules.iter().find(|s| s.name == name) else {
+            return Err(format!("no schedule named `{name}`"));
+        };
+        let ctx = Context::new(None, services);
+        match catch_unwind(AssertUnwindSafe(|| (job.job)(&ctx))) {
+            Ok(result) => result.map_err(|e| e.to_string()),
+            Err(p) => Err(format!("job panicked: {}", panic_text(p))),
+        }
+    }
+
+    /// Runs the init callback, if any.
+    pub fn init_direct(&self, services: &dyn Services) -> Result<(), String> {
+        let Some(init) = &self.init else {
+            return Ok(());
+        };
+        let ctx = Context::new(None, services);
+        match catch_unwind(AssertUnwindSafe(|| init(&ctx))) {
+            Ok(result) => result.map_err(|e| e.to_string()),
+            Err(p) => Err(format!("init panicked: {}", panic_text(p))),
+        }
+    }
+}
+
+impl Request {
+    /// Adds a header (for hosts building requests).
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        self.push_header(name, value);
+        self
+    }
+}
