@@ -23,6 +23,14 @@ pub struct Route {
     pattern: String,
     segments: Vec<Segment>,
     summary: Option<String>,
+    /// (name, JSON Schema type) of documented query parameters.
+    query: Vec<(String, String)>,
+    /// JSON Schema of the request body.
+    body: Option<Value>,
+    /// (status, description) of documented answers.
+    responses: Vec<(u16, String)>,
+    /// Whether the route needs an authenticated caller.
+    auth: bool,
     handler: Handler,
 }
 
@@ -30,6 +38,30 @@ impl Route {
     /// A one-line description for the OpenAPI document.
     pub fn summary(&mut self, text: &str) -> &mut Self {
         self.summary = Some(text.to_string());
+        self
+    }
+
+    /// Documents a query parameter (`kind`: a JSON Schema type).
+    pub fn query(&mut self, name: &str, kind: &str) -> &mut Self {
+        self.query.push((name.to_string(), kind.to_string()));
+        self
+    }
+
+    /// Documents the JSON body (a JSON Schema).
+    pub fn body(&mut self, schema: Value) -> &mut Self {
+        self.body = Some(schema);
+        self
+    }
+
+    /// Documents an answer.
+    pub fn response(&mut self, status: u16, description: &str) -> &mut Self {
+        self.responses.push((status, description.to_string()));
+        self
+    }
+
+    /// Documents that the route needs an authenticated caller.
+    pub fn authenticated(&mut self) -> &mut Self {
+        self.auth = true;
         self
     }
 
@@ -92,6 +124,10 @@ impl Router {
             pattern: pattern.to_string(),
             segments,
             summary: None,
+            query: Vec::new(),
+            body: None,
+            responses: Vec::new(),
+            auth: false,
             handler: Box::new(handler),
         });
         let last = self.routes.len() - 1;
@@ -154,7 +190,7 @@ impl Router {
                 })
                 .collect();
             let path = if path.is_empty() { "/".into() } else { path };
-            let params: Vec<Value> = route
+            let mut params: Vec<Value> = route
                 .segments
                 .iter()
                 .filter_map(|s| match s {
@@ -164,6 +200,9 @@ impl Router {
                     Segment::Literal(_) => None,
                 })
                 .collect();
+            params.extend(route.query.iter().map(|(name, kind)| {
+                json!({"name": name, "in": "query", "required": false, "schema": {"type": kind}})
+            }));
             let mut op = Map::new();
             op.insert(
                 "summary".into(),
@@ -176,10 +215,27 @@ impl Router {
             if !params.is_empty() {
                 op.insert("parameters".into(), Value::Array(params));
             }
-            op.insert(
-                "responses".into(),
-                json!({"default": {"description": "JSON response"}}),
+            if let Some(schema) = &route.body {
+                op.insert(
+                    "requestBody".into(),
+                    json!({"required": false, "content": {"application/json": {"schema": schema}}}),
+                );
+            }
+            let mut responses = Map::new();
+            for (status, description) in &route.responses {
+                responses.insert(
+                    status.to_string(),
+                    json!({"description": description, "content": {"application/json": {}}}),
+                );
+            }
+            responses.insert(
+                "default".into(),
+                json!({"description": "JSON answer; errors are {\"error\": message}"}),
             );
+            op.insert("responses".into(), Value::Object(responses));
+            if route.auth {
+                op.insert("security".into(), json!([{"bearer": []}]));
+            }
             let entry = paths
                 .entry(path)
                 .or_insert_with(|| Value::Object(Map::new()));

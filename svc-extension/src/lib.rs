@@ -36,7 +36,8 @@ pub mod videos;
 
 use std::time::Duration;
 
-use host_sdk::{Extension, Schedule};
+use host_sdk::{Extension, Router, Schedule};
+use serde_json::json;
 
 /// The extension's id: its mount point (`/svc`) and log target.
 pub const ID: &str = "svc";
@@ -57,61 +58,151 @@ pub fn extension() -> Extension {
             Schedule::Every(Duration::from_secs(3600)),
             gamification::recalc::recalculate,
         )
-        .routes(|r| {
-            r.get("/stats", stats::handler).summary("Site-wide counts");
-            r.get("/models", models::list)
-                .summary("Models, newest id first");
-            r.get("/models/:slug", models::one)
-                .summary("One model by slug");
-            r.get("/videos", videos::list)
-                .summary("Published videos, newest first");
-            r.get("/videos/:slug", videos::one)
-                .summary("One published video by slug");
-            r.get("/articles", articles::list)
-                .summary("Featured published articles");
-            r.post("/videos/:id/like", likes::like)
-                .summary("Like a video (auth)");
-            r.delete("/videos/:id/like", likes::unlike)
-                .summary("Unlike a video (auth)");
-            r.get("/videos/:id/like-status", likes::status)
-                .summary("Whether the caller likes a video");
-            r.post("/videos/:id/play", video_plays::record)
-                .summary("Record a play of a video");
-            r.patch("/videos/:id/play/:playId", video_plays::update)
-                .summary("Update a play of a video");
-            r.get("/analytics", analytics::handler)
-                .summary("The caller's video analytics (auth)");
-            r.get("/recordings", recordings::list)
-                .summary("The caller's recordings (auth)");
-            r.post("/recordings", recordings::create)
-                .summary("Create a recording (auth)");
-            r.get("/recordings/:id", recordings::one)
-                .summary("One recording: the owner's, or a public one (auth)");
-            r.patch("/recordings/:id", recordings::update)
-                .summary("Update an own recording (auth)");
-            r.delete("/recordings/:id", recordings::archive)
-                .summary("Archive an own recording (auth)");
-            r.post("/recordings/:id/duplicate", recordings::duplicate)
-                .summary("Copy a publicly shared recording (auth)");
-            r.get("/community-recordings", community::list)
-                .summary("Published public recordings");
-            r.post("/recordings/:id/play", recording_plays::record)
-                .summary("Record a play of a recording");
-            r.patch("/recordings/:id/play/:playId", recording_plays::update)
-                .summary("Update a play of a recording");
-            r.get(
-                "/gamification/leaderboard",
-                gamification::endpoints::leaderboard,
-            )
-            .summary("Users by weighted points");
-            r.get("/gamification/user/:id", gamification::endpoints::user)
-                .summary("A user's stats, rank, achievements and recent points");
-            r.get(
-                "/gamification/achievements",
-                gamification::endpoints::achievements,
-            )
-            .summary("Published achievements");
-        })
+        .routes(routes)
+}
+
+/// Every route of SPEC.md, with what the OpenAPI document says of it.
+fn routes(r: &mut Router) {
+    let recording_body = json!({
+        "type": "object",
+        "properties": {
+            "title": {"type": "string"}, "description": {"type": "string"},
+            "duration": {"type": "number"}, "events": {"type": "array", "items": {"type": "object"}},
+            "device_info": {}, "tags": {"type": "array"}, "linked_video": {"type": ["string", "null"]},
+            "status": {"type": "string", "enum": ["draft", "published", "archived"]},
+            "public": {"type": "boolean"},
+        },
+    });
+    r.get("/stats", stats::handler)
+        .summary("Site-wide counts")
+        .response(200, "{models_count, viewers_count, videos_count}");
+    r.get("/models", models::list)
+        .summary("Models, newest id first")
+        .query("limit", "integer")
+        .query("featured", "string")
+        .response(200, "Model user records");
+    r.get("/models/:slug", models::one)
+        .summary("One model by slug")
+        .response(200, "A model user record")
+        .response(404, "Model not found");
+    r.get("/videos", videos::list)
+        .summary("Published videos, newest first")
+        .query("model_id", "string")
+        .query("limit", "integer")
+        .response(200, "Videos with models, movie and live counts");
+    r.get("/videos/:slug", videos::one)
+        .summary("One published video by slug")
+        .response(200, "A video")
+        .response(404, "Video not found");
+    r.get("/articles", articles::list)
+        .summary("Featured published articles")
+        .query("limit", "integer")
+        .query("featured", "string")
+        .response(200, "Articles with author");
+    r.post("/videos/:id/like", likes::like)
+        .summary("Like a video")
+        .authenticated()
+        .response(200, "{liked: true, likes_count}")
+        .response(400, "Already liked")
+        .response(401, "Unauthorized")
+        .response(404, "Video not found");
+    r.delete("/videos/:id/like", likes::unlike)
+        .summary("Unlike a video")
+        .authenticated()
+        .response(200, "{liked: false, likes_count}")
+        .response(400, "Not liked")
+        .response(401, "Unauthorized")
+        .response(404, "Video not found");
+    r.get("/videos/:id/like-status", likes::status)
+        .summary("Whether the caller likes a video")
+        .response(200, "{liked}");
+    r.post("/videos/:id/play", video_plays::record)
+        .summary("Record a play of a video")
+        .body(json!({"type": "object", "properties": {"session_id": {"type": "string"}}}))
+        .response(200, "{success, play_id, plays_count}")
+        .response(404, "Video not found");
+    r.patch("/videos/:id/play/:playId", video_plays::update)
+        .summary("Update a play of a video")
+        .body(json!({"type": "object", "properties": {"duration_watched": {"type": "number"}, "completed": {"type": "boolean"}}}))
+        .response(200, "{success: true}")
+        .response(404, "Play record not found");
+    r.get("/analytics", analytics::handler)
+        .summary("The caller's video analytics")
+        .authenticated()
+        .response(200, "Totals, plays and likes by date, per-video figures")
+        .response(401, "Unauthorized");
+    r.get("/recordings", recordings::list)
+        .summary("The caller's recordings, newest first")
+        .authenticated()
+        .query("status", "string")
+        .query("tags", "string")
+        .query("linked_video", "string")
+        .query("limit", "integer")
+        .query("page", "integer")
+        .response(200, "Recordings")
+        .response(401, "Unauthorized");
+    r.post("/recordings", recordings::create)
+        .summary("Create a recording")
+        .authenticated()
+        .body(recording_body.clone())
+        .response(201, "The created recording")
+        .response(400, "A missing or invalid field")
+        .response(401, "Unauthorized");
+    r.get("/recordings/:id", recordings::one)
+        .summary("One recording: the owner's, or a public one")
+        .authenticated()
+        .response(200, "The recording")
+        .response(403, "Forbidden")
+        .response(404, "Recording not found");
+    r.patch("/recordings/:id", recordings::update)
+        .summary("Update an own recording")
+        .authenticated()
+        .body(recording_body)
+        .response(200, "The updated recording")
+        .response(403, "Forbidden");
+    r.delete("/recordings/:id", recordings::archive)
+        .summary("Archive an own recording")
+        .authenticated()
+        .response(200, "{success: true}")
+        .response(403, "Forbidden")
+        .response(404, "Recording not found");
+    r.post("/recordings/:id/duplicate", recordings::duplicate)
+        .summary("Copy a publicly shared recording")
+        .authenticated()
+        .response(201, "{data: the copy}")
+        .response(401, "Authentication required")
+        .response(403, "Recording is not publicly shared");
+    r.get("/community-recordings", community::list)
+        .summary("Published public recordings, newest first")
+        .query("limit", "integer")
+        .query("offset", "integer")
+        .response(200, "{data: [...]}");
+    r.post("/recordings/:id/play", recording_plays::record)
+        .summary("Record a play of a recording")
+        .response(200, "{success, play_id}")
+        .response(404, "Recording not found");
+    r.patch("/recordings/:id/play/:playId", recording_plays::update)
+        .summary("Update a play of a recording")
+        .body(json!({"type": "object", "properties": {"duration_played": {"type": "number"}, "completed": {"type": "boolean"}}}))
+        .response(200, "{success: true}")
+        .response(404, "Play record not found");
+    r.get(
+        "/gamification/leaderboard",
+        gamification::endpoints::leaderboard,
+    )
+    .summary("Users by weighted points")
+    .query("limit", "integer")
+    .query("offset", "integer")
+    .response(200, "{data: [...]}");
+    r.get("/gamification/user/:id", gamification::endpoints::user)
+        .summary("A user's stats, rank, achievements and recent points")
+        .response(200, "{stats, achievements, recent_points}");
+    r.get(
+        "/gamification/achievements",
+        gamification::endpoints::achievements,
+    )
+    .summary("Published achievements")
+    .response(200, "{data: [...]}");
 }
 
 host_sdk::export_extension!(extension);

@@ -163,6 +163,7 @@ pub fn build_openapi(registry: &Registry) -> Value {
     json!({
         "openapi": "3.1.0",
         "info": {"title": "example-host", "version": env!("CARGO_PKG_VERSION")},
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "paths": paths,
     })
 }
