@@ -102,6 +102,8 @@ pub struct ItemEvent {
 
 /// Receives item events after their write committed.
 pub trait EventSink: Send + Sync {
+    /// Whether anyone wants the events of this collection.
+    fn wants(&self, collection: &str) -> bool;
     fn dispatch(&self, platform: &Platform, events: Vec<ItemEvent>);
 }
 
@@ -190,6 +192,13 @@ impl Platform {
     /// Connects the receiver of item events (once, after extensions load).
     pub fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
         let _ = self.events.set(sink);
+    }
+
+    /// Whether writes to `collection` must produce item events: someone
+    /// listens, or the write changes who may do what (the auth caches are
+    /// cleared when such events are delivered, after the commit).
+    pub fn wants_events(&self, collection: &str) -> bool {
+        affects_access(collection) || self.events.get().is_some_and(|sink| sink.wants(collection))
     }
 
     /// Delivers events of a committed write.
@@ -497,6 +506,7 @@ impl Platform {
             .collect::<Result<Vec<_>, _>>()?;
         self.run_write(session, |conn, events| {
             let mut keys = Vec::with_capacity(records.len());
+            let wanted = self.wants_events(&def.name);
             for (record, payload) in &records {
                 conn.insert(&def, record)?;
                 let key = record
@@ -504,6 +514,10 @@ impl Platform {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_string();
+                if !wanted {
+                    keys.push(key);
+                    continue;
+                }
                 events.push(ItemEvent {
                     kind: EventKind::Create,
                     collection: def.name.clone(),
@@ -663,6 +677,11 @@ impl Platform {
         reported.remove("token");
         self.run_write(session, |conn, events| {
             self.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
+            // Nobody listening: no before/after reads, no event.
+            if !self.wants_events(&def.name) {
+                conn.update(&def, key, &changes)?;
+                return Ok(key.to_string());
+            }
             let before = select_full(conn, &def, key)?;
             conn.update(&def, key, &changes)?;
             let after = select_full(conn, &def, key)?;
@@ -692,6 +711,10 @@ impl Platform {
         let admin = who.is_admin();
         self.run_write(session, |conn, events| {
             self.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
+            if !self.wants_events(&def.name) {
+                conn.delete(&def, key)?;
+                return Ok(key.to_string());
+            }
             let before = select_full(conn, &def, key)?;
             conn.delete(&def, key)?;
             events.push(ItemEvent {

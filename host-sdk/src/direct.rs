@@ -61,7 +61,8 @@ impl Extension {
             let failures: Vec<String> = self
                 .hooks
                 .iter()
-                .filter_map(|hook| hook(event, &ctx).err().map(|e| e.to_string()))
+                .filter(|hook| hook.wants(&event.collection))
+                .filter_map(|hook| (hook.run)(event, &ctx).err().map(|e| e.to_string()))
                 .collect();
             failures
         }));

@@ -10,8 +10,8 @@ use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString, RVec};
 use once_cell::sync::OnceCell;
 
 use crate::abi::{
-    ExtensionModule, ExtensionModuleRef, FfiContext, FfiError, FfiInit, FfiItemEvent, FfiManifest,
-    FfiMigration, FfiRequest, FfiResponse, FfiSchedule, FfiScheduleSpec,
+    ExtensionModule, ExtensionModuleRef, FfiContext, FfiError, FfiEventInterest, FfiInit,
+    FfiItemEvent, FfiManifest, FfiMigration, FfiRequest, FfiResponse, FfiSchedule, FfiScheduleSpec,
 };
 use crate::context::{Accountability, Context};
 use crate::error::ApiError;
@@ -35,6 +35,7 @@ pub fn root_module(build: fn() -> Extension) -> ExtensionModuleRef {
         schedules,
         run_schedule,
         openapi,
+        event_interest,
     }
     .leak_into_prefix()
 }
@@ -137,8 +138,8 @@ extern "C" fn on_event(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<()
         };
         let ctx = context(ctx);
         let mut failures = Vec::new();
-        for hook in &ext.hooks {
-            if let Err(e) = hook(&event, &ctx) {
+        for hook in ext.hooks.iter().filter(|h| h.wants(&event.collection)) {
+            if let Err(e) = (hook.run)(&event, &ctx) {
                 failures.push(e.to_string());
             }
         }
@@ -205,4 +206,22 @@ extern "C" fn openapi() -> RString {
         serde_json::json!({ "paths": extension().router.openapi_paths() }).to_string()
     });
     result.unwrap_or_else(|_| "{}".into()).into()
+}
+
+extern "C" fn event_interest() -> FfiEventInterest {
+    let result = catch_unwind(|| match extension().event_collections() {
+        None => FfiEventInterest {
+            all: true,
+            collections: RVec::new(),
+        },
+        Some(list) => FfiEventInterest {
+            all: false,
+            collections: list.into_iter().map(RString::from).collect(),
+        },
+    });
+    // Unknown: deliver everything rather than miss an event.
+    result.unwrap_or(FfiEventInterest {
+        all: true,
+        collections: RVec::new(),
+    })
 }

@@ -9,7 +9,22 @@ use crate::events::ItemEvent;
 use crate::router::Router;
 use crate::schema::Step;
 
-pub(crate) type Hook = Box<dyn Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync>;
+pub(crate) type HookFn =
+    Box<dyn Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync>;
+
+/// A hook and the collections it watches (`None`: all).
+pub(crate) struct Hook {
+    pub collections: Option<Vec<String>>,
+    pub run: HookFn,
+}
+
+impl Hook {
+    pub fn wants(&self, collection: &str) -> bool {
+        self.collections
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|c| c == collection))
+    }
+}
 pub(crate) type Job = Box<dyn Fn(&Context<'_>) -> Result<(), BoxError> + Send + Sync>;
 
 /// When a schedule runs.
@@ -75,8 +90,40 @@ impl Extension {
     where
         H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
     {
-        self.hooks.push(Box::new(hook));
+        self.hooks.push(Hook {
+            collections: None,
+            run: Box::new(hook),
+        });
         self
+    }
+
+    /// Registers a hook for the item events of some collections only; the
+    /// host then spends nothing on the events of other collections.
+    pub fn on_event_in<H, S>(mut self, collections: &[S], hook: H) -> Self
+    where
+        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+        S: AsRef<str>,
+    {
+        self.hooks.push(Hook {
+            collections: Some(collections.iter().map(|c| c.as_ref().to_string()).collect()),
+            run: Box::new(hook),
+        });
+        self
+    }
+
+    /// The collections whose events some hook wants: `None` when one wants
+    /// them all; empty when there are no hooks.
+    pub fn event_collections(&self) -> Option<Vec<String>> {
+        let mut all = Vec::new();
+        for hook in &self.hooks {
+            match &hook.collections {
+                None => return None,
+                Some(list) => all.extend(list.iter().cloned()),
+            }
+        }
+        all.sort();
+        all.dedup();
+        Some(all)
     }
 
     /// Registers a background job, also runnable on demand by name.

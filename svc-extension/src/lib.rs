@@ -52,7 +52,7 @@ pub fn extension() -> Extension {
     for (id, steps) in schema::migrations() {
         ext = ext.migration(id, steps);
     }
-    ext.on_event(gamification::hooks::on_event)
+    ext.on_event_in(&gamification::hooks::WATCHED, gamification::hooks::on_event)
         .schedule(
             "recalculate-stats",
             Schedule::Every(Duration::from_secs(3600)),

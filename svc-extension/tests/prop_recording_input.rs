@@ -7,15 +7,14 @@
 //! re-stated here, independently of the implementation); `slugify` yields
 //! only `[a-z0-9-]`, no leading, trailing or doubled `-`, equals a
 //! reference implementation and is idempotent.
-
-use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! Cases per run: 3,000 for each of the three body properties and 5,000
+//! for the slug rule (14,000 in all).
 
 use proptest::prelude::*;
 use serde_json::{Map, Number, Value};
 use svc_extension::recording_input::{new_recording, recording_changes, EVENTS, MISSING};
 use svc_extension::slug::slugify;
-
-static CASES: AtomicU64 = AtomicU64::new(0);
 
 const STATUSES: [&str; 3] = ["draft", "published", "archived"];
 const FIELDS: [&str; 10] = [
@@ -265,13 +264,12 @@ proptest! {
 
     #[test]
     fn create_accepts_exactly_the_valid_bodies(body in body()) {
-        CASES.fetch_add(1, Ordering::Relaxed);
         let got = new_recording(&body);
         match (expected_create(&body), got) {
             (Ok(()), Ok(item)) => {
                 let title = body["title"].as_str().expect("title");
                 prop_assert_eq!(&item["title"], &body["title"]);
-                prop_assert_eq!(item["slug"].as_str(), Some(slugify(title).as_str()));
+                prop_assert_eq!(&item["slug"], &Value::String(slugify(title)));
                 prop_assert_eq!(&item["duration"], &body["duration"]);
                 prop_assert_eq!(&item["events"], &body["events"]);
                 prop_assert_eq!(&item["device_info"], &body["device_info"]);
@@ -312,7 +310,6 @@ proptest! {
 
     #[test]
     fn changes_accept_exactly_the_valid_bodies(body in body()) {
-        CASES.fetch_add(1, Ordering::Relaxed);
         match (expected_changes(&body), recording_changes(&body)) {
             (Ok(()), Ok(changes)) => {
                 let m = body.as_object().expect("object");
@@ -324,7 +321,7 @@ proptest! {
                 }
                 match m.get("title").and_then(Value::as_str) {
                     Some(t) => {
-                        prop_assert_eq!(changes["slug"].as_str(), Some(slugify(t).as_str()));
+                        prop_assert_eq!(&changes["slug"], &Value::String(slugify(t)));
                     }
                     None => prop_assert!(!changes.contains_key("slug")),
                 }
@@ -350,7 +347,6 @@ proptest! {
 
     #[test]
     fn any_json_value_never_panics_the_validation(body in value()) {
-        CASES.fetch_add(1, Ordering::Relaxed);
         let _ = new_recording(&body);
         let _ = recording_changes(&body);
     }
@@ -367,7 +363,6 @@ proptest! {
             "[a-zA-Z0-9ÀÉÎÕÜßİıſKÅ日本語 -]{0,24}",
         ]
     ) {
-        CASES.fetch_add(1, Ordering::Relaxed);
         let slug = slugify(&title);
         assert_slug_shape(&slug)?;
         prop_assert_eq!(&slug, &reference_slug(&title), "title {:?}", title);
@@ -380,15 +375,4 @@ proptest! {
             .collect();
         prop_assert_eq!(slug.replace('-', ""), kept);
     }
-}
-
-/// Runs last by name; reports how many cases ran in this process.
-#[test]
-fn zz_report_case_count() {
-    // The properties run in parallel threads; this only reports what ran
-    // before it (the full count is printed by each property's config).
-    println!(
-        "prop_recording_input: {} cases so far",
-        CASES.load(Ordering::Relaxed)
-    );
 }

@@ -678,3 +678,25 @@ fn demo_data_is_seeded_once_and_its_tokens_work() {
     );
     assert_eq!(host.get("/svc/stats", None).json()["videos_count"], 6);
 }
+
+fn events_delivered(host: &Host) -> u64 {
+    let r = host.get("/server/metrics", Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["data"]["events_delivered"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn events_are_built_only_for_collections_someone_watches() {
+    // svc's hooks watch recordings, platform_comments and achievements.
+    let host = Host::start(HostOptions::svc());
+    let before = events_delivered(&host);
+    host.admin_create("videos", &json!({"slug": "quiet", "title": "Quiet"}));
+    assert_eq!(events_delivered(&host), before, "nobody watches videos");
+    host.admin_create("recordings", &recording("watched"));
+    assert_eq!(events_delivered(&host), before + 1, "svc watches recordings");
+    // Writes that change access always produce events (they clear the
+    // auth caches when delivered).
+    let id = host.user(Some("Viewer"), "watched-user");
+    host.patch(&format!("/items/platform_users/{id}"), Some(ADMIN_TOKEN), &json!({"status": "suspended"}));
+    assert_eq!(host.get("/svc/stats", Some("watched-user")).status, 401);
+}

@@ -55,7 +55,12 @@ impl Registry {
             ext.name(),
             ext.version()
         );
+        let interest = match ext.event_collections() {
+            None => super::Interest::All,
+            Some(list) => super::Interest::Only(list),
+        };
         self.extensions.push(LoadedExtension {
+            interest,
             id,
             name: ext.name().to_string(),
             version: ext.version().to_string(),

@@ -259,7 +259,27 @@ pub fn load(
         .and_then(|text| serde_json::from_str::<Value>(&text).ok())
         .unwrap_or(Value::Null);
 
+    // 1.2: what the hooks want; earlier libraries get every event.
+    let interest = match module.event_interest() {
+        Some(f) => {
+            let answer = f();
+            if answer.all {
+                super::Interest::All
+            } else {
+                super::Interest::Only(
+                    answer
+                        .collections
+                        .into_iter()
+                        .map(|c| c.into_string())
+                        .collect(),
+                )
+            }
+        }
+        None => super::Interest::All,
+    };
+
     Ok(LoadedExtension {
+        interest,
         id,
         name: manifest.name.to_string(),
         version: manifest.version.to_string(),

@@ -31,8 +31,25 @@ pub struct ScheduleDef {
     pub when: When,
 }
 
+/// The item events an extension wants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Interest {
+    All,
+    Only(Vec<String>),
+}
+
+impl Interest {
+    pub fn wants(&self, collection: &str) -> bool {
+        match self {
+            Interest::All => true,
+            Interest::Only(list) => list.iter().any(|c| c == collection),
+        }
+    }
+}
+
 /// A library that passed every check and is mounted at `/{id}`.
 pub struct LoadedExtension {
+    pub interest: Interest,
     pub id: String,
     pub name: String,
     pub version: String,
@@ -146,6 +163,10 @@ impl Registry {
 }
 
 impl EventSink for Registry {
+    fn wants(&self, collection: &str) -> bool {
+        self.extensions.iter().any(|e| e.interest.wants(collection))
+    }
+
     fn dispatch(&self, platform: &Platform, events: Vec<ItemEvent>) {
         let depth = HOOK_DEPTH.with(Cell::get);
         if depth >= MAX_HOOK_DEPTH {
@@ -156,7 +177,11 @@ impl EventSink for Registry {
         }
         HOOK_DEPTH.with(|d| d.set(depth + 1));
         for event in events {
-            for ext in &self.extensions {
+            for ext in self
+                .extensions
+                .iter()
+                .filter(|e| e.interest.wants(&event.collection))
+            {
                 let services = ExtServices::new(platform, event.accountability.clone());
                 if let Err(e) = ext.code.on_event(&services, &event) {
                     log::warn!(

@@ -10,8 +10,8 @@ use abi_stable::{
 };
 
 use super::types::{
-    FfiContext, FfiError, FfiInit, FfiItemEvent, FfiManifest, FfiMigration, FfiRequest,
-    FfiResponse, FfiSchedule,
+    FfiContext, FfiError, FfiEventInterest, FfiInit, FfiItemEvent, FfiManifest, FfiMigration,
+    FfiRequest, FfiResponse, FfiSchedule,
 };
 
 /// The extension's entry points.
@@ -56,6 +56,13 @@ pub struct ExtensionModule {
     /// The extension's part of the platform's OpenAPI document: a JSON object
     /// `{"paths": {...}}` with paths relative to the mount point.
     pub openapi: extern "C" fn() -> RString,
+
+    // ---- 1.2 ----
+    /// The item events the extension's hooks want. The host builds no
+    /// event (and reads no before/after records) for a collection nobody
+    /// wants. Extensions of earlier minor versions lack it: they get every
+    /// event.
+    pub event_interest: extern "C" fn() -> FfiEventInterest,
 }
 
 impl RootModule for ExtensionModuleRef {

@@ -109,6 +109,16 @@ pub struct FfiItemEvent {
     pub accountability: ROption<FfiAccountability>,
 }
 
+/// Which item events an extension's hooks want (SDK 1.2).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct FfiEventInterest {
+    /// Every collection's events.
+    pub all: bool,
+    /// Otherwise, these collections' events (possibly none).
+    pub collections: RVec<RString>,
+}
+
 /// When a schedule runs.
 #[repr(C, u8)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]

@@ -24,6 +24,9 @@ fn published(record: Option<&Value>) -> bool {
     text(record, "status") == Some("published")
 }
 
+/// The collections whose events the triggers follow.
+pub const WATCHED: [&str; 3] = ["recordings", "platform_comments", "achievements"];
+
 pub fn on_event(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
     match event.collection.as_str() {
         "recordings" => recordings(event, ctx),
