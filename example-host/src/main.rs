@@ -142,6 +142,10 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
         extensions::schedules::spawn_all(registry, platform, shutdown_rx);
         http::serve(state, addr, shutdown_tx).await
     });
+    // Extension calls that outlived their timeout may still be running on
+    // blocking threads: give them a moment, then stop without them rather
+    // than wait forever.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     match result {
         Ok(()) => {
             log::info!("stopped");
