@@ -31,6 +31,20 @@ pub fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.and_utc())
 }
 
+/// How deep a JSON field's value may nest: well inside the JSON parsers'
+/// own limit (128), so that a stored value can always be read back inside
+/// a list of records.
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// The nesting depth of a JSON value (a scalar is 0).
+pub fn json_depth(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(json_depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(json_depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// Why a value does not fit its field.
 pub fn type_error(field: &Field) -> String {
     let expected = match field.kind {
@@ -53,6 +67,10 @@ pub fn normalize(field: &Field, value: &Value, lenient: bool) -> Result<Value, S
     }
     let bad = || Err(type_error(field));
     match field.kind {
+        FieldType::Json if json_depth(value) > MAX_JSON_DEPTH => Err(format!(
+            "\"{}\" is nested too deeply (at most {MAX_JSON_DEPTH} levels)",
+            field.field
+        )),
         FieldType::Json => Ok(value.clone()),
         FieldType::String | FieldType::Text => match value {
             Value::String(_) => Ok(value.clone()),
@@ -124,6 +142,18 @@ mod tests {
             json!("2026-01-02T00:00:00.000Z")
         );
         assert!(normalize(&f, &json!("yesterday"), false).is_err());
+    }
+
+    #[test]
+    fn json_values_nest_at_most_64_levels() {
+        let f = Field::json("j");
+        let mut v = json!(1);
+        for _ in 0..MAX_JSON_DEPTH {
+            v = json!([v]);
+        }
+        assert_eq!(json_depth(&v), MAX_JSON_DEPTH);
+        assert!(normalize(&f, &v, false).is_ok());
+        assert!(normalize(&f, &json!({ "deeper": v }), false).is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Query parameters as DECISIONS §7 reads them: a `limit` or `offset` that
 //! is not a non-negative integer, and `limit=0`, count as absent; a `page`
-//! that is not a positive integer counts as absent.
+//! that is not a positive integer counts as absent. Values past the largest
+//! signed 64-bit integer are clamped to it.
 
 use host_sdk::Request;
 
@@ -9,7 +10,8 @@ fn non_negative(value: Option<&str>) -> Option<u64> {
     if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    v.parse().ok()
+    // Past i64::MAX nothing counts anyway: clamp rather than overflow.
+    Some(v.parse::<u64>().unwrap_or(u64::MAX).min(i64::MAX as u64))
 }
 
 /// `limit`, or `None` when absent or unusable.
@@ -54,5 +56,8 @@ mod tests {
         assert_eq!(offset(&req("offset=-3")), None);
         assert_eq!(page(&req("page=0")), None);
         assert_eq!(page(&req("page=2")), Some(2));
+        let huge = i64::MAX as u64;
+        assert_eq!(limit(&req("limit=9223372036854775808")), Some(huge));
+        assert_eq!(offset(&req("offset=99999999999999999999999")), Some(huge));
     }
 }

@@ -10,6 +10,27 @@ pub const MISSING: &str = "Missing required fields: title, duration, events, dev
 pub const EVENTS: &str = "Events must be a non-empty array";
 pub const STATUSES: [&str; 3] = ["draft", "published", "archived"];
 
+/// How deep `events`, `device_info` and `tags` may nest (the platform's
+/// limit for JSON fields).
+pub const MAX_DEPTH: usize = 64;
+
+fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn shallow(field: &str, v: Option<&Value>) -> Result<(), ApiError> {
+    match v {
+        Some(v) if depth(v) > MAX_DEPTH => Err(ApiError::bad_request(format!(
+            "{field} is nested too deeply"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// JavaScript truthiness of a JSON value (`[]` and `{}` are truthy).
 pub fn truthy(v: Option<&Value>) -> bool {
     match v {
@@ -78,6 +99,9 @@ pub fn new_recording(body: &Value) -> Result<Map<String, Value>, ApiError> {
     }
     let tags = tags_of(get("tags"))?;
     let status = status_of(get("status"))?.unwrap_or_else(|| "draft".into());
+    for field in ["events", "device_info", "tags"] {
+        shallow(field, get(field))?;
+    }
     let mut item = Map::new();
     item.insert("title".into(), Value::String(title.to_string()));
     item.insert("slug".into(), Value::String(slugify(title)));
@@ -126,6 +150,7 @@ pub fn recording_changes(body: &Value) -> Result<Map<String, Value>, ApiError> {
         if !tags.is_array() {
             return Err(ApiError::bad_request("tags must be an array"));
         }
+        shallow("tags", Some(tags))?;
         changes.insert("tags".into(), tags.clone());
     }
     if body.contains_key("status") {
@@ -236,6 +261,23 @@ mod tests {
         let mut b = valid();
         b["status"] = json!("published");
         assert_eq!(new_recording(&b).unwrap()["status"], "published");
+    }
+
+    #[test]
+    fn values_nest_at_most_64_levels() {
+        let mut deep = json!(1);
+        for _ in 0..=MAX_DEPTH {
+            deep = json!([deep]);
+        }
+        let mut b = valid();
+        b["device_info"] = deep.clone();
+        assert_eq!(error_of(b), "device_info is nested too deeply");
+        assert_eq!(
+            recording_changes(&json!({ "tags": deep }))
+                .unwrap_err()
+                .message,
+            "tags is nested too deeply"
+        );
     }
 
     #[test]

@@ -170,10 +170,10 @@ fn expected_create(body: &Value) -> Result<(), Vec<String>> {
     {
         return Err(vec![MISSING.into()]);
     }
-    if !get("events")
+    let non_empty_array = get("events")
         .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
-    {
+        .is_some_and(|a| !a.is_empty());
+    if !non_empty_array {
         return Err(vec![EVENTS.into()]);
     }
     let mut violated = Vec::new();

@@ -693,10 +693,18 @@ fn events_are_built_only_for_collections_someone_watches() {
     host.admin_create("videos", &json!({"slug": "quiet", "title": "Quiet"}));
     assert_eq!(events_delivered(&host), before, "nobody watches videos");
     host.admin_create("recordings", &recording("watched"));
-    assert_eq!(events_delivered(&host), before + 1, "svc watches recordings");
+    assert_eq!(
+        events_delivered(&host),
+        before + 1,
+        "svc watches recordings"
+    );
     // Writes that change access always produce events (they clear the
     // auth caches when delivered).
     let id = host.user(Some("Viewer"), "watched-user");
-    host.patch(&format!("/items/platform_users/{id}"), Some(ADMIN_TOKEN), &json!({"status": "suspended"}));
+    host.patch(
+        &format!("/items/platform_users/{id}"),
+        Some(ADMIN_TOKEN),
+        &json!({"status": "suspended"}),
+    );
     assert_eq!(host.get("/svc/stats", Some("watched-user")).status, 401);
 }

@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
-use super::{authenticate, blocking, read_body, request_token, AppState, HttpError};
+use super::{authenticate, blocking, credentials, read_body, AppState, HttpError};
 use crate::auth::AuthError;
 use crate::extensions::{ExtRequest, Registry};
 
@@ -46,7 +46,7 @@ pub async fn dispatch(
     }
     let id = id.to_string();
     let bytes = read_body(body, &headers, &state.limits).await?;
-    let token = request_token(&headers, &uri);
+    let token = credentials(&headers, &uri);
     let request = ExtRequest {
         method: method.as_str().to_string(),
         path: sub_path,
@@ -67,7 +67,7 @@ pub async fn dispatch(
     let registry = state.registry.clone();
     let call = format!("[{id}] {method} {}", uri.path());
     let work = blocking(move || {
-        let accountability = match authenticate(&platform, token.as_deref()) {
+        let accountability = match authenticate(&platform, &token) {
             Ok(acc) => acc,
             Err(AuthError::InvalidToken) => return Err(HttpError::ExtensionInvalidToken),
             Err(AuthError::Store(e)) => {

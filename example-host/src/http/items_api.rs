@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::{authenticate, blocking, read_body, request_token, AppState, HttpError};
+use super::{authenticate, blocking, credentials, read_body, AppState, HttpError};
 use crate::auth::AuthError;
 use crate::items::{ItemsError, Platform, Session, Who};
 use crate::query::{ListParam, WireQuery};
@@ -17,7 +17,7 @@ use crate::query::{ListParam, WireQuery};
 const DEFAULT_LIMIT: u64 = 100;
 
 fn caller(platform: &Platform, headers: &HeaderMap, uri: &Uri) -> Result<Who, HttpError> {
-    match authenticate(platform, request_token(headers, uri).as_deref()) {
+    match authenticate(platform, &credentials(headers, uri)) {
         Ok(acc) => Ok(Who::caller(acc)),
         Err(AuthError::InvalidToken) => Err(HttpError::InvalidCredentials),
         Err(AuthError::Store(e)) => Err(HttpError::Internal(e.to_string())),

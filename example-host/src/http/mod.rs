@@ -44,10 +44,16 @@ pub struct AppState {
 }
 
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let public = Router::new()
         .route("/server/ping", get(server_api::ping))
         .route("/server/health", get(server_api::health))
         .route("/server/specs/oas", get(server_api::openapi))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            reject_bad_credentials,
+        ));
+    Router::new()
+        .merge(public)
         .route("/server/extensions", get(server_api::extensions))
         .route("/server/metrics", get(server_api::metrics))
         .route(
@@ -168,37 +174,76 @@ pub async fn read_body(
     }
 }
 
-/// The token of a request: `Authorization: Bearer …` or `?access_token=`.
-pub fn request_token(headers: &HeaderMap, uri: &Uri) -> Option<String> {
-    if let Some(value) = headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    {
-        let mut parts = value.splitn(2, ' ');
-        if let (Some(scheme), Some(token)) = (parts.next(), parts.next()) {
-            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() {
-                return Some(token.trim().to_string());
+/// What a request presents as credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credentials {
+    Anonymous,
+    Token(String),
+    /// An `Authorization` header that is not `Bearer <token>` in UTF-8:
+    /// refused like a wrong token, never taken for anonymous.
+    Malformed,
+}
+
+/// The credentials of a request: `Authorization: Bearer …` or `?access_token=`.
+pub fn credentials(headers: &HeaderMap, uri: &Uri) -> Credentials {
+    if let Some(value) = headers.get(axum::http::header::AUTHORIZATION) {
+        let Ok(value) = value.to_str() else {
+            return Credentials::Malformed;
+        };
+        let mut parts = value.trim().splitn(2, ' ');
+        return match (parts.next(), parts.next()) {
+            (Some(scheme), Some(token))
+                if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
+            {
+                Credentials::Token(token.trim().to_string())
             }
-        }
+            _ => Credentials::Malformed,
+        };
     }
     form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
         .find(|(k, _)| k == "access_token")
         .map(|(_, v)| v.into_owned())
         .filter(|t| !t.is_empty())
+        .map(Credentials::Token)
+        .unwrap_or(Credentials::Anonymous)
 }
 
-/// Resolves a token (blocking: may read the database).
+/// Resolves credentials (blocking: may read the database).
 pub fn authenticate(
     platform: &Platform,
-    token: Option<&str>,
+    credentials: &Credentials,
 ) -> Result<Option<Accountability>, AuthError> {
-    match token {
-        None => Ok(None),
-        Some(t) => platform
+    match credentials {
+        Credentials::Anonymous => Ok(None),
+        Credentials::Malformed => Err(AuthError::InvalidToken),
+        Credentials::Token(t) => platform
             .auth
             .authenticate(platform.store.as_ref(), t)
             .map(Some),
     }
+}
+
+/// Refuses, on the host's public routes, credentials that match no active
+/// user (DECISIONS §3: a bad token gets 401 on every route).
+pub async fn reject_bad_credentials(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let credentials = credentials(request.headers(), request.uri());
+    if credentials != Credentials::Anonymous {
+        let platform = state.platform.clone();
+        let checked = blocking(move || match authenticate(&platform, &credentials) {
+            Ok(_) => Ok(()),
+            Err(AuthError::InvalidToken) => Err(HttpError::InvalidCredentials),
+            Err(AuthError::Store(e)) => Err(HttpError::Internal(e.to_string())),
+        })
+        .await;
+        if let Err(e) = checked {
+            return axum::response::IntoResponse::into_response(e);
+        }
+    }
+    next.run(request).await
 }
 
 /// Runs blocking work (database, extension calls) off the async workers.

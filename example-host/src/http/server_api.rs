@@ -45,14 +45,12 @@ async fn require_admin(
     uri: &axum::http::Uri,
 ) -> Result<(), super::HttpError> {
     let platform = state.platform.clone();
-    let token = super::request_token(headers, uri);
-    let who = super::blocking(
-        move || match super::authenticate(&platform, token.as_deref()) {
-            Ok(acc) => Ok(acc),
-            Err(crate::auth::AuthError::InvalidToken) => Err(super::HttpError::InvalidCredentials),
-            Err(crate::auth::AuthError::Store(e)) => Err(super::HttpError::Internal(e.to_string())),
-        },
-    )
+    let token = super::credentials(headers, uri);
+    let who = super::blocking(move || match super::authenticate(&platform, &token) {
+        Ok(acc) => Ok(acc),
+        Err(crate::auth::AuthError::InvalidToken) => Err(super::HttpError::InvalidCredentials),
+        Err(crate::auth::AuthError::Store(e)) => Err(super::HttpError::Internal(e.to_string())),
+    })
     .await?;
     if who.is_some_and(|a| a.admin) {
         Ok(())
@@ -144,9 +142,38 @@ pub fn build_openapi(registry: &Registry) -> Value {
         ("/items/{collection}/{id}", "delete", "Delete one item"),
     ];
     for (path, method, summary) in host_routes {
-        let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
-        entry[method] =
+        let mut parameters: Vec<Value> = ["collection", "id"]
+            .iter()
+            .filter(|p| path.contains(&format!("{{{p}}}")))
+            .map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .collect();
+        if path == "/items/{collection}" && method == "get" {
+            for (name, kind) in [
+                ("filter", "string"),
+                ("sort", "string"),
+                ("fields", "string"),
+                ("limit", "integer"),
+                ("offset", "integer"),
+                ("page", "integer"),
+                ("groupBy", "string"),
+            ] {
+                parameters.push(json!({"name": name, "in": "query", "required": false, "schema": {"type": kind}}));
+            }
+        }
+        let mut op =
             json!({"summary": summary, "responses": {"default": {"description": "JSON response"}}});
+        if !parameters.is_empty() {
+            op["parameters"] = Value::Array(parameters);
+        }
+        if method == "post" || method == "patch" {
+            op["requestBody"] =
+                json!({"required": true, "content": {"application/json": {"schema": {}}}});
+        }
+        if path.starts_with("/items") || path == "/server/extensions" || path == "/server/metrics" {
+            op["security"] = json!([{"bearer": []}, {}]);
+        }
+        let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
+        entry[method] = op;
     }
     for ext in registry.all() {
         if let Some(ext_paths) = ext.openapi.get("paths").and_then(Value::as_object) {

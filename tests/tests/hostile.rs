@@ -1,0 +1,904 @@
+//! Hostile input: bodies over the limit, deeply nested JSON, invalid UTF-8,
+//! out-of-range paging values, SQL metacharacters in every part of an
+//! `/items` query, unknown and traversal-looking collection names, very long
+//! URLs and headers, and header tricks. Every answer must be a clear 4xx (or
+//! a correct answer), never a 5xx or a crash: the host keeps serving, and
+//! the database keeps every table and row.
+//!
+//! Requests that `ureq` cannot (or will not) send are written on a raw
+//! `TcpStream`.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use platform_tests::{encode, Host, HostOptions, Resp, ADMIN_TOKEN};
+use serde_json::{json, Value};
+
+const TOO_LARGE: &str = r#"{"error":"Payload too large"}"#;
+
+// ---------------------------------------------------------------- helpers
+
+/// A raw HTTP exchange: `None` status when the host closed the connection
+/// without an answer.
+#[derive(Debug)]
+struct Raw {
+    status: Option<u16>,
+    head: String,
+    body: String,
+}
+
+/// Writes `request` as is on a new connection and reads the answer until
+/// the host closes it (requests carry `Connection: close`). Write errors
+/// are tolerated: a host may answer and close before reading everything.
+fn raw(host: &Host, request: &[u8]) -> Raw {
+    let addr = host.base.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let _ = stream.write_all(request);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                panic!("no answer within 30 s (hang)")
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                panic!("no answer within 30 s (hang)")
+            }
+            // A reset after the answer (unread request bytes).
+            Err(_) => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|s| s.get(..3))
+        .and_then(|s| s.parse().ok());
+    platform_tests::assert_no_secrets("RAW", "raw", body);
+    Raw {
+        status,
+        head: head.to_string(),
+        body: body.to_string(),
+    }
+}
+
+/// A request head with `Connection: close`, plus extra header lines.
+fn head(method: &str, target: &str, extra: &[&str]) -> Vec<u8> {
+    let mut h = format!("{method} {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for line in extra {
+        h.push_str(line);
+        h.push_str("\r\n");
+    }
+    h.push_str("\r\n");
+    h.into_bytes()
+}
+
+fn bearer(token: &str) -> String {
+    format!("Authorization: Bearer {token}")
+}
+
+/// A body of exactly `size` bytes: a valid recording padded with spaces.
+fn padded_recording(size: usize) -> Vec<u8> {
+    let mut b = json!({
+        "title": "Padded", "duration": 100,
+        "device_info": [{"name": "D", "index": 0, "capabilities": []}],
+        "events": [{"timestamp": 0, "deviceIndex": 0, "deviceName": "D", "actuatorIndex": 0,
+                    "actuatorType": "Vibrate", "value": 1}],
+    })
+    .to_string()
+    .into_bytes();
+    assert!(b.len() <= size);
+    b.resize(size, b' ');
+    b
+}
+
+fn chunked(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for chunk in body.chunks(8192) {
+        out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        out.extend_from_slice(chunk);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}
+
+fn code(r: &Resp) -> String {
+    serde_json::from_str::<Value>(&r.body).unwrap_or(Value::Null)["errors"][0]["extensions"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The host still answers.
+fn assert_serving(host: &Host) {
+    let r = host.get("/server/ping", None);
+    assert_eq!((r.status, r.body.as_str()), (200, "pong"));
+    let r = host.get("/svc/stats", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+fn viewer_host(opts: HostOptions) -> Host {
+    let host = Host::start(opts);
+    host.user(Some("Viewer"), "h-viewer");
+    host
+}
+
+/// Every table of the database and its row count, read straight from SQLite.
+fn tables(host: &Host) -> Vec<(String, i64)> {
+    let conn = rusqlite::Connection::open_with_flags(
+        host.db_path(),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("open db");
+    let names: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .expect("prepare")
+        .query_map([], |r| r.get(0))
+        .expect("tables")
+        .collect::<Result<_, _>>()
+        .expect("names");
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("integrity_check");
+    assert_eq!(integrity, "ok");
+    names
+        .into_iter()
+        .map(|n| {
+            let count = conn
+                .query_row(&format!("SELECT count(*) FROM \"{n}\""), [], |r| r.get(0))
+                .expect("count");
+            (n, count)
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------- bodies
+
+#[test]
+fn bodies_over_the_limit_are_413_with_or_without_content_length() {
+    const LIMIT: usize = 64 * 1024;
+    let host = viewer_host(
+        HostOptions::svc()
+            .arg("--max-payload")
+            .arg(&LIMIT.to_string()),
+    );
+    let viewer = bearer("h-viewer");
+    let admin = bearer(ADMIN_TOKEN);
+    let over = padded_recording(LIMIT + 1);
+    let exact = padded_recording(LIMIT);
+
+    let targets: [(&str, &str, &str); 4] = [
+        ("POST", "/svc/recordings", &viewer),
+        ("PATCH", "/svc/recordings/x", &viewer),
+        ("POST", "/svc/videos/x/play", ""),
+        ("POST", "/items/recordings", &admin),
+    ];
+    for (method, path, auth) in targets {
+        let auth: Vec<&str> = if auth.is_empty() { vec![] } else { vec![auth] };
+        // With a Content-Length one byte over.
+        let cl = format!("Content-Length: {}", over.len());
+        let mut req = head(method, path, &[&[cl.as_str()], auth.as_slice()].concat());
+        req.extend_from_slice(&over);
+        let r = raw(&host, &req);
+        assert_eq!(r.status, Some(413), "{method} {path} CL: {r:?}");
+        assert_eq!(r.body, TOO_LARGE, "{method} {path}");
+        // Declared far over the limit, nothing sent: refused at once.
+        let req = head(
+            method,
+            path,
+            &[&["Content-Length: 1099511627776"], auth.as_slice()].concat(),
+        );
+        let r = raw(&host, &req);
+        assert_eq!(r.status, Some(413), "{method} {path} declared: {r:?}");
+        assert_eq!(r.body, TOO_LARGE);
+        // Chunked, no Content-Length.
+        let mut req = head(
+            method,
+            path,
+            &[&["Transfer-Encoding: chunked"], auth.as_slice()].concat(),
+        );
+        req.extend_from_slice(&chunked(&over));
+        let r = raw(&host, &req);
+        assert_eq!(r.status, Some(413), "{method} {path} chunked: {r:?}");
+        assert_eq!(r.body, TOO_LARGE);
+    }
+
+    // Exactly the limit is accepted, both ways.
+    let cl = format!("Content-Length: {}", exact.len());
+    let mut req = head("POST", "/svc/recordings", &[&cl, &viewer]);
+    req.extend_from_slice(&exact);
+    let r = raw(&host, &req);
+    assert_eq!(r.status, Some(201), "{r:?}");
+    let mut req = head(
+        "POST",
+        "/svc/recordings",
+        &["Transfer-Encoding: chunked", &viewer],
+    );
+    req.extend_from_slice(&chunked(&exact));
+    let r = raw(&host, &req);
+    assert_eq!(r.status, Some(201), "{r:?}");
+    assert_serving(&host);
+}
+
+#[test]
+fn the_default_limit_is_16_mib() {
+    let host = viewer_host(HostOptions::svc());
+    let over = padded_recording(16 * 1024 * 1024 + 1);
+    let mut req = head(
+        "POST",
+        "/svc/recordings",
+        &["Transfer-Encoding: chunked", &bearer("h-viewer")],
+    );
+    req.extend_from_slice(&chunked(&over));
+    let r = raw(&host, &req);
+    assert_eq!(r.status, Some(413), "{r:?}");
+    assert_eq!(r.body, TOO_LARGE);
+    assert_serving(&host);
+}
+
+// ---------------------------------------------------------------- nesting
+
+#[test]
+fn deeply_nested_json_is_a_clear_400_never_a_crash() {
+    let host = viewer_host(HostOptions::svc());
+    let video = host.admin_create(
+        "videos",
+        &json!({"slug": "v", "title": "V", "upload_date": "2024-01-01T00:00:00Z"}),
+    )["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let deep_array = "[".repeat(100_000).into_bytes();
+    let deep_object = "{\"a\":".repeat(100_000).into_bytes();
+    for body in [&deep_array, &deep_object] {
+        for (method, path) in [
+            ("POST", "/svc/recordings".to_string()),
+            ("PATCH", "/svc/recordings/x".to_string()),
+            ("POST", format!("/svc/videos/{video}/play")),
+            ("PATCH", format!("/svc/videos/{video}/play/x")),
+        ] {
+            let r = host.request(method, &path, Some("h-viewer"), Some(body));
+            assert_eq!(r.status, 400, "{method} {path}: {}", r.body);
+            assert_eq!(r.json()["error"], "Invalid JSON body");
+        }
+        let r = host.request("POST", "/items/recordings", Some(ADMIN_TOKEN), Some(body));
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert_eq!(code(&r), "INVALID_PAYLOAD");
+    }
+
+    // In a filter: 100,000 levels make a URL too long (414); 10,000 are
+    // refused as a query.
+    let r = raw(
+        &host,
+        &head(
+            "GET",
+            &format!("/items/videos?filter={}", "%5B".repeat(100_000)),
+            &[&bearer(ADMIN_TOKEN)],
+        ),
+    );
+    assert!(
+        matches!(r.status, Some(400..=499)),
+        "100,000 levels in a filter: {r:?}"
+    );
+    let r = host.get(
+        &format!("/items/videos?filter={}", "%5B".repeat(10_000)),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(code(&r), "INVALID_QUERY");
+    // Well-formed but deep `_and` / `_or` trees: answered or refused.
+    for depth in [5, 20, 40, 60, 100, 126, 1000] {
+        let mut text = String::from(r#"{"slug":{"_eq":"v"}}"#);
+        for i in 0..depth {
+            let op = if i % 2 == 0 { "_and" } else { "_or" };
+            text = format!("{{\"{op}\":[{text}]}}");
+        }
+        let r = host.get(
+            &format!("/items/videos?fields=slug&filter={}", encode(&text)),
+            Some(ADMIN_TOKEN),
+        );
+        match r.status {
+            200 => assert_eq!(r.json()["data"], json!([{"slug": "v"}]), "depth {depth}"),
+            400 => assert_eq!(code(&r), "INVALID_QUERY", "depth {depth}"),
+            s => panic!("depth {depth}: {s} {}", r.body),
+        }
+    }
+    assert_serving(&host);
+}
+
+/// A recording whose JSON fields nest as deep as the body parser allows is
+/// either refused or stored so that every read of it still works.
+#[test]
+fn deeply_nested_stored_json_does_not_break_later_reads() {
+    let host = viewer_host(HostOptions::svc());
+    let mut failures = Vec::new();
+    for depth in [100, 120, 124, 125, 126] {
+        let nested = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+        let body = format!(
+            r#"{{"title":"deep {depth}","duration":5,"events":[{{"timestamp":0}}],"device_info":{nested}}}"#
+        );
+        let r = host.request(
+            "POST",
+            "/svc/recordings",
+            Some("h-viewer"),
+            Some(body.as_bytes()),
+        );
+        match r.status {
+            400 => continue,
+            201 => {}
+            s => panic!("create at depth {depth}: {s} {}", r.body),
+        }
+        let id = r.json()["id"].as_str().expect("id").to_string();
+        for path in [
+            "/svc/recordings".to_string(),
+            format!("/svc/recordings/{id}"),
+            "/items/recordings?limit=-1".to_string(),
+        ] {
+            let r = host.get(&path, Some("h-viewer"));
+            if r.status != 200 {
+                failures.push(format!(
+                    "device_info nested {depth} deep was stored (201), then GET {path} answered {} {}",
+                    r.status, r.body
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_serving(&host);
+}
+
+// ---------------------------------------------------------------- UTF-8
+
+#[test]
+fn invalid_utf8_bodies_and_query_strings() {
+    let host = viewer_host(HostOptions::svc());
+    let bodies: [&[u8]; 4] = [
+        b"\xff\xfe\xfd",
+        b"{\"title\":\"\xff\xfe\",\"duration\":1,\"events\":[1],\"device_info\":{}}",
+        b"{\"title\":\"ok\",\"duration\":1,\"events\":[\"\xc0\xaf\"],\"device_info\":{}}",
+        b"{\"\xed\xa0\x80\":1}",
+    ];
+    for body in bodies {
+        let r = host.request("POST", "/svc/recordings", Some("h-viewer"), Some(body));
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert_eq!(r.json()["error"], "Invalid JSON body");
+        let r = host.request("POST", "/items/recordings", Some(ADMIN_TOKEN), Some(body));
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert_eq!(code(&r), "INVALID_PAYLOAD");
+        let r = host.request(
+            "PATCH",
+            "/items/recordings/x",
+            Some(ADMIN_TOKEN),
+            Some(body),
+        );
+        assert_eq!(r.status, 400, "{}", r.body);
+    }
+    // Percent-encoded invalid UTF-8 in query values.
+    for q in [
+        "filter=%FF%FE",
+        "filter=%7B%22slug%22%3A%7B%22_eq%22%3A%22%FF%22%7D%7D",
+        "sort=%C0%AF",
+        "fields=%FF",
+        "groupBy=%FF&aggregate[count]=*",
+        "limit=%FF",
+    ] {
+        let r = host.get(&format!("/items/videos?{q}"), Some(ADMIN_TOKEN));
+        match r.status {
+            200 => assert_eq!(r.json()["data"], json!([]), "{q}"),
+            400 => assert_eq!(code(&r), "INVALID_QUERY", "{q}"),
+            s => panic!("{q}: {s} {}", r.body),
+        }
+    }
+    for path in [
+        "/svc/recordings?status=%FF&tags=%FE&linked_video=%C0",
+        "/svc/videos?model_id=%FF&limit=%FE",
+        "/svc/community-recordings?limit=%FF&offset=%FE",
+        "/svc/gamification/leaderboard?limit=%FF",
+    ] {
+        let r = host.get(path, Some("h-viewer"));
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+    }
+    for path in [
+        "/svc/videos/%FF%FE",
+        "/svc/models/%C0%AF",
+        "/svc/recordings/%FF",
+    ] {
+        let r = host.get(path, Some("h-viewer"));
+        assert_eq!(r.status, 404, "{path}: {}", r.body);
+    }
+    // Invalid UTF-8 in a path segment of /items: refused by the router's
+    // path decoding (400, a plain-text answer) before anything is read.
+    for (path, token) in [
+        ("/items/%FF%FE", "h-viewer"),
+        ("/items/%FF%FE", ADMIN_TOKEN),
+        ("/items/videos/%FF%FE", ADMIN_TOKEN),
+    ] {
+        let r = host.get(path, Some(token));
+        assert!(
+            matches!(r.status, 400 | 403 | 404),
+            "{path}: {} {}",
+            r.status,
+            r.body
+        );
+    }
+    // Raw (not percent-encoded) bytes in the request line: 400 from the
+    // HTTP layer.
+    for target in [&b"/svc/videos/\xff\xfe"[..], b"/items/videos?filter=\xff"] {
+        let mut req = b"GET ".to_vec();
+        req.extend_from_slice(target);
+        req.extend_from_slice(b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let r = raw(&host, &req);
+        assert!(matches!(r.status, Some(400..=499)), "{r:?}");
+    }
+    assert_serving(&host);
+}
+
+/// DECISIONS §3: a token that matches no active user is 401 on every route;
+/// one that is not even valid UTF-8 cannot match one either.
+#[test]
+fn an_authorization_header_that_is_not_utf8_is_401_not_anonymous() {
+    let host = Host::start(HostOptions::svc());
+    for path in ["/svc/stats", "/items/recordings"] {
+        let mut req =
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n").into_bytes();
+        req.extend_from_slice(b"Authorization: Bearer \xff\xfe-token\r\n\r\n");
+        let r = raw(&host, &req);
+        assert_eq!(
+            r.status,
+            Some(401),
+            "GET {path} with a non-UTF-8 bearer token: {r:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------- paging
+
+#[test]
+fn huge_and_negative_paging_values_on_items() {
+    let host = Host::start(HostOptions::svc());
+    host.admin_create("videos", &json!({"slug": "a", "title": "A"}));
+    let cases: [(&str, u16); 16] = [
+        ("limit=99999999999999999999", 400),
+        ("limit=1e9", 400),
+        ("limit=1.5", 400),
+        ("limit=0x10", 400),
+        ("limit=-2", 400),
+        ("limit=-1", 200),
+        ("limit=9223372036854775807", 200),
+        ("limit=9223372036854775807&page=3", 200),
+        ("limit=9223372036854775807&page=9223372036854775807", 200),
+        ("offset=-1", 400),
+        ("offset=-9223372036854775808", 400),
+        ("offset=9223372036854775807", 200),
+        ("offset=99999999999999999999", 400),
+        ("page=0", 400),
+        ("page=-1", 400),
+        ("limit=1&page=99999999999999999999", 400),
+    ];
+    for (q, want) in cases {
+        let r = host.get(&format!("/items/videos?{q}"), Some(ADMIN_TOKEN));
+        assert_eq!(r.status, want, "{q}: {}", r.body);
+        if want == 400 {
+            assert_eq!(code(&r), "INVALID_QUERY", "{q}");
+        }
+    }
+}
+
+/// DECISIONS §7: `limit`/`offset`/`page` values the service cannot use are
+/// treated as absent; a number too large for the platform is no reason for
+/// a 500 (and its text must not leak the parser's internals).
+#[test]
+fn svc_paging_values_out_of_range_are_not_server_errors() {
+    let host = viewer_host(HostOptions::svc());
+    let mut failures = Vec::new();
+    for route in [
+        "/svc/models",
+        "/svc/videos",
+        "/svc/articles",
+        "/svc/recordings",
+        "/svc/community-recordings",
+        "/svc/gamification/leaderboard",
+    ] {
+        for q in [
+            "limit=99999999999999999999",
+            "limit=1e9",
+            "limit=-5",
+            "limit=9223372036854775807",
+            "limit=9223372036854775808",
+            "limit=18446744073709551615",
+            "offset=-1",
+            "offset=9223372036854775808",
+            "offset=18446744073709551615",
+            "page=-3",
+            "page=18446744073709551615",
+            "limit=9223372036854775807&page=3",
+        ] {
+            let r = host.get(&format!("{route}?{q}"), Some("h-viewer"));
+            if r.status != 200 {
+                failures.push(format!("GET {route}?{q}: {} {}", r.status, r.body));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} answers were not 200:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+// ---------------------------------------------------------------- SQL
+
+const EVIL: [&str; 14] = [
+    "'",
+    "\"",
+    ";",
+    "--",
+    "/*",
+    "*/",
+    "\\",
+    "\0",
+    "%",
+    "_",
+    "'; DROP TABLE videos; --",
+    "\" OR 1=1 --",
+    "a') OR ('1'='1",
+    "x\\'; DELETE FROM platform_users; /*",
+];
+
+#[test]
+fn sql_metacharacters_are_bound_or_refused_and_nothing_is_lost() {
+    let host = viewer_host(HostOptions::svc());
+    for (i, title) in ["Plain", "O'Brien \"quoted\" -- /* x */ \\ ;"]
+        .iter()
+        .enumerate()
+    {
+        host.admin_create(
+            "videos",
+            &json!({"slug": format!("v{i}"), "title": title, "likes_count": i}),
+        );
+    }
+    // A value made of metacharacters is stored and matched as a value.
+    let stored = "'; DROP TABLE videos; --";
+    host.admin_create("videos", &json!({"slug": stored, "title": "evil slug"}));
+    let before = tables(&host);
+    let admin = Some(ADMIN_TOKEN);
+    let get = |q: &str, token: Option<&str>| host.get(&format!("/items/videos?{q}"), token);
+    let mut answers = 0;
+
+    for evil in EVIL {
+        let e = encode(evil);
+        // As a value of every operator: bound, so it matches only itself.
+        for op in [
+            "_eq",
+            "_neq",
+            "_lt",
+            "_gt",
+            "_contains",
+            "_ncontains",
+            "_icontains",
+            "_starts_with",
+            "_ends_with",
+        ] {
+            let f = json!({"slug": {op: evil}});
+            let r = get(
+                &format!("fields=slug&filter={}", encode(&f.to_string())),
+                admin,
+            );
+            answers += 1;
+            assert_eq!(r.status, 200, "{op} {evil:?}: {}", r.body);
+            let slugs: Vec<String> = r.json()["data"]
+                .as_array()
+                .expect("data")
+                .iter()
+                .filter_map(|v| v["slug"].as_str().map(String::from))
+                .collect();
+            let all = ["v0", "v1", stored];
+            let expected: Vec<&str> = all
+                .iter()
+                .copied()
+                .filter(|s| match op {
+                    "_eq" => *s == evil,
+                    "_neq" => *s != evil,
+                    "_lt" => *s < evil,
+                    "_gt" => *s > evil,
+                    "_contains" | "_icontains" => s.contains(evil),
+                    "_ncontains" => !s.contains(evil),
+                    "_starts_with" => s.starts_with(evil),
+                    "_ends_with" => s.ends_with(evil),
+                    _ => unreachable!(),
+                })
+                .collect();
+            let mut got = slugs.clone();
+            got.sort();
+            let mut want: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+            want.sort();
+            assert_eq!(got, want, "{op} {evil:?}");
+        }
+        for f in [
+            json!({"slug": {"_in": [evil, "v0"]}}),
+            json!({"slug": {"_nin": [evil]}}),
+            json!({"_or": [{"title": {"_eq": evil}}, {"slug": {"_eq": evil}}]}),
+        ] {
+            let r = get(&format!("filter={}", encode(&f.to_string())), admin);
+            answers += 1;
+            assert_eq!(r.status, 200, "{f}: {}", r.body);
+        }
+        // As a field name, an operator, a sort, a field list, a group or
+        // an aggregate: unknown, refused.
+        let refused = [
+            format!(
+                "filter={}",
+                encode(&json!({ evil: {"_eq": 1} }).to_string())
+            ),
+            format!(
+                "filter={}",
+                encode(&json!({"slug": { evil: 1 }}).to_string())
+            ),
+            format!(
+                "filter={}",
+                encode(&json!({ format!("slug{evil}"): {"_eq": 1} }).to_string())
+            ),
+            format!("sort={e}"),
+            format!("sort=-{e}"),
+            format!("sort=slug,{e}"),
+            format!("sort=slug{e}"),
+            format!("fields={e}"),
+            format!("fields=slug,{e}"),
+            format!("fields=slug{e}"),
+            format!("groupBy={e}&aggregate[count]=*"),
+            format!("aggregate[count]={e}"),
+            format!("aggregate[sum]={e}"),
+            format!("aggregate[{e}]=likes_count"),
+        ];
+        for q in refused {
+            let r = get(&q, admin);
+            answers += 1;
+            assert_eq!(r.status, 400, "{q}: {}", r.body);
+            assert_eq!(code(&r), "INVALID_QUERY", "{q}");
+        }
+        // As a collection or an id.
+        let r = host.get(&format!("/items/{e}"), admin);
+        answers += 1;
+        assert!(
+            matches!(r.status, 400 | 404),
+            "collection {evil:?}: {} {}",
+            r.status,
+            r.body
+        );
+        let r = host.get(&format!("/items/{e}"), Some("h-viewer"));
+        answers += 1;
+        assert_eq!(r.status, 403, "collection {evil:?} as viewer: {}", r.body);
+        // As an id (ids are UUIDs: nothing matches, nothing is deleted).
+        let r = host.get(&format!("/items/videos/{e}"), admin);
+        answers += 1;
+        assert_eq!(r.status, 404, "id {evil:?}: {}", r.body);
+        let r = host.request("DELETE", &format!("/items/videos/{e}"), admin, None);
+        answers += 1;
+        assert!(
+            matches!(r.status, 403 | 404),
+            "delete id {evil:?}: {} {}",
+            r.status,
+            r.body
+        );
+        // In the service's query parameters and path segments.
+        for path in [
+            format!("/svc/recordings?status={e}&tags={e}&linked_video={e}"),
+            format!("/svc/videos?model_id={e}"),
+        ] {
+            let r = host.get(&path, Some("h-viewer"));
+            answers += 1;
+            assert_eq!(r.status, 200, "{path}: {}", r.body);
+            assert_eq!(r.json(), json!([]), "{path}");
+        }
+        for path in [format!("/svc/videos/{e}"), format!("/svc/models/{e}")] {
+            let r = host.get(&path, None);
+            answers += 1;
+            assert_eq!(r.status, 404, "{path}: {}", r.body);
+        }
+    }
+    // The stored metacharacters come back exactly.
+    let f = json!({"slug": {"_eq": stored}});
+    let r = get(&format!("filter={}", encode(&f.to_string())), admin);
+    assert_eq!(r.json()["data"][0]["title"], "evil slug");
+    let after = tables(&host);
+    assert_eq!(before, after, "tables or row counts changed");
+    assert!(after.iter().any(|(t, _)| t == "videos"));
+    assert!(after.iter().any(|(t, _)| t == "platform_users"));
+    println!(
+        "sql metacharacters: {} values, {answers} answers, {} tables intact",
+        EVIL.len(),
+        after.len()
+    );
+    assert_serving(&host);
+}
+
+// ---------------------------------------------------------------- names
+
+#[test]
+fn unknown_and_traversal_looking_collection_names_reveal_nothing() {
+    let host = viewer_host(HostOptions::svc());
+    let names = [
+        "no_such_collection",
+        "..%2Fplatform_users",
+        "%2E%2E%2Fplatform_users",
+        "..%5Cplatform_users",
+        "platform_users%00",
+        "platform_users%2F..",
+        "recordings%2F..%2Fplatform_users",
+        "sqlite_master",
+        "platform_migrations",
+        "PLATFORM_USERS",
+        "%20platform_users",
+    ];
+    for name in names {
+        let r = host.get(&format!("/items/{name}"), Some("h-viewer"));
+        assert_eq!(r.status, 403, "{name} as viewer: {}", r.body);
+        let r = host.get(&format!("/items/{name}"), None);
+        assert_eq!(r.status, 403, "{name} anonymous: {}", r.body);
+        let r = host.get(&format!("/items/{name}"), Some(ADMIN_TOKEN));
+        assert!(
+            matches!(r.status, 400 | 403 | 404),
+            "{name} as admin: {} {}",
+            r.status,
+            r.body
+        );
+        assert!(!r.body.contains("@test.local"), "{name}: {}", r.body);
+    }
+    // Dot segments sent as is (ureq would normalise them).
+    for target in [
+        "/items/../platform_users",
+        "/items/./platform_users/..",
+        "/svc/../items/platform_users",
+        "/svc/%2E%2E/items/platform_users",
+        "/items/recordings/../../items/platform_users",
+    ] {
+        let r = raw(&host, &head("GET", target, &[&bearer("h-viewer")]));
+        let status = r.status.unwrap_or(0);
+        assert!(matches!(status, 400..=404), "{target}: {r:?}");
+        assert!(!r.body.contains("@test.local"), "{target}: {}", r.body);
+    }
+}
+
+// ---------------------------------------------------------------- size
+
+#[test]
+fn very_long_urls_and_headers_are_refused_cleanly() {
+    let host = viewer_host(HostOptions::svc());
+    for target in [
+        format!("/svc/videos/{}", "a".repeat(200_000)),
+        format!("/items/videos?fields={}", "a,".repeat(500_000)),
+        format!("/svc/recordings?{}", "x=1&".repeat(200_000)),
+        format!("/{}", "svc/".repeat(100_000)),
+    ] {
+        let r = raw(&host, &head("GET", &target, &[&bearer("h-viewer")]));
+        let status = r.status.unwrap_or(0);
+        assert!(
+            (400..500).contains(&status),
+            "URL of {} bytes: {status} {}",
+            target.len(),
+            r.head
+        );
+    }
+    // Long, but within the HTTP layer's limits: answered by the route.
+    let r = host.get(&format!("/svc/videos/{}", "a".repeat(8_000)), None);
+    assert_eq!(r.status, 404, "{}", r.body);
+    let fields = vec!["slug"; 2_000].join(",");
+    let r = host.get(&format!("/items/videos?fields={fields}"), Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let many: Vec<String> = (0..2_000).map(|i| format!("v{i}")).collect();
+    let f = json!({"slug": {"_in": many}});
+    let r = host.get(
+        &format!("/items/videos?filter={}", encode(&f.to_string())),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    // A huge header and very many headers.
+    let big = format!("X-Big: {}", "b".repeat(1_000_000));
+    let r = raw(&host, &head("GET", "/svc/stats", &[&big]));
+    assert!(matches!(r.status, Some(400..=499)), "{}", r.head);
+    let lines: Vec<String> = (0..5_000).map(|i| format!("X-H{i}: v")).collect();
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let r = raw(&host, &head("GET", "/svc/stats", &refs));
+    assert!(matches!(r.status, Some(400..=499)), "{}", r.head);
+    assert_serving(&host);
+}
+
+// ---------------------------------------------------------------- headers
+
+#[test]
+fn header_injection_attempts_do_not_reach_responses_or_grant_access() {
+    let host = viewer_host(HostOptions::svc());
+    // CR/LF in path and query values never become response headers.
+    for target in [
+        "/svc/models/x%0D%0ASet-Cookie:%20evil=1",
+        "/svc/videos/x%0D%0A%0D%0A%3Chtml%3E",
+        "/svc/recordings?status=x%0D%0ALocation:%20http://evil",
+        "/items/videos%0D%0ASet-Cookie:%20evil=1",
+    ] {
+        let r = raw(&host, &head("GET", target, &[&bearer("h-viewer")]));
+        let status = r.status.unwrap_or(0);
+        assert!((200..500).contains(&status), "{target}: {r:?}");
+        let lower = r.head.to_ascii_lowercase();
+        assert!(
+            !lower.contains("set-cookie") && !lower.contains("location:"),
+            "{target}: {}",
+            r.head
+        );
+    }
+    // A token carrying CR/LF matches nobody.
+    let r = host.get(
+        "/svc/stats?access_token=x%0D%0AAuthorization:%20Bearer%20y",
+        None,
+    );
+    assert_eq!(r.status, 401, "{}", r.body);
+
+    // Header lines that try to smuggle an admin Authorization: refused by
+    // the HTTP layer, or at least not admin.
+    let admin = bearer(ADMIN_TOKEN);
+    let attempts: Vec<Vec<u8>> = vec![
+        // obs-fold continuation line
+        head("GET", "/server/metrics", &["X-A: b", &format!(" {admin}")]),
+        // bare CR inside a value
+        head("GET", "/server/metrics", &[&format!("X-A: b\r{admin}")]),
+        // NUL inside a value
+        head("GET", "/server/metrics", &[&format!("X-A: b\0{admin}")]),
+        // two Authorization headers: the first (a viewer) counts
+        head("GET", "/server/metrics", &[&bearer("h-viewer"), &admin]),
+        // header wins over the query parameter
+        head(
+            "GET",
+            &format!("/server/metrics?access_token={ADMIN_TOKEN}"),
+            &[&bearer("h-viewer")],
+        ),
+        // the token in another header
+        head(
+            "GET",
+            "/server/metrics",
+            &[&format!("X-Authorization: Bearer {ADMIN_TOKEN}")],
+        ),
+        head(
+            "GET",
+            "/server/metrics",
+            &[&format!("Cookie: access_token={ADMIN_TOKEN}")],
+        ),
+    ];
+    for req in attempts {
+        let r = raw(&host, &req);
+        let status = r.status.unwrap_or(0);
+        assert!(
+            (400..500).contains(&status),
+            "{}: {status} {}",
+            String::from_utf8_lossy(&req).escape_debug(),
+            r.body
+        );
+    }
+
+    // Content-Length and Transfer-Encoding together: one request, answered
+    // once; the bytes after the chunked body are not a second request.
+    let mut req = head(
+        "POST",
+        "/svc/recordings",
+        &[
+            "Content-Length: 5",
+            "Transfer-Encoding: chunked",
+            &bearer("h-viewer"),
+        ],
+    );
+    req.extend_from_slice(
+        format!("0\r\n\r\nGET /server/metrics HTTP/1.1\r\nHost: x\r\n{admin}\r\n\r\n").as_bytes(),
+    );
+    let r = raw(&host, &req);
+    let status = r.status.unwrap_or(0);
+    assert!((400..500).contains(&status), "{r:?}");
+    assert_eq!(r.body.matches("HTTP/1.1").count(), 0, "{r:?}");
+    assert!(!r.body.contains("items_calls"), "{r:?}");
+    assert_serving(&host);
+}
