@@ -52,7 +52,10 @@ fn status_of(v: Option<&Value>) -> Result<Option<String>, ApiError> {
 fn linked_video_of(v: Option<&Value>) -> Result<Value, ApiError> {
     match v {
         None | Some(Value::Null) => Ok(Value::Null),
-        Some(Value::String(s)) if !s.is_empty() => Ok(Value::String(s.clone())),
+        // The platform's identifiers: non-empty, without white space.
+        Some(Value::String(s)) if !s.is_empty() && !s.contains(char::is_whitespace) => {
+            Ok(Value::String(s.clone()))
+        }
         Some(_) => Err(ApiError::bad_request(
             "linked_video must be a video identifier or null",
         )),
@@ -313,5 +316,11 @@ mod tests {
             "public must be a boolean"
         );
         assert!(recording_changes(&json!({})).unwrap().is_empty());
+        assert_eq!(
+            recording_changes(&json!({"linked_video": "a b"}))
+                .unwrap_err()
+                .message,
+            "linked_video must be a video identifier or null"
+        );
     }
 }

@@ -155,8 +155,11 @@ fn valid_status(v: Option<&Value>) -> bool {
         .is_some_and(|s| STATUSES.contains(&s))
 }
 
+/// An identifier of the platform: a non-empty string without white space.
 fn valid_linked_video(v: Option<&Value>) -> bool {
-    absent_or_null(v) || v.and_then(Value::as_str).is_some_and(|s| !s.is_empty())
+    absent_or_null(v)
+        || v.and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty() && !s.contains(char::is_whitespace))
 }
 
 /// What POST /recordings must answer for a body: `Ok(())`, or the
