@@ -11,4 +11,4 @@ cargo build -p example-host --features inprocess --target-dir target/inprocess
 echo "==> building the standalone ABI fixtures"
 bash scripts/build-fixtures.sh
 echo "==> running the tests"
-cargo test --workspace "$@"
+cargo test --workspace --no-fail-fast "$@"
