@@ -3,10 +3,12 @@
 
 use std::time::Instant;
 
-use platform_tests::{Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{Host, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
+use crate::hosts;
 use crate::stats::{ms, Samples};
+use crate::time::days_ago;
 
 pub struct Config {
     /// Prior point actions of the heavy player.
@@ -61,38 +63,6 @@ fn import(
     Ok(total)
 }
 
-fn timestamp_days_ago(days: f64) -> String {
-    // Seconds since the epoch → RFC 3339, without a date library.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
-    let t = (now - days * 86_400.0).max(0.0);
-    let secs = t as i64;
-    let (days_since, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days_since);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 → (year, month, day) (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 fn timed(samples: &mut Samples, work: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
     let started = Instant::now();
     work()?;
@@ -100,9 +70,38 @@ fn timed(samples: &mut Samples, work: impl FnOnce() -> Result<(), String>) -> Re
     Ok(())
 }
 
+/// What the gamification benchmark measured.
+pub struct Figures {
+    pub prior_points: usize,
+    pub users_with_stats: usize,
+    pub light_plays: Samples,
+    pub heavy_plays: Samples,
+    pub board: Samples,
+    pub summary: Samples,
+}
+
+impl Figures {
+    /// p50 latency of a play award with `prior_points` / with 10 prior points.
+    pub fn ratio(&self) -> f64 {
+        ms(self.heavy_plays.median()) / ms(self.light_plays.median()).max(1e-9)
+    }
+}
+
+/// Runs the benchmark and prints its figures; fails when the play award
+/// ratio exceeds 2.
 pub fn run(config: &Config) -> Result<(), String> {
-    eprintln!("starting a release host…");
-    let host = Host::start(HostOptions::svc());
+    let figures = measure(config)?;
+    print(&figures);
+    let ratio = figures.ratio();
+    if ratio > 2.0 {
+        return Err(format!("play latency ratio {ratio:.2} exceeds 2"));
+    }
+    Ok(())
+}
+
+pub fn measure(config: &Config) -> Result<Figures, String> {
+    eprintln!("starting a {} host…", platform_tests::profile());
+    let host: Host = hosts::dynamic(None)?;
     let started = Instant::now();
 
     host.user(Some("Model"), "bench-owner");
@@ -130,7 +129,7 @@ pub fn run(config: &Config) -> Result<(), String> {
         "user_points",
         (0..n).map(|i| {
             json!({"user_id": heavy, "action": "RECORDING_PLAY", "points": 10, "recording_id": recording,
-                   "date_created": timestamp_days_ago(365.0 * (n - i) as f64 / n as f64)})
+                   "date_created": days_ago(365.0 * (n - i) as f64 / n as f64)})
         }),
     )?;
     import(
@@ -138,7 +137,7 @@ pub fn run(config: &Config) -> Result<(), String> {
         "user_points",
         (0..10).map(|i| {
             json!({"user_id": light, "action": "RECORDING_PLAY", "points": 10, "recording_id": recording,
-                   "date_created": timestamp_days_ago(10.0 - i as f64)})
+                   "date_created": days_ago(10.0 - i as f64)})
         }),
     )?;
 
@@ -171,7 +170,7 @@ pub fn run(config: &Config) -> Result<(), String> {
             json!({"user_id": id, "total_raw_points": raw, "total_weighted_points": raw as f64 * 0.9,
                    "decay_sum": raw as f64 * 1.1 + i as f64 * 1e-6, "recordings_count": i % 7,
                    "playbacks_count": i % 11, "achievements_count": i % 3,
-                   "last_updated": timestamp_days_ago(0.0)})
+                   "last_updated": days_ago(0.0)})
         }),
     )?;
     eprintln!("data ready in {:.1?}", started.elapsed());
@@ -219,10 +218,21 @@ pub fn run(config: &Config) -> Result<(), String> {
         })?;
     }
 
-    let ratio = ms(heavy_plays.median()) / ms(light_plays.median()).max(1e-9);
+    Ok(Figures {
+        prior_points: config.prior_points,
+        users_with_stats: user_ids.len() + 2,
+        light_plays,
+        heavy_plays,
+        board,
+        summary,
+    })
+}
+
+pub fn print(f: &Figures) {
     println!(
-        "gamification benchmark (release host, {} requests per scenario, sequential keep-alive)",
-        light_plays.len()
+        "gamification benchmark ({} host, {} requests per scenario, sequential keep-alive)",
+        platform_tests::profile(),
+        f.light_plays.len()
     );
     println!("{:<66} {:>9} {:>9}", "scenario", "p50 ms", "p95 ms");
     let row = |name: &str, s: &Samples| {
@@ -234,41 +244,26 @@ pub fn run(config: &Config) -> Result<(), String> {
     };
     row(
         "POST /svc/recordings/:id/play, player with 10 prior points",
-        &light_plays,
+        &f.light_plays,
     );
     row(
         &format!(
             "POST /svc/recordings/:id/play, player with {} prior points",
-            config.prior_points
+            f.prior_points
         ),
-        &heavy_plays,
+        &f.heavy_plays,
     );
     row(
         &format!(
             "GET /svc/gamification/leaderboard ({} users with stats)",
-            user_ids.len() + 2
+            f.users_with_stats
         ),
-        &board,
+        &f.board,
     );
-    row("GET /svc/gamification/user/:id (same)", &summary);
+    row("GET /svc/gamification/user/:id (same)", &f.summary);
     println!(
-        "play latency ratio {}/10 prior points: {ratio:.2} (target <= 2)",
-        config.prior_points
+        "play latency ratio {}/10 prior points: {:.2} (target <= 2)",
+        f.prior_points,
+        f.ratio()
     );
-    if ratio > 2.0 {
-        return Err(format!("play latency ratio {ratio:.2} exceeds 2"));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-    }
 }

@@ -1,32 +1,79 @@
-//! `platform-bench`: measurements of the platform that print figures.
-//!
-//! Run through `scripts/bench.sh`, which builds the release host and
-//! extension first. Figures are medians and ratios measured in one run:
-//! this machine is shared, so absolute numbers vary more than ratios.
-
-mod gamification;
-mod stats;
+//! `platform-bench`: see the library's documentation and BENCHMARKS.md.
 
 use std::process::ExitCode;
+use std::time::Duration;
+
+use platform_bench::{gamification, load};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: platform-bench gamification [--points N] [--users N] [--requests N]\n\
-         \n  gamification   play-award latency with 10 vs N prior point actions, and the\n\
-         \x20                leaderboard and user summary with N users having stats"
+        "usage: platform-bench load [--scale N] [--seed S] [--duration-secs D] [--smoke] [--only ID,..]\n\
+         \x20      platform-bench gamification [--points N] [--users N] [--requests N]\n\
+         \n  load           the issue's scenarios at concurrency 16 and 64 on generated data at\n\
+         \x20                scale N and 4N (1 = the issue's default sizes), the ABI's own cost\n\
+         \x20                (needs the in-process host), the play award's growth, and the targets\n\
+         \x20 --smoke        tiny data, every scenario once at concurrency 2 (the test suite)\n\
+         \x20 --only ID,..   only these scenarios, x1 data only (e.g. to profile one)\n\
+         \x20 gamification   play-award latency with 10 vs N prior point actions, and the\n\
+         \x20                leaderboard and user summary with N users having stats\n\
+         \nHosts run the binaries of PLATFORM_PROFILE (default release)."
     );
     ExitCode::from(2)
 }
 
 /// `--name value` of the arguments, parsed.
-fn option(args: &[String], name: &str, default: usize) -> Result<usize, String> {
+fn option<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result<T, String> {
     match args.iter().position(|a| a == name) {
         None => Ok(default),
         Some(i) => args
             .get(i + 1)
             .and_then(|v| v.replace('_', "").parse().ok())
-            .ok_or_else(|| format!("{name} takes a whole number")),
+            .ok_or_else(|| format!("{name} takes a number")),
     }
+}
+
+fn check_known(args: &[String], known: &[&str]) -> Result<(), String> {
+    let mut i = 1;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "--smoke" {
+            i += 1;
+        } else if known.contains(&a) {
+            i += 2;
+        } else {
+            return Err(format!("unknown argument {a}"));
+        }
+    }
+    Ok(())
+}
+
+fn load_options(args: &[String]) -> Result<load::Options, String> {
+    check_known(args, &["--scale", "--seed", "--duration-secs", "--only"])?;
+    let seed = option(args, "--seed", 42u64)?;
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .map(|i| {
+            args.get(i + 1)
+                .map(|v| v.split(',').map(String::from).collect::<Vec<_>>())
+                .ok_or_else(|| "--only takes scenario ids, comma-separated".to_string())
+        })
+        .transpose()?;
+    if args.iter().any(|a| a == "--smoke") {
+        return Ok(load::Options {
+            only,
+            ..load::Options::smoke(seed)
+        });
+    }
+    let scale: f64 = option(args, "--scale", 1.0)?;
+    let duration: f64 = option(args, "--duration-secs", 5.0)?;
+    if !(scale > 0.0 && duration > 0.0) {
+        return Err("--scale and --duration-secs must be positive".into());
+    }
+    Ok(load::Options {
+        only,
+        ..load::Options::full(scale, seed, Duration::from_secs_f64(duration))
+    })
 }
 
 fn main() -> ExitCode {
@@ -36,6 +83,7 @@ fn main() -> ExitCode {
     }
     let result = match args.first().map(String::as_str) {
         Some("gamification") => (|| {
+            check_known(&args, &["--points", "--users", "--requests"])?;
             let config = gamification::Config {
                 prior_points: option(&args, "--points", 100_000)?,
                 users: option(&args, "--users", 100_000)?,
@@ -43,6 +91,7 @@ fn main() -> ExitCode {
             };
             gamification::run(&config)
         })(),
+        Some("load") => load_options(&args).and_then(|o| load::run(&o)),
         _ => return usage(),
     };
     match result {

@@ -34,6 +34,10 @@ impl Samples {
     pub fn len(&self) -> usize {
         self.0.len()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 pub fn ms(d: Duration) -> f64 {

@@ -1,0 +1,23 @@
+//! `platform-bench`: measurements of the platform that print figures.
+//!
+//! Run through `scripts/bench.sh`, which builds the release host and
+//! extension first. Figures are medians and ratios measured in one run:
+//! this machine is shared, so absolute numbers vary more than ratios.
+//!
+//! One concern per module: [`dataset`] (generation through the items API),
+//! [`driver`] (the tokio/hyper load driver), [`scenarios`] (the issue's
+//! requests), [`report`] (tables and targets), [`load`] (the `load`
+//! command), [`gamification`] (the play-award benchmark), [`hosts`]
+//! (starting hosts), and small helpers.
+
+pub mod api;
+pub mod dataset;
+pub mod driver;
+pub mod gamification;
+pub mod hosts;
+pub mod load;
+pub mod report;
+pub mod rng;
+pub mod scenarios;
+pub mod stats;
+pub mod time;
