@@ -226,7 +226,8 @@ mod tests {
             [
                 "0001_collections",
                 "0002_seed_achievements",
-                "0003_scoring_state"
+                "0003_scoring_state",
+                "0004_recordings_by_owner"
             ]
         );
         assert_eq!(ext.migrations()[0].1.len(), 12);

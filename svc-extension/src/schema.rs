@@ -16,6 +16,8 @@ pub const COLLECTIONS_MIGRATION: &str = "0001_collections";
 pub const SEED_ACHIEVEMENTS_MIGRATION: &str = "0002_seed_achievements";
 /// Id of the migration adding the constant-cost scoring state.
 pub const SCORING_MIGRATION: &str = "0003_scoring_state";
+/// Id of the migration adding the per-owner recording index.
+pub const OWNER_INDEX_MIGRATION: &str = "0004_recordings_by_owner";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -221,7 +223,21 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (COLLECTIONS_MIGRATION, collections()),
         (SEED_ACHIEVEMENTS_MIGRATION, seed_achievements()),
         (SCORING_MIGRATION, scoring_state()),
+        (OWNER_INDEX_MIGRATION, recordings_by_owner()),
     ]
+}
+
+/// The triggers count an owner's published (and featured) recordings on
+/// every publication; this index answers those counts without reading the
+/// recordings themselves, whose events make rows large.
+pub fn recordings_by_owner() -> Vec<Step> {
+    vec![Step::CreateIndex {
+        collection: "recordings".into(),
+        index: Index {
+            fields: vec!["user_created".into(), "status".into(), "featured".into()],
+            unique: false,
+        },
+    }]
 }
 
 #[cfg(test)]
@@ -458,7 +474,8 @@ mod tests {
             [
                 "0001_collections",
                 "0002_seed_achievements",
-                "0003_scoring_state"
+                "0003_scoring_state",
+                "0004_recordings_by_owner"
             ]
         );
     }

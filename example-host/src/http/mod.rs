@@ -247,10 +247,31 @@ pub async fn reject_bad_credentials(
 }
 
 /// Runs blocking work (database, extension calls) off the async workers.
+///
+/// At most [`work_slots`] such jobs run at once: more would only contend for
+/// the cores and the database, and each holds its request's data in memory.
+/// The slot belongs to the waiting request, not to the thread: a request
+/// that gives up (an extension timeout) frees it.
 pub async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, HttpError> + Send + 'static,
 ) -> Result<T, HttpError> {
+    let _slot = WORK_SLOTS
+        .get_or_init(|| tokio::sync::Semaphore::new(work_slots()))
+        .acquire()
+        .await
+        .map_err(|e| HttpError::Internal(format!("worker slots closed: {e}")))?;
     tokio::task::spawn_blocking(work)
         .await
         .unwrap_or_else(|e| Err(HttpError::Internal(format!("worker failed: {e}"))))
+}
+
+static WORK_SLOTS: once_cell::sync::OnceCell<tokio::sync::Semaphore> =
+    once_cell::sync::OnceCell::new();
+
+/// Blocking jobs at once: four per core, at least eight.
+pub fn work_slots() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get() * 4)
+        .unwrap_or(8)
+        .max(8)
 }
