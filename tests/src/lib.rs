@@ -4,6 +4,8 @@
 //! The binaries must be built first (`scripts/test.sh` does it):
 //! `cargo build --workspace` and `scripts/build-fixtures.sh`.
 
+pub mod time;
+
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};

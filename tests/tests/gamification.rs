@@ -10,14 +10,14 @@
 //! through the items API) with the rules as written, never from the
 //! implementation's code.
 
+use platform_tests::time::{days_ago, iso, now_ms, ts_ms, DAY_MS};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::process::Command;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use platform_tests::{encode, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
-const DAY_MS: f64 = 86_400_000.0;
 const DECAY: f64 = 0.005;
 const REL_TOL: f64 = 1e-9;
 
@@ -93,73 +93,6 @@ fn codes_of(category: &str) -> BTreeSet<String> {
 }
 
 // ---------------------------------------------------------------- time
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as i64
-}
-
-/// Milliseconds since the epoch of an RFC 3339 UTC timestamp
-/// (`2026-11-22T10:00:00.000Z`, DECISIONS §6); panics on anything else.
-fn ts_ms(v: &Value) -> i64 {
-    let s = v
-        .as_str()
-        .unwrap_or_else(|| panic!("timestamp is not a string: {v}"));
-    let b = s.as_bytes();
-    assert!(
-        b.len() >= 20 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':',
-        "not RFC 3339: {s}"
-    );
-    assert!(s.ends_with('Z') || s.ends_with("+00:00"), "not UTC: {s}");
-    let num = |r: std::ops::Range<usize>| -> i64 {
-        s[r].parse().unwrap_or_else(|_| panic!("not RFC 3339: {s}"))
-    };
-    let (y, mo, d) = (num(0..4), num(5..7), num(8..10));
-    let (h, mi, sec) = (num(11..13), num(14..16), num(17..19));
-    let mut ms = 0;
-    if b[19] == b'.' {
-        let frac: String = s[20..].chars().take_while(|c| c.is_ascii_digit()).collect();
-        assert!(!frac.is_empty(), "not RFC 3339: {s}");
-        let padded = format!("{frac:0<3}");
-        ms = padded[..3].parse::<i64>().expect("millis");
-    }
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = if y2 >= 0 { y2 } else { y2 - 399 } / 400;
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146097 + doe - 719468;
-    ((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000 + ms
-}
-
-/// RFC 3339 UTC with milliseconds of an epoch-millisecond instant.
-fn iso(ms: i64) -> String {
-    let days = ms.div_euclid(86_400_000);
-    let rem = ms.rem_euclid(86_400_000);
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000
-    )
-}
-
-fn days_ago(days: f64) -> String {
-    iso(now_ms() - (days * DAY_MS) as i64)
-}
 
 fn pause() {
     std::thread::sleep(Duration::from_millis(15));

@@ -3,8 +3,9 @@
 //! "Errors", "Limits") and DECISIONS.md (§3, §5, §6, §7): listing, reading,
 //! creating, updating, archiving, duplicating, community listing and plays.
 
+use platform_tests::time::{now_ms, ts_ms};
 use std::collections::BTreeSet;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use platform_tests::{encode, Host, HostOptions, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
@@ -13,48 +14,6 @@ const MISSING: &str = "Missing required fields: title, duration, events, device_
 const EVENTS: &str = "Events must be a non-empty array";
 
 // ---------------------------------------------------------------- helpers
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as i64
-}
-
-/// Milliseconds since the epoch of an RFC 3339 UTC timestamp
-/// (`2026-11-22T10:00:00.000Z`, DECISIONS §6); panics on anything else.
-fn ts_ms(v: &Value) -> i64 {
-    let s = v
-        .as_str()
-        .unwrap_or_else(|| panic!("timestamp is not a string: {v}"));
-    let b = s.as_bytes();
-    assert!(
-        b.len() >= 20 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':',
-        "not RFC 3339: {s}"
-    );
-    assert!(s.ends_with('Z') || s.ends_with("+00:00"), "not UTC: {s}");
-    let num = |r: std::ops::Range<usize>| -> i64 {
-        s[r].parse().unwrap_or_else(|_| panic!("not RFC 3339: {s}"))
-    };
-    let (y, mo, d) = (num(0..4), num(5..7), num(8..10));
-    let (h, mi, sec) = (num(11..13), num(14..16), num(17..19));
-    let mut ms = 0;
-    if b[19] == b'.' {
-        let frac: String = s[20..].chars().take_while(|c| c.is_ascii_digit()).collect();
-        assert!(!frac.is_empty(), "not RFC 3339: {s}");
-        let padded = format!("{frac:0<3}");
-        ms = padded[..3].parse::<i64>().expect("millis");
-    }
-    // Days from civil (Howard Hinnant).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = if y2 >= 0 { y2 } else { y2 - 399 } / 400;
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146097 + doe - 719468;
-    ((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000 + ms
-}
 
 fn event(i: usize) -> Value {
     json!({"actuatorIndex": 0, "actuatorType": "Vibrate", "deviceIndex": 0,

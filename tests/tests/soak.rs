@@ -15,10 +15,11 @@
 //! The figures printed at the end (requests, clients, duration, answers by
 //! status) go into RELIABILITY.md.
 
+use platform_tests::time::{now_ms, ts_ms, DAY_MS};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use platform_tests::{assert_no_secrets, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
@@ -26,7 +27,6 @@ use serde_json::{json, Value};
 const CLIENTS: usize = 64;
 const VIEWERS: usize = 16;
 const VIDEOS: usize = 8;
-const DAY_MS: f64 = 86_400_000.0;
 const DECAY: f64 = 0.005;
 const REL_TOL: f64 = 1e-9;
 const PAST: &str = "2001-01-01T00:00:00.000Z";
@@ -40,47 +40,6 @@ fn soak_duration() -> Duration {
 }
 
 // ---------------------------------------------------------------- time
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as i64
-}
-
-/// Milliseconds since the epoch of an RFC 3339 UTC timestamp; panics on
-/// anything else.
-fn ts_ms(v: &Value) -> i64 {
-    let s = v
-        .as_str()
-        .unwrap_or_else(|| panic!("timestamp is not a string: {v}"));
-    let b = s.as_bytes();
-    assert!(
-        b.len() >= 20 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':',
-        "not RFC 3339: {s}"
-    );
-    assert!(s.ends_with('Z') || s.ends_with("+00:00"), "not UTC: {s}");
-    let num = |r: std::ops::Range<usize>| -> i64 {
-        s[r].parse().unwrap_or_else(|_| panic!("not RFC 3339: {s}"))
-    };
-    let (y, mo, d) = (num(0..4), num(5..7), num(8..10));
-    let (h, mi, sec) = (num(11..13), num(14..16), num(17..19));
-    let mut ms = 0;
-    if b[19] == b'.' {
-        let frac: String = s[20..].chars().take_while(|c| c.is_ascii_digit()).collect();
-        assert!(!frac.is_empty(), "not RFC 3339: {s}");
-        ms = format!("{frac:0<3}")[..3].parse::<i64>().expect("millis");
-    }
-    // Days from civil (Howard Hinnant).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = if y2 >= 0 { y2 } else { y2 - 399 } / 400;
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146097 + doe - 719468;
-    ((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000 + ms
-}
 
 // ---------------------------------------------------------------- client
 

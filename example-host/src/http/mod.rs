@@ -14,7 +14,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Uri};
 use axum::routing::get;
 use axum::Router;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -159,19 +159,42 @@ pub async fn read_body(
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
+    if declared.is_some_and(|n| n > (limit + DRAIN_LIMIT) as u64) {
         return Err(HttpError::PayloadTooLarge);
     }
-    let collected = tokio::time::timeout(limits.body_timeout, Limited::new(body, limit).collect())
+    tokio::time::timeout(limits.body_timeout, collect_within(body, limit))
         .await
-        .map_err(|_| HttpError::BodyTimeout)?;
-    match collected {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(HttpError::PayloadTooLarge),
-        Err(e) => Err(HttpError::InvalidPayload(format!(
-            "could not read the body: {e}"
-        ))),
+        .map_err(|_| HttpError::BodyTimeout)?
+}
+
+/// How much of a refused body is still read and thrown away: answering
+/// while the client is still sending makes the closing connection reset,
+/// and the client may never see the 413.
+const DRAIN_LIMIT: usize = 1024 * 1024;
+
+/// Collects the body, or reads up to [`DRAIN_LIMIT`] past `limit` and
+/// refuses it.
+async fn collect_within(mut body: Body, limit: usize) -> Result<Bytes, HttpError> {
+    let mut data = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame
+            .map_err(|e| HttpError::InvalidPayload(format!("could not read the body: {e}")))?;
+        let Ok(chunk) = frame.into_data() else {
+            continue;
+        };
+        seen += chunk.len();
+        if seen > limit + DRAIN_LIMIT {
+            return Err(HttpError::PayloadTooLarge);
+        }
+        if seen <= limit {
+            data.extend_from_slice(&chunk);
+        }
     }
+    if seen > limit {
+        return Err(HttpError::PayloadTooLarge);
+    }
+    Ok(Bytes::from(data))
 }
 
 /// What a request presents as credentials.
