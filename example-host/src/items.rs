@@ -359,16 +359,7 @@ impl Platform {
             f.fields(&mut used);
         }
         used.extend(q.sort.iter().map(|(f, _)| f.clone()));
-        for field in &used {
-            if is_secret(&def.name, field) {
-                return Err(ItemsError::InvalidQuery(format!(
-                    "cannot query by \"{field}\""
-                )));
-            }
-            if grant.as_ref().is_some_and(|g| !g.allows_field(field)) {
-                return Err(ItemsError::forbidden());
-            }
-        }
+        check_queried_fields(&def.name, grant.as_ref(), &used)?;
         if explicit {
             if let Some(g) = &grant {
                 if q.fields.iter().any(|f| !g.allows_field(f)) {
@@ -445,16 +436,7 @@ impl Platform {
         if let Some(f) = &q.filter {
             f.fields(&mut used);
         }
-        for field in &used {
-            if is_secret(collection, field) {
-                return Err(ItemsError::InvalidQuery(format!(
-                    "cannot query by \"{field}\""
-                )));
-            }
-            if grant.as_ref().is_some_and(|g| !g.allows_field(field)) {
-                return Err(ItemsError::forbidden());
-            }
-        }
+        check_queried_fields(collection, grant.as_ref(), &used)?;
         q.filter = Filter::and(
             q.filter.take(),
             self.grant_filter(&def, grant.as_ref(), &vars)?,
@@ -767,6 +749,26 @@ impl Who {
             other => other.clone(),
         }
     }
+}
+
+/// Fields a query filters, sorts, groups or aggregates by: never a secret,
+/// and only fields the grant allows.
+fn check_queried_fields(
+    collection: &str,
+    grant: Option<&Grant>,
+    used: &[String],
+) -> Result<(), ItemsError> {
+    for field in used {
+        if is_secret(collection, field) {
+            return Err(ItemsError::InvalidQuery(format!(
+                "cannot query by \"{field}\""
+            )));
+        }
+        if grant.is_some_and(|g| !g.allows_field(field)) {
+            return Err(ItemsError::forbidden());
+        }
+    }
+    Ok(())
 }
 
 fn as_object(data: &Value) -> Result<&Map<String, Value>, ItemsError> {

@@ -24,6 +24,7 @@ pub mod gamification;
 pub mod likes;
 pub mod models;
 pub mod params;
+pub mod play_input;
 pub mod recording_input;
 pub mod recording_plays;
 pub mod recordings;

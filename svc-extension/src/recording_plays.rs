@@ -4,10 +4,11 @@
 //! `playback` achievement check commit in the same transaction.
 
 use host_sdk::{ApiError, Context, Query, Request, Response};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::failure::Failure;
 use crate::gamification::awards;
+use crate::play_input::play_changes;
 
 const PLAY: Failure = Failure::new("Failed to record play");
 const UPDATE: Failure = Failure::new("Failed to update play");
@@ -41,25 +42,7 @@ pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
 /// `PATCH /recordings/:id/play/:playId`: body `duration_played` (number)
 /// and `completed` (boolean), each applied when present, and `date_updated`.
 pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
-    let body = match req.json::<Value>()? {
-        Value::Object(map) => map,
-        _ => return Err(ApiError::bad_request("Invalid JSON body")),
-    };
-    let mut changes = Map::new();
-    match body.get("duration_played") {
-        None | Some(Value::Null) => {}
-        Some(v @ Value::Number(_)) => {
-            changes.insert("duration_played".into(), v.clone());
-        }
-        Some(_) => return Err(ApiError::bad_request("duration_played must be a number")),
-    }
-    match body.get("completed") {
-        None | Some(Value::Null) => {}
-        Some(v @ Value::Bool(_)) => {
-            changes.insert("completed".into(), v.clone());
-        }
-        Some(_) => return Err(ApiError::bad_request("completed must be a boolean")),
-    }
+    let changes = play_changes(req, "duration_played")?;
     let (recording, play) = (req.param("id"), req.param("playId"));
     let completes = changes.get("completed") == Some(&Value::Bool(true));
     let caller = ctx.user_id();

@@ -4,21 +4,14 @@
 //! play.
 
 use host_sdk::{ApiError, Context, Query, Request, Response};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::failure::Failure;
 use crate::likes::{bump, ensure_video};
+use crate::play_input::{body_object, play_changes};
 
 const PLAY: Failure = Failure::new("Failed to record play");
 const UPDATE: Failure = Failure::new("Failed to update play");
-
-/// The body as an object (an empty body is `{}`).
-fn body_object(req: &Request) -> Result<Map<String, Value>, ApiError> {
-    match req.json::<Value>()? {
-        Value::Object(map) => Ok(map),
-        _ => Err(ApiError::bad_request("Invalid JSON body")),
-    }
-}
 
 /// `POST /videos/:id/play`: body `session_id` (string, optional).
 pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
@@ -51,22 +44,7 @@ pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
 /// `PATCH /videos/:id/play/:playId`: body `duration_watched` (number) and
 /// `completed` (boolean), each applied when present. No auth check.
 pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
-    let body = body_object(req)?;
-    let mut changes = Map::new();
-    match body.get("duration_watched") {
-        None | Some(Value::Null) => {}
-        Some(v @ Value::Number(_)) => {
-            changes.insert("duration_watched".into(), v.clone());
-        }
-        Some(_) => return Err(ApiError::bad_request("duration_watched must be a number")),
-    }
-    match body.get("completed") {
-        None | Some(Value::Null) => {}
-        Some(v @ Value::Bool(_)) => {
-            changes.insert("completed".into(), v.clone());
-        }
-        Some(_) => return Err(ApiError::bad_request("completed must be a boolean")),
-    }
+    let changes = play_changes(req, "duration_watched")?;
     let (video, play) = (req.param("id"), req.param("playId"));
     let admin = ctx.as_admin();
     let found: Option<Value> = admin

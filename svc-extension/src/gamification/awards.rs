@@ -2,7 +2,7 @@
 //! Every trigger runs in one transaction: the award, the counters it
 //! changes and the achievement check commit together or not at all.
 
-use host_sdk::{Context, ItemsError, Query};
+use host_sdk::{Context, Items, ItemsError, Query};
 use serde_json::{json, Value};
 
 use super::check::check_category;
@@ -127,6 +127,14 @@ fn already_awarded(
     Ok(n > 0)
 }
 
+/// The published recordings of `user` (rule 3's `recordings_count`).
+fn published_recordings(items: &Items<'_>, user: &str) -> Result<u64, ItemsError> {
+    items.count(
+        "recordings",
+        Some(json!({"_and": [{"user_created": {"_eq": user}}, {"status": {"_eq": "published"}}]})),
+    )
+}
+
 /// Recounts the published recordings of `user` into an existing stats row.
 fn recount_recordings(tx: &Context<'_>, user: &str) -> Result<(), ItemsError> {
     let items = tx.as_admin();
@@ -134,10 +142,7 @@ fn recount_recordings(tx: &Context<'_>, user: &str) -> Result<(), ItemsError> {
     if !ledger.existed() {
         return Ok(());
     }
-    ledger.stats.recordings_count = items.count(
-        "recordings",
-        Some(json!({"_and": [{"user_created": {"_eq": user}}, {"status": {"_eq": "published"}}]})),
-    )?;
+    ledger.stats.recordings_count = published_recordings(&items, user)?;
     ledger.save(&items)
 }
 
@@ -155,10 +160,7 @@ pub fn recording_promoted(
     let items = tx.as_admin();
     let mut ledger = load(tx, owner)?;
     if ledger.existed() {
-        ledger.stats.recordings_count = items.count(
-            "recordings",
-            Some(json!({"_and": [{"user_created": {"_eq": owner}}, {"status": {"_eq": "published"}}]})),
-        )?;
+        ledger.stats.recordings_count = published_recordings(&items, owner)?;
     }
     ledger.award(&items, action.name(), action.points(), Some(recording))?;
     check_category(&items, &mut ledger, "recordings")?;
