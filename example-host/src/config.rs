@@ -83,6 +83,16 @@ pub struct ServeArgs {
         global = true
     )]
     pub extension_timeout_ms: u64,
+    /// Keep the answers of extension routes marked cacheable until the
+    /// stored data changes (`--cache false` computes every answer afresh).
+    #[arg(
+        long = "cache",
+        env = "CACHE_ENABLED",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        global = true
+    )]
+    pub cache: bool,
     /// Longest a client may take to send the request headers.
     #[arg(
         long = "header-timeout-ms",

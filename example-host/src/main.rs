@@ -58,6 +58,9 @@ fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
             .add_builtin_svc(&platform)
             .map_err(|e| format!("cannot mount the linked svc extension: {e}"))?;
     }
+    if cli.serve.cache {
+        registry.attach_runtime(&platform.store);
+    }
     let registry = Arc::new(registry);
     platform.set_event_sink(registry.clone());
     Ok((platform, registry))

@@ -4,6 +4,9 @@
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
+use std::cell::Cell;
+use std::time::SystemTime;
+
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::{RMut, RRef};
 use abi_stable::std_types::{RErr, ROk, RResult};
@@ -39,6 +42,7 @@ impl Accountability {
 pub struct Context<'a> {
     accountability: Option<Accountability>,
     services: &'a dyn Services,
+    fresh_until: Cell<Option<SystemTime>>,
 }
 
 impl<'a> Context<'a> {
@@ -46,7 +50,25 @@ impl<'a> Context<'a> {
         Self {
             accountability,
             services,
+            fresh_until: Cell::new(None),
         }
+    }
+
+    /// Says that the answer being built holds only until `until` even if no
+    /// data changes (it depends on the clock: things scheduled to appear).
+    /// Matters for [`Route::cached`](crate::Route::cached) routes; the
+    /// earliest of several calls wins.
+    pub fn fresh_until(&self, until: SystemTime) {
+        let earliest = match self.fresh_until.get() {
+            Some(t) if t <= until => t,
+            _ => until,
+        };
+        self.fresh_until.set(Some(earliest));
+    }
+
+    /// What [`Context::fresh_until`] said, if anything.
+    pub(crate) fn freshness(&self) -> Option<SystemTime> {
+        self.fresh_until.get()
     }
 
     /// The authenticated caller, or `None` when anonymous.

@@ -41,6 +41,13 @@ impl Extension {
             .collect()
     }
 
+    /// Lets cached routes keep answers (see [`crate::Route::cached`]):
+    /// `source` returns the host's data version, which changes with every
+    /// committed change to the stored data. Only the first call counts.
+    pub fn attach_data_version(&self, source: impl Fn() -> u64 + Send + Sync + 'static) {
+        self.router.attach_data_version(Box::new(source));
+    }
+
     /// Handles one request; a panicking handler answers 500
     /// `Internal extension error`.
     pub fn handle_direct(

@@ -6,12 +6,13 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use abi_stable::prefix_type::PrefixTypeTrait;
-use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString, RVec};
+use abi_stable::std_types::{RArc, RErr, ROk, RResult, RStr, RString, RVec};
 use once_cell::sync::OnceCell;
 
 use crate::abi::{
     ExtensionModule, ExtensionModuleRef, FfiContext, FfiError, FfiEventInterest, FfiInit,
     FfiItemEvent, FfiManifest, FfiMigration, FfiRequest, FfiResponse, FfiSchedule, FfiScheduleSpec,
+    HostRuntime_TO,
 };
 use crate::context::{Accountability, Context};
 use crate::error::ApiError;
@@ -36,6 +37,7 @@ pub fn root_module(build: fn() -> Extension) -> ExtensionModuleRef {
         run_schedule,
         openapi,
         event_interest,
+        attach_runtime,
     }
     .leak_into_prefix()
 }
@@ -224,4 +226,12 @@ extern "C" fn event_interest() -> FfiEventInterest {
         all: true,
         collections: RVec::new(),
     })
+}
+
+extern "C" fn attach_runtime(runtime: HostRuntime_TO<RArc<()>>) {
+    let _ = catch_unwind(AssertUnwindSafe(move || {
+        extension()
+            .router
+            .attach_data_version(Box::new(move || runtime.data_version()));
+    }));
 }

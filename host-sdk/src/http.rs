@@ -88,6 +88,21 @@ impl Request {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The path and the decoded query, re-encoded: equal for requests a
+    /// cached route must answer alike.
+    pub(crate) fn cache_key(&self) -> String {
+        let mut key = self.path.clone();
+        if !self.query.is_empty() {
+            key.push('?');
+            let mut pairs = form_urlencoded::Serializer::new(String::new());
+            for (k, v) in &self.query {
+                pairs.append_pair(k, v);
+            }
+            key.push_str(&pairs.finish());
+        }
+        key
+    }
+
     pub fn body(&self) -> &[u8] {
         &self.body
     }

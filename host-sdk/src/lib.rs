@@ -26,6 +26,7 @@
 //! ```
 
 pub mod abi;
+mod cache;
 mod context;
 pub mod direct;
 mod entry;

@@ -2,7 +2,12 @@
 
 use std::collections::HashMap;
 
+use std::time::SystemTime;
+
+use once_cell::sync::OnceCell;
 use serde_json::{json, Map, Value};
+
+use crate::cache::AnswerCache;
 
 use crate::context::Context;
 use crate::error::ApiError;
@@ -31,6 +36,8 @@ pub struct Route {
     responses: Vec<(u16, String)>,
     /// Whether the route needs an authenticated caller.
     auth: bool,
+    /// Whether anonymous answers are kept until the data changes.
+    cached: bool,
     handler: Handler,
 }
 
@@ -65,6 +72,20 @@ impl Route {
         self
     }
 
+    /// Keeps this route's answers to anonymous `GET`s until the stored data
+    /// changes (or until the time the handler gave [`Context::fresh_until`]).
+    ///
+    /// Only for handlers whose anonymous answer depends on nothing but the
+    /// path, the query, the stored data and, where the handler says so, the
+    /// clock: not on headers, not on state outside the database. Answers
+    /// other than 200, and every authenticated request, bypass the cache.
+    /// Without a host that reports its data version (SDK 1.3), nothing is
+    /// kept.
+    pub fn cached(&mut self) -> &mut Self {
+        self.cached = true;
+        self
+    }
+
     fn matches(&self, method: &str, path: &str) -> Option<HashMap<String, String>> {
         if self.method != method {
             return None;
@@ -88,16 +109,28 @@ impl Route {
     }
 }
 
+fn run(route: &Route, request: &Request, ctx: &Context<'_>) -> Response {
+    match (route.handler)(request, ctx) {
+        Ok(response) => response,
+        Err(error) => Response::error(&error),
+    }
+}
+
 fn percent_decode(s: &str) -> String {
     percent_encoding::percent_decode_str(s)
         .decode_utf8_lossy()
         .into_owned()
 }
 
+/// Where the host's data version comes from (see [`crate::cache`]).
+pub(crate) type DataVersion = Box<dyn Fn() -> u64 + Send + Sync>;
+
 /// The extension's routes, matched in registration order.
 #[derive(Default)]
 pub struct Router {
     routes: Vec<Route>,
+    cache: AnswerCache,
+    data_version: OnceCell<DataVersion>,
 }
 
 impl Router {
@@ -128,6 +161,7 @@ impl Router {
             body: None,
             responses: Vec::new(),
             auth: false,
+            cached: false,
             handler: Box::new(handler),
         });
         let last = self.routes.len() - 1;
@@ -168,13 +202,38 @@ impl Router {
         for route in &self.routes {
             if let Some(params) = route.matches(request.method(), request.path()) {
                 request.set_params(params);
-                return match (route.handler)(&request, ctx) {
-                    Ok(response) => response,
-                    Err(error) => Response::error(&error),
+                let version = match self.data_version.get() {
+                    Some(source)
+                        if route.cached
+                            && request.method() == "GET"
+                            && ctx.accountability().is_none() =>
+                    {
+                        Some(source())
+                    }
+                    _ => None,
                 };
+                let Some(version) = version else {
+                    return run(route, &request, ctx);
+                };
+                let key = request.cache_key();
+                if let Some(kept) = self.cache.get(&key, version, SystemTime::now()) {
+                    return Response::clone(&kept);
+                }
+                let response = run(route, &request, ctx);
+                if response.status == 200 {
+                    self.cache
+                        .put(key, version, response.clone(), ctx.freshness());
+                }
+                return response;
             }
         }
         Response::error(&ApiError::not_found("Route not found"))
+    }
+
+    /// Lets cached routes keep answers, versioned by `source` (called by the
+    /// entry points when the host hands its runtime over; once).
+    pub(crate) fn attach_data_version(&self, source: DataVersion) {
+        let _ = self.data_version.set(source);
     }
 
     /// The routes as an OpenAPI `paths` object (paths relative to the mount).

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use crate::failure::Failure;
 use crate::params;
 use crate::records::{ids_of, str_field, users_by_id};
+use crate::upcoming;
 
 const LIST: Failure = Failure::new("Failed to fetch articles");
 
@@ -32,6 +33,9 @@ pub fn find_articles(items: &Items<'_>, limit: Option<u64>) -> Result<Vec<Value>
 
 /// `GET /articles`: `limit`; `featured` is accepted and ignored.
 pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
-    let articles = find_articles(&ctx.as_admin(), params::limit(req)).map_err(LIST.of())?;
+    let items = ctx.as_admin();
+    let featured = Some(json!({"featured": {"_eq": true}}));
+    upcoming::mark(ctx, &items, "articles", "publish_date", featured).map_err(LIST.of())?;
+    let articles = find_articles(&items, params::limit(req)).map_err(LIST.of())?;
     Ok(Response::ok(&articles))
 }

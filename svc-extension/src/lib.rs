@@ -32,6 +32,7 @@ pub mod records;
 pub mod schema;
 pub mod slug;
 pub mod stats;
+pub mod upcoming;
 pub mod video_plays;
 pub mod videos;
 
@@ -75,27 +76,33 @@ fn routes(r: &mut Router) {
         },
     });
     r.get("/stats", stats::handler)
+        .cached()
         .summary("Site-wide counts")
         .response(200, "{models_count, viewers_count, videos_count}");
     r.get("/models", models::list)
+        .cached()
         .summary("Models, newest id first")
         .query("limit", "integer")
         .query("featured", "string")
         .response(200, "Model user records");
     r.get("/models/:slug", models::one)
+        .cached()
         .summary("One model by slug")
         .response(200, "A model user record")
         .response(404, "Model not found");
     r.get("/videos", videos::list)
+        .cached()
         .summary("Published videos, newest first")
         .query("model_id", "string")
         .query("limit", "integer")
         .response(200, "Videos with models, movie and live counts");
     r.get("/videos/:slug", videos::one)
+        .cached()
         .summary("One published video by slug")
         .response(200, "A video")
         .response(404, "Video not found");
     r.get("/articles", articles::list)
+        .cached()
         .summary("Featured published articles")
         .query("limit", "integer")
         .query("featured", "string")
@@ -174,6 +181,7 @@ fn routes(r: &mut Router) {
         .response(401, "Authentication required")
         .response(403, "Recording is not publicly shared");
     r.get("/community-recordings", community::list)
+        .cached()
         .summary("Published public recordings, newest first")
         .query("limit", "integer")
         .query("offset", "integer")

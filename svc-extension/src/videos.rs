@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::failure::Failure;
 use crate::params;
 use crate::records::{by_id, counts_by, expand_file, ids_of, str_field, users_by_id};
+use crate::upcoming;
 
 const LIST: Failure = Failure::new("Failed to fetch videos");
 const ONE: Failure = Failure::new("Failed to fetch video");
@@ -104,6 +105,7 @@ pub fn expand_videos(items: &Items<'_>, videos: Vec<Value>) -> Result<Vec<Value>
 /// `GET /videos`: `model_id` keeps the videos linked to that user; `limit`.
 pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let items = ctx.as_admin();
+    upcoming::mark(ctx, &items, "videos", "upload_date", None).map_err(LIST.of())?;
     let extra = match req.query("model_id") {
         Some(model) => {
             let ids = videos_of(&items, model).map_err(LIST.of())?;
@@ -120,8 +122,11 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
 
 /// `GET /videos/:slug`: a visible video by exact slug, 404 `Video not found`.
 pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
+    let items = ctx.as_admin();
     let filter = json!({"slug": {"_eq": req.param("slug")}});
-    let found = find_videos(&ctx.as_admin(), Some(filter), Some(1)).map_err(ONE.of())?;
+    // Only this video's own date can change the answer by the clock.
+    upcoming::mark(ctx, &items, "videos", "upload_date", Some(filter.clone())).map_err(ONE.of())?;
+    let found = find_videos(&items, Some(filter), Some(1)).map_err(ONE.of())?;
     match found.into_iter().next() {
         Some(video) => Ok(Response::ok(&video)),
         None => Err(ApiError::not_found("Video not found")),

@@ -5,6 +5,7 @@ mod builtin;
 mod code;
 mod loader;
 mod logger;
+mod runtime;
 pub mod schedules;
 pub mod services;
 

@@ -63,6 +63,9 @@ pub trait Store: Send + Sync {
     /// Runs `work` in one write transaction: committed on `Ok`, rolled back
     /// on `Err`. Write transactions are serialised.
     fn write(&self, work: &mut ConnWork<'_>) -> Result<(), StoreError>;
+    /// A number that changes after every commit to the database, by this
+    /// process or any other; never goes back.
+    fn data_version(&self) -> u64;
     /// Applies one migration of `owner` unless already applied; returns
     /// whether it ran. Applying is atomic.
     fn migrate(

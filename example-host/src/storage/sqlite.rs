@@ -34,6 +34,52 @@ pub struct SqliteStore {
     /// command) are covered by the busy timeout.
     write_lock: Mutex<()>,
     schema: RwLock<Arc<Schema>>,
+    changes: Mutex<ChangeWatch>,
+}
+
+/// A connection of its own that never writes, so that SQLite's
+/// `data_version` on it moves with every commit of any other connection,
+/// in this process or another; turned into a counter that only grows.
+struct ChangeWatch {
+    conn: Connection,
+    last_seen: i64,
+    version: u64,
+}
+
+impl ChangeWatch {
+    fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(map_sql_error)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(map_sql_error)?;
+        let last_seen = Self::read(&conn)?;
+        Ok(Self {
+            conn,
+            last_seen,
+            version: 1,
+        })
+    }
+
+    fn read(conn: &Connection) -> Result<i64, StoreError> {
+        conn.prepare_cached("PRAGMA data_version")
+            .and_then(|mut st| st.query_row([], |row| row.get(0)))
+            .map_err(map_sql_error)
+    }
+
+    fn version(&mut self) -> u64 {
+        match Self::read(&self.conn) {
+            Ok(seen) if seen == self.last_seen => {}
+            Ok(seen) => {
+                self.last_seen = seen;
+                self.version += 1;
+            }
+            // Unknown: a number never handed out before, so that nothing
+            // computed earlier is taken for current.
+            Err(e) => {
+                log::warn!("cannot read the data version: {e}");
+                self.version += 1;
+            }
+        }
+        self.version
+    }
 }
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -88,6 +134,7 @@ impl SqliteStore {
             pool,
             write_lock: Mutex::new(()),
             schema: RwLock::new(Arc::new(Schema::default())),
+            changes: Mutex::new(ChangeWatch::open(path)?),
         };
         store.with_conn(|c| {
             c.execute_batch(
@@ -372,6 +419,10 @@ impl Store for SqliteStore {
 
     fn write(&self, work: &mut ConnWork<'_>) -> Result<(), StoreError> {
         self.in_write_tx(|conn| work(&mut SqliteConn { conn }))
+    }
+
+    fn data_version(&self) -> u64 {
+        self.changes.lock().version()
     }
 
     fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {

@@ -5,13 +5,13 @@ use abi_stable::{
     library::RootModule,
     package_version_strings,
     sabi_types::VersionStrings,
-    std_types::{RResult, RStr, RString, RVec},
+    std_types::{RArc, RResult, RStr, RString, RVec},
     StableAbi,
 };
 
 use super::types::{
     FfiContext, FfiError, FfiEventInterest, FfiInit, FfiItemEvent, FfiManifest, FfiMigration,
-    FfiRequest, FfiResponse, FfiSchedule,
+    FfiRequest, FfiResponse, FfiSchedule, HostRuntime_TO,
 };
 
 /// The extension's entry points.
@@ -63,6 +63,12 @@ pub struct ExtensionModule {
     /// wants. Extensions of earlier minor versions lack it: they get every
     /// event.
     pub event_interest: extern "C" fn() -> FfiEventInterest,
+
+    // ---- 1.3 ----
+    /// Hands the extension the host's runtime (data version), once, after
+    /// `init`. Hosts of earlier minor versions never call it; the SDK then
+    /// keeps no answers of cached routes.
+    pub attach_runtime: extern "C" fn(runtime: HostRuntime_TO<RArc<()>>),
 }
 
 impl RootModule for ExtensionModuleRef {

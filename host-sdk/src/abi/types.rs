@@ -155,6 +155,17 @@ pub trait HostLogger: Clone + Send + Sync + 'static {
     fn log(&self, level: u8, target: RStr<'_>, message: RStr<'_>);
 }
 
+/// What the host tells an extension about the platform at large (SDK 1.3),
+/// handed over once after `init` and valid for the life of the library.
+#[sabi_trait]
+pub trait HostRuntime: Send + Sync + 'static {
+    /// A number that changes whenever anything committed a change to the
+    /// stored data (items, schema, permissions), from this process or
+    /// another. Equal numbers mean nothing changed in between.
+    #[sabi(last_prefix_field)]
+    fn data_version(&self) -> u64;
+}
+
 /// The platform's item services, as seen by one call of an extension.
 ///
 /// Queries, records and payloads are JSON text. Every operation names the

@@ -1,0 +1,159 @@
+//! Cached routes: answers kept per data version, bypassed for callers,
+//! dropped at the time the handler gave.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use abi_stable::sabi_types::RMut;
+use abi_stable::std_types::{RErr, RResult, RStr, RString};
+use host_sdk::abi::{FfiAccess, FfiError, TransactionBody_TO};
+use host_sdk::direct::Services;
+use host_sdk::{Accountability, Extension, Request, Response};
+
+/// Services that refuse everything: the handlers here read no items.
+struct NoServices;
+
+fn refused() -> RResult<RString, FfiError> {
+    RErr(FfiError {
+        code: "UNAVAILABLE".into(),
+        message: "no services in this test".into(),
+    })
+}
+
+impl Services for NoServices {
+    fn read_by_query(&self, _: FfiAccess, _: RStr<'_>, _: RStr<'_>) -> RResult<RString, FfiError> {
+        refused()
+    }
+    fn read_one(
+        &self,
+        _: FfiAccess,
+        _: RStr<'_>,
+        _: RStr<'_>,
+        _: RStr<'_>,
+    ) -> RResult<RString, FfiError> {
+        refused()
+    }
+    fn create_one(&self, _: FfiAccess, _: RStr<'_>, _: RStr<'_>) -> RResult<RString, FfiError> {
+        refused()
+    }
+    fn create_many(&self, _: FfiAccess, _: RStr<'_>, _: RStr<'_>) -> RResult<RString, FfiError> {
+        refused()
+    }
+    fn update_one(
+        &self,
+        _: FfiAccess,
+        _: RStr<'_>,
+        _: RStr<'_>,
+        _: RStr<'_>,
+    ) -> RResult<RString, FfiError> {
+        refused()
+    }
+    fn delete_one(&self, _: FfiAccess, _: RStr<'_>, _: RStr<'_>) -> RResult<RString, FfiError> {
+        refused()
+    }
+    fn aggregate(&self, _: FfiAccess, _: RStr<'_>, _: RStr<'_>) -> RResult<RString, FfiError> {
+        refused()
+    }
+    fn transaction(&self, _: TransactionBody_TO<'_, RMut<'_, ()>>) -> RResult<(), FfiError> {
+        RErr(FfiError {
+            code: "UNAVAILABLE".into(),
+            message: "no services in this test".into(),
+        })
+    }
+}
+
+struct Fixture {
+    ext: Extension,
+    runs: Arc<AtomicUsize>,
+    version: Arc<AtomicU64>,
+}
+
+/// `/count` (cached) answers how often its handler ran; `/plain` is not
+/// cached; `/soon` is cached but expires 500 ms after it was computed.
+fn fixture(attach: bool) -> Fixture {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let version = Arc::new(AtomicU64::new(1));
+    let (a, b, c) = (runs.clone(), runs.clone(), runs.clone());
+    let ext = Extension::new("t", "T", "0.1.0").routes(move |r| {
+        r.get("/count", move |req, _| {
+            let n = a.fetch_add(1, Ordering::SeqCst) + 1;
+            Ok(Response::text(
+                200,
+                format!("{n} {}", req.query("q").unwrap_or("")),
+            ))
+        })
+        .cached();
+        r.get("/plain", move |_, _| {
+            Ok(Response::text(
+                200,
+                (b.fetch_add(1, Ordering::SeqCst) + 1).to_string(),
+            ))
+        });
+        r.get("/soon", move |_, ctx| {
+            ctx.fresh_until(SystemTime::now() + Duration::from_millis(500));
+            Ok(Response::text(
+                200,
+                (c.fetch_add(1, Ordering::SeqCst) + 1).to_string(),
+            ))
+        })
+        .cached();
+    });
+    if attach {
+        let v = version.clone();
+        ext.attach_data_version(move || v.load(Ordering::SeqCst));
+    }
+    Fixture { ext, runs, version }
+}
+
+fn get(f: &Fixture, target: &str, caller: Option<&str>) -> String {
+    let acc = caller.map(|user| Accountability {
+        user: user.into(),
+        role: None,
+        admin: false,
+    });
+    let answer = f
+        .ext
+        .handle_direct(Request::new("GET", target, ""), acc, &NoServices);
+    assert_eq!(answer.status, 200);
+    String::from_utf8(answer.body).expect("utf-8")
+}
+
+#[test]
+fn anonymous_answers_are_kept_until_the_data_version_moves() {
+    let f = fixture(true);
+    assert_eq!(get(&f, "/count?q=a", None), "1 a");
+    assert_eq!(get(&f, "/count?q=a", None), "1 a");
+    // Another query is another answer.
+    assert_eq!(get(&f, "/count?q=b", None), "2 b");
+    assert_eq!(f.runs.load(Ordering::SeqCst), 2);
+    f.version.store(2, Ordering::SeqCst);
+    assert_eq!(get(&f, "/count?q=a", None), "3 a");
+    assert_eq!(get(&f, "/count?q=a", None), "3 a");
+}
+
+#[test]
+fn callers_and_uncached_routes_always_run_the_handler() {
+    let f = fixture(true);
+    assert_eq!(get(&f, "/count", None), "1 ");
+    assert_eq!(get(&f, "/count", Some("u1")), "2 ");
+    assert_eq!(get(&f, "/count", Some("u1")), "3 ");
+    assert_eq!(get(&f, "/plain", None), "4");
+    assert_eq!(get(&f, "/plain", None), "5");
+}
+
+#[test]
+fn nothing_is_kept_without_a_data_version() {
+    let f = fixture(false);
+    assert_eq!(get(&f, "/count", None), "1 ");
+    assert_eq!(get(&f, "/count", None), "2 ");
+}
+
+#[test]
+fn an_answer_expires_at_the_time_its_handler_gave() {
+    let f = fixture(true);
+    assert_eq!(get(&f, "/soon", None), "1");
+    assert_eq!(get(&f, "/soon", None), "1");
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(get(&f, "/soon", None), "2");
+}

@@ -1,0 +1,133 @@
+//! The answers the svc extension's public routes keep (see README, "Answer
+//! cache"): never served once the data they were computed from changed,
+//! whoever changed it, nor once a scheduled item's date has passed.
+
+use std::time::Duration;
+
+use platform_tests::time::{iso, now_ms};
+use platform_tests::{Host, HostOptions, ADMIN_TOKEN};
+use serde_json::{json, Value};
+
+fn slugs(host: &Host) -> Vec<String> {
+    let r = host.get("/svc/videos", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()
+        .as_array()
+        .unwrap_or_else(|| panic!("videos: {}", r.body))
+        .iter()
+        .filter_map(|v| v["slug"].as_str().map(String::from))
+        .collect()
+}
+
+fn video(host: &Host, slug: &str, upload_date: &str) -> Value {
+    host.admin_create(
+        "videos",
+        &json!({"slug": slug, "title": format!("Title {slug}"), "upload_date": upload_date}),
+    )
+}
+
+fn extension_calls(host: &Host) -> u64 {
+    let r = host.get("/server/metrics", Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["data"]["extension_calls"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("metrics: {}", r.body))
+}
+
+fn items_calls(host: &Host) -> u64 {
+    let r = host.get("/server/metrics", Some(ADMIN_TOKEN));
+    r.json()["data"]["items_calls"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("metrics: {}", r.body))
+}
+
+#[test]
+fn a_kept_answer_reads_nothing_and_a_write_through_the_api_replaces_it() {
+    let host = Host::start(HostOptions::svc());
+    video(&host, "first", &iso(now_ms() - 60_000));
+    assert_eq!(slugs(&host), ["first"]);
+    let before = items_calls(&host);
+    for _ in 0..5 {
+        assert_eq!(slugs(&host), ["first"]);
+    }
+    assert_eq!(
+        items_calls(&host),
+        before,
+        "answers kept for anonymous callers read no items"
+    );
+    assert!(extension_calls(&host) >= 6, "the extension still answers");
+
+    video(&host, "second", &iso(now_ms() - 30_000));
+    assert_eq!(slugs(&host), ["second", "first"]);
+
+    // A like changes the counts in the answer.
+    let r = host.get("/svc/videos/first", None);
+    assert_eq!(r.json()["likes_count"], 0, "{}", r.body);
+    let id = r.json()["id"].as_str().map(String::from).expect("id");
+    let viewer = host.user(Some("Viewer"), "viewer-token");
+    let liked = host.post(
+        &format!("/svc/videos/{id}/like"),
+        Some("viewer-token"),
+        &json!({}),
+    );
+    assert_eq!(liked.status, 200, "{viewer}: {}", liked.body);
+    let r = host.get("/svc/videos/first", None);
+    assert_eq!(r.json()["likes_count"], 1, "{}", r.body);
+}
+
+#[test]
+fn a_write_by_another_process_replaces_kept_answers() {
+    let host = Host::start(HostOptions::svc());
+    video(&host, "clip", &iso(now_ms() - 60_000));
+    assert_eq!(
+        host.get("/svc/videos/clip", None).json()["title"],
+        "Title clip"
+    );
+
+    let db = rusqlite::Connection::open(host.db_path()).expect("open the database");
+    db.busy_timeout(Duration::from_secs(10))
+        .expect("busy timeout");
+    let changed = db
+        .execute(
+            "UPDATE videos SET title = 'Renamed' WHERE slug = 'clip'",
+            [],
+        )
+        .expect("update");
+    assert_eq!(changed, 1);
+    drop(db);
+
+    assert_eq!(
+        host.get("/svc/videos/clip", None).json()["title"],
+        "Renamed"
+    );
+}
+
+#[test]
+fn a_scheduled_video_appears_when_its_date_passes() {
+    let host = Host::start(HostOptions::svc());
+    video(&host, "now", &iso(now_ms() - 60_000));
+    let due = now_ms() + 1_500;
+    video(&host, "scheduled", &iso(due));
+    assert_eq!(slugs(&host), ["now"]);
+    assert_eq!(host.get("/svc/videos/scheduled", None).status, 404);
+    // Served from the cache while the date is ahead…
+    assert_eq!(slugs(&host), ["now"]);
+    // …and not after.
+    let wait = (due - now_ms()).max(0) as u64 + 100;
+    std::thread::sleep(Duration::from_millis(wait));
+    assert_eq!(slugs(&host), ["scheduled", "now"]);
+    assert_eq!(host.get("/svc/videos/scheduled", None).status, 200);
+}
+
+#[test]
+fn the_cache_can_be_switched_off() {
+    let host = Host::start(HostOptions::svc().arg("--cache").arg("false"));
+    video(&host, "first", &iso(now_ms() - 60_000));
+    assert_eq!(slugs(&host), ["first"]);
+    let before = items_calls(&host);
+    assert_eq!(slugs(&host), ["first"]);
+    assert!(
+        items_calls(&host) > before,
+        "every answer is computed afresh"
+    );
+}
