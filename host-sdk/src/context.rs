@@ -8,6 +8,8 @@ use std::cell::Cell;
 use std::time::SystemTime;
 
 use abi_stable::sabi_trait::TD_Opaque;
+
+use crate::router::DataVersion;
 use abi_stable::sabi_types::{RMut, RRef};
 use abi_stable::std_types::{RErr, ROk, RResult};
 
@@ -43,6 +45,7 @@ pub struct Context<'a> {
     accountability: Option<Accountability>,
     services: &'a dyn Services,
     fresh_until: Cell<Option<SystemTime>>,
+    data_version: Option<&'a DataVersion>,
 }
 
 impl<'a> Context<'a> {
@@ -51,7 +54,21 @@ impl<'a> Context<'a> {
             accountability,
             services,
             fresh_until: Cell::new(None),
+            data_version: None,
         }
+    }
+
+    /// Lets the handler see the host's data version (see [`Context::data_version`]).
+    pub(crate) fn with_data_version(mut self, source: Option<&'a DataVersion>) -> Self {
+        self.data_version = source;
+        self
+    }
+
+    /// A number that changes whenever anything commits a change to the
+    /// stored data, from any process; `None` when the host does not report
+    /// one (SDK < 1.3, or its cache is switched off). See [`crate::Memo`].
+    pub fn data_version(&self) -> Option<u64> {
+        self.data_version.map(|source| source())
     }
 
     /// Says that the answer being built holds only until `until` even if no
@@ -154,6 +171,7 @@ where
                 message: "transaction body run twice".into(),
             });
         };
+        // No data version inside: what the work reads may never commit.
         let ctx = Context::new(self.accountability.clone(), &tx);
         match catch_unwind(AssertUnwindSafe(|| work(&ctx))) {
             Ok(Ok(value)) => {

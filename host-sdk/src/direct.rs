@@ -56,7 +56,8 @@ impl Extension {
         accountability: Option<Accountability>,
         services: &dyn Services,
     ) -> Response {
-        let ctx = Context::new(accountability, services);
+        let ctx =
+            Context::new(accountability, services).with_data_version(self.router.data_version());
         catch_unwind(AssertUnwindSafe(|| self.router.dispatch(request, &ctx)))
             .unwrap_or_else(|_| Response::error(&ApiError::internal("Internal extension error")))
     }

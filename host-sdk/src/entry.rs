@@ -118,9 +118,9 @@ extern "C" fn init(init: &FfiInit<'_>) -> RResult<(), RString> {
 
 extern "C" fn handle(request: &FfiRequest, ctx: &FfiContext<'_>) -> FfiResponse {
     let result = catch_unwind(AssertUnwindSafe(|| {
-        extension()
-            .router
-            .dispatch(Request::from_ffi(request), &context(ctx))
+        let router = &extension().router;
+        let ctx = context(ctx).with_data_version(router.data_version());
+        router.dispatch(Request::from_ffi(request), &ctx)
     }));
     match result {
         Ok(response) => response,

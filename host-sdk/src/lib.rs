@@ -36,6 +36,7 @@ mod extension;
 mod http;
 mod items;
 mod logging;
+mod memo;
 mod router;
 pub mod schema;
 
@@ -45,6 +46,7 @@ pub use events::{EventKind, ItemEvent};
 pub use extension::{Extension, Schedule};
 pub use http::{Request, Response};
 pub use items::{Access, Items, Query};
+pub use memo::{Memo, MemoMap};
 pub use router::{Route, Router};
 
 /// The SDK version an extension is built against; travels in its manifest.
@@ -54,7 +56,7 @@ pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub mod prelude {
     pub use crate::{
         schema, Access, Accountability, ApiError, BoxError, Context, EventKind, Extension,
-        ItemEvent, Items, ItemsError, Query, Request, Response, Router, Schedule,
+        ItemEvent, Items, ItemsError, Memo, Query, Request, Response, Router, Schedule,
     };
 }
 

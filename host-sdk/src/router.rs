@@ -202,13 +202,13 @@ impl Router {
         for route in &self.routes {
             if let Some(params) = route.matches(request.method(), request.path()) {
                 request.set_params(params);
-                let version = match self.data_version.get() {
-                    Some(source)
+                let version = match ctx.data_version() {
+                    Some(v)
                         if route.cached
                             && request.method() == "GET"
                             && ctx.accountability().is_none() =>
                     {
-                        Some(source())
+                        Some(v)
                     }
                     _ => None,
                 };
@@ -234,6 +234,11 @@ impl Router {
     /// entry points when the host hands its runtime over; once).
     pub(crate) fn attach_data_version(&self, source: DataVersion) {
         let _ = self.data_version.set(source);
+    }
+
+    /// The data version source attached, if any.
+    pub(crate) fn data_version(&self) -> Option<&DataVersion> {
+        self.data_version.get()
     }
 
     /// The routes as an OpenAPI `paths` object (paths relative to the mount).

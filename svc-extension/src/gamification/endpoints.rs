@@ -2,12 +2,16 @@
 //! `/gamification/achievements` (public). Weighted points are reported as
 //! of the read (DECISIONS §7); ordering by the anchored sum is exact.
 
-use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use host_sdk::{ApiError, Context, Items, ItemsError, Memo, MemoMap, Query, Request, Response};
 use serde_json::{json, Map, Value};
 
 use super::ledger::anchor;
-use super::score;
 use super::time::now_ms;
+use super::{ranks, score};
 use crate::failure::Failure;
 use crate::params;
 use crate::records::{by_id, ids_of, str_field};
@@ -30,11 +34,40 @@ fn live_points(
     crate::analytics::js_number(score::weighted_at(sum, anchor, now))
 }
 
-pub fn leaderboard_page(
+/// The decay anchor, read once per data version.
+static ANCHOR: Memo<DateTime<Utc>> = Memo::new();
+/// Every achievement by id (a small table), once per data version.
+static ACHIEVEMENT_DEFS: Memo<Arc<HashMap<String, Value>>> = Memo::new();
+/// Leaderboard pages (stats rows and their users) by (limit, offset), once
+/// per data version; the live points are worked out at each read.
+static PAGES: MemoMap<(u64, u64), Arc<Page>> = MemoMap::new(64);
+
+/// Stats rows of a leaderboard page and their users by id.
+type Page = (Vec<Value>, HashMap<String, Value>);
+
+fn current_anchor(ctx: &Context<'_>, items: &Items<'_>) -> Result<DateTime<Utc>, ItemsError> {
+    ANCHOR.get_or_try(ctx, || anchor(items))
+}
+
+fn achievement_defs(
+    ctx: &Context<'_>,
+    items: &Items<'_>,
+) -> Result<Arc<HashMap<String, Value>>, ItemsError> {
+    ACHIEVEMENT_DEFS.get_or_try(ctx, || {
+        let all = items.read_by_query("achievements", &Query::new().limit(-1))?;
+        Ok(Arc::new(
+            all.into_iter()
+                .filter_map(|a| Some((str_field(&a, "id")?.to_string(), a)))
+                .collect(),
+        ))
+    })
+}
+
+fn page_rows(
     items: &Items<'_>,
     limit: u64,
     offset: u64,
-) -> Result<Vec<Value>, ItemsError> {
+) -> Result<(Vec<Value>, HashMap<String, Value>), ItemsError> {
     let rows = items.read_by_query(
         "user_stats",
         &Query::new()
@@ -51,7 +84,20 @@ pub fn leaderboard_page(
             .offset(offset),
     )?;
     let users = by_id(items, "platform_users", &ids_of(&rows, "user_id"))?;
-    let (anchor, now) = (anchor(items)?, now_ms());
+    Ok((rows, users))
+}
+
+pub fn leaderboard_page(
+    ctx: &Context<'_>,
+    items: &Items<'_>,
+    limit: u64,
+    offset: u64,
+) -> Result<Vec<Value>, ItemsError> {
+    let page = PAGES.get_or_try(ctx, &(limit, offset), || {
+        page_rows(items, limit, offset).map(Arc::new)
+    })?;
+    let (rows, users) = (&page.0, &page.1);
+    let (anchor, now) = (current_anchor(ctx, items)?, now_ms());
     Ok(rows
         .iter()
         .enumerate()
@@ -75,7 +121,7 @@ pub fn leaderboard_page(
 /// `GET /gamification/leaderboard`: `limit`, `offset`.
 pub fn leaderboard(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let offset = params::offset(req).unwrap_or(0);
-    let data = leaderboard_page(&ctx.as_admin(), leaderboard_limit(req), offset)
+    let data = leaderboard_page(ctx, &ctx.as_admin(), leaderboard_limit(req), offset)
         .map_err(LEADERBOARD.of())?;
     Ok(Response::ok(&json!({ "data": data })))
 }
@@ -83,8 +129,8 @@ pub fn leaderboard(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiErro
 /// Fields of a stats row that are bookkeeping, not part of the record.
 const INTERNAL: [&str; 2] = ["decay_sum", "completions_count"];
 
-pub fn user_summary(items: &Items<'_>, user: &str) -> Result<Value, ItemsError> {
-    let (anchor, now) = (anchor(items)?, now_ms());
+pub fn user_summary(ctx: &Context<'_>, items: &Items<'_>, user: &str) -> Result<Value, ItemsError> {
+    let (anchor, now) = (current_anchor(ctx, items)?, now_ms());
     let rows = items.read_by_query(
         "user_stats",
         &Query::new()
@@ -95,7 +141,7 @@ pub fn user_summary(items: &Items<'_>, user: &str) -> Result<Value, ItemsError> 
         None => Value::Null,
         Some(mut row) => {
             let sum = row.get("decay_sum").and_then(Value::as_f64).unwrap_or(0.0);
-            let above = items.count("user_stats", Some(json!({"decay_sum": {"_gt": sum}})))?;
+            let above = ranks::users_above(ctx, items, sum)?;
             let weighted = live_points(&row, anchor, now);
             if let Some(map) = row.as_object_mut() {
                 for f in INTERNAL {
@@ -116,7 +162,7 @@ pub fn user_summary(items: &Items<'_>, user: &str) -> Result<Value, ItemsError> 
             )
             .sort(&["-date_unlocked"]),
     )?;
-    let defs = by_id(items, "achievements", &ids_of(&unlocked, "achievement_id"))?;
+    let defs = achievement_defs(ctx, items)?;
     let achievements: Vec<Value> = unlocked
         .iter()
         .filter_map(|ua| {
@@ -154,7 +200,7 @@ pub fn user_summary(items: &Items<'_>, user: &str) -> Result<Value, ItemsError> 
 
 /// `GET /gamification/user/:id`.
 pub fn user(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
-    let body = user_summary(&ctx.as_admin(), req.param("id")).map_err(USER.of())?;
+    let body = user_summary(ctx, &ctx.as_admin(), req.param("id")).map_err(USER.of())?;
     Ok(Response::ok(&body))
 }
 

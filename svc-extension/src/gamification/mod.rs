@@ -19,6 +19,7 @@ pub mod facts;
 pub mod hooks;
 pub mod ledger;
 pub mod progress;
+pub mod ranks;
 pub mod recalc;
 pub mod score;
 pub mod time;
