@@ -75,6 +75,9 @@ fn limit_malloc_arenas() {
     // in main, before any other thread exists.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
+        // Large answers (MBs) get pages of their own, given back when freed,
+        // instead of raising glibc's adaptive threshold and staying resident.
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }
 
