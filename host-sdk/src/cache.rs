@@ -31,8 +31,34 @@ struct Entry {
 struct Inner {
     /// The data version every entry was computed under.
     version: u64,
+    /// Bodies and keys of the entries.
     bytes: usize,
     entries: HashMap<String, Entry>,
+}
+
+impl Inner {
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.bytes = 0;
+    }
+
+    /// Moves on to `version` if it is newer (everything kept predates a
+    /// commit); whether entries of `version` may be kept.
+    fn reach(&mut self, version: u64) -> bool {
+        if version > self.version {
+            self.clear();
+            self.version = version;
+        }
+        version == self.version
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Some(old) = self.entries.remove(key) {
+            self.bytes = self
+                .bytes
+                .saturating_sub(old.response.body.len() + key.len());
+        }
+    }
 }
 
 /// One extension's kept answers.
@@ -51,25 +77,15 @@ impl AnswerCache {
     /// The answer kept for `key` under data version `version`, if still fresh.
     pub fn get(&self, key: &str, version: u64, now: SystemTime) -> Option<Arc<Response>> {
         let mut inner = self.lock();
-        if inner.version != version {
-            if version > inner.version {
-                // Everything kept predates a commit.
-                inner.entries.clear();
-                inner.bytes = 0;
-                inner.version = version;
-            }
+        if !inner.reach(version) {
             return None;
         }
         let entry = inner.entries.get(key)?;
-        match entry.fresh_until {
-            Some(until) if until <= now => {
-                if let Some(old) = inner.entries.remove(key) {
-                    inner.bytes = inner.bytes.saturating_sub(old.response.body.len());
-                }
-                None
-            }
-            _ => inner.entries.get(key).map(|e| e.response.clone()),
+        if entry.fresh_until.is_some_and(|until| until <= now) {
+            inner.remove(key);
+            return None;
         }
+        Some(entry.response.clone())
     }
 
     /// Keeps `response` for `key`, computed under `version`.
@@ -85,28 +101,20 @@ impl AnswerCache {
             return;
         }
         let mut inner = self.lock();
-        if version < inner.version {
+        if !inner.reach(version) {
             return; // computed before a commit that is already known
         }
-        if version > inner.version {
-            inner.entries.clear();
-            inner.bytes = 0;
-            inner.version = version;
-        }
-        if inner.bytes + size > BUDGET_BYTES {
+        inner.remove(&key);
+        if inner.bytes + size + key.len() > BUDGET_BYTES {
             // Full: start over rather than track recency on every hit.
-            inner.entries.clear();
-            inner.bytes = 0;
+            inner.clear();
         }
         inner.bytes += size + key.len();
-        let response = Arc::new(response);
         let entry = Entry {
-            response,
+            response: Arc::new(response),
             fresh_until,
         };
-        if let Some(old) = inner.entries.insert(key, entry) {
-            inner.bytes = inner.bytes.saturating_sub(old.response.body.len());
-        }
+        inner.entries.insert(key, entry);
     }
 
     #[cfg(test)]
@@ -159,6 +167,17 @@ mod tests {
         assert!(cache.get("/a", 1, now).is_some());
         assert!(cache.get("/a", 1, until).is_none());
         assert_eq!(cache.len(), 0);
+    }
+
+    #[test]
+    fn the_byte_count_follows_replacements_and_removals() {
+        let cache = AnswerCache::default();
+        let now = SystemTime::now();
+        cache.put("/a".into(), 1, answer("xx"), None);
+        cache.put("/a".into(), 1, answer("yyy"), Some(now));
+        assert_eq!(cache.lock().bytes, "yyy".len() + "/a".len());
+        assert!(cache.get("/a", 1, now).is_none(), "expired");
+        assert_eq!(cache.lock().bytes, 0);
     }
 
     #[test]

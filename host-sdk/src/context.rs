@@ -45,6 +45,8 @@ pub struct Context<'a> {
     accountability: Option<Accountability>,
     services: &'a dyn Services,
     fresh_until: Cell<Option<SystemTime>>,
+    /// Set by the router when the answer being built goes to its cache.
+    answer_kept: Cell<bool>,
     data_version: Option<&'a DataVersion>,
 }
 
@@ -54,6 +56,7 @@ impl<'a> Context<'a> {
             accountability,
             services,
             fresh_until: Cell::new(None),
+            answer_kept: Cell::new(false),
             data_version: None,
         }
     }
@@ -81,6 +84,18 @@ impl<'a> Context<'a> {
             _ => until,
         };
         self.fresh_until.set(Some(earliest));
+    }
+
+    /// Whether the answer being built will be kept by the answer cache
+    /// (a `.cached()` route, an anonymous `GET`, a host reporting its data
+    /// version): only then does [`Context::fresh_until`] matter, so work
+    /// done only to find that time can be skipped otherwise.
+    pub fn answer_is_kept(&self) -> bool {
+        self.answer_kept.get()
+    }
+
+    pub(crate) fn keep_answer(&self) {
+        self.answer_kept.set(true);
     }
 
     /// What [`Context::fresh_until`] said, if anything.

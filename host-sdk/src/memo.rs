@@ -19,7 +19,7 @@ use crate::context::Context;
 /// }
 /// ```
 pub struct Memo<T> {
-    kept: Mutex<Option<(u64, T)>>,
+    kept: MemoMap<(), T>,
 }
 
 impl<T> Default for Memo<T> {
@@ -31,7 +31,7 @@ impl<T> Default for Memo<T> {
 impl<T> Memo<T> {
     pub const fn new() -> Self {
         Self {
-            kept: Mutex::new(None),
+            kept: MemoMap::new(1),
         }
     }
 }
@@ -45,23 +45,7 @@ impl<T: Clone> Memo<T> {
         ctx: &Context<'_>,
         compute: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
-        let Some(version) = ctx.data_version() else {
-            return compute();
-        };
-        {
-            let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((v, value)) = kept.as_ref() {
-                if *v == version {
-                    return Ok(value.clone());
-                }
-            }
-        }
-        let value = compute()?;
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.as_ref().is_none_or(|(v, _)| *v < version) {
-            *kept = Some((version, value.clone()));
-        }
-        Ok(value)
+        self.kept.get_or_try(ctx, &(), compute)
     }
 }
 
@@ -72,15 +56,19 @@ pub struct MemoMap<K, V> {
     kept: Mutex<Option<(u64, HashMap<K, V>)>>,
 }
 
-impl<K: Eq + Hash + Clone, V: Clone> MemoMap<K, V> {
+impl<K, V> MemoMap<K, V> {
     pub const fn new(capacity: usize) -> Self {
         Self {
             capacity,
             kept: Mutex::new(None),
         }
     }
+}
 
-    /// The value kept for `key` at the current data version, or `compute`'s.
+impl<K: Eq + Hash + Clone, V: Clone> MemoMap<K, V> {
+    /// The value kept for `key` at the current data version, or `compute`'s
+    /// (then kept). The version is read before `compute` runs, so a commit
+    /// racing with it leaves nothing stale behind.
     pub fn get_or_try<E>(
         &self,
         ctx: &Context<'_>,

@@ -202,23 +202,17 @@ impl Router {
         for route in &self.routes {
             if let Some(params) = route.matches(request.method(), request.path()) {
                 request.set_params(params);
-                let version = match ctx.data_version() {
-                    Some(v)
-                        if route.cached
-                            && request.method() == "GET"
-                            && ctx.accountability().is_none() =>
-                    {
-                        Some(v)
-                    }
-                    _ => None,
-                };
-                let Some(version) = version else {
+                // Only a cacheable request pays for reading the version.
+                let cacheable =
+                    route.cached && request.method() == "GET" && ctx.accountability().is_none();
+                let Some(version) = cacheable.then(|| ctx.data_version()).flatten() else {
                     return run(route, &request, ctx);
                 };
                 let key = request.cache_key();
                 if let Some(kept) = self.cache.get(&key, version, SystemTime::now()) {
                     return Response::clone(&kept);
                 }
+                ctx.keep_answer();
                 let response = run(route, &request, ctx);
                 if response.status == 200 {
                     self.cache

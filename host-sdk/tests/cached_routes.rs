@@ -67,10 +67,13 @@ struct Fixture {
     ext: Extension,
     runs: Arc<AtomicUsize>,
     version: Arc<AtomicU64>,
+    /// How often the data version was read.
+    reads: Arc<AtomicUsize>,
 }
 
 /// `/count` (cached) answers how often its handler ran; `/plain` is not
-/// cached; `/soon` is cached but expires 500 ms after it was computed.
+/// cached; `/soon` is cached but expires 500 ms after it was computed;
+/// `/kept` (cached) answers whether the handler's answer is to be kept.
 fn fixture(attach: bool) -> Fixture {
     let runs = Arc::new(AtomicUsize::new(0));
     let version = Arc::new(AtomicU64::new(1));
@@ -98,12 +101,25 @@ fn fixture(attach: bool) -> Fixture {
             ))
         })
         .cached();
+        r.get("/kept", |_, ctx| {
+            Ok(Response::text(200, ctx.answer_is_kept().to_string()))
+        })
+        .cached();
     });
+    let reads = Arc::new(AtomicUsize::new(0));
     if attach {
-        let v = version.clone();
-        ext.attach_data_version(move || v.load(Ordering::SeqCst));
+        let (v, n) = (version.clone(), reads.clone());
+        ext.attach_data_version(move || {
+            n.fetch_add(1, Ordering::SeqCst);
+            v.load(Ordering::SeqCst)
+        });
     }
-    Fixture { ext, runs, version }
+    Fixture {
+        ext,
+        runs,
+        version,
+        reads,
+    }
 }
 
 fn get(f: &Fixture, target: &str, caller: Option<&str>) -> String {
@@ -156,4 +172,23 @@ fn an_answer_expires_at_the_time_its_handler_gave() {
     assert_eq!(get(&f, "/soon", None), "1");
     std::thread::sleep(Duration::from_millis(600));
     assert_eq!(get(&f, "/soon", None), "2");
+}
+
+#[test]
+fn only_cacheable_requests_read_the_data_version() {
+    let f = fixture(true);
+    get(&f, "/plain", None);
+    get(&f, "/count", Some("u1"));
+    assert_eq!(f.reads.load(Ordering::SeqCst), 0);
+    get(&f, "/count", None);
+    assert_eq!(f.reads.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn handlers_know_whether_their_answer_is_kept() {
+    let f = fixture(true);
+    assert_eq!(get(&f, "/kept", Some("u1")), "false");
+    assert_eq!(get(&f, "/kept", None), "true");
+    let without = fixture(false);
+    assert_eq!(get(&without, "/kept", None), "false");
 }

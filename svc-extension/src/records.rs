@@ -48,10 +48,15 @@ pub fn by_id(
         collection,
         &Query::new().filter(json!({"id": {"_in": ids}})),
     )?;
-    Ok(records
+    Ok(keyed_by_id(records))
+}
+
+/// Records by their `id` (records without one are left out).
+pub fn keyed_by_id(records: Vec<Value>) -> HashMap<String, Value> {
+    records
         .into_iter()
         .filter_map(|r| str_field(&r, "id").map(String::from).map(|id| (id, r)))
-        .collect())
+        .collect()
 }
 
 /// Public user records by id.

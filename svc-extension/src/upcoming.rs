@@ -48,7 +48,7 @@ pub fn next_change(
 }
 
 /// Finds [`next_change`] and tells the cache of the route being answered
-/// that its answer expires then.
+/// that its answer expires then; reads nothing when the answer is not kept.
 pub fn mark(
     ctx: &Context<'_>,
     items: &Items<'_>,
@@ -56,6 +56,9 @@ pub fn mark(
     field: &str,
     extra: Option<Value>,
 ) -> Result<(), ItemsError> {
+    if !ctx.answer_is_kept() {
+        return Ok(());
+    }
     if let Some(t) = next_change(items, collection, field, extra)? {
         ctx.fresh_until(t);
     }

@@ -14,7 +14,7 @@ use super::time::now_ms;
 use super::{ranks, score};
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{by_id, ids_of, str_field};
+use crate::records::{by_id, ids_of, keyed_by_id, str_field};
 
 const LEADERBOARD: Failure = Failure::new("Failed to get leaderboard");
 const USER: Failure = Failure::new("Failed to get user gamification data");
@@ -55,11 +55,7 @@ fn achievement_defs(
 ) -> Result<Arc<HashMap<String, Value>>, ItemsError> {
     ACHIEVEMENT_DEFS.get_or_try(ctx, || {
         let all = items.read_by_query("achievements", &Query::new().limit(-1))?;
-        Ok(Arc::new(
-            all.into_iter()
-                .filter_map(|a| Some((str_field(&a, "id")?.to_string(), a)))
-                .collect(),
-        ))
+        Ok(Arc::new(keyed_by_id(all)))
     })
 }
 
