@@ -393,6 +393,26 @@ impl Platform {
         self.run_read(session, |conn| Ok(conn.select(&def, &q)?))
     }
 
+    /// [`Platform::read_by_query`] as a JSON array, written without
+    /// building records (for the extension boundary, where records cross
+    /// as text).
+    pub fn read_by_query_json(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        wire: &WireQuery,
+    ) -> Result<Vec<u8>, ItemsError> {
+        let def = self.collection(who, collection)?;
+        let q = self.plan_read(who, &def, wire, None)?;
+        self.run_read(session, |conn| {
+            let mut out = vec![b'['];
+            conn.select_json(&def, &q, &mut out)?;
+            out.push(b']');
+            Ok(out)
+        })
+    }
+
     /// The item with this key; `None` when it does not exist. An item that
     /// exists but is outside the caller's permissions is `Forbidden`.
     pub fn read_one(
@@ -403,6 +423,42 @@ impl Platform {
         key: &str,
         wire: &WireQuery,
     ) -> Result<Option<Record>, ItemsError> {
+        self.read_one_by(session, who, collection, key, wire, |conn, def, q| {
+            Ok(conn.select(def, q)?.into_iter().next())
+        })
+    }
+
+    /// [`Platform::read_one`] as JSON text (`null` when there is no such
+    /// item), written without building the record.
+    pub fn read_one_json(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        key: &str,
+        wire: &WireQuery,
+    ) -> Result<Vec<u8>, ItemsError> {
+        let found = self.read_one_by(session, who, collection, key, wire, |conn, def, q| {
+            let mut out = Vec::new();
+            Ok((conn.select_json(def, q, &mut out)? > 0).then_some(out))
+        })?;
+        Ok(found.unwrap_or_else(|| b"null".to_vec()))
+    }
+
+    /// The read of one item by key, with `fetch` running the planned query.
+    fn read_one_by<T>(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        key: &str,
+        wire: &WireQuery,
+        mut fetch: impl FnMut(
+            &mut dyn Conn,
+            &CollectionDef,
+            &ReadQuery,
+        ) -> Result<Option<T>, ItemsError>,
+    ) -> Result<Option<T>, ItemsError> {
         let def = self.collection(who, collection)?;
         let mut q = self.plan_read(who, &def, wire, None)?;
         q.filter = Filter::and(Some(key_filter(key)), q.filter.take());
@@ -410,7 +466,7 @@ impl Platform {
         q.offset = 0;
         let admin = who.is_admin();
         self.run_read(session, |conn| {
-            if let Some(found) = conn.select(&def, &q)?.into_iter().next() {
+            if let Some(found) = fetch(conn, &def, &q)? {
                 return Ok(Some(found));
             }
             if !admin && exists(conn, &def, key)? {

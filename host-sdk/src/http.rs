@@ -153,6 +153,17 @@ impl Response {
         Self::json(200, value)
     }
 
+    /// 200 with JSON text as it is (read with
+    /// [`Items::read_one_raw`](crate::Items::read_one_raw), say): no tree
+    /// is built or printed.
+    pub fn ok_raw(raw: Box<serde_json::value::RawValue>) -> Self {
+        Self {
+            status: 200,
+            content_type: "application/json".into(),
+            body: String::from(Box::<str>::from(raw)).into_bytes(),
+        }
+    }
+
     /// 201 with a JSON body.
     pub fn created<T: Serialize + ?Sized>(value: &T) -> Self {
         Self::json(201, value)

@@ -2,7 +2,7 @@
 
 use abi_stable::std_types::{RResult, RStr, RString};
 use serde::{de::DeserializeOwned, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{value::RawValue, Map, Value};
 
 use crate::abi::{FfiAccess, FfiError};
 use crate::error::ItemsError;
@@ -246,6 +246,30 @@ impl<'a> Items<'a> {
             .into_result()
             .map_err(ItemsError::from_ffi)?;
         decode("record", out)
+    }
+
+    /// The item with this key as the host's JSON text, unparsed, or
+    /// `None`: for answers that pass a record on as it is
+    /// ([`Response::ok_raw`](crate::Response::ok_raw)), without
+    /// building and printing a tree of it. Only checked to be JSON.
+    pub fn read_one_raw(
+        &self,
+        collection: &str,
+        key: &str,
+    ) -> Result<Option<Box<RawValue>>, ItemsError> {
+        let out = self
+            .services
+            .read_one(
+                self.access(),
+                collection.into(),
+                key.into(),
+                Query::new().to_json().as_str().into(),
+            )
+            .into_result()
+            .map_err(ItemsError::from_ffi)?;
+        let raw = RawValue::from_string(out.into_string())
+            .map_err(|e| ItemsError::decode("record", e))?;
+        Ok((raw.get() != "null").then_some(raw))
     }
 
     /// Creates one item; returns its key.

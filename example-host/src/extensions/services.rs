@@ -90,6 +90,28 @@ impl<'a> ExtServices<'a> {
         access: FfiAccess,
         op: impl FnOnce(&Platform, &mut Session<'_>, &Who) -> Result<T, ItemsError>,
     ) -> RResult<RString, FfiError> {
+        self.run_then(access, op, |v| to_text(&v))
+    }
+
+    /// `run` for operations that write their JSON text themselves.
+    fn run_json(
+        &self,
+        access: FfiAccess,
+        op: impl FnOnce(&Platform, &mut Session<'_>, &Who) -> Result<Vec<u8>, ItemsError>,
+    ) -> RResult<RString, FfiError> {
+        self.run_then(access, op, |bytes| {
+            String::from_utf8(bytes)
+                .map(RString::from)
+                .map_err(|e| ItemsError::Internal(e.to_string()))
+        })
+    }
+
+    fn run_then<T>(
+        &self,
+        access: FfiAccess,
+        op: impl FnOnce(&Platform, &mut Session<'_>, &Who) -> Result<T, ItemsError>,
+        to_text: impl FnOnce(T) -> Result<RString, ItemsError>,
+    ) -> RResult<RString, FfiError> {
         self.platform
             .metrics
             .items_calls
@@ -107,7 +129,7 @@ impl<'a> ExtServices<'a> {
             }
             None => op(self.platform, &mut Session::Auto, &who),
         };
-        match result.and_then(|v| to_text(&v)) {
+        match result.and_then(to_text) {
             Ok(text) => ROk(text),
             Err(e) => RErr(ffi_error(&e)),
         }
@@ -121,9 +143,9 @@ impl HostServices for ExtServices<'_> {
         collection: RStr<'_>,
         query: RStr<'_>,
     ) -> RResult<RString, FfiError> {
-        self.run(access, |p, s, who| {
+        self.run_json(access, |p, s, who| {
             let q = WireQuery::from_json(query.as_str())?;
-            p.read_by_query(s, who, collection.as_str(), &q, None)
+            p.read_by_query_json(s, who, collection.as_str(), &q)
         })
     }
 
@@ -134,9 +156,9 @@ impl HostServices for ExtServices<'_> {
         key: RStr<'_>,
         query: RStr<'_>,
     ) -> RResult<RString, FfiError> {
-        self.run(access, |p, s, who| {
+        self.run_json(access, |p, s, who| {
             let q = WireQuery::from_json(query.as_str())?;
-            p.read_one(s, who, collection.as_str(), key.as_str(), &q)
+            p.read_one_json(s, who, collection.as_str(), key.as_str(), &q)
         })
     }
 

@@ -35,6 +35,26 @@ pub enum StoreError {
 /// One connection's operations. Writes happen only inside [`Store::write`].
 pub trait Conn: Send {
     fn select(&mut self, c: &CollectionDef, q: &ReadQuery) -> Result<Vec<Record>, StoreError>;
+    /// The rows of [`Conn::select`] as JSON text: each record, as
+    /// `serde_json` prints it, appended to `out` with commas between (no
+    /// brackets); returns how many. For readers that want text anyway; a
+    /// backend may write the text without building records.
+    fn select_json(
+        &mut self,
+        c: &CollectionDef,
+        q: &ReadQuery,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, StoreError> {
+        let records = self.select(c, q)?;
+        for (i, record) in records.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut *out, record)
+                .map_err(|e| StoreError::Backend(e.to_string()))?;
+        }
+        Ok(records.len())
+    }
     fn aggregate(
         &mut self,
         c: &CollectionDef,

@@ -18,6 +18,8 @@ use crate::query::{AggFn, AggregateQuery, Filter, Op, ReadQuery};
 use crate::schema::{CollectionDef, Schema};
 use crate::values;
 
+mod row_text;
+
 const POOL_SIZE: u32 = 16;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -657,8 +659,15 @@ impl<'c> SqlBuilder<'c> {
     }
 }
 
-impl Conn for SqliteConn<'_> {
-    fn select(&mut self, c: &CollectionDef, q: &ReadQuery) -> Result<Vec<Record>, StoreError> {
+impl SqliteConn<'_> {
+    /// Runs the SELECT of `q` and hands every row to `each`, with the kind
+    /// of each selected field.
+    fn select_rows(
+        &mut self,
+        c: &CollectionDef,
+        q: &ReadQuery,
+        mut each: impl FnMut(&rusqlite::Row<'_>, &[Option<FieldType>]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         let mut b = SqlBuilder::new(c);
         let cols: Vec<String> = q.fields.iter().map(|f| quote(f)).collect();
         b.sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&c.name));
@@ -692,16 +701,58 @@ impl Conn for SqliteConn<'_> {
         let mut rows = stmt
             .query(params_from_iter(b.params.iter()))
             .map_err(map_sql_error)?;
-        let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_sql_error)? {
+            each(row, &kinds)?;
+        }
+        Ok(())
+    }
+}
+
+impl Conn for SqliteConn<'_> {
+    fn select(&mut self, c: &CollectionDef, q: &ReadQuery) -> Result<Vec<Record>, StoreError> {
+        let mut out = Vec::new();
+        self.select_rows(c, q, |row, kinds| {
             let mut record = Map::with_capacity(q.fields.len());
             for (i, name) in q.fields.iter().enumerate() {
                 let v = row.get_ref(i).map_err(map_sql_error)?;
                 record.insert(name.clone(), from_sql(kinds[i], v));
             }
             out.push(record);
-        }
+            Ok(())
+        })?;
         Ok(out)
+    }
+
+    fn select_json(
+        &mut self,
+        c: &CollectionDef,
+        q: &ReadQuery,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, StoreError> {
+        // Keys in the order a record map prints them, each once.
+        let mut order: Vec<usize> = (0..q.fields.len()).collect();
+        order.sort_by(|a, b| q.fields[*a].cmp(&q.fields[*b]));
+        order.dedup_by(|a, b| q.fields[*a] == q.fields[*b]);
+        let mut count = 0;
+        self.select_rows(c, q, |row, kinds| {
+            if count > 0 {
+                out.push(b',');
+            }
+            out.push(b'{');
+            for (n, &i) in order.iter().enumerate() {
+                if n > 0 {
+                    out.push(b',');
+                }
+                row_text::push_str(out, &q.fields[i]);
+                out.push(b':');
+                let v = row.get_ref(i).map_err(map_sql_error)?;
+                row_text::push_value(out, kinds[i], v);
+            }
+            out.push(b'}');
+            count += 1;
+            Ok(())
+        })?;
+        Ok(count)
     }
 
     fn aggregate(
@@ -1028,5 +1079,54 @@ mod tests {
             })
             .expect("select");
         assert_eq!(names, vec![json!("a'b")]);
+    }
+
+    /// The text of `select_json` is exactly what printing `select`'s
+    /// records gives, including for values written behind the platform's
+    /// back (text that is not JSON in a JSON column, a float in a boolean).
+    #[test]
+    fn rows_as_text_print_like_records() {
+        let (_dir, store) = store();
+        store
+            .with_conn(|c| {
+                c.execute_batch(
+                    "INSERT INTO things (id, name, n, x, ok, tags) VALUES \
+                     ('raw1', 'é\"\\ \n', 9007199254740993, 2.0, 5, 'not json {'), \
+                     ('raw2', NULL, NULL, 0.1, NULL, ' {\"b\": [1, 2.50, \"\\u00e9\"], \"a\": null} ')",
+                )
+                .map_err(map_sql_error)
+            })
+            .expect("insert behind the platform's back");
+        let schema = store.schema();
+        let def = schema.get("things").expect("collection").clone();
+        let mut q = ReadQuery::all_fields(&def);
+        q.sort = vec![("id".into(), false)];
+        // A field named twice prints once, as in a map.
+        q.fields.push("name".into());
+        let (mut records, mut text, mut count) = (Vec::new(), Vec::new(), 0);
+        store
+            .read(&mut |conn| {
+                records = conn.select(&def, &q)?;
+                count = conn.select_json(&def, &q, &mut text)?;
+                Ok(())
+            })
+            .expect("select");
+        assert_eq!(count, 4);
+        let text = String::from_utf8(text).expect("utf-8");
+        let parsed: Vec<Record> =
+            serde_json::from_str(&format!("[{text}]")).expect("the text is JSON");
+        assert_eq!(parsed, records);
+        // Byte for byte too, except that stored JSON is copied as stored.
+        let printed: Vec<String> = records
+            .iter()
+            .map(|r| serde_json::to_string(r).expect("print"))
+            .collect();
+        let printed = printed.join(",");
+        let raw2 = r#"{"b": [1, 2.50, "\u00e9"], "a": null}"#;
+        let reprinted = serde_json::to_string(&serde_json::from_str::<Value>(raw2).expect("json"))
+            .expect("print");
+        assert!(text.contains(raw2), "{text}");
+        assert_eq!(text.replace(raw2, &reprinted), printed);
+        assert!(text.contains(r#""tags":"not json {""#), "{text}");
     }
 }
