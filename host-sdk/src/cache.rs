@@ -12,10 +12,10 @@
 //! under the newer one.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use crate::http::Response;
+use crate::http::SharedResponse;
 
 /// At most this many bytes of bodies are kept per extension.
 pub const BUDGET_BYTES: usize = 32 << 20;
@@ -23,7 +23,8 @@ pub const BUDGET_BYTES: usize = 32 << 20;
 pub const MAX_ENTRY_BYTES: usize = 4 << 20;
 
 struct Entry {
-    response: Arc<Response>,
+    /// Shared with every answer served from it: a hit copies nothing.
+    response: SharedResponse,
     fresh_until: Option<SystemTime>,
 }
 
@@ -75,7 +76,7 @@ impl AnswerCache {
     }
 
     /// The answer kept for `key` under data version `version`, if still fresh.
-    pub fn get(&self, key: &str, version: u64, now: SystemTime) -> Option<Arc<Response>> {
+    pub fn get(&self, key: &str, version: u64, now: SystemTime) -> Option<SharedResponse> {
         let mut inner = self.lock();
         if !inner.reach(version) {
             return None;
@@ -93,7 +94,7 @@ impl AnswerCache {
         &self,
         key: String,
         version: u64,
-        response: Response,
+        response: SharedResponse,
         fresh_until: Option<SystemTime>,
     ) {
         let size = response.body.len();
@@ -111,7 +112,7 @@ impl AnswerCache {
         }
         inner.bytes += size + key.len();
         let entry = Entry {
-            response: Arc::new(response),
+            response,
             fresh_until,
         };
         inner.entries.insert(key, entry);
@@ -129,8 +130,10 @@ mod tests {
 
     use super::*;
 
-    fn answer(text: &str) -> Response {
-        Response::text(200, text)
+    use crate::http::Response;
+
+    fn answer(text: &str) -> SharedResponse {
+        Response::text(200, text).into()
     }
 
     #[test]
@@ -139,7 +142,7 @@ mod tests {
         let now = SystemTime::now();
         cache.put("/a".into(), 3, answer("x"), None);
         assert_eq!(
-            cache.get("/a", 3, now).map(|r| r.body.clone()),
+            cache.get("/a", 3, now).map(|r| r.body.to_vec()),
             Some(b"x".to_vec())
         );
         assert!(cache.get("/b", 3, now).is_none());
@@ -184,12 +187,12 @@ mod tests {
     fn oversized_answers_are_not_kept_and_the_budget_holds() {
         let cache = AnswerCache::default();
         let now = SystemTime::now();
-        let big = Response::text(200, "x".repeat(MAX_ENTRY_BYTES + 1));
+        let big = answer(&"x".repeat(MAX_ENTRY_BYTES + 1));
         cache.put("/big".into(), 1, big, None);
         assert!(cache.get("/big", 1, now).is_none());
         let chunk = "y".repeat(MAX_ENTRY_BYTES);
         for i in 0..(BUDGET_BYTES / MAX_ENTRY_BYTES + 2) {
-            cache.put(format!("/{i}"), 1, Response::text(200, chunk.clone()), None);
+            cache.put(format!("/{i}"), 1, answer(&chunk), None);
             assert!(cache.lock().bytes <= BUDGET_BYTES);
         }
     }

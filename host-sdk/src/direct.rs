@@ -14,7 +14,7 @@ use crate::context::{Accountability, Context};
 use crate::error::ApiError;
 use crate::events::ItemEvent;
 use crate::extension::{Extension, Schedule};
-use crate::http::{Request, Response};
+use crate::http::{Request, Response, SharedResponse};
 
 fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
     payload
@@ -56,10 +56,23 @@ impl Extension {
         accountability: Option<Accountability>,
         services: &dyn Services,
     ) -> Response {
+        self.handle_direct_shared(request, accountability, services)
+            .into_response()
+    }
+
+    /// [`Extension::handle_direct`] with the body shared: a kept answer is
+    /// not copied.
+    pub fn handle_direct_shared(
+        &self,
+        request: Request,
+        accountability: Option<Accountability>,
+        services: &dyn Services,
+    ) -> SharedResponse {
         let ctx =
             Context::new(accountability, services).with_data_version(self.router.data_version());
-        catch_unwind(AssertUnwindSafe(|| self.router.dispatch(request, &ctx)))
-            .unwrap_or_else(|_| Response::error(&ApiError::internal("Internal extension error")))
+        catch_unwind(AssertUnwindSafe(|| self.router.answer(request, &ctx))).unwrap_or_else(|_| {
+            Response::error(&ApiError::internal("Internal extension error")).into()
+        })
     }
 
     /// Delivers one item event to every hook.

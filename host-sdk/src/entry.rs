@@ -12,13 +12,13 @@ use once_cell::sync::OnceCell;
 use crate::abi::{
     ExtensionModule, ExtensionModuleRef, FfiContext, FfiError, FfiEventInterest, FfiInit,
     FfiItemEvent, FfiManifest, FfiMigration, FfiRequest, FfiResponse, FfiSchedule, FfiScheduleSpec,
-    HostRuntime_TO,
+    FfiSharedResponse, HostRuntime_TO,
 };
 use crate::context::{Accountability, Context};
 use crate::error::ApiError;
 use crate::events::ItemEvent;
 use crate::extension::{Extension, Schedule};
-use crate::http::{Request, Response};
+use crate::http::{Request, Response, SharedResponse};
 
 /// The extension of this library (one per cdylib: each has its own statics).
 static EXTENSION: OnceCell<Extension> = OnceCell::new();
@@ -38,6 +38,7 @@ pub fn root_module(build: fn() -> Extension) -> ExtensionModuleRef {
         openapi,
         event_interest,
         attach_runtime,
+        handle_shared,
     }
     .leak_into_prefix()
 }
@@ -116,17 +117,24 @@ extern "C" fn init(init: &FfiInit<'_>) -> RResult<(), RString> {
     }
 }
 
-extern "C" fn handle(request: &FfiRequest, ctx: &FfiContext<'_>) -> FfiResponse {
+/// Routes one request; a panicking handler answers 500.
+fn answer(request: &FfiRequest, ctx: &FfiContext<'_>) -> SharedResponse {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let router = &extension().router;
         let ctx = context(ctx).with_data_version(router.data_version());
-        router.dispatch(Request::from_ffi(request), &ctx)
+        router.answer(Request::from_ffi(request), &ctx)
     }));
-    match result {
-        Ok(response) => response,
-        Err(_) => Response::error(&ApiError::internal("Internal extension error")),
-    }
-    .into_ffi()
+    result
+        .unwrap_or_else(|_| Response::error(&ApiError::internal("Internal extension error")).into())
+}
+
+extern "C" fn handle(request: &FfiRequest, ctx: &FfiContext<'_>) -> FfiResponse {
+    // Hosts before 1.4 take an owned body.
+    answer(request, ctx).into_response().into_ffi()
+}
+
+extern "C" fn handle_shared(request: &FfiRequest, ctx: &FfiContext<'_>) -> FfiSharedResponse {
+    answer(request, ctx).into_ffi()
 }
 
 extern "C" fn on_event(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<(), FfiError> {

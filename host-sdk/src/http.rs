@@ -4,7 +4,9 @@ use std::collections::HashMap;
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::abi::{FfiRequest, FfiResponse};
+use abi_stable::std_types::{RArc, RVec};
+
+use crate::abi::{FfiRequest, FfiResponse, FfiSharedResponse};
 use crate::error::ApiError;
 
 /// An HTTP request routed to the extension.
@@ -202,6 +204,84 @@ impl Response {
             status: self.status,
             content_type: self.content_type.into(),
             body: self.body.into(),
+        }
+    }
+}
+
+/// Bytes of an answer that several holders may share: the answer cache and
+/// every response being written from it. Cloning shares; it never copies.
+#[derive(Clone)]
+pub struct SharedBody(RArc<RVec<u8>>);
+
+impl SharedBody {
+    pub fn new(bytes: Vec<u8>) -> Self {
+        // `RVec::from(Vec)` takes the allocation over: no copy.
+        Self(RArc::new(RVec::from(bytes)))
+    }
+
+    pub(crate) fn into_ffi(self) -> RArc<RVec<u8>> {
+        self.0
+    }
+}
+
+impl AsRef<[u8]> for SharedBody {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
+}
+
+impl std::ops::Deref for SharedBody {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
+}
+
+impl std::fmt::Debug for SharedBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SharedBody({} bytes)", self.0.len())
+    }
+}
+
+/// An answer as the router gives it to a host: like [`Response`], with a
+/// body that a kept answer shares with every request it serves.
+#[derive(Debug, Clone)]
+pub struct SharedResponse {
+    pub status: u16,
+    pub content_type: String,
+    pub body: SharedBody,
+}
+
+impl From<Response> for SharedResponse {
+    fn from(r: Response) -> Self {
+        Self {
+            status: r.status,
+            content_type: r.content_type,
+            body: SharedBody::new(r.body),
+        }
+    }
+}
+
+impl SharedResponse {
+    /// The answer as a [`Response`]; copies the body only when it is
+    /// still shared.
+    pub fn into_response(self) -> Response {
+        let body = match RArc::try_unwrap(self.body.0) {
+            Ok(bytes) => bytes.into_vec(),
+            Err(shared) => shared.to_vec(),
+        };
+        Response {
+            status: self.status,
+            content_type: self.content_type,
+            body,
+        }
+    }
+
+    pub(crate) fn into_ffi(self) -> FfiSharedResponse {
+        FfiSharedResponse {
+            status: self.status,
+            content_type: self.content_type.into(),
+            body: self.body.into_ffi(),
         }
     }
 }

@@ -44,7 +44,7 @@ pub use context::{Accountability, Context};
 pub use error::{ApiError, BoxError, ItemsError};
 pub use events::{EventKind, ItemEvent};
 pub use extension::{Extension, Schedule};
-pub use http::{Request, Response};
+pub use http::{Request, Response, SharedBody, SharedResponse};
 pub use items::{Access, Items, Query};
 pub use memo::{Memo, MemoMap};
 pub use router::{Route, Router};

@@ -11,7 +11,7 @@ use crate::cache::AnswerCache;
 
 use crate::context::Context;
 use crate::error::ApiError;
-use crate::http::{Request, Response};
+use crate::http::{Request, Response, SharedResponse};
 
 /// What a route runs.
 pub type Handler =
@@ -198,7 +198,13 @@ impl Router {
 
     /// Runs the first route matching the request; 404 `Route not found`
     /// when none does.
-    pub fn dispatch(&self, mut request: Request, ctx: &Context<'_>) -> Response {
+    pub fn dispatch(&self, request: Request, ctx: &Context<'_>) -> Response {
+        self.answer(request, ctx).into_response()
+    }
+
+    /// [`Router::dispatch`], with the body shared: an answer served from
+    /// the cache is the kept bytes themselves, not a copy.
+    pub fn answer(&self, mut request: Request, ctx: &Context<'_>) -> SharedResponse {
         for route in &self.routes {
             if let Some(params) = route.matches(request.method(), request.path()) {
                 request.set_params(params);
@@ -206,14 +212,14 @@ impl Router {
                 let cacheable =
                     route.cached && request.method() == "GET" && ctx.accountability().is_none();
                 let Some(version) = cacheable.then(|| ctx.data_version()).flatten() else {
-                    return run(route, &request, ctx);
+                    return run(route, &request, ctx).into();
                 };
                 let key = request.cache_key();
                 if let Some(kept) = self.cache.get(&key, version, SystemTime::now()) {
-                    return Response::clone(&kept);
+                    return kept;
                 }
                 ctx.keep_answer();
-                let response = run(route, &request, ctx);
+                let response = SharedResponse::from(run(route, &request, ctx));
                 if response.status == 200 {
                     self.cache
                         .put(key, version, response.clone(), ctx.freshness());
@@ -221,7 +227,7 @@ impl Router {
                 return response;
             }
         }
-        Response::error(&ApiError::not_found("Route not found"))
+        Response::error(&ApiError::not_found("Route not found")).into()
     }
 
     /// Lets cached routes keep answers, versioned by `source` (called by the

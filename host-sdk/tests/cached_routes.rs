@@ -192,3 +192,23 @@ fn handlers_know_whether_their_answer_is_kept() {
     let without = fixture(false);
     assert_eq!(get(&without, "/kept", None), "false");
 }
+
+#[test]
+fn a_kept_answer_is_served_by_sharing_its_bytes() {
+    let f = fixture(true);
+    let shared = |target: &str| {
+        f.ext
+            .handle_direct_shared(Request::new("GET", target, ""), None, &NoServices)
+            .body
+    };
+    let first = shared("/count");
+    let second = shared("/count");
+    assert_eq!(&*second, b"1 ");
+    assert_eq!(
+        first.as_ptr(),
+        second.as_ptr(),
+        "the same bytes, not a copy"
+    );
+    // An answer that is not kept is its handler's own buffer.
+    assert_ne!(shared("/plain").as_ptr(), shared("/plain").as_ptr());
+}

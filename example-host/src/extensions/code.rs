@@ -2,18 +2,40 @@
 //! library, or directly when the extension is linked into the host (the
 //! `inprocess` feature).
 
-use abi_stable::std_types::{RString, RVec, Tuple2};
+use abi_stable::std_types::{RArc, RString, RVec, Tuple2};
+use bytes::Bytes;
 use host_sdk::abi::{ExtensionModuleRef, FfiItemEvent, FfiRequest};
 
 use super::services::{ffi_accountability_opt, ExtServices};
 use super::ExtRequest;
 use crate::items::ItemEvent;
 
-/// An extension's answer, whichever way it was called.
+/// An extension's answer, whichever way it was called. The body is the
+/// extension's own buffer, written to the socket without a copy; a kept
+/// answer's bytes are shared by every response served from it.
 pub struct ExtResponse {
     pub status: u16,
     pub content_type: String,
-    pub body: Vec<u8>,
+    pub body: Bytes,
+}
+
+/// A library's answer body, owned by the library's allocator: dropped (and
+/// freed by the library) once written.
+struct LibraryBody(RVec<u8>);
+
+impl AsRef<[u8]> for LibraryBody {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
+}
+
+/// A shared body of a library (SDK 1.4).
+struct SharedLibraryBody(RArc<RVec<u8>>);
+
+impl AsRef<[u8]> for SharedLibraryBody {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
 }
 
 pub enum Code {
@@ -58,11 +80,23 @@ impl Code {
                         .collect::<RVec<_>>(),
                     body: request.body.into(),
                 };
-                let answer = (module.handle())(&request, &ctx);
-                ExtResponse {
-                    status: answer.status,
-                    content_type: answer.content_type.into_string(),
-                    body: answer.body.into_vec(),
+                match module.handle_shared() {
+                    Some(handle_shared) => {
+                        let answer = handle_shared(&request, &ctx);
+                        ExtResponse {
+                            status: answer.status,
+                            content_type: answer.content_type.into_string(),
+                            body: Bytes::from_owner(SharedLibraryBody(answer.body)),
+                        }
+                    }
+                    None => {
+                        let answer = (module.handle())(&request, &ctx);
+                        ExtResponse {
+                            status: answer.status,
+                            content_type: answer.content_type.into_string(),
+                            body: Bytes::from_owner(LibraryBody(answer.body)),
+                        }
+                    }
                 }
             }
             #[cfg(feature = "inprocess")]
@@ -77,11 +111,11 @@ impl Code {
                     req = req.with_header(k, v);
                 }
                 let acc = services.accountability().map(facade_accountability);
-                let answer = ext.handle_direct(req, acc, services);
+                let answer = ext.handle_direct_shared(req, acc, services);
                 ExtResponse {
                     status: answer.status,
                     content_type: answer.content_type,
-                    body: answer.body,
+                    body: Bytes::from_owner(answer.body),
                 }
             }
         }

@@ -11,7 +11,7 @@ use abi_stable::{
 
 use super::types::{
     FfiContext, FfiError, FfiEventInterest, FfiInit, FfiItemEvent, FfiManifest, FfiMigration,
-    FfiRequest, FfiResponse, FfiSchedule, HostRuntime_TO,
+    FfiRequest, FfiResponse, FfiSchedule, FfiSharedResponse, HostRuntime_TO,
 };
 
 /// The extension's entry points.
@@ -69,6 +69,12 @@ pub struct ExtensionModule {
     /// `init`. Hosts of earlier minor versions never call it; the SDK then
     /// keeps no answers of cached routes.
     pub attach_runtime: extern "C" fn(runtime: HostRuntime_TO<RArc<()>>),
+
+    // ---- 1.4 ----
+    /// `handle`, answering with a shared body: what a host of 1.4 or later
+    /// calls when the library has it. `handle` stays for earlier hosts.
+    pub handle_shared:
+        extern "C" fn(request: &FfiRequest, ctx: &FfiContext<'_>) -> FfiSharedResponse,
 }
 
 impl RootModule for ExtensionModuleRef {

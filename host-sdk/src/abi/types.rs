@@ -58,6 +58,19 @@ pub struct FfiResponse {
     pub body: RVec<u8>,
 }
 
+/// An extension's answer whose body is shared, not copied (SDK 1.4): the
+/// host holds a reference to the bytes until they are written to the
+/// socket, so an answer kept by the extension is served without a copy.
+/// Dropping the last reference frees the bytes with the library's own
+/// allocator.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct FfiSharedResponse {
+    pub status: u16,
+    pub content_type: RString,
+    pub body: RArc<RVec<u8>>,
+}
+
 /// The authenticated caller of a request, as the platform knows it.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
