@@ -2,12 +2,10 @@
 
 use std::collections::HashMap;
 
-use std::time::SystemTime;
-
 use once_cell::sync::OnceCell;
 use serde_json::{json, Map, Value};
 
-use crate::cache::AnswerCache;
+use crate::cache::{AnswerCache, Lookup};
 
 use crate::context::Context;
 use crate::error::ApiError;
@@ -214,15 +212,14 @@ impl Router {
                 let Some(version) = cacheable.then(|| ctx.data_version()).flatten() else {
                     return run(route, &request, ctx).into();
                 };
-                let key = request.cache_key();
-                if let Some(kept) = self.cache.get(&key, version, SystemTime::now()) {
-                    return kept;
-                }
+                let claim = match self.cache.lookup(&request.cache_key(), version) {
+                    Lookup::Kept(kept) => return kept,
+                    Lookup::Compute(claim) => claim,
+                };
                 ctx.keep_answer();
                 let response = SharedResponse::from(run(route, &request, ctx));
                 if response.status == 200 {
-                    self.cache
-                        .put(key, version, response.clone(), ctx.freshness());
+                    claim.keep(response.clone(), ctx.freshness());
                 }
                 return response;
             }

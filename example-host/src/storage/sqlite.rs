@@ -1129,4 +1129,22 @@ mod tests {
         assert_eq!(text.replace(raw2, &reprinted), printed);
         assert!(text.contains(r#""tags":"not json {""#), "{text}");
     }
+
+    /// `.cargo/config.toml` builds SQLite without the two global mutexes
+    /// that concurrent reads contended on.
+    #[test]
+    fn sqlite_is_built_without_global_memory_mutexes() {
+        let conn = Connection::open_in_memory().expect("open");
+        let mut stmt = conn.prepare("PRAGMA compile_options").expect("prepare");
+        let options: Vec<String> = stmt
+            .query_map([], |row| row.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert!(options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"), "{options:?}");
+        assert!(
+            !options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
+            "{options:?}"
+        );
+    }
 }
