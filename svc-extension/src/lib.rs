@@ -227,7 +227,7 @@ mod tests {
     }
 
     #[test]
-    fn registers_both_migrations_in_order() {
+    fn registers_the_migrations_in_order() {
         let ext = extension();
         let ids: Vec<&str> = ext.migrations().iter().map(|(id, _)| id.as_str()).collect();
         assert_eq!(
@@ -236,7 +236,8 @@ mod tests {
                 "0001_collections",
                 "0002_seed_achievements",
                 "0003_scoring_state",
-                "0004_recordings_by_owner"
+                "0004_recordings_by_owner",
+                "0005_analytics_covering_indexes"
             ]
         );
         assert_eq!(ext.migrations()[0].1.len(), 12);

@@ -18,6 +18,8 @@ pub const SEED_ACHIEVEMENTS_MIGRATION: &str = "0002_seed_achievements";
 pub const SCORING_MIGRATION: &str = "0003_scoring_state";
 /// Id of the migration adding the per-owner recording index.
 pub const OWNER_INDEX_MIGRATION: &str = "0004_recordings_by_owner";
+/// Id of the migration adding the indexes that cover the analytics.
+pub const ANALYTICS_INDEX_MIGRATION: &str = "0005_analytics_covering_indexes";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -224,6 +226,29 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (SEED_ACHIEVEMENTS_MIGRATION, seed_achievements()),
         (SCORING_MIGRATION, scoring_state()),
         (OWNER_INDEX_MIGRATION, recordings_by_owner()),
+        (ANALYTICS_INDEX_MIGRATION, analytics_covering_indexes()),
+    ]
+}
+
+/// `GET /analytics` aggregates every play and like of the caller's videos
+/// (per day, per video, completed ones, mean watch time). These indexes
+/// hold every column it reads, so SQLite answers from the index entries of
+/// those videos alone, side by side, instead of fetching each row from a
+/// table that grows with the whole site.
+pub fn analytics_covering_indexes() -> Vec<Step> {
+    let index = |collection: &str, fields: &[&str]| Step::CreateIndex {
+        collection: collection.into(),
+        index: Index {
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+            unique: false,
+        },
+    };
+    vec![
+        index(
+            "video_plays",
+            &["video_id", "date_created", "completed", "duration_watched"],
+        ),
+        index("video_likes", &["video_id", "date_created"]),
     ]
 }
 
@@ -475,7 +500,8 @@ mod tests {
                 "0001_collections",
                 "0002_seed_achievements",
                 "0003_scoring_state",
-                "0004_recordings_by_owner"
+                "0004_recordings_by_owner",
+                "0005_analytics_covering_indexes"
             ]
         );
     }

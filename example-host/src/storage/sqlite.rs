@@ -9,6 +9,7 @@ use std::time::Duration;
 use host_sdk::schema::{Field, FieldType, Index, Step};
 use parking_lot::{Mutex, RwLock};
 use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::config::DbConfig;
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{params_from_iter, Connection, ErrorCode};
 use serde_json::{Map, Value};
@@ -119,6 +120,10 @@ impl SqliteStore {
         let manager = SqliteConnectionManager::file(path).with_init(|c| {
             c.busy_timeout(BUSY_TIMEOUT)?;
             c.set_prepared_statement_cache_capacity(256);
+            // Plans that do not depend on the values bound: otherwise SQLite
+            // marks `LIMIT ?` as plan-relevant and recompiles a cached
+            // statement every time a limit is bound, i.e. on every read.
+            c.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
             c.execute_batch(
                 "PRAGMA journal_mode = WAL;
                  PRAGMA synchronous = NORMAL;
@@ -1141,10 +1146,34 @@ mod tests {
             .expect("query")
             .collect::<Result<_, _>>()
             .expect("rows");
-        assert!(options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"), "{options:?}");
+        assert!(
+            options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
+            "{options:?}"
+        );
         assert!(
             !options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
             "{options:?}"
         );
+    }
+
+    /// A cached statement with bound limits runs again without being
+    /// compiled again, whatever the limit.
+    #[test]
+    fn bound_limits_do_not_recompile_cached_statements() {
+        let (_dir, store) = store();
+        let reprepared = store
+            .with_conn(|c| {
+                let sql = "SELECT name FROM things ORDER BY n LIMIT ? OFFSET ?";
+                for limit in [1, 2, 1, 5] {
+                    let mut stmt = c.prepare_cached(sql).map_err(map_sql_error)?;
+                    stmt.query_map([limit, 0], |row| row.get::<_, String>(0))
+                        .map_err(map_sql_error)?
+                        .for_each(drop);
+                }
+                let stmt = c.prepare_cached(sql).map_err(map_sql_error)?;
+                Ok(stmt.get_status(rusqlite::StatementStatus::RePrepare))
+            })
+            .expect("query");
+        assert_eq!(reprepared, 0);
     }
 }
