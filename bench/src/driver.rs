@@ -237,8 +237,21 @@ async fn connect(authority: &str) -> Result<Sender, String> {
     Ok(sender)
 }
 
-/// Sends one request and reads the whole answer: (status, body).
-async fn send(sender: &mut Sender, authority: &str, req: &Req) -> Result<(u16, Bytes), String> {
+/// What the driver keeps of an answer: its size and the first bytes (for
+/// the message of an unexpected status).
+struct Answer {
+    status: u16,
+    len: usize,
+    head: Vec<u8>,
+}
+
+/// How much of an answer is kept for an error message.
+const HEAD_BYTES: usize = 200;
+
+/// Sends one request and reads the whole answer. Frames are counted as they
+/// arrive, not gathered: copying a multi-megabyte answer into one buffer
+/// would be the driver's cost, paid on the cores the host runs on.
+async fn send(sender: &mut Sender, authority: &str, req: &Req) -> Result<Answer, String> {
     let mut builder = Request::builder()
         .method(req.method.clone())
         .uri(req.path.as_str())
@@ -265,13 +278,17 @@ async fn send(sender: &mut Sender, authority: &str, req: &Req) -> Result<(u16, B
         .await
         .map_err(|e| format!("sending: {e}"))?;
     let status = response.status().as_u16();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| format!("reading the answer: {e}"))?
-        .to_bytes();
-    Ok((status, bytes))
+    let mut body = response.into_body();
+    let (mut len, mut head) = (0, Vec::new());
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading the answer: {e}"))?;
+        if let Ok(data) = frame.into_data() {
+            len += data.len();
+            let room = HEAD_BYTES.saturating_sub(head.len()).min(data.len());
+            head.extend_from_slice(&data[..room]);
+        }
+    }
+    Ok(Answer { status, len, head })
 }
 
 impl Worker {
@@ -303,7 +320,7 @@ impl Worker {
             let answer =
                 tokio::time::timeout(REQUEST_TIMEOUT, send(conn, &self.authority, &req)).await;
             let elapsed = started.elapsed();
-            let (status, body) = match answer {
+            let Answer { status, len, head } = match answer {
                 Ok(Ok(answer)) => answer,
                 Ok(Err(e)) => {
                     sender = None;
@@ -320,7 +337,7 @@ impl Worker {
                 let micros = (elapsed.as_micros() as u64).max(1);
                 tally.histogram.saturating_record(micros);
             }
-            tally.bytes += body.len() as u64;
+            tally.bytes += len as u64;
             tally.answers += 1;
             if (200..300).contains(&status) {
                 continue;
@@ -329,7 +346,7 @@ impl Worker {
                 tally.tolerated += 1;
                 continue;
             }
-            let excerpt: String = String::from_utf8_lossy(&body).chars().take(200).collect();
+            let excerpt = String::from_utf8_lossy(&head);
             tally.error(format!("{} {}: {status} {excerpt}", req.method, req.path));
         }
         Ok(tally)
