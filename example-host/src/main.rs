@@ -9,6 +9,7 @@ mod extensions;
 mod http;
 mod items;
 mod logging;
+mod memory;
 mod permissions;
 mod platform_schema;
 mod query;
@@ -66,28 +67,11 @@ fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
     Ok((platform, registry))
 }
 
-/// glibc gives each thread that allocates its own malloc arena, and keeps
-/// what the arenas once held: with many request threads the resident size
-/// grows to several times what is in use. Two arenas are plenty here.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn limit_malloc_arenas() {
-    // SAFETY: mallopt only sets an allocator parameter; called first thing
-    // in main, before any other thread exists.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-        // Large answers (MBs) get pages of their own, given back when freed,
-        // instead of raising glibc's adaptive threshold and staying resident.
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn limit_malloc_arenas() {}
-
 fn main() -> ExitCode {
-    limit_malloc_arenas();
+    memory::tune_allocator();
     let cli = Cli::parse();
     logging::init();
+    memory::start_trimming();
     let (platform, registry) = match start(&cli) {
         Ok(started) => started,
         Err(e) => {
