@@ -101,6 +101,9 @@ impl Options {
     }
 }
 
+/// How long the host is left alone between the import and the load.
+const SETTLE: Duration = Duration::from_secs(3);
+
 /// A dataset on a running host, and its scenarios measured.
 struct Measured {
     host: Host,
@@ -146,11 +149,18 @@ fn measure_scale(opts: &Options, factor: f64) -> Result<Measured, String> {
     let api = Api::new(&host.base);
     let dataset = Generator::new(&api, sizes, opts.seed, opts.smoke).run()?;
     let import_peak = host.peak_rss_kib();
-    // Measure the peak under load, not the import's.
+    // Measure the peak under load, not the import's: the host hands free
+    // memory back every 2 s, so the peak is reset once it has done so.
+    let settle = if opts.smoke { Duration::ZERO } else { SETTLE };
+    std::thread::sleep(settle);
+    let settled = host.rss_kib();
     let reset = hosts::reset_peak_rss(&host);
+    let mb = |kib: Option<u64>| kib.map_or_else(|| "?".into(), |k| format!("{:.0}", report::mb(k)));
     println!(
-        "\nx{factor} data: host peak RSS during the import {} MB{}",
-        import_peak.map_or_else(|| "?".into(), |k| format!("{:.0}", report::mb(k))),
+        "\nx{factor} data: host peak RSS during the import {} MB, {} MB {:.0} s after it{}",
+        mb(import_peak),
+        mb(settled),
+        settle.as_secs_f64(),
         match &reset {
             Ok(()) => String::new(),
             Err(e) => format!(" (peak not reset, figures below include it: {e})"),
