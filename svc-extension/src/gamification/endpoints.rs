@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use host_sdk::{ApiError, Context, Items, ItemsError, Memo, MemoMap, Query, Request, Response};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::ledger::anchor;
@@ -83,43 +84,71 @@ fn page_rows(
     Ok((rows, users))
 }
 
-pub fn leaderboard_page(
+/// One leaderboard row as answered, borrowed from the kept page; fields in
+/// the order a JSON object of them prints.
+#[derive(Serialize)]
+struct Entry<'a> {
+    achievements_count: &'a Value,
+    avatar: &'a Value,
+    display_name: &'a Value,
+    playbacks_count: &'a Value,
+    rank: u64,
+    recordings_count: &'a Value,
+    total_raw_points: &'a Value,
+    total_weighted_points: Value,
+    user_id: &'a Value,
+}
+
+#[derive(Serialize)]
+struct Leaderboard<'a> {
+    data: Vec<Entry<'a>>,
+}
+
+static NULL: Value = Value::Null;
+
+fn field<'a>(record: Option<&'a Value>, name: &str) -> &'a Value {
+    record.and_then(|r| r.get(name)).unwrap_or(&NULL)
+}
+
+/// A leaderboard page: the kept rows, with the points live as of now.
+/// Written straight from the kept page, without a tree per row.
+fn leaderboard_answer(
     ctx: &Context<'_>,
     items: &Items<'_>,
     limit: u64,
     offset: u64,
-) -> Result<Vec<Value>, ItemsError> {
+) -> Result<Response, ItemsError> {
     let page = PAGES.get_or_try(ctx, &(limit, offset), || {
         page_rows(items, limit, offset).map(Arc::new)
     })?;
     let (rows, users) = (&page.0, &page.1);
     let (anchor, now) = (current_anchor(ctx, items)?, now_ms());
-    Ok(rows
+    let data = rows
         .iter()
         .enumerate()
         .map(|(position, row)| {
             let user = str_field(row, "user_id").and_then(|u| users.get(u));
-            json!({
-                "user_id": row.get("user_id"),
-                "display_name": user.and_then(|u| u.get("artist_name")).cloned().unwrap_or(Value::Null),
-                "avatar": user.and_then(|u| u.get("avatar")).cloned().unwrap_or(Value::Null),
-                "total_weighted_points": live_points(row, anchor, now),
-                "total_raw_points": row.get("total_raw_points"),
-                "recordings_count": row.get("recordings_count"),
-                "playbacks_count": row.get("playbacks_count"),
-                "achievements_count": row.get("achievements_count"),
-                "rank": offset + position as u64 + 1,
-            })
+            Entry {
+                achievements_count: field(Some(row), "achievements_count"),
+                avatar: field(user, "avatar"),
+                display_name: field(user, "artist_name"),
+                playbacks_count: field(Some(row), "playbacks_count"),
+                rank: offset + position as u64 + 1,
+                recordings_count: field(Some(row), "recordings_count"),
+                total_raw_points: field(Some(row), "total_raw_points"),
+                total_weighted_points: live_points(row, anchor, now),
+                user_id: field(Some(row), "user_id"),
+            }
         })
-        .collect())
+        .collect();
+    Ok(Response::ok(&Leaderboard { data }))
 }
 
 /// `GET /gamification/leaderboard`: `limit`, `offset`.
 pub fn leaderboard(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let offset = params::offset(req).unwrap_or(0);
-    let data = leaderboard_page(ctx, &ctx.as_admin(), leaderboard_limit(req), offset)
-        .map_err(LEADERBOARD.of())?;
-    Ok(Response::ok(&json!({ "data": data })))
+    leaderboard_answer(ctx, &ctx.as_admin(), leaderboard_limit(req), offset)
+        .map_err(LEADERBOARD.of())
 }
 
 /// Fields of a stats row that are bookkeeping, not part of the record.
