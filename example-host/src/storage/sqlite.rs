@@ -1146,13 +1146,16 @@ mod tests {
             .expect("query")
             .collect::<Result<_, _>>()
             .expect("rows");
+        // Cargo reads `.cargo/config.toml` from the directory it runs in:
+        // build from the workspace root.
+        let hint = "LIBSQLITE3_FLAGS of .cargo/config.toml not applied";
         assert!(
             options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
-            "{options:?}"
+            "{hint}: {options:?}"
         );
         assert!(
             !options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
-            "{options:?}"
+            "{hint}: {options:?}"
         );
     }
 
