@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 /// Writes `value` as JSON. Writing into a `Vec` cannot fail, and every
-/// value written here (strings, integers, `serde_json` values) serialises.
+/// value written here (strings, `serde_json` values) serialises.
 fn push_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     let _ = serde_json::to_writer(&mut *out, value);
 }
@@ -25,15 +25,11 @@ fn push_lossy(out: &mut Vec<u8>, bytes: &[u8]) {
     push_str(out, &String::from_utf8_lossy(bytes));
 }
 
-/// One column's value, as `from_sql` reads it.
+/// One column's value, as `from_sql` reads it. Only text is written here
+/// (stored JSON copied, other text escaped without a `String` of its own);
+/// every other value is small and goes through `from_sql` itself.
 pub(super) fn push_value(out: &mut Vec<u8>, kind: Option<FieldType>, value: ValueRef<'_>) {
     match (kind, value) {
-        (_, ValueRef::Null) => out.extend_from_slice(b"null"),
-        (Some(FieldType::Boolean), ValueRef::Integer(i)) => {
-            out.extend_from_slice(if i != 0 { b"true" } else { b"false" })
-        }
-        (_, ValueRef::Integer(i)) => push_json(out, &i),
-        (_, ValueRef::Real(f)) => push_json(out, &super::float_value(f)),
         // Checked, not trusted: the file may have been edited by hand, and
         // text that is not JSON reads as a string, as `from_sql` does.
         (Some(FieldType::Json), ValueRef::Text(t)) => {
@@ -43,5 +39,6 @@ pub(super) fn push_value(out: &mut Vec<u8>, kind: Option<FieldType>, value: Valu
             }
         }
         (_, ValueRef::Text(t)) | (_, ValueRef::Blob(t)) => push_lossy(out, t),
+        (kind, other) => push_json(out, &super::from_sql(kind, other)),
     }
 }
