@@ -234,9 +234,18 @@ impl<'a> Items<'a> {
         key: &str,
         query: &Query,
     ) -> Result<Option<T>, ItemsError> {
+        decode("record", self.read_one_text(collection, key, query)?)
+    }
+
+    /// The host's answer to a read by key: a JSON record or `null`.
+    fn read_one_text(
+        &self,
+        collection: &str,
+        key: &str,
+        query: &Query,
+    ) -> Result<RString, ItemsError> {
         let q = query.to_json();
-        let out = self
-            .services
+        self.services
             .read_one(
                 self.access(),
                 collection.into(),
@@ -244,8 +253,7 @@ impl<'a> Items<'a> {
                 q.as_str().into(),
             )
             .into_result()
-            .map_err(ItemsError::from_ffi)?;
-        decode("record", out)
+            .map_err(ItemsError::from_ffi)
     }
 
     /// The item with this key as the host's JSON text, unparsed, or
@@ -257,16 +265,7 @@ impl<'a> Items<'a> {
         collection: &str,
         key: &str,
     ) -> Result<Option<Box<RawValue>>, ItemsError> {
-        let out = self
-            .services
-            .read_one(
-                self.access(),
-                collection.into(),
-                key.into(),
-                Query::new().to_json().as_str().into(),
-            )
-            .into_result()
-            .map_err(ItemsError::from_ffi)?;
+        let out = self.read_one_text(collection, key, &Query::new())?;
         let raw = RawValue::from_string(out.into_string())
             .map_err(|e| ItemsError::decode("record", e))?;
         Ok((raw.get() != "null").then_some(raw))
