@@ -224,6 +224,14 @@ impl SharedBody {
     }
 }
 
+/// A shared body as it crossed the boundary (a host receiving
+/// [`FfiSharedResponse`]).
+impl From<RArc<RVec<u8>>> for SharedBody {
+    fn from(bytes: RArc<RVec<u8>>) -> Self {
+        Self(bytes)
+    }
+}
+
 impl AsRef<[u8]> for SharedBody {
     fn as_ref(&self) -> &[u8] {
         self.0.as_slice()

@@ -2,7 +2,7 @@
 //! library, or directly when the extension is linked into the host (the
 //! `inprocess` feature).
 
-use abi_stable::std_types::{RArc, RString, RVec, Tuple2};
+use abi_stable::std_types::{RString, RVec, Tuple2};
 use bytes::Bytes;
 use host_sdk::abi::{ExtensionModuleRef, FfiItemEvent, FfiRequest};
 
@@ -24,15 +24,6 @@ pub struct ExtResponse {
 struct LibraryBody(RVec<u8>);
 
 impl AsRef<[u8]> for LibraryBody {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_slice()
-    }
-}
-
-/// A shared body of a library (SDK 1.4).
-struct SharedLibraryBody(RArc<RVec<u8>>);
-
-impl AsRef<[u8]> for SharedLibraryBody {
     fn as_ref(&self) -> &[u8] {
         self.0.as_slice()
     }
@@ -80,23 +71,23 @@ impl Code {
                         .collect::<RVec<_>>(),
                     body: request.body.into(),
                 };
-                match module.handle_shared() {
+                // SDK 1.4 libraries share their body; earlier ones hand it over.
+                let (status, content_type, body) = match module.handle_shared() {
                     Some(handle_shared) => {
                         let answer = handle_shared(&request, &ctx);
-                        ExtResponse {
-                            status: answer.status,
-                            content_type: answer.content_type.into_string(),
-                            body: Bytes::from_owner(SharedLibraryBody(answer.body)),
-                        }
+                        let body = host_sdk::SharedBody::from(answer.body);
+                        (answer.status, answer.content_type, Bytes::from_owner(body))
                     }
                     None => {
                         let answer = (module.handle())(&request, &ctx);
-                        ExtResponse {
-                            status: answer.status,
-                            content_type: answer.content_type.into_string(),
-                            body: Bytes::from_owner(LibraryBody(answer.body)),
-                        }
+                        let body = Bytes::from_owner(LibraryBody(answer.body));
+                        (answer.status, answer.content_type, body)
                     }
+                };
+                ExtResponse {
+                    status,
+                    content_type: content_type.into_string(),
+                    body,
                 }
             }
             #[cfg(feature = "inprocess")]
