@@ -25,26 +25,9 @@ fn now_unix() -> i64 {
         .unwrap_or(0)
 }
 
-/// RFC 3339 UTC (milliseconds) of a Unix time, without a date library.
+/// RFC 3339 UTC (milliseconds) of a Unix time.
 fn iso_at(unix: i64) -> String {
-    let days = unix.div_euclid(86_400);
-    let secs = unix.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    platform_tests::time::iso(unix * 1000)
 }
 
 /// A timestamp `offset` seconds from now.
