@@ -100,11 +100,24 @@ pub struct ItemEvent {
     pub accountability: Option<Accountability>,
 }
 
-/// Receives item events after their write committed.
+/// Receives item events: inside the writing transaction (in-transaction
+/// hooks, which may refuse the write) and after the commit.
 pub trait EventSink: Send + Sync {
-    /// Whether anyone wants the events of this collection.
+    /// Whether anyone wants the committed events of this collection.
     fn wants(&self, collection: &str) -> bool;
     fn dispatch(&self, platform: &Platform, events: Vec<ItemEvent>);
+    /// Whether an in-transaction hook watches the writes of this collection.
+    fn wants_before_commit(&self, collection: &str) -> bool;
+    /// Runs the in-transaction hooks on a write just made on `conn`; what
+    /// they write goes through `conn` too, and their events join `events`.
+    /// An error refuses the write: the caller rolls the transaction back.
+    fn before_commit(
+        &self,
+        platform: &Platform,
+        conn: &mut dyn Conn,
+        events: &mut Vec<ItemEvent>,
+        event: &ItemEvent,
+    ) -> Result<(), ItemsError>;
 }
 
 /// Who an operation runs as.
@@ -159,6 +172,8 @@ pub struct Metrics {
     pub extension_calls: std::sync::atomic::AtomicU64,
     /// Item events delivered to extension hooks.
     pub events_delivered: std::sync::atomic::AtomicU64,
+    /// Writes handed to in-transaction hooks.
+    pub events_before_commit: std::sync::atomic::AtomicU64,
 }
 
 /// The platform core shared by every request.
@@ -195,21 +210,53 @@ impl Platform {
     }
 
     /// Whether writes to `collection` must produce item events: someone
-    /// listens, or the write changes who may do what (the auth caches are
-    /// cleared when such events are delivered, after the commit).
+    /// listens (in the transaction or after it), or the write changes who
+    /// may do what (the auth caches are cleared when such events are
+    /// delivered, after the commit).
     pub fn wants_events(&self, collection: &str) -> bool {
-        affects_access(collection) || self.events.get().is_some_and(|sink| sink.wants(collection))
+        affects_access(collection)
+            || self
+                .events
+                .get()
+                .is_some_and(|sink| sink.wants(collection) || sink.wants_before_commit(collection))
+    }
+
+    /// Records the event of a write just made on `conn`: the in-transaction
+    /// hooks run on it first (and may refuse it, failing the write), then it
+    /// waits in `events`, ahead of what the hooks wrote, for delivery after
+    /// the commit.
+    fn record_event(
+        &self,
+        conn: &mut dyn Conn,
+        events: &mut Vec<ItemEvent>,
+        event: ItemEvent,
+    ) -> Result<(), ItemsError> {
+        let at = events.len();
+        if let Some(sink) = self
+            .events
+            .get()
+            .filter(|sink| sink.wants_before_commit(&event.collection))
+        {
+            self.metrics
+                .events_before_commit
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            sink.before_commit(self, conn, events, &event)?;
+        }
+        events.insert(at, event);
+        Ok(())
     }
 
     /// Delivers events of a committed write.
-    pub fn dispatch(&self, events: Vec<ItemEvent>) {
-        if events.is_empty() {
-            return;
-        }
+    pub fn dispatch(&self, mut events: Vec<ItemEvent>) {
         if events.iter().any(|e| affects_access(&e.collection)) {
             self.auth.invalidate();
         }
         if let Some(sink) = self.events.get() {
+            // Some were built only for in-transaction hooks, which saw them.
+            events.retain(|e| sink.wants(&e.collection));
+            if events.is_empty() {
+                return;
+            }
             self.metrics
                 .events_delivered
                 .fetch_add(events.len() as u64, std::sync::atomic::Ordering::Relaxed);
@@ -556,15 +603,19 @@ impl Platform {
                     keys.push(key);
                     continue;
                 }
-                events.push(ItemEvent {
-                    kind: EventKind::Create,
-                    collection: def.name.clone(),
-                    keys: vec![key.clone()],
-                    payload: Value::Object(payload.clone()),
-                    before: None,
-                    after: Some(vec![public_view(&def, record.clone())]),
-                    accountability: who.accountability.clone(),
-                });
+                self.record_event(
+                    conn,
+                    events,
+                    ItemEvent {
+                        kind: EventKind::Create,
+                        collection: def.name.clone(),
+                        keys: vec![key.clone()],
+                        payload: Value::Object(payload.clone()),
+                        before: None,
+                        after: Some(vec![public_view(&def, record.clone())]),
+                        accountability: who.accountability.clone(),
+                    },
+                )?;
                 keys.push(key);
             }
             Ok(keys)
@@ -723,15 +774,19 @@ impl Platform {
             let before = select_full(conn, &def, key)?;
             conn.update(&def, key, &changes)?;
             let after = select_full(conn, &def, key)?;
-            events.push(ItemEvent {
-                kind: EventKind::Update,
-                collection: def.name.clone(),
-                keys: vec![key.to_string()],
-                payload: Value::Object(reported.clone()),
-                before: Some(before.into_iter().map(|r| public_view(&def, r)).collect()),
-                after: Some(after.into_iter().map(|r| public_view(&def, r)).collect()),
-                accountability: who.accountability.clone(),
-            });
+            self.record_event(
+                conn,
+                events,
+                ItemEvent {
+                    kind: EventKind::Update,
+                    collection: def.name.clone(),
+                    keys: vec![key.to_string()],
+                    payload: Value::Object(reported.clone()),
+                    before: Some(before.into_iter().map(|r| public_view(&def, r)).collect()),
+                    after: Some(after.into_iter().map(|r| public_view(&def, r)).collect()),
+                    accountability: who.accountability.clone(),
+                },
+            )?;
             Ok(key.to_string())
         })
     }
@@ -755,15 +810,19 @@ impl Platform {
             }
             let before = select_full(conn, &def, key)?;
             conn.delete(&def, key)?;
-            events.push(ItemEvent {
-                kind: EventKind::Delete,
-                collection: def.name.clone(),
-                keys: vec![key.to_string()],
-                payload: json!([key]),
-                before: Some(before.into_iter().map(|r| public_view(&def, r)).collect()),
-                after: None,
-                accountability: who.accountability.clone(),
-            });
+            self.record_event(
+                conn,
+                events,
+                ItemEvent {
+                    kind: EventKind::Delete,
+                    collection: def.name.clone(),
+                    keys: vec![key.to_string()],
+                    payload: json!([key]),
+                    before: Some(before.into_iter().map(|r| public_view(&def, r)).collect()),
+                    after: None,
+                    accountability: who.accountability.clone(),
+                },
+            )?;
             Ok(key.to_string())
         })
     }

@@ -12,17 +12,11 @@ pub use crate::items::Services;
 
 use crate::context::{Accountability, Context};
 use crate::error::ApiError;
+use crate::error::ItemsError;
 use crate::events::ItemEvent;
 use crate::extension::{Extension, Schedule};
+use crate::hooks::{panic_text, run_before_commit};
 use crate::http::{Request, Response, SharedResponse};
-
-fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
 
 impl Extension {
     pub fn name(&self) -> &str {
@@ -90,8 +84,25 @@ impl Extension {
         match outcome {
             Ok(failures) if failures.is_empty() => Ok(()),
             Ok(failures) => Err(failures.join("; ")),
-            Err(p) => Err(format!("hook panicked: {}", panic_text(p))),
+            Err(p) => Err(format!("hook panicked: {}", panic_text(&*p))),
         }
+    }
+
+    /// Runs the in-transaction hooks on one write; `services` must be bound
+    /// to the writing transaction. An error refuses the write.
+    pub fn before_commit_direct(
+        &self,
+        event: &ItemEvent,
+        services: &dyn Services,
+    ) -> Result<(), ItemsError> {
+        if self.before_commit.is_empty() {
+            return Ok(());
+        }
+        run_before_commit(
+            self,
+            event,
+            &Context::new(event.accountability.clone(), services),
+        )
     }
 
     /// Runs one registered job by name.
@@ -102,7 +113,7 @@ impl Extension {
         let ctx = Context::new(None, services);
         match catch_unwind(AssertUnwindSafe(|| (job.job)(&ctx))) {
             Ok(result) => result.map_err(|e| e.to_string()),
-            Err(p) => Err(format!("job panicked: {}", panic_text(p))),
+            Err(p) => Err(format!("job panicked: {}", panic_text(&*p))),
         }
     }
 
@@ -114,7 +125,7 @@ impl Extension {
         let ctx = Context::new(None, services);
         match catch_unwind(AssertUnwindSafe(|| init(&ctx))) {
             Ok(result) => result.map_err(|e| e.to_string()),
-            Err(p) => Err(format!("init panicked: {}", panic_text(p))),
+            Err(p) => Err(format!("init panicked: {}", panic_text(&*p))),
         }
     }
 }

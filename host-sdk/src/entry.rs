@@ -18,6 +18,7 @@ use crate::context::{Accountability, Context};
 use crate::error::ApiError;
 use crate::events::ItemEvent;
 use crate::extension::{Extension, Schedule};
+use crate::hooks::{panic_text, run_before_commit};
 use crate::http::{Request, Response, SharedResponse};
 
 /// The extension of this library (one per cdylib: each has its own statics).
@@ -39,6 +40,8 @@ pub fn root_module(build: fn() -> Extension) -> ExtensionModuleRef {
         event_interest,
         attach_runtime,
         handle_shared,
+        before_commit_interest,
+        before_commit,
     }
     .leak_into_prefix()
 }
@@ -55,14 +58,6 @@ fn ffi_error(code: &str, message: impl Into<String>) -> FfiError {
         code: code.into(),
         message: message.into().into(),
     }
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_string())
 }
 
 fn context<'a>(ctx: &'a FfiContext<'_>) -> Context<'a> {
@@ -113,7 +108,7 @@ extern "C" fn init(init: &FfiInit<'_>) -> RResult<(), RString> {
     match result {
         Ok(Ok(())) => ROk(()),
         Ok(Err(e)) => RErr(e.into()),
-        Err(p) => RErr(format!("init panicked: {}", panic_message(&*p)).into()),
+        Err(p) => RErr(format!("init panicked: {}", panic_text(&*p)).into()),
     }
 }
 
@@ -164,7 +159,7 @@ extern "C" fn on_event(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<()
         Ok(Err(e)) => RErr(ffi_error("HOOK_FAILED", e)),
         Err(p) => RErr(ffi_error(
             "PANIC",
-            format!("hook panicked: {}", panic_message(&*p)),
+            format!("hook panicked: {}", panic_text(&*p)),
         )),
     }
 }
@@ -206,7 +201,7 @@ extern "C" fn run_schedule(name: RStr<'_>, ctx: &FfiContext<'_>) -> RResult<(), 
         Ok(Err(e)) => RErr(e),
         Err(p) => RErr(ffi_error(
             "PANIC",
-            format!("job panicked: {}", panic_message(&*p)),
+            format!("job panicked: {}", panic_text(&*p)),
         )),
     }
 }
@@ -218,22 +213,50 @@ extern "C" fn openapi() -> RString {
     result.unwrap_or_else(|_| "{}".into()).into()
 }
 
-extern "C" fn event_interest() -> FfiEventInterest {
-    let result = catch_unwind(|| match extension().event_collections() {
-        None => FfiEventInterest {
-            all: true,
-            collections: RVec::new(),
-        },
-        Some(list) => FfiEventInterest {
+/// `None` (every collection) or the list, as the ABI carries it; when the
+/// list cannot be made, every collection rather than a missed event.
+fn ffi_interest(
+    list: impl FnOnce() -> Option<Vec<String>> + std::panic::UnwindSafe,
+) -> FfiEventInterest {
+    match catch_unwind(list) {
+        Ok(Some(list)) => FfiEventInterest {
             all: false,
             collections: list.into_iter().map(RString::from).collect(),
         },
-    });
-    // Unknown: deliver everything rather than miss an event.
-    result.unwrap_or(FfiEventInterest {
-        all: true,
-        collections: RVec::new(),
-    })
+        Ok(None) | Err(_) => FfiEventInterest {
+            all: true,
+            collections: RVec::new(),
+        },
+    }
+}
+
+extern "C" fn event_interest() -> FfiEventInterest {
+    ffi_interest(|| extension().event_collections())
+}
+
+extern "C" fn before_commit_interest() -> FfiEventInterest {
+    ffi_interest(|| extension().before_commit_collections())
+}
+
+extern "C" fn before_commit(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<(), FfiError> {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let ext = extension();
+        if ext.before_commit.is_empty() {
+            return Ok(());
+        }
+        match ItemEvent::from_ffi(event) {
+            Some(event) => run_before_commit(ext, &event, &context(ctx)),
+            None => Ok(()),
+        }
+    }));
+    match outcome {
+        Ok(Ok(())) => ROk(()),
+        Ok(Err(e)) => RErr(e.into_ffi()),
+        Err(p) => RErr(ffi_error(
+            "PANIC",
+            format!("hook panicked: {}", panic_text(&*p)),
+        )),
+    }
 }
 
 extern "C" fn attach_runtime(runtime: HostRuntime_TO<RArc<()>>) {

@@ -95,6 +95,13 @@ impl ItemsError {
         }
     }
 
+    pub(crate) fn into_ffi(self) -> FfiError {
+        FfiError {
+            code: self.code().into(),
+            message: self.to_string().into(),
+        }
+    }
+
     pub(crate) fn decode(what: &str, e: serde_json::Error) -> Self {
         ItemsError::Other {
             code: "INTERNAL".into(),

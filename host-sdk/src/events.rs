@@ -13,7 +13,10 @@ pub enum EventKind {
     Delete,
 }
 
-/// A write that committed: `items.create`, `items.update` or `items.delete`.
+/// A write: `items.create`, `items.update` or `items.delete`. After-commit
+/// hooks ([`crate::Extension::on_event`]) see it once it committed;
+/// in-transaction hooks ([`crate::Extension::before_commit`]) see it applied
+/// inside its transaction, before the commit.
 #[derive(Debug, Clone)]
 pub struct ItemEvent {
     pub kind: EventKind,

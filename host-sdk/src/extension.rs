@@ -42,6 +42,20 @@ pub(crate) struct ScheduledJob {
     pub job: Job,
 }
 
+/// The collections some hook of `hooks` wants (`None`: all of them).
+fn interest(hooks: &[Hook]) -> Option<Vec<String>> {
+    let mut all = Vec::new();
+    for hook in hooks {
+        match &hook.collections {
+            None => return None,
+            Some(list) => all.extend(list.iter().cloned()),
+        }
+    }
+    all.sort();
+    all.dedup();
+    Some(all)
+}
+
 /// Everything an extension registers with the host.
 pub struct Extension {
     pub(crate) id: String,
@@ -50,6 +64,8 @@ pub struct Extension {
     pub(crate) migrations: Vec<(String, Vec<Step>)>,
     pub(crate) router: Router,
     pub(crate) hooks: Vec<Hook>,
+    /// Hooks run inside the writing transaction, before its commit.
+    pub(crate) before_commit: Vec<Hook>,
     pub(crate) schedules: Vec<ScheduledJob>,
     pub(crate) init: Option<Job>,
 }
@@ -64,6 +80,7 @@ impl Extension {
             migrations: Vec::new(),
             router: Router::new(),
             hooks: Vec::new(),
+            before_commit: Vec::new(),
             schedules: Vec::new(),
             init: None,
         }
@@ -111,19 +128,54 @@ impl Extension {
         self
     }
 
-    /// The collections whose events some hook wants: `None` when one wants
-    /// them all; empty when there are no hooks.
+    /// Registers a hook run on every write **inside its transaction**,
+    /// before the commit (Directus calls these "filter" hooks).
+    ///
+    /// The hook sees the same [`ItemEvent`] as [`Extension::on_event`]
+    /// hooks, with the write already applied, and a [`Context`] whose
+    /// services are bound to the writing transaction: what it writes commits
+    /// or rolls back with the write. Returning an error refuses the write:
+    /// the whole transaction is rolled back and the writer gets the error
+    /// (an [`ItemsError`](crate::ItemsError) keeps its code; an
+    /// [`ApiError`](crate::ApiError) of status 400, 403 or 404 becomes
+    /// `INVALID_PAYLOAD`, `FORBIDDEN` or `NOT_FOUND`; anything else is a
+    /// `HOOK_FAILED` internal error). Keep these hooks short: the write
+    /// holds the database's write lock while they run.
+    pub fn before_commit<H>(mut self, hook: H) -> Self
+    where
+        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.before_commit.push(Hook {
+            collections: None,
+            run: Box::new(hook),
+        });
+        self
+    }
+
+    /// [`Extension::before_commit`] for the writes of some collections only;
+    /// the host then spends nothing on the writes of other collections.
+    pub fn before_commit_in<H, S>(mut self, collections: &[S], hook: H) -> Self
+    where
+        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+        S: AsRef<str>,
+    {
+        self.before_commit.push(Hook {
+            collections: Some(collections.iter().map(|c| c.as_ref().to_string()).collect()),
+            run: Box::new(hook),
+        });
+        self
+    }
+
+    /// The collections whose events some after-commit hook wants: `None`
+    /// when one wants them all; empty when there are no hooks.
     pub fn event_collections(&self) -> Option<Vec<String>> {
-        let mut all = Vec::new();
-        for hook in &self.hooks {
-            match &hook.collections {
-                None => return None,
-                Some(list) => all.extend(list.iter().cloned()),
-            }
-        }
-        all.sort();
-        all.dedup();
-        Some(all)
+        interest(&self.hooks)
+    }
+
+    /// The collections whose writes some in-transaction hook watches:
+    /// `None` when one watches them all; empty when there are none.
+    pub fn before_commit_collections(&self) -> Option<Vec<String>> {
+        interest(&self.before_commit)
     }
 
     /// Registers a background job, also runnable on demand by name.

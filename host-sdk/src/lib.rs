@@ -33,6 +33,7 @@ mod entry;
 mod error;
 mod events;
 mod extension;
+mod hooks;
 mod http;
 mod items;
 mod logging;

@@ -9,7 +9,8 @@
 //! * [`schema`]: the migrations creating and seeding the collections.
 //! * [`stats`]: `GET /stats`.
 //! * [`models`], [`videos`], [`articles`]: the public reads.
-//! * [`likes`], [`video_plays`]: likes and plays of videos.
+//! * [`likes`], [`video_plays`]: likes and plays of videos; [`counters`]:
+//!   their counters, kept by an in-transaction hook on every write.
 //! * [`analytics`]: the creator's summary.
 //! * [`records`], [`params`], [`failure`]: batch reads and expansions,
 //!   query parameters, and how failures are answered.
@@ -19,6 +20,7 @@ pub mod analytics;
 pub mod articles;
 mod caller;
 pub mod community;
+pub mod counters;
 pub mod failure;
 pub mod gamification;
 pub mod likes;
@@ -54,7 +56,15 @@ pub fn extension() -> Extension {
     for (id, steps) in schema::migrations() {
         ext = ext.migration(id, steps);
     }
-    ext.on_event_in(&gamification::hooks::WATCHED, gamification::hooks::on_event)
+    ext.before_commit_in(&counters::WATCHED, counters::before_commit)
+        .before_commit_in(
+            &gamification::hooks::WATCHED,
+            gamification::hooks::before_commit,
+        )
+        .on_event_in(
+            &gamification::hooks::WATCHED_AFTER_COMMIT,
+            gamification::hooks::after_commit,
+        )
         .schedule(
             "recalculate-stats",
             Schedule::Every(Duration::from_secs(3600)),
@@ -237,7 +247,8 @@ mod tests {
                 "0002_seed_achievements",
                 "0003_scoring_state",
                 "0004_recordings_by_owner",
-                "0005_analytics_covering_indexes"
+                "0005_analytics_covering_indexes",
+                "0006_stats_ledger_verified"
             ]
         );
         assert_eq!(ext.migrations()[0].1.len(), 12);

@@ -2,15 +2,15 @@
 //! `GET /videos/:id/like-status`.
 //!
 //! The like record is read and written under the caller's permissions; the
-//! video's `likes_count` is incremented or decremented (never below 0) in
-//! the same transaction, so it stays equal to the number of like records
-//! under concurrency. At most one like per user and video is the
+//! video's `likes_count` follows it in the same transaction ([`counters`]),
+//! and the answer reads it back. At most one like per user and video is the
 //! `video_likes` unique constraint's job.
 
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
 use serde_json::json;
 
 use crate::caller::require_user;
+use crate::counters;
 use crate::failure::Failure;
 
 const LIKE: Failure = Failure::new("Failed to like video");
@@ -26,31 +26,6 @@ pub fn ensure_video(items: &Items<'_>, id: &str, failure: Failure) -> Result<(),
         Some(_) => Ok(()),
         None => Err(ApiError::not_found("Video not found")),
     }
-}
-
-/// Adds `delta` to a counter of a video (never below 0) inside the caller's
-/// transaction; returns the new value.
-pub fn bump(
-    tx: &Context<'_>,
-    video: &str,
-    field: &str,
-    delta: i64,
-    failure: Failure,
-) -> Result<i64, ApiError> {
-    let admin = tx.as_admin();
-    let current: Option<serde_json::Value> = admin
-        .read_one_with("videos", video, &Query::new().fields(&[field]))
-        .map_err(failure.of())?;
-    let current = current
-        .as_ref()
-        .and_then(|v| v.get(field))
-        .and_then(serde_json::Value::as_i64)
-        .unwrap_or(0);
-    let next = (current + delta).max(0);
-    admin
-        .update_one("videos", video, &json!({ field: next }))
-        .map_err(failure.of())?;
-    Ok(next)
 }
 
 /// The caller's like of a video, if any.
@@ -84,7 +59,7 @@ pub fn like(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
             Err(ItemsError::NotUnique(_)) => return Err(ApiError::bad_request("Already liked")),
             Err(e) => return Err(LIKE.answer(e)),
         }
-        bump(tx, video, "likes_count", 1, LIKE)
+        counters::read(&tx.as_admin(), video, "likes_count").map_err(LIKE.of())
     })?;
     Ok(Response::ok(
         &json!({ "liked": true, "likes_count": likes_count }),
@@ -103,7 +78,7 @@ pub fn unlike(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         tx.as_caller()
             .delete_one("video_likes", &like)
             .map_err(UNLIKE.of())?;
-        bump(tx, video, "likes_count", -1, UNLIKE)
+        counters::read(&tx.as_admin(), video, "likes_count").map_err(UNLIKE.of())
     })?;
     Ok(Response::ok(
         &json!({ "liked": false, "likes_count": likes_count }),

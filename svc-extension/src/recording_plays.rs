@@ -1,7 +1,8 @@
 //! Plays of recordings: `POST /recordings/:id/play` and
 //! `PATCH /recordings/:id/play/:playId` (auth optional). Plays are written
-//! as admin; the points they earn, the counters they change and the
-//! `playback` achievement check commit in the same transaction.
+//! as admin; the counters they change (kept by the gamification hook), the
+//! points they earn and the `playback` achievement check commit in the same
+//! transaction.
 
 use host_sdk::{ApiError, Context, Query, Request, Response};
 use serde_json::{json, Value};
@@ -66,8 +67,7 @@ pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
             .map_err(UPDATE.of())?;
         let was_completed = found.get("completed").and_then(Value::as_bool) == Some(true);
         if completes && !was_completed {
-            let player = found.get("user_id").and_then(Value::as_str);
-            awards::play_completed(tx, recording, player, caller).map_err(UPDATE.of())?;
+            awards::play_completed(tx, recording, caller).map_err(UPDATE.of())?;
         }
         Ok(())
     })?;

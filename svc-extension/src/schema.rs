@@ -21,6 +21,9 @@ pub const OWNER_INDEX_MIGRATION: &str = "0004_recordings_by_owner";
 /// Id of the migration adding the indexes that cover the analytics.
 pub const ANALYTICS_INDEX_MIGRATION: &str = "0005_analytics_covering_indexes";
 
+/// Id of the migration marking the stats rows the ledger wrote itself.
+pub const VERIFIED_STATS_MIGRATION: &str = "0006_stats_ledger_verified";
+
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
 const FILES: &str = "platform_files";
@@ -227,7 +230,20 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (SCORING_MIGRATION, scoring_state()),
         (OWNER_INDEX_MIGRATION, recordings_by_owner()),
         (ANALYTICS_INDEX_MIGRATION, analytics_covering_indexes()),
+        (VERIFIED_STATS_MIGRATION, stats_ledger_verified()),
     ]
+}
+
+/// Whether a stats row is as the ledger last wrote it (see
+/// `gamification::ledger::VERIFIED`). Rows of an existing database start
+/// unverified, so each user's next award recomputes theirs from scratch
+/// once: rows kept before every write path was followed may be off.
+pub fn stats_ledger_verified() -> Vec<Step> {
+    use crate::gamification::ledger::VERIFIED;
+    vec![Step::AddField {
+        collection: "user_stats".into(),
+        field: flag(VERIFIED),
+    }]
 }
 
 /// `GET /analytics` aggregates every play and like of the caller's videos
@@ -501,7 +517,8 @@ mod tests {
                 "0002_seed_achievements",
                 "0003_scoring_state",
                 "0004_recordings_by_owner",
-                "0005_analytics_covering_indexes"
+                "0005_analytics_covering_indexes",
+                "0006_stats_ledger_verified"
             ]
         );
     }

@@ -1,13 +1,13 @@
 //! Plays of videos: `POST /videos/:id/play` and
 //! `PATCH /videos/:id/play/:playId`. Plays are written as admin; the
-//! video's `plays_count` is incremented in the same transaction as the new
-//! play.
+//! video's `plays_count` follows in the same transaction ([`counters`]).
 
 use host_sdk::{ApiError, Context, Query, Request, Response};
 use serde_json::{json, Value};
 
+use crate::counters;
 use crate::failure::Failure;
-use crate::likes::{bump, ensure_video};
+use crate::likes::ensure_video;
 use crate::play_input::{body_object, play_changes};
 
 const PLAY: Failure = Failure::new("Failed to record play");
@@ -33,7 +33,7 @@ pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
                         "duration_watched": 0, "completed": false}),
             )
             .map_err(PLAY.of())?;
-        let n = bump(tx, video, "plays_count", 1, PLAY)?;
+        let n = counters::read(&admin, video, "plays_count").map_err(PLAY.of())?;
         Ok::<_, ApiError>((play_id, n))
     })?;
     Ok(Response::ok(

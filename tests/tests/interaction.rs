@@ -1149,3 +1149,107 @@ fn concurrent_plays_are_all_counted() {
     );
     assert_eq!(anonymous, (N / 2) as u64);
 }
+
+// ---------------------------------------------------------------------------
+// The counters follow every write, whatever path made it (DECISIONS §7)
+// ---------------------------------------------------------------------------
+
+fn likes_count(host: &Host, video: &str) -> u64 {
+    stored(host, video)["likes_count"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("likes_count of {video}"))
+}
+
+fn plays_count(host: &Host, video: &str) -> u64 {
+    stored(host, video)["plays_count"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("plays_count of {video}"))
+}
+
+#[test]
+fn likes_written_through_the_items_api_move_likes_count() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "items-likes");
+    let w = video(&host, "items-likes-other");
+    let tokens: Vec<String> = ["il-a", "il-b", "il-c"].map(String::from).to_vec();
+    let fans = users(&host, Some("Viewer"), &tokens);
+    let model = users(&host, Some("Model"), &["il-model".to_string()]);
+    link(&host, &v, &model[0]);
+    link(&host, &w, &model[0]);
+
+    // A member likes through /svc and deletes the like through /items,
+    // again and again: the counter never keeps a like that is gone.
+    for _ in 0..3 {
+        ok(&like(&host, &v, Some("il-a")), "like");
+        let mine = find(&host, "video_likes", &json!({"user_id": {"_eq": fans[0]}}));
+        assert_eq!(mine.len(), 1, "{mine:?}");
+        let r = host.delete(
+            &format!("/items/video_likes/{}", id_of(&mine[0])),
+            Some("il-a"),
+        );
+        assert_eq!(r.status, 204, "{}", r.body);
+        assert_eq!(likes_count(&host, &v), 0);
+    }
+
+    // A member's like created through /items counts, and /svc answers the
+    // counter that includes it.
+    let r = host.post(
+        "/items/video_likes",
+        Some("il-b"),
+        &json!({"video_id": v, "user_id": fans[1]}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(likes_count(&host, &v), 1);
+    let answer = ok(&like(&host, &v, Some("il-a")), "like");
+    assert_eq!(answer["likes_count"], 2, "{answer}");
+
+    // As admin: created, moved to another video, deleted.
+    let admin_like =
+        id_of(&host.admin_create("video_likes", &json!({"video_id": v, "user_id": fans[2]})));
+    assert_eq!((likes_count(&host, &v), likes_count(&host, &w)), (3, 0));
+    patch_item(&host, "video_likes", &admin_like, &json!({"video_id": w}));
+    assert_eq!((likes_count(&host, &v), likes_count(&host, &w)), (2, 1));
+    let r = host.delete(
+        &format!("/items/video_likes/{admin_like}"),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_eq!((likes_count(&host, &v), likes_count(&host, &w)), (2, 0));
+
+    // Every counter equals its records, and the creator's totals their sum.
+    for video in [&v, &w] {
+        assert_eq!(likes_count(&host, video), likes_of(&host, video));
+    }
+    let totals = analytics(&host, "il-model");
+    assert_eq!(totals["total_likes"], 2, "{totals}");
+}
+
+#[test]
+fn plays_written_through_the_items_api_move_plays_count_never_below_zero() {
+    let host = Host::start(HostOptions::svc());
+    let v = video(&host, "items-plays");
+    let w = video(&host, "items-plays-other");
+    ok(&play(&host, &v, None, &json!({})), "play");
+    let imported = id_of(&host.admin_create(
+        "video_plays",
+        &json!({"video_id": v, "duration_watched": 12, "completed": true}),
+    ));
+    assert_eq!(plays_count(&host, &v), 2);
+    let answer = ok(&play(&host, &v, None, &json!({})), "play");
+    assert_eq!(answer["plays_count"], 3, "{answer}");
+    patch_item(&host, "video_plays", &imported, &json!({"video_id": w}));
+    assert_eq!((plays_count(&host, &v), plays_count(&host, &w)), (2, 1));
+    // A counter set by hand below its records is never taken below 0.
+    patch_item(&host, "videos", &w, &json!({"plays_count": 0}));
+    let r = host.delete(&format!("/items/video_plays/{imported}"), Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_eq!(plays_count(&host, &w), 0);
+    assert_eq!(plays_count(&host, &v), plays_of(&host, &v));
+    // A play naming no video counts nowhere and is not refused.
+    let r = host.post(
+        "/items/video_plays",
+        Some(ADMIN_TOKEN),
+        &json!({"video_id": MISSING}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+}

@@ -679,24 +679,50 @@ fn demo_data_is_seeded_once_and_its_tokens_work() {
     assert_eq!(host.get("/svc/stats", None).json()["videos_count"], 6);
 }
 
-fn events_delivered(host: &Host) -> u64 {
+/// (events delivered after commits, writes handed to in-transaction hooks)
+fn events_delivered(host: &Host) -> (u64, u64) {
     let r = host.get("/server/metrics", Some(ADMIN_TOKEN));
     assert_eq!(r.status, 200, "{}", r.body);
-    r.json()["data"]["events_delivered"].as_u64().unwrap_or(0)
+    let data = &r.json()["data"];
+    (
+        data["events_delivered"].as_u64().unwrap_or(0),
+        data["events_before_commit"].as_u64().unwrap_or(0),
+    )
 }
 
 #[test]
 fn events_are_built_only_for_collections_someone_watches() {
-    // svc's hooks watch recordings, platform_comments and achievements.
+    // svc's in-transaction hooks watch recordings (among others), its
+    // after-commit hook achievements only.
     let host = Host::start(HostOptions::svc());
-    let before = events_delivered(&host);
+    let (after, within) = events_delivered(&host);
     host.admin_create("videos", &json!({"slug": "quiet", "title": "Quiet"}));
-    assert_eq!(events_delivered(&host), before, "nobody watches videos");
+    assert_eq!(
+        events_delivered(&host),
+        (after, within),
+        "nobody watches videos"
+    );
     host.admin_create("recordings", &recording("watched"));
     assert_eq!(
         events_delivered(&host),
-        before + 1,
-        "svc watches recordings"
+        (after, within + 1),
+        "svc watches recordings in the transaction only"
+    );
+    let achievement = host.get("/items/achievements?limit=1", Some(ADMIN_TOKEN));
+    let id = achievement.json()["data"][0]["id"]
+        .as_str()
+        .expect("achievement id")
+        .to_string();
+    let r = host.patch(
+        &format!("/items/achievements/{id}"),
+        Some(ADMIN_TOKEN),
+        &json!({"sort": 99}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        events_delivered(&host),
+        (after + 1, within + 1),
+        "svc watches achievements after commits"
     );
     // Writes that change access always produce events (they clear the
     // auth caches when delivered).
@@ -707,4 +733,134 @@ fn events_are_built_only_for_collections_someone_watches() {
         &json!({"status": "suspended"}),
     );
     assert_eq!(host.get("/svc/stats", Some("watched-user")).status, 401);
+}
+
+/// The audit comments the fixture's in-transaction hook wrote, sorted.
+fn video_audit(host: &Host) -> Vec<String> {
+    let filter = encode(&json!({"collection": {"_eq": "video-audit"}}).to_string());
+    let r = host.get(
+        &format!("/items/platform_comments?filter={filter}&limit=-1"),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut audit: Vec<String> = r.json()["data"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|c| c["comment"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    audit.sort();
+    audit
+}
+
+fn video_slugs(host: &Host) -> Vec<String> {
+    let r = host.get("/items/videos?fields=slug&sort=slug", Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["data"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|v| v["slug"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn in_transaction_hooks_write_with_the_write_and_refuse_it_whole() {
+    let host = Host::start(HostOptions::with(vec![
+        platform_tests::library("svc_extension"),
+        platform_tests::library("fixture_ext"),
+    ]));
+    // The hook sees the write inside its transaction and writes with it.
+    let created = host.admin_create("videos", &json!({"slug": "kept", "title": "kept"}));
+    let id = created["id"].as_str().expect("id").to_string();
+    let r = host.patch(
+        &format!("/items/videos/{id}"),
+        Some(ADMIN_TOKEN),
+        &json!({"title": "renamed"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        video_audit(&host),
+        vec!["create kept visible=1", "update renamed visible=1"]
+    );
+
+    // A refusal answers the hook's error; nothing of the write remains,
+    // not even what the hook of an earlier write wrote in the transaction.
+    let r = host.post(
+        "/items/videos",
+        Some(ADMIN_TOKEN),
+        &json!({"slug": "no", "title": "refused"}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        r.json()["errors"][0]["extensions"]["code"],
+        "INVALID_PAYLOAD"
+    );
+    assert_eq!(
+        r.json()["errors"][0]["message"],
+        "videos may not be titled \"refused\""
+    );
+    let r = host.post(
+        "/items/videos",
+        Some(ADMIN_TOKEN),
+        &json!([{"slug": "first", "title": "first"}, {"slug": "second", "title": "refused"}]),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    // An extension's transaction: the refusal of its second write rolls
+    // back its first one and the audit of it.
+    let r = host.post(
+        "/fixture/tx",
+        None,
+        &json!({"slugs": ["tx-one", "refused"]}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(video_slugs(&host), vec!["kept"]);
+    assert_eq!(
+        video_audit(&host),
+        vec!["create kept visible=1", "update renamed visible=1"]
+    );
+
+    // A panicking hook refuses the write with a 500 and the host goes on.
+    let r = host.post(
+        "/items/videos",
+        Some(ADMIN_TOKEN),
+        &json!({"slug": "boom", "title": "hook-panic"}),
+    );
+    assert_eq!(r.status, 500, "{}", r.body);
+    assert_eq!(video_slugs(&host), vec!["kept"]);
+    assert!(host.log().contains("fixture in-transaction hook panic"));
+
+    // Refused writes reach no after-commit hook; committed ones do, with
+    // the hook's own writes.
+    assert_eq!(
+        host.delete(&format!("/items/videos/{id}"), Some(ADMIN_TOKEN))
+            .status,
+        204
+    );
+    assert!(video_audit(&host).contains(&"delete  visible=0".to_string()));
+    let seen = host.get("/fixture/events", None).json();
+    let seen: Vec<&str> = seen
+        .as_array()
+        .map(|l| l.iter().filter_map(|e| e.as_str()).collect())
+        .unwrap_or_default();
+    let of = |collection: &str| -> Vec<&str> {
+        seen.iter()
+            .copied()
+            .filter(|e| e.ends_with(collection) || e.contains(&format!("{collection} ")))
+            .collect()
+    };
+    assert_eq!(
+        of("videos"),
+        vec![
+            "items.create videos",
+            "items.update videos kept -> renamed",
+            "items.delete videos"
+        ],
+        "{seen:?}"
+    );
+    assert_eq!(of("platform_comments").len(), 3, "{seen:?}");
 }

@@ -55,12 +55,9 @@ impl Registry {
             ext.name(),
             ext.version()
         );
-        let interest = match ext.event_collections() {
-            None => super::Interest::All,
-            Some(list) => super::Interest::Only(list),
-        };
         self.extensions.push(LoadedExtension {
-            interest,
+            interest: super::Interest::from_list(ext.event_collections()),
+            before_commit: super::Interest::from_list(ext.before_commit_collections()),
             id,
             name: ext.name().to_string(),
             version: ext.version().to_string(),

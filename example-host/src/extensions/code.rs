@@ -55,6 +55,47 @@ fn facade_accountability(a: &crate::auth::Accountability) -> host_sdk::Accountab
     }
 }
 
+/// An item event as it crosses the ABI.
+fn ffi_event(event: &ItemEvent) -> FfiItemEvent {
+    FfiItemEvent {
+        event: event.kind.name().into(),
+        collection: event.collection.as_str().into(),
+        keys: serde_json::to_string(&event.keys)
+            .unwrap_or_default()
+            .into(),
+        payload: event.payload.to_string().into(),
+        before: records_json(&event.before),
+        after: records_json(&event.after),
+        accountability: ffi_accountability_opt(event.accountability.as_ref()),
+    }
+}
+
+/// An item event as a linked extension's facade takes it.
+#[cfg(feature = "inprocess")]
+fn facade_event(event: &ItemEvent) -> host_sdk::ItemEvent {
+    use crate::items::EventKind;
+    let records = |r: &Option<Vec<crate::storage::Record>>| -> Vec<serde_json::Value> {
+        r.iter()
+            .flatten()
+            .cloned()
+            .map(serde_json::Value::Object)
+            .collect()
+    };
+    host_sdk::ItemEvent {
+        kind: match event.kind {
+            EventKind::Create => host_sdk::EventKind::Create,
+            EventKind::Update => host_sdk::EventKind::Update,
+            EventKind::Delete => host_sdk::EventKind::Delete,
+        },
+        collection: event.collection.clone(),
+        keys: event.keys.clone(),
+        payload: event.payload.clone(),
+        before: records(&event.before),
+        after: records(&event.after),
+        accountability: event.accountability.as_ref().map(facade_accountability),
+    }
+}
+
 impl Code {
     pub fn handle(&self, services: &ExtServices<'_>, request: ExtRequest) -> ExtResponse {
         match self {
@@ -112,50 +153,42 @@ impl Code {
         }
     }
 
+    /// Delivers a committed write to the extension's after-commit hooks.
     pub fn on_event(&self, services: &ExtServices<'_>, event: &ItemEvent) -> Result<(), String> {
         match self {
             Code::Library(module) => {
-                let ffi = FfiItemEvent {
-                    event: event.kind.name().into(),
-                    collection: event.collection.as_str().into(),
-                    keys: serde_json::to_string(&event.keys)
-                        .unwrap_or_default()
-                        .into(),
-                    payload: event.payload.to_string().into(),
-                    before: records_json(&event.before),
-                    after: records_json(&event.after),
-                    accountability: ffi_accountability_opt(event.accountability.as_ref()),
-                };
                 let ctx = services.context();
-                (module.on_event())(&ffi, &ctx)
+                (module.on_event())(&ffi_event(event), &ctx)
                     .into_result()
                     .map_err(|e| e.message.into_string())
             }
             #[cfg(feature = "inprocess")]
-            Code::Linked(ext) => {
-                use crate::items::EventKind;
-                let records = |r: &Option<Vec<crate::storage::Record>>| -> Vec<serde_json::Value> {
-                    r.iter()
-                        .flatten()
-                        .cloned()
-                        .map(serde_json::Value::Object)
-                        .collect()
+            Code::Linked(ext) => ext.deliver_direct(&facade_event(event), services),
+        }
+    }
+
+    /// Runs the extension's in-transaction hooks on a write; `services` are
+    /// bound to the writing transaction. `Err((code, message))` refuses it.
+    pub fn before_commit(
+        &self,
+        services: &ExtServices<'_>,
+        event: &ItemEvent,
+    ) -> Result<(), (String, String)> {
+        match self {
+            Code::Library(module) => {
+                // The loader only records interest when both fields exist.
+                let Some(before_commit) = module.before_commit() else {
+                    return Ok(());
                 };
-                let facade = host_sdk::ItemEvent {
-                    kind: match event.kind {
-                        EventKind::Create => host_sdk::EventKind::Create,
-                        EventKind::Update => host_sdk::EventKind::Update,
-                        EventKind::Delete => host_sdk::EventKind::Delete,
-                    },
-                    collection: event.collection.clone(),
-                    keys: event.keys.clone(),
-                    payload: event.payload.clone(),
-                    before: records(&event.before),
-                    after: records(&event.after),
-                    accountability: event.accountability.as_ref().map(facade_accountability),
-                };
-                ext.deliver_direct(&facade, services)
+                let ctx = services.context();
+                before_commit(&ffi_event(event), &ctx)
+                    .into_result()
+                    .map_err(|e| (e.code.into_string(), e.message.into_string()))
             }
+            #[cfg(feature = "inprocess")]
+            Code::Linked(ext) => ext
+                .before_commit_direct(&facade_event(event), services)
+                .map_err(|e| (e.code().to_string(), e.to_string())),
         }
     }
 

@@ -260,26 +260,19 @@ pub fn load(
         .unwrap_or(Value::Null);
 
     // 1.2: what the hooks want; earlier libraries get every event.
-    let interest = match module.event_interest() {
-        Some(f) => {
-            let answer = f();
-            if answer.all {
-                super::Interest::All
-            } else {
-                super::Interest::Only(
-                    answer
-                        .collections
-                        .into_iter()
-                        .map(|c| c.into_string())
-                        .collect(),
-                )
-            }
-        }
-        None => super::Interest::All,
+    let interest = module
+        .event_interest()
+        .map_or(super::Interest::All, |f| super::Interest::from_ffi(f()));
+    // 1.5: the writes its in-transaction hooks watch; earlier libraries
+    // have no such hooks.
+    let before_commit = match (module.before_commit_interest(), module.before_commit()) {
+        (Some(f), Some(_)) => super::Interest::from_ffi(f()),
+        _ => super::Interest::none(),
     };
 
     Ok(LoadedExtension {
         interest,
+        before_commit,
         id,
         name: manifest.name.to_string(),
         version: manifest.version.to_string(),

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::auth::Accountability;
-use crate::items::{EventSink, ItemEvent, Platform};
+use crate::items::{EventSink, ItemEvent, ItemsError, Platform};
+use crate::storage::Conn;
 use services::ExtServices;
 
 pub use code::ExtResponse;
@@ -40,6 +41,31 @@ pub enum Interest {
 }
 
 impl Interest {
+    /// No collection at all.
+    pub fn none() -> Self {
+        Interest::Only(Vec::new())
+    }
+
+    /// `None` stands for every collection.
+    #[cfg_attr(not(feature = "inprocess"), allow(dead_code))]
+    pub fn from_list(list: Option<Vec<String>>) -> Self {
+        list.map_or(Interest::All, Interest::Only)
+    }
+
+    pub fn from_ffi(answer: host_sdk::abi::FfiEventInterest) -> Self {
+        if answer.all {
+            Interest::All
+        } else {
+            Interest::Only(
+                answer
+                    .collections
+                    .into_iter()
+                    .map(|c| c.into_string())
+                    .collect(),
+            )
+        }
+    }
+
     pub fn wants(&self, collection: &str) -> bool {
         match self {
             Interest::All => true,
@@ -50,7 +76,10 @@ impl Interest {
 
 /// A library that passed every check and is mounted at `/{id}`.
 pub struct LoadedExtension {
+    /// The collections whose committed writes its hooks want.
     pub interest: Interest,
+    /// The collections whose writes its in-transaction hooks watch.
+    pub before_commit: Interest,
     pub id: String,
     pub name: String,
     pub version: String,
@@ -80,8 +109,39 @@ pub struct Registry {
 /// How deep hooks may trigger writes that trigger hooks.
 const MAX_HOOK_DEPTH: usize = 4;
 
+/// How deep in-transaction hooks may write what runs in-transaction hooks;
+/// deeper, the write is refused (skipping a hook would leave what it
+/// maintains wrong).
+const MAX_BEFORE_COMMIT_DEPTH: usize = 8;
+
 thread_local! {
     static HOOK_DEPTH: Cell<usize> = const { Cell::new(0) };
+    static BEFORE_COMMIT_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The host's error for an in-transaction hook's refusal: the codes the
+/// platform knows keep their meaning; anything else is the hook's failure,
+/// named in the log.
+fn refusal(ext: &str, event: &ItemEvent, code: &str, message: String) -> ItemsError {
+    match code {
+        "FORBIDDEN" => ItemsError::Forbidden(message),
+        "NOT_FOUND" => ItemsError::NotFound(message),
+        "INVALID_PAYLOAD" => ItemsError::InvalidPayload(message),
+        "INVALID_QUERY" => ItemsError::InvalidQuery(message),
+        "RECORD_NOT_UNIQUE" => ItemsError::NotUnique(message),
+        "SERVICE_UNAVAILABLE" => ItemsError::Unavailable,
+        _ => {
+            log::error!(
+                "[{ext}] in-transaction hook failed on {} {} {:?}, write refused: {code}: {message}",
+                event.kind.name(),
+                event.collection,
+                event.keys,
+            );
+            ItemsError::Internal(format!(
+                "a hook of extension `{ext}` failed on this write: {message}"
+            ))
+        }
+    }
 }
 
 impl Registry {
@@ -166,6 +226,49 @@ impl Registry {
 impl EventSink for Registry {
     fn wants(&self, collection: &str) -> bool {
         self.extensions.iter().any(|e| e.interest.wants(collection))
+    }
+
+    fn wants_before_commit(&self, collection: &str) -> bool {
+        self.extensions
+            .iter()
+            .any(|e| e.before_commit.wants(collection))
+    }
+
+    fn before_commit(
+        &self,
+        platform: &Platform,
+        conn: &mut dyn Conn,
+        events: &mut Vec<ItemEvent>,
+        event: &ItemEvent,
+    ) -> Result<(), ItemsError> {
+        let depth = BEFORE_COMMIT_DEPTH.with(Cell::get);
+        if depth >= MAX_BEFORE_COMMIT_DEPTH {
+            return Err(ItemsError::Internal(format!(
+                "in-transaction hooks nested {depth} deep on {} {} (a hook's write keeps triggering hooks)",
+                event.kind.name(),
+                event.collection
+            )));
+        }
+        BEFORE_COMMIT_DEPTH.with(|d| d.set(depth + 1));
+        let mut outcome = Ok(());
+        for ext in self
+            .extensions
+            .iter()
+            .filter(|e| e.before_commit.wants(&event.collection))
+        {
+            let services = ExtServices::bound(
+                platform,
+                event.accountability.clone(),
+                &mut *conn,
+                &mut *events,
+            );
+            if let Err((code, message)) = ext.code.before_commit(&services, event) {
+                outcome = Err(refusal(&ext.id, event, &code, message));
+                break;
+            }
+        }
+        BEFORE_COMMIT_DEPTH.with(|d| d.set(depth));
+        outcome
     }
 
     fn dispatch(&self, platform: &Platform, events: Vec<ItemEvent>) {

@@ -64,6 +64,21 @@ impl<'a> ExtServices<'a> {
         }
     }
 
+    /// Services bound to an open transaction (for in-transaction hooks):
+    /// what they read sees the transaction's writes, what they write joins it.
+    pub fn bound(
+        platform: &'a Platform,
+        accountability: Option<Accountability>,
+        conn: &'a mut dyn Conn,
+        events: &'a mut Vec<ItemEvent>,
+    ) -> Self {
+        Self {
+            platform,
+            accountability,
+            tx: Some(Mutex::new(TxState { conn, events })),
+        }
+    }
+
     /// The caller these services act for.
     #[cfg_attr(not(feature = "inprocess"), allow(dead_code))]
     pub fn accountability(&self) -> Option<&Accountability> {
@@ -231,14 +246,12 @@ impl HostServices for ExtServices<'_> {
         let mut failure: Option<FfiError> = None;
         let result = self.platform.store.write(&mut |conn| {
             events.clear();
-            let bound = ExtServices {
-                platform: self.platform,
-                accountability: self.accountability.clone(),
-                tx: Some(Mutex::new(TxState {
-                    conn,
-                    events: &mut events,
-                })),
-            };
+            let bound = ExtServices::bound(
+                self.platform,
+                self.accountability.clone(),
+                conn,
+                &mut events,
+            );
             match body.run(HostServices_TO::from_ptr(RRef::new(&bound), TD_Opaque)) {
                 ROk(()) => Ok(()),
                 RErr(e) => {

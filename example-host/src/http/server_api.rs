@@ -72,6 +72,7 @@ pub async fn metrics(
         "items_calls": load(&m.items_calls),
         "extension_calls": load(&m.extension_calls),
         "events_delivered": load(&m.events_delivered),
+        "events_before_commit": load(&m.events_before_commit),
     }})))
 }
 

@@ -75,6 +75,19 @@ pub struct ExtensionModule {
     /// calls when the library has it. `handle` stays for earlier hosts.
     pub handle_shared:
         extern "C" fn(request: &FfiRequest, ctx: &FfiContext<'_>) -> FfiSharedResponse,
+
+    // ---- 1.5 ----
+    /// The collections whose writes the extension's in-transaction hooks
+    /// watch. Libraries of earlier minor versions lack it, and with it
+    /// `before_commit`: the host then runs no hook of theirs inside a write.
+    pub before_commit_interest: extern "C" fn() -> FfiEventInterest,
+
+    /// Runs the in-transaction hooks on one write, inside the writing
+    /// transaction and before its commit: `ctx`'s services are bound to that
+    /// transaction. An error refuses the write: the host rolls the whole
+    /// transaction back and the writer gets the error.
+    pub before_commit:
+        extern "C" fn(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<(), FfiError>,
 }
 
 impl RootModule for ExtensionModuleRef {

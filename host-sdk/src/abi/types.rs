@@ -103,8 +103,9 @@ pub struct FfiError {
     pub message: RString,
 }
 
-/// An item event (`items.create`, `items.update`, `items.delete`), delivered
-/// after the write that caused it has committed.
+/// An item event (`items.create`, `items.update`, `items.delete`): handed to
+/// `on_event` after the write that caused it has committed, and (SDK 1.5) to
+/// `before_commit` inside the writing transaction, before its commit.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct FfiItemEvent {

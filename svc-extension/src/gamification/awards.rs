@@ -1,12 +1,15 @@
-//! When points are awarded (SPEC point values; DECISIONS §7 triggers).
-//! Every trigger runs in one transaction: the award, the counters it
-//! changes and the achievement check commit together or not at all.
+//! When points are awarded (SPEC point values; DECISIONS §7 triggers), and
+//! how the stats rows follow the writes that change them. Everything here
+//! runs inside the transaction of the write that caused it: the write, the
+//! award, the counters it changes and the achievement check commit together
+//! or not at all.
 
 use host_sdk::{Context, Items, ItemsError, Query};
 use serde_json::{json, Value};
 
 use super::check::check_category;
-use super::ledger::{anchor, Ledger};
+use super::facts::{self, PointAction};
+use super::ledger::{anchor, stored_row, Ledger};
 use super::time::now_ms;
 
 /// The point actions and their values.
@@ -47,9 +50,41 @@ fn load(tx: &Context<'_>, user: &str) -> Result<Ledger, ItemsError> {
     Ledger::load(&items, user, anchor, now_ms())
 }
 
-/// A play of `recording` (owned by `owner`) was just inserted in `tx`.
-/// An authenticated caller who is not the owner counts one more play on
-/// others' recordings, earns RECORDING_PLAY, and gets the `playback` check.
+/// Changes the stored stats row of `user`, when there is one: a user
+/// without a row gets it, computed from scratch, at their first award.
+pub fn adjust_existing(
+    tx: &Context<'_>,
+    user: &str,
+    change: impl FnOnce(&Items<'_>, &mut Ledger) -> Result<(), ItemsError>,
+) -> Result<(), ItemsError> {
+    let items = tx.as_admin();
+    let anchor = anchor(&items)?;
+    let Some(mut ledger) = Ledger::load_existing(&items, user, anchor, now_ms())? else {
+        return Ok(());
+    };
+    change(&items, &mut ledger)?;
+    ledger.save(&items)
+}
+
+/// Rule 3 from scratch into the stored row of `user`, when there is one:
+/// after writes whose effect on the counts is not a simple step (a
+/// recording or play changing owner, a recording deleted, a stats row
+/// written by hand).
+pub fn refresh(tx: &Context<'_>, user: &str) -> Result<(), ItemsError> {
+    let items = tx.as_admin();
+    let Some(row) = stored_row(&items, user)? else {
+        return Ok(());
+    };
+    let anchor = anchor(&items)?;
+    let stats = facts::compute(&items, &[user.to_string()], anchor)?
+        .remove(user)
+        .unwrap_or_default();
+    Ledger::computed(user, Some(row.id), stats, anchor, now_ms()).save(&items)
+}
+
+/// A play of `recording` (owned by `owner`) was just inserted in `tx` (its
+/// hook already counted it). An authenticated caller who is not the owner
+/// earns RECORDING_PLAY and gets the `playback` check.
 pub fn recording_played(
     tx: &Context<'_>,
     recording: &str,
@@ -61,7 +96,6 @@ pub fn recording_played(
     };
     let items = tx.as_admin();
     let mut ledger = load(tx, user)?;
-    ledger.adjust(|s| s.playbacks_count += 1);
     ledger.award(
         &items,
         Action::RecordingPlay.name(),
@@ -72,32 +106,19 @@ pub fn recording_played(
     ledger.save(&items)
 }
 
-/// A play went from not completed to completed in `tx`: its player counts
-/// one more completed play, and an authenticated caller earns
+/// A play went from not completed to completed in `tx` (its hook already
+/// counted it for its player): an authenticated caller earns
 /// RECORDING_COMPLETE and gets the `playback` check.
 pub fn play_completed(
     tx: &Context<'_>,
     recording: &str,
-    player: Option<&str>,
     caller: Option<&str>,
 ) -> Result<(), ItemsError> {
-    let items = tx.as_admin();
-    if let Some(player) = player.filter(|p| Some(*p) != caller) {
-        // Only an existing row is adjusted: a user without one gets it,
-        // computed from scratch, on their first award.
-        let mut ledger = load(tx, player)?;
-        if ledger.existed() {
-            ledger.adjust(|s| s.completions_count += 1);
-            ledger.save(&items)?;
-        }
-    }
     let Some(user) = caller else {
         return Ok(());
     };
+    let items = tx.as_admin();
     let mut ledger = load(tx, user)?;
-    if player == Some(user) {
-        ledger.adjust(|s| s.completions_count += 1);
-    }
     ledger.award(
         &items,
         Action::RecordingComplete.name(),
@@ -136,14 +157,11 @@ fn published_recordings(items: &Items<'_>, user: &str) -> Result<u64, ItemsError
 }
 
 /// Recounts the published recordings of `user` into an existing stats row.
-fn recount_recordings(tx: &Context<'_>, user: &str) -> Result<(), ItemsError> {
-    let items = tx.as_admin();
-    let mut ledger = load(tx, user)?;
-    if !ledger.existed() {
-        return Ok(());
-    }
-    ledger.stats.recordings_count = published_recordings(&items, user)?;
-    ledger.save(&items)
+pub fn recount_recordings(tx: &Context<'_>, user: &str) -> Result<(), ItemsError> {
+    adjust_existing(tx, user, |items, ledger| {
+        ledger.stats.recordings_count = published_recordings(items, user)?;
+        Ok(())
+    })
 }
 
 /// A recording of `owner` became published, or featured: award once per
@@ -167,17 +185,20 @@ pub fn recording_promoted(
     ledger.save(&items)
 }
 
-/// Published-recording counts changed without a promotion (unpublished,
-/// archived, deleted, owner changed).
-pub fn recordings_changed(tx: &Context<'_>, owners: &[String]) -> Result<(), ItemsError> {
-    for owner in owners {
-        recount_recordings(tx, owner)?;
+/// A comment on a recording was created by `user`: it counts, and when its
+/// `item` is an existing recording it earns COMMENT_CREATE and the
+/// `social` check.
+pub fn comment_created(
+    tx: &Context<'_>,
+    user: &str,
+    on_existing_recording: bool,
+) -> Result<(), ItemsError> {
+    if !on_existing_recording {
+        return adjust_existing(tx, user, |_, ledger| {
+            ledger.stats.comments_count += 1;
+            Ok(())
+        });
     }
-    Ok(())
-}
-
-/// A comment on a recording was created by `user`.
-pub fn comment_created(tx: &Context<'_>, user: &str) -> Result<(), ItemsError> {
     let items = tx.as_admin();
     let mut ledger = load(tx, user)?;
     ledger.adjust(|s| s.comments_count += 1);
@@ -191,18 +212,57 @@ pub fn comment_created(tx: &Context<'_>, user: &str) -> Result<(), ItemsError> {
     ledger.save(&items)
 }
 
-/// A comment on a recording was deleted: recount its author's comments.
-pub fn comment_deleted(tx: &Context<'_>, user: &str) -> Result<(), ItemsError> {
-    let items = tx.as_admin();
-    let mut ledger = load(tx, user)?;
-    if !ledger.existed() {
-        return Ok(());
+/// Comments on recordings changed otherwise (deleted, moved, another
+/// author): recount the author's.
+pub fn recount_comments(tx: &Context<'_>, user: &str) -> Result<(), ItemsError> {
+    adjust_existing(tx, user, |items, ledger| {
+        ledger.stats.comments_count = items.count(
+            "platform_comments",
+            Some(json!({"_and": [{"user_created": {"_eq": user}}, {"collection": {"_eq": "recordings"}}]})),
+        )?;
+        Ok(())
+    })
+}
+
+/// Unlocked achievements of `user` changed through a write of someone
+/// else's: recount them.
+pub fn recount_achievements(tx: &Context<'_>, user: &str) -> Result<(), ItemsError> {
+    adjust_existing(tx, user, |items, ledger| {
+        ledger.stats.achievements_count = items.count(
+            "user_achievements",
+            Some(
+                json!({"_and": [{"user_id": {"_eq": user}}, {"date_unlocked": {"_nnull": true}}]}),
+            ),
+        )?;
+        Ok(())
+    })
+}
+
+/// A point action written, changed or deleted by anyone but the ledger (an
+/// import, an administrator, another extension): the stats row of its
+/// user follows, so the next award counts it as rule 3 says.
+pub fn point_written(
+    tx: &Context<'_>,
+    before: Option<PointAction<'_>>,
+    after: Option<PointAction<'_>>,
+) -> Result<(), ItemsError> {
+    for (point, sign) in [(before, -1), (after, 1)] {
+        if let Some(point) = point {
+            adjust_existing(tx, point.user, |_, ledger| {
+                point.add_to(&mut ledger.stats, ledger.anchor, sign);
+                Ok(())
+            })?;
+        }
     }
-    ledger.stats.comments_count = items.count(
-        "platform_comments",
-        Some(json!({"_and": [{"user_created": {"_eq": user}}, {"collection": {"_eq": "recordings"}}]})),
-    )?;
-    ledger.save(&items)
+    Ok(())
+}
+
+/// Whether a recording with this key exists.
+pub fn recording_exists(tx: &Context<'_>, key: &str) -> Result<bool, ItemsError> {
+    let found: Option<Value> =
+        tx.as_admin()
+            .read_one_with("recordings", key, &Query::new().fields(&["id"]))?;
+    Ok(found.is_some())
 }
 
 /// The owner of a recording (`None`: no such recording or no owner).

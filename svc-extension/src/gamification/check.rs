@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::ledger::Ledger;
+use super::own_writes;
 use super::progress::{progress, Facts};
 use super::time::format_time;
 
@@ -130,19 +131,23 @@ pub fn check(
         };
         match row {
             None => {
-                items.create_one(
-                    "user_achievements",
-                    &json!({"user_id": ledger.user, "achievement_id": a.id,
-                            "progress": value, "date_unlocked": date_unlocked}),
-                )?;
+                own_writes::run(|| {
+                    items.create_one(
+                        "user_achievements",
+                        &json!({"user_id": ledger.user, "achievement_id": a.id,
+                                "progress": value, "date_unlocked": date_unlocked}),
+                    )
+                })?;
             }
             // Only what changed is written.
             Some(r) if r.progress != value as i64 || newly => {
-                items.update_one(
-                    "user_achievements",
-                    &r.id,
-                    &json!({"progress": value, "date_unlocked": date_unlocked}),
-                )?;
+                own_writes::run(|| {
+                    items.update_one(
+                        "user_achievements",
+                        &r.id,
+                        &json!({"progress": value, "date_unlocked": date_unlocked}),
+                    )
+                })?;
             }
             Some(_) => {}
         }

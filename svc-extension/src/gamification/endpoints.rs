@@ -152,7 +152,7 @@ pub fn leaderboard(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiErro
 }
 
 /// Fields of a stats row that are bookkeeping, not part of the record.
-const INTERNAL: [&str; 2] = ["decay_sum", "completions_count"];
+const INTERNAL: [&str; 3] = ["decay_sum", "completions_count", super::ledger::VERIFIED];
 
 pub fn user_summary(ctx: &Context<'_>, items: &Items<'_>, user: &str) -> Result<Value, ItemsError> {
     let (anchor, now) = (current_anchor(ctx, items)?, now_ms());

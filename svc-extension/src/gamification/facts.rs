@@ -43,6 +43,35 @@ impl Computed {
     }
 }
 
+/// What a point action adds to its user's stats. One reading of the
+/// record for the computation from scratch and for the hooks that follow
+/// writes of point actions, so both count exactly the same actions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PointAction<'a> {
+    pub user: &'a str,
+    pub points: i64,
+    pub at: DateTime<Utc>,
+}
+
+impl<'a> PointAction<'a> {
+    /// `None` for a record without a user or a readable date: it counts
+    /// nowhere.
+    pub fn of(record: &'a Value) -> Option<Self> {
+        Some(Self {
+            user: str_field(record, "user_id")?,
+            points: record.get("points").and_then(Value::as_i64).unwrap_or(0),
+            at: str_field(record, "date_created").and_then(parse_time)?,
+        })
+    }
+
+    /// Adds (`sign` 1) or removes (`sign` -1) the action's raw points and
+    /// decay term.
+    pub fn add_to(&self, stats: &mut Computed, anchor: DateTime<Utc>, sign: i64) {
+        stats.total_raw_points += sign * self.points;
+        stats.decay_sum += sign as f64 * score::term(self.points as f64, self.at, anchor);
+    }
+}
+
 fn count_of(row: &Value) -> u64 {
     row.get("count").and_then(Value::as_u64).unwrap_or(0)
 }
@@ -81,16 +110,11 @@ pub fn compute(
             .fields(&["user_id", "points", "date_created"]),
     )?;
     for p in &points {
-        let (Some(user), Some(at)) = (
-            str_field(p, "user_id"),
-            str_field(p, "date_created").and_then(parse_time),
-        ) else {
+        let Some(point) = PointAction::of(p) else {
             continue;
         };
-        let value = p.get("points").and_then(Value::as_i64).unwrap_or(0);
-        if let Some(c) = out.get_mut(user) {
-            c.total_raw_points += value;
-            c.decay_sum += score::term(value as f64, at, anchor);
+        if let Some(c) = out.get_mut(point.user) {
+            point.add_to(c, anchor, 1);
         }
     }
 

@@ -1,12 +1,22 @@
-//! The item-event hook: the triggers DECISIONS §7 places on writes made
-//! anywhere on the platform (a recording published or featured, a comment
-//! on a recording), each in its own transaction after the write committed.
+//! The in-transaction hook that keeps the stats exact and fires the
+//! triggers of DECISIONS §7 after every write, whatever path made it (the
+//! `/svc` endpoints, the items API, another extension, an import): a
+//! recording published or featured, a comment on a recording, plays, point
+//! actions, unlocked achievements and the stats rows themselves. It runs
+//! inside the writing transaction, so the write and what it changes commit
+//! together; an error refuses the write.
+//!
+//! The endpoints only write the records and make the awards SPEC places on
+//! them (plays); every count follows from here, so nothing counts twice.
 
-use host_sdk::{ApiError, BoxError, Context, EventKind, ItemEvent};
-use serde_json::Value;
+use host_sdk::{BoxError, Context, EventKind, ItemEvent, ItemsError};
+use serde_json::{json, Value};
 
 use super::awards::{self, Action};
 use super::check::forget_achievements;
+use super::facts::PointAction;
+use super::ledger::VERIFIED;
+use super::own_writes;
 
 fn field<'a>(record: Option<&'a Value>, name: &str) -> Option<&'a Value> {
     record.and_then(|r| r.get(name))
@@ -24,105 +34,218 @@ fn published(record: Option<&Value>) -> bool {
     text(record, "status") == Some("published")
 }
 
-/// The collections whose events the triggers follow.
-pub const WATCHED: [&str; 3] = ["recordings", "platform_comments", "achievements"];
+/// The collections whose writes the hook follows.
+pub const WATCHED: [&str; 6] = [
+    "recordings",
+    "recording_plays",
+    "platform_comments",
+    "user_points",
+    "user_achievements",
+    "user_stats",
+];
 
-pub fn on_event(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
-    match event.collection.as_str() {
+/// The collections whose committed writes the after-commit hook follows.
+pub const WATCHED_AFTER_COMMIT: [&str; 1] = ["achievements"];
+
+/// In the writing transaction, before its commit.
+pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
+    let outcome = match event.collection.as_str() {
         "recordings" => recordings(event, ctx),
+        "recording_plays" => plays(event, ctx),
         "platform_comments" => comments(event, ctx),
-        "achievements" => {
-            forget_achievements();
-            Ok(())
-        }
+        // The ledger accounts for its own writes.
+        _ if own_writes::active() => Ok(()),
+        "user_points" => points(event, ctx),
+        "user_achievements" => user_achievements(event, ctx),
+        "user_stats" => stats_rows(event, ctx),
         _ => Ok(()),
+    };
+    outcome.map_err(BoxError::from)
+}
+
+/// After the commit: achievements changed, so the cached list is dropped
+/// (before the commit, another request could cache the old list again).
+pub fn after_commit(event: &ItemEvent, _ctx: &Context<'_>) -> Result<(), BoxError> {
+    if event.collection == "achievements" {
+        forget_achievements();
     }
+    Ok(())
 }
 
-fn run(
-    ctx: &Context<'_>,
-    work: impl FnOnce(&Context<'_>) -> Result<(), host_sdk::ItemsError>,
-) -> Result<(), BoxError> {
-    ctx.transaction(|tx| work(tx).map_err(ApiError::from))
-        .map_err(|e| -> BoxError { e.message.into() })
+/// The users named by `field` before and after the write, once each.
+fn users_of<'a>(before: Option<&'a Value>, after: Option<&'a Value>, name: &str) -> Vec<&'a str> {
+    let mut users: Vec<&str> = [text(before, name), text(after, name)]
+        .into_iter()
+        .flatten()
+        .collect();
+    users.dedup();
+    users
 }
 
-fn recordings(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
+fn recordings(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
     for key in &event.keys {
-        let before = event.before_of(key);
-        let after = event.after_of(key);
-        let owner_before = text(before, "user_created").map(String::from);
-        let owner_after = text(after, "user_created").map(String::from);
-        let mut owners: Vec<String> = owner_before
-            .iter()
-            .chain(owner_after.iter())
-            .cloned()
-            .collect();
-        owners.dedup();
+        let (before, after) = (event.before_of(key), event.after_of(key));
+        let owner_before = text(before, "user_created");
+        let owner_after = text(after, "user_created");
+        // Whose plays count as "on others' recordings" changes when a
+        // recording changes owner, disappears, or appears under an id its
+        // owner's plays already named (an import): recount from scratch.
+        let imported = event.kind == EventKind::Create && event.payload.get("id").is_some();
+        if owner_before != owner_after || event.kind == EventKind::Delete || imported {
+            for owner in users_of(before, after, "user_created") {
+                awards::refresh(ctx, owner)?;
+            }
+        }
+        let Some(owner) = owner_after else {
+            continue;
+        };
         let became_published =
             event.kind != EventKind::Delete && published(after) && !published(before);
         let became_featured = event.kind == EventKind::Update
             && is_true(after, "featured")
             && !is_true(before, "featured");
-        let count_changed = published(before) != published(after) || owner_before != owner_after;
-        run(ctx, |tx| {
-            if let Some(owner) = &owner_after {
-                if became_published {
-                    awards::recording_promoted(tx, owner, key, Action::RecordingCreate)?;
-                }
-                if became_featured {
-                    awards::recording_promoted(tx, owner, key, Action::RecordingFeatured)?;
-                }
+        if became_published {
+            awards::recording_promoted(ctx, owner, key, Action::RecordingCreate)?;
+        }
+        if became_featured {
+            awards::recording_promoted(ctx, owner, key, Action::RecordingFeatured)?;
+        }
+        if !became_published && published(before) != published(after) {
+            awards::recount_recordings(ctx, owner)?;
+        }
+    }
+    Ok(())
+}
+
+/// What one play counts for its player: (plays on others' recordings,
+/// completed plays).
+fn play_counts(ctx: &Context<'_>, play: Option<&Value>) -> Result<(u64, u64), ItemsError> {
+    let Some(player) = text(play, "user_id") else {
+        return Ok((0, 0));
+    };
+    let owner = match text(play, "recording_id") {
+        Some(recording) => awards::owner_of(ctx, recording)?,
+        None => None,
+    };
+    Ok((
+        u64::from(owner.as_deref() != Some(player)),
+        u64::from(is_true(play, "completed")),
+    ))
+}
+
+fn plays(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
+    for key in &event.keys {
+        let (before, after) = (event.before_of(key), event.after_of(key));
+        let moved = event.kind == EventKind::Update
+            && (text(before, "user_id") != text(after, "user_id")
+                || text(before, "recording_id") != text(after, "recording_id"));
+        if moved {
+            for player in users_of(before, after, "user_id") {
+                awards::refresh(ctx, player)?;
             }
-            // Recounting is idempotent: after an award it changes nothing
-            // for the new owner, and it fixes a previous owner's count.
-            if count_changed {
-                awards::recordings_changed(tx, &owners)?;
-            }
+            continue;
+        }
+        let (old, new) = match event.kind {
+            EventKind::Create => (None, after),
+            EventKind::Delete => (before, None),
+            EventKind::Update => (before, after),
+        };
+        let Some(player) = text(old.or(new), "user_id") else {
+            continue;
+        };
+        let (old_on_others, old_completed) = play_counts(ctx, old)?;
+        let (new_on_others, new_completed) = play_counts(ctx, new)?;
+        if (old_on_others, old_completed) == (new_on_others, new_completed) {
+            continue;
+        }
+        awards::adjust_existing(ctx, player, |_, ledger| {
+            let s = &mut ledger.stats;
+            s.playbacks_count = (s.playbacks_count + new_on_others).saturating_sub(old_on_others);
+            s.completions_count =
+                (s.completions_count + new_completed).saturating_sub(old_completed);
             Ok(())
         })?;
     }
     Ok(())
 }
 
-fn comments(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
+fn on_recordings(comment: Option<&Value>) -> bool {
+    text(comment, "collection") == Some("recordings")
+}
+
+fn comments(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
     for key in &event.keys {
+        let (before, after) = (event.before_of(key), event.after_of(key));
         match event.kind {
             EventKind::Create => {
-                let after = event.after_of(key);
-                if text(after, "collection") != Some("recordings") {
+                let Some(user) = text(after, "user_created").filter(|_| on_recordings(after))
+                else {
                     continue;
-                }
-                if let Some(user) = text(after, "user_created") {
-                    run(ctx, |tx| awards::comment_created(tx, user))?;
-                }
+                };
+                // COMMENT_CREATE only for a comment on a recording that exists.
+                let on_existing = match text(after, "item") {
+                    Some(item) => awards::recording_exists(ctx, item)?,
+                    None => false,
+                };
+                awards::comment_created(ctx, user, on_existing)?;
             }
             EventKind::Delete => {
-                let before = event.before_of(key);
-                if text(before, "collection") != Some("recordings") {
-                    continue;
-                }
-                if let Some(user) = text(before, "user_created") {
-                    run(ctx, |tx| awards::comment_deleted(tx, user))?;
+                if let Some(user) = text(before, "user_created").filter(|_| on_recordings(before)) {
+                    awards::recount_comments(ctx, user)?;
                 }
             }
             EventKind::Update => {
-                // A comment moved to or from recordings, or to another
-                // author: recount everyone concerned.
-                let (before, after) = (event.before_of(key), event.after_of(key));
-                let mut users: Vec<&str> =
-                    [text(before, "user_created"), text(after, "user_created")]
-                        .into_iter()
-                        .flatten()
-                        .collect();
-                users.dedup();
-                if text(before, "collection") != text(after, "collection") || users.len() > 1 {
+                // Moved to or from recordings, or to another author:
+                // recount everyone concerned.
+                let users = users_of(before, after, "user_created");
+                if on_recordings(before) != on_recordings(after) || users.len() > 1 {
                     for user in users {
-                        run(ctx, |tx| awards::comment_deleted(tx, user))?;
+                        awards::recount_comments(ctx, user)?;
                     }
                 }
             }
         }
+    }
+    Ok(())
+}
+
+fn points(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
+    for key in &event.keys {
+        let before = event.before_of(key).and_then(PointAction::of);
+        let after = event.after_of(key).and_then(PointAction::of);
+        if before == after {
+            continue;
+        }
+        awards::point_written(ctx, before, after)?;
+    }
+    Ok(())
+}
+
+fn user_achievements(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
+    for key in &event.keys {
+        let (before, after) = (event.before_of(key), event.after_of(key));
+        let unlocked = |r: Option<&Value>| field(r, "date_unlocked").is_some_and(|d| !d.is_null());
+        let users = users_of(before, after, "user_id");
+        if unlocked(before) != unlocked(after) || users.len() > 1 {
+            for user in users {
+                awards::recount_achievements(ctx, user)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A stats row written by anyone but the ledger is no longer the ledger's
+/// own: the user's next award computes it from scratch (rule 3). A row
+/// created elsewhere starts so by the field's default; a writer that sets
+/// the field itself (an import that knows its rows are exact) is believed.
+fn stats_rows(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
+    if event.kind != EventKind::Update || event.payload.get(VERIFIED).is_some() {
+        return Ok(());
+    }
+    let items = ctx.as_admin();
+    for key in &event.keys {
+        own_writes::run(|| items.update_one("user_stats", key, &json!({ VERIFIED: false })))?;
     }
     Ok(())
 }

@@ -1,13 +1,16 @@
 //! A user's stats row inside one transaction: loaded once, changed in
 //! memory by awards and counters, written once. Rule 1 ("insert the point
 //! action, then recompute the stats") without rescanning: the row is
-//! recomputed from scratch only when it does not exist yet.
+//! recomputed from scratch only when it does not exist yet, or when it was
+//! last written by someone else than the ledger (`ledger_verified` false: a
+//! row imported or edited by hand), so the next award puts it right.
 
 use chrono::{DateTime, Utc};
 use host_sdk::{Items, ItemsError, Query};
 use serde_json::{json, Value};
 
 use super::facts::{self, Computed};
+use super::own_writes;
 use super::score;
 use super::time::{format_time, parse_time};
 use crate::records::str_field;
@@ -33,8 +36,13 @@ pub fn anchor(items: &Items<'_>) -> Result<DateTime<Utc>, ItemsError> {
         .unwrap_or_else(Utc::now))
 }
 
-const STATS_FIELDS: [&str; 9] = [
+/// Set by the ledger on every row it writes; any other write of a row
+/// clears it (a hook, or the field's default on rows created elsewhere).
+pub const VERIFIED: &str = "ledger_verified";
+
+const STATS_FIELDS: [&str; 10] = [
     "id",
+    VERIFIED,
     "total_raw_points",
     "decay_sum",
     "recordings_count",
@@ -60,6 +68,9 @@ pub struct Ledger {
     pub now: DateTime<Utc>,
     /// `featured_published` was read (a stored row does not keep it).
     featured_known: bool,
+    /// The values were computed from the records in this transaction, so
+    /// they already count every write made before the load.
+    from_scratch: bool,
 }
 
 /// The values of a stored stats row.
@@ -76,11 +87,18 @@ fn stored(r: &Value) -> Computed {
     }
 }
 
-/// The stored stats rows of some users, by user id.
-pub fn stored_rows(
-    items: &Items<'_>,
-    users: &[String],
-) -> Result<Vec<(String, String, Computed)>, ItemsError> {
+/// A stored stats row.
+#[derive(Debug, Clone)]
+pub struct StoredRow {
+    pub user: String,
+    pub id: String,
+    pub stats: Computed,
+    /// As the ledger last wrote it (see [`VERIFIED`]).
+    pub verified: bool,
+}
+
+/// The stored stats rows of some users.
+pub fn stored_rows(items: &Items<'_>, users: &[String]) -> Result<Vec<StoredRow>, ItemsError> {
     let rows = items.read_by_query(
         "user_stats",
         &Query::new()
@@ -90,46 +108,71 @@ pub fn stored_rows(
     Ok(rows
         .iter()
         .filter_map(|r| {
-            Some((
-                str_field(r, "user_id")?.to_string(),
-                str_field(r, "id")?.to_string(),
-                stored(r),
-            ))
+            Some(StoredRow {
+                user: str_field(r, "user_id")?.to_string(),
+                id: str_field(r, "id")?.to_string(),
+                stats: stored(r),
+                verified: r.get(VERIFIED).and_then(Value::as_bool) == Some(true),
+            })
         })
         .collect())
 }
 
+/// The stored row of one user.
+pub fn stored_row(items: &Items<'_>, user: &str) -> Result<Option<StoredRow>, ItemsError> {
+    Ok(stored_rows(items, &[user.to_string()])?.into_iter().next())
+}
+
 impl Ledger {
-    /// The user's stats: the stored row, or (no row yet) rule 3 computed
-    /// from the records as they are now in this transaction.
+    /// The user's stats: the stored row, or rule 3 computed from the
+    /// records as they are now in this transaction when there is no row yet
+    /// or the row is not the ledger's own.
     pub fn load(
         items: &Items<'_>,
         user: &str,
         anchor: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Result<Self, ItemsError> {
-        let rows = items.read_by_query(
-            "user_stats",
-            &Query::new()
-                .filter(json!({"user_id": {"_eq": user}}))
-                .fields(&STATS_FIELDS)
-                .limit(1),
-        )?;
-        let (row, stats, featured_known) = match rows.first() {
-            Some(r) => (str_field(r, "id").map(String::from), stored(r), false),
-            None => {
-                let mut all = facts::compute(items, &[user.to_string()], anchor)?;
-                (None, all.remove(user).unwrap_or_default(), true)
-            }
-        };
-        Ok(Self {
-            user: user.to_string(),
-            row,
-            stats,
-            anchor,
-            now,
-            featured_known,
-        })
+        let row = stored_row(items, user)?;
+        if let Some(row) = row.as_ref().filter(|r| r.verified) {
+            return Ok(Self {
+                user: user.to_string(),
+                row: Some(row.id.clone()),
+                stats: row.stats.clone(),
+                anchor,
+                now,
+                featured_known: false,
+                from_scratch: false,
+            });
+        }
+        let stats = facts::compute(items, &[user.to_string()], anchor)?
+            .remove(user)
+            .unwrap_or_default();
+        let mut ledger = Self::computed(user, row.map(|r| r.id), stats, anchor, now);
+        ledger.from_scratch = true;
+        Ok(ledger)
+    }
+
+    /// The user's stats when they have a row of the ledger's own; `None`
+    /// otherwise: a user without one gets it, computed from scratch, at
+    /// their next award, so a counter has nothing to adjust.
+    pub fn load_existing(
+        items: &Items<'_>,
+        user: &str,
+        anchor: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Self>, ItemsError> {
+        Ok(stored_row(items, user)?
+            .filter(|r| r.verified)
+            .map(|row| Self {
+                user: user.to_string(),
+                row: Some(row.id),
+                stats: row.stats,
+                anchor,
+                now,
+                featured_known: false,
+                from_scratch: false,
+            }))
     }
 
     /// A ledger whose values were just computed from scratch.
@@ -147,17 +190,19 @@ impl Ledger {
             anchor,
             now,
             featured_known: true,
+            from_scratch: false,
         }
     }
 
-    /// Whether the row existed before this transaction: counters are then
-    /// adjusted by the caller; a new row already counts everything.
+    /// Whether the values were read from the ledger's stored row: counters
+    /// are then adjusted by the caller; values computed from scratch
+    /// already count everything written so far.
     pub fn existed(&self) -> bool {
-        self.row.is_some()
+        !self.from_scratch
     }
 
-    /// Applies a counter change to a row that existed (a new row was
-    /// computed with the change already in the records).
+    /// Applies a counter change to values read from the stored row (values
+    /// computed from scratch already have the change in the records).
     pub fn adjust(&mut self, change: impl FnOnce(&mut Computed)) {
         if self.existed() {
             change(&mut self.stats);
@@ -172,11 +217,13 @@ impl Ledger {
         points: i64,
         recording: Option<&str>,
     ) -> Result<(), ItemsError> {
-        items.create_one(
-            "user_points",
-            &json!({"user_id": self.user, "action": action, "points": points,
-                    "recording_id": recording, "date_created": format_time(self.now)}),
-        )?;
+        own_writes::run(|| {
+            items.create_one(
+                "user_points",
+                &json!({"user_id": self.user, "action": action, "points": points,
+                        "recording_id": recording, "date_created": format_time(self.now)}),
+            )
+        })?;
         self.stats.total_raw_points += points;
         self.stats.decay_sum += score::term(points as f64, self.now, self.anchor);
         Ok(())
@@ -213,13 +260,14 @@ impl Ledger {
             "achievements_count": s.achievements_count,
             "completions_count": s.completions_count,
             "last_updated": format_time(self.now),
+            VERIFIED: true,
         });
         match &self.row {
             Some(id) => {
-                items.update_one("user_stats", id, &row)?;
+                own_writes::run(|| items.update_one("user_stats", id, &row))?;
             }
             None => {
-                self.row = Some(items.create_one("user_stats", &row)?);
+                self.row = Some(own_writes::run(|| items.create_one("user_stats", &row))?);
             }
         }
         Ok(())

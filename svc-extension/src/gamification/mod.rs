@@ -8,7 +8,9 @@
 //! * [`ledger`]: a user's stats row inside one transaction.
 //! * [`check`]: rule 4.
 //! * [`awards`]: the triggers and point values.
-//! * [`hooks`]: the triggers that follow item events.
+//! * [`hooks`]: the triggers and counters that follow every write, inside
+//!   its transaction.
+//! * [`own_writes`]: the ledger's own writes, which those hooks let pass.
 //! * [`recalc`]: rule 6, the hourly `recalculate-stats` schedule.
 //! * [`endpoints`]: the three public endpoints.
 
@@ -18,6 +20,7 @@ pub mod endpoints;
 pub mod facts;
 pub mod hooks;
 pub mod ledger;
+pub mod own_writes;
 pub mod progress;
 pub mod ranks;
 pub mod recalc;

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use super::check::{check, published, rows_of};
 use super::facts;
 use super::ledger::{anchor, stored_rows, Ledger, STATE_ID};
+use super::own_writes;
 use super::score;
 use super::time::{format_time, now_ms, parse_time};
 use crate::records::{by_id, counts_by_filtered, str_field};
@@ -48,7 +49,9 @@ fn rebase(ctx: &Context<'_>) -> Result<(), ItemsError> {
         let new = now_ms();
         let factor = score::rebase_factor(old, new);
         for (_, id, sum) in stats_rows(&items)? {
-            items.update_one("user_stats", &id, &json!({"decay_sum": sum * factor}))?;
+            own_writes::run(|| {
+                items.update_one("user_stats", &id, &json!({"decay_sum": sum * factor}))
+            })?;
         }
         items.update_one(
             "gamification_state",
@@ -117,7 +120,8 @@ pub fn recalculate(ctx: &Context<'_>) -> Result<(), BoxError> {
             let accounts = by_id(&items, "platform_users", &users)?;
             let existing = rows_of(&items, &users, &achievements)?;
             let mut newly = 0;
-            for (user, id, mut stats) in stored_rows(&items, &users)? {
+            for row in stored_rows(&items, &users)? {
+                let (user, id, mut stats) = (row.user, row.id, row.stats);
                 stats.featured_published = featured.get(&user).copied().unwrap_or(0);
                 stats.created = accounts
                     .get(&user)
