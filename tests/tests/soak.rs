@@ -1,7 +1,8 @@
 //! Concurrency soak (issue 7): 64 client threads on loopback, for
 //! `SOAK_SECS` seconds (default 60), mixing every public read, recording
-//! creates, recording and video plays, play completions, likes / unlikes and
-//! comments against one host. Afterwards:
+//! creates, recording and video plays, play completions, likes / unlikes
+//! (through `/svc` and through the items API), comments and administrators'
+//! imports and deletions of point actions against one host. Afterwards:
 //!
 //! - no answer was a 5xx, and every answer had a status its endpoint may give
 //!   for that call (e.g. 200/400 for a like, 201 for a valid create);
@@ -15,13 +16,13 @@
 //! The figures printed at the end (requests, clients, duration, answers by
 //! status) go into RELIABILITY.md.
 
-use platform_tests::time::{now_ms, ts_ms, DAY_MS};
+use platform_tests::time::{days_ago, now_ms, ts_ms, DAY_MS};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use platform_tests::{assert_no_secrets, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{assert_no_secrets, encode, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 const CLIENTS: usize = 64;
@@ -274,6 +275,7 @@ fn client_loop(base: &str, world: &World, n: usize, deadline: Instant) -> Tally 
     let mut rec_plays: Vec<(String, String, bool)> = Vec::new();
     let mut video_plays: Vec<(String, String)> = Vec::new();
     let mut mine: Vec<String> = Vec::new();
+    let mut imported: Vec<String> = Vec::new();
     let mut step = 0u64;
     while Instant::now() < deadline {
         step += 1;
@@ -409,7 +411,7 @@ fn client_loop(base: &str, world: &World, n: usize, deadline: Instant) -> Tally 
                 Some(&json!({"duration_watched": 42, "completed": true})),
             );
             ("complete video play", &[200], answer)
-        } else if dice < 91 {
+        } else if dice < 84 {
             // Four clients share each viewer: "Already liked" / "Not liked"
             // (400) are expected answers here.
             if rng.chance(55) {
@@ -429,7 +431,54 @@ fn client_loop(base: &str, world: &World, n: usize, deadline: Instant) -> Tally 
                 );
                 ("unlike", &[200, 400], answer)
             }
-        } else {
+        } else if dice < 91 {
+            // The same likes through the items API: a like another client
+            // already made is not unique (400); one it already deleted is
+            // forbidden (403, as for anything not one's own).
+            if rng.chance(55) {
+                let answer = client.call(
+                    "POST",
+                    "/items/video_likes",
+                    Some(token),
+                    Some(&json!({"video_id": video.0, "user_id": world.viewer_ids[me]})),
+                );
+                ("like through /items", &[200, 400], answer)
+            } else {
+                let filter =
+                    json!({"video_id": {"_eq": video.0}, "user_id": {"_eq": "$CURRENT_USER"}});
+                let found = client.call(
+                    "GET",
+                    &format!(
+                        "/items/video_likes?fields=id&filter={}",
+                        encode(&filter.to_string())
+                    ),
+                    Some(token),
+                    None,
+                );
+                let like =
+                    json_of(&found).and_then(|v| v["data"][0]["id"].as_str().map(String::from));
+                match like {
+                    Some(id) => {
+                        tally.record("read own like", &[200], &found, started.elapsed());
+                        let started = Instant::now();
+                        let answer = client.call(
+                            "DELETE",
+                            &format!("/items/video_likes/{id}"),
+                            Some(token),
+                            None,
+                        );
+                        tally.record(
+                            "unlike through /items",
+                            &[204, 403],
+                            &answer,
+                            started.elapsed(),
+                        );
+                        continue;
+                    }
+                    None => ("read own like", &[200], found),
+                }
+            }
+        } else if dice < 96 {
             let answer = client.call(
                 "POST",
                 "/items/platform_comments",
@@ -437,6 +486,31 @@ fn client_loop(base: &str, world: &World, n: usize, deadline: Instant) -> Tally 
                 Some(&json!({"collection": "recordings", "item": any_rec, "comment": "x"})),
             );
             ("comment", &[200, 204], answer)
+        } else if !imported.is_empty() && rng.chance(30) {
+            let id = imported.swap_remove(rng.below(imported.len()));
+            let answer = client.call(
+                "DELETE",
+                &format!("/items/user_points/{id}"),
+                Some(ADMIN_TOKEN),
+                None,
+            );
+            ("delete imported points", &[204], answer)
+        } else {
+            // An administrator imports old point actions of any viewer.
+            let answer = client.call(
+                "POST",
+                "/items/user_points",
+                Some(ADMIN_TOKEN),
+                Some(&json!({"user_id": world.viewer_ids[rng.below(VIEWERS)],
+                             "action": "SOAK_IMPORT", "points": 1 + rng.below(20),
+                             "date_created": days_ago(rng.below(400) as f64)})),
+            );
+            if let Some(id) =
+                json_of(&answer).and_then(|v| v["data"]["id"].as_str().map(String::from))
+            {
+                imported.push(id);
+            }
+            ("import points", &[200], answer)
         };
         tally.record(op, allowed, &answer, started.elapsed());
     }
