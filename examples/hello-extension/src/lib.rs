@@ -37,6 +37,15 @@ fn extension() -> Extension {
                 Ok(Response::created(&json!({"id": id})))
             });
         })
+        // Inside the writing transaction: refuse, or write with the write.
+        .before_commit_in(&["notes"], |event, _tx| {
+            let empty = event.after.iter().any(|n| n["body"] == json!(""));
+            if empty {
+                return Err(ApiError::bad_request("A note needs a body").into());
+            }
+            Ok(())
+        })
+        // After the commit: react to what is done.
         .on_event(|event, _ctx| {
             log::debug!("{:?} on {}", event.kind, event.collection);
             Ok(())
