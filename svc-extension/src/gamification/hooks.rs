@@ -117,44 +117,49 @@ fn recordings(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
     Ok(())
 }
 
-/// What one play counts for its player: (plays on others' recordings,
-/// completed plays).
-fn play_counts(ctx: &Context<'_>, play: Option<&Value>) -> Result<(u64, u64), ItemsError> {
-    let Some(player) = text(play, "user_id") else {
-        return Ok((0, 0));
-    };
-    let owner = match text(play, "recording_id") {
-        Some(recording) => awards::owner_of(ctx, recording)?,
-        None => None,
-    };
-    Ok((
-        u64::from(owner.as_deref() != Some(player)),
-        u64::from(is_true(play, "completed")),
-    ))
+/// What one play counts for its player, whose recording is owned by
+/// `owner`: (plays on others' recordings, completed plays).
+fn play_counts(play: Option<&Value>, player: &str, owner: Option<&str>) -> (u64, u64) {
+    match play {
+        None => (0, 0),
+        Some(_) => (
+            u64::from(owner != Some(player)),
+            u64::from(is_true(play, "completed")),
+        ),
+    }
 }
 
 fn plays(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
     for key in &event.keys {
         let (before, after) = (event.before_of(key), event.after_of(key));
-        let moved = event.kind == EventKind::Update
-            && (text(before, "user_id") != text(after, "user_id")
-                || text(before, "recording_id") != text(after, "recording_id"));
-        if moved {
-            for player in users_of(before, after, "user_id") {
-                awards::refresh(ctx, player)?;
+        if event.kind == EventKind::Update {
+            let moved = text(before, "user_id") != text(after, "user_id")
+                || text(before, "recording_id") != text(after, "recording_id");
+            if moved {
+                for player in users_of(before, after, "user_id") {
+                    awards::refresh(ctx, player)?;
+                }
+                continue;
             }
-            continue;
+            if is_true(before, "completed") == is_true(after, "completed") {
+                continue;
+            }
         }
         let (old, new) = match event.kind {
             EventKind::Create => (None, after),
             EventKind::Delete => (before, None),
             EventKind::Update => (before, after),
         };
-        let Some(player) = text(old.or(new), "user_id") else {
+        let play = old.or(new);
+        let Some(player) = text(play, "user_id") else {
             continue;
         };
-        let (old_on_others, old_completed) = play_counts(ctx, old)?;
-        let (new_on_others, new_completed) = play_counts(ctx, new)?;
+        let owner = match text(play, "recording_id") {
+            Some(recording) => awards::owner_of(ctx, recording)?,
+            None => None,
+        };
+        let (old_on_others, old_completed) = play_counts(old, player, owner.as_deref());
+        let (new_on_others, new_completed) = play_counts(new, player, owner.as_deref());
         if (old_on_others, old_completed) == (new_on_others, new_completed) {
             continue;
         }
