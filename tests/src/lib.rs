@@ -336,6 +336,22 @@ impl Host {
         r.json()["data"].clone()
     }
 
+    /// Applies changes to an item as admin.
+    pub fn admin_patch(&self, collection: &str, id: &str, body: &Value) {
+        let r = self.patch(
+            &format!("/items/{collection}/{id}"),
+            Some(ADMIN_TOKEN),
+            body,
+        );
+        assert_eq!(r.status, 200, "patch {collection}/{id}: {}", r.body);
+    }
+
+    /// Deletes an item as admin.
+    pub fn admin_delete(&self, collection: &str, id: &str) {
+        let r = self.delete(&format!("/items/{collection}/{id}"), Some(ADMIN_TOKEN));
+        assert_eq!(r.status, 204, "delete {collection}/{id}: {}", r.body);
+    }
+
     /// The id of the seeded role (or policy) with this name.
     pub fn id_by_name(&self, collection: &str, name: &str) -> String {
         let filter = serde_json::json!({"name": {"_eq": name}}).to_string();

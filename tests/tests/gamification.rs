@@ -2352,20 +2352,6 @@ fn admin_id(host: &Host, collection: &str, body: &Value) -> String {
         .to_string()
 }
 
-fn patch_admin(host: &Host, collection: &str, id: &str, body: &Value) {
-    let r = host.patch(
-        &format!("/items/{collection}/{id}"),
-        Some(ADMIN_TOKEN),
-        body,
-    );
-    assert_eq!(r.status, 200, "patch {collection}: {}", r.body);
-}
-
-fn delete_admin(host: &Host, collection: &str, id: &str) {
-    let r = host.delete(&format!("/items/{collection}/{id}"), Some(ADMIN_TOKEN));
-    assert_eq!(r.status, 204, "delete {collection}: {}", r.body);
-}
-
 #[test]
 fn point_actions_written_through_items_count_in_the_stats() {
     let host = Host::start(HostOptions::svc());
@@ -2397,9 +2383,9 @@ fn point_actions_written_through_items_count_in_the_stats() {
     assert_stats_follow_rules(&host, &p);
     assert_eq!(stats(&host, &p)["total_raw_points"], earned + 40 + 25 + 3);
     // Changed, deleted, and moved to another user.
-    patch_admin(&host, "user_points", &ids[0], &json!({"points": 7}));
-    delete_admin(&host, "user_points", &ids[1]);
-    patch_admin(&host, "user_points", &ids[2], &json!({"user_id": owner}));
+    host.admin_patch("user_points", &ids[0], &json!({"points": 7}));
+    host.admin_delete("user_points", &ids[1]);
+    host.admin_patch("user_points", &ids[2], &json!({"user_id": owner}));
     assert_stats_follow_rules(&host, &p);
     assert_stats_follow_rules(&host, &owner);
     // The next award recomputes from all of them (rule 1, rule 3).
@@ -2453,12 +2439,7 @@ fn a_stats_row_written_by_hand_is_put_right_by_the_next_award() {
     let junk = json!({"total_raw_points": 1, "total_weighted_points": 99999.0,
                       "recordings_count": 42, "playbacks_count": 42, "comments_count": 42,
                       "achievements_count": 42});
-    patch_admin(
-        &host,
-        "user_stats",
-        row[0]["id"].as_str().expect("id"),
-        &junk,
-    );
+    host.admin_patch("user_stats", row[0]["id"].as_str().expect("id"), &junk);
     // The edit stands until the next award (SPEC rule 1)…
     assert_eq!(stats(&host, &u)["total_raw_points"], 1);
     // …which recomputes the row from scratch, and keeps it exact after.
@@ -2492,8 +2473,8 @@ fn recordings_and_plays_written_through_items_count_in_the_stats() {
     assert_eq!(r.status, 200, "{}", r.body);
     let rec = r.json()["data"]["id"].as_str().expect("id").to_string();
     assert_eq!(named(&host, &a, "RECORDING_CREATE").len(), 1);
-    patch_admin(&host, "recordings", &rec, &json!({"status": "draft"}));
-    patch_admin(&host, "recordings", &rec, &json!({"status": "published"}));
+    host.admin_patch("recordings", &rec, &json!({"status": "draft"}));
+    host.admin_patch("recordings", &rec, &json!({"status": "published"}));
     assert_eq!(named(&host, &a, "RECORDING_CREATE").len(), 1);
     // Plays written by an administrator: b's (completed) on a's
     // recording, a's on their own.
@@ -2512,17 +2493,17 @@ fn recordings_and_plays_written_through_items_count_in_the_stats() {
     }
     // The recording changes owner: a's play is now on another's recording,
     // b's on their own.
-    patch_admin(&host, "recordings", &rec, &json!({"user_created": b}));
+    host.admin_patch("recordings", &rec, &json!({"user_created": b}));
     for user in [&a, &b] {
         assert_stats_follow_rules(&host, user);
     }
     // A play moved to another player, then deleted; the recording deleted.
-    patch_admin(&host, "recording_plays", &b_play, &json!({"user_id": a}));
+    host.admin_patch("recording_plays", &b_play, &json!({"user_id": a}));
     for user in [&a, &b] {
         assert_stats_follow_rules(&host, user);
     }
-    delete_admin(&host, "recording_plays", &b_play);
-    delete_admin(&host, "recordings", &rec);
+    host.admin_delete("recording_plays", &b_play);
+    host.admin_delete("recordings", &rec);
     // Awards after all that start from exact rows.
     play(&host, &seed, Some("rp-a"));
     let other = create_recording(&host, "rp-a", Some("published"));

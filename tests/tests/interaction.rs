@@ -50,15 +50,6 @@ fn item(host: &Host, collection: &str, id: &str) -> Value {
     r.json()["data"].clone()
 }
 
-fn patch_item(host: &Host, collection: &str, id: &str, body: &Value) {
-    let r = host.patch(
-        &format!("/items/{collection}/{id}"),
-        Some(ADMIN_TOKEN),
-        body,
-    );
-    assert_eq!(r.status, 200, "patch {collection}/{id}: {}", r.body);
-}
-
 /// Items of a collection matching `filter`, read as admin (all of them).
 fn find(host: &Host, collection: &str, filter: &Value) -> Vec<Value> {
     let r = host.get(
@@ -235,7 +226,7 @@ fn like_creates_the_like_and_answers_the_new_counter() {
 fn like_increments_the_stored_counter() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    patch_item(&host, "videos", &v, &json!({"likes_count": 5}));
+    host.admin_patch("videos", &v, &json!({"likes_count": 5}));
     users(&host, Some("Viewer"), &["fan".into()]);
     let r = like(&host, &v, Some("fan"));
     assert_eq!(ok(&r, "like"), json!({"liked": true, "likes_count": 6}));
@@ -302,7 +293,7 @@ fn unlike_decrements_the_stored_counter() {
     let v = video(&host, "v");
     users(&host, Some("Viewer"), &["a".into()]);
     ok(&like(&host, &v, Some("a")), "like");
-    patch_item(&host, "videos", &v, &json!({"likes_count": 10}));
+    host.admin_patch("videos", &v, &json!({"likes_count": 10}));
     let r = unlike(&host, &v, Some("a"));
     assert_eq!(ok(&r, "unlike"), json!({"liked": false, "likes_count": 9}));
     assert_eq!(stored(&host, &v)["likes_count"], 9);
@@ -314,7 +305,7 @@ fn unlike_never_takes_the_counter_below_zero() {
     let v = video(&host, "v");
     users(&host, Some("Viewer"), &["a".into()]);
     ok(&like(&host, &v, Some("a")), "like");
-    patch_item(&host, "videos", &v, &json!({"likes_count": 0}));
+    host.admin_patch("videos", &v, &json!({"likes_count": 0}));
     let r = unlike(&host, &v, Some("a"));
     assert_eq!(ok(&r, "unlike"), json!({"liked": false, "likes_count": 0}));
     assert_eq!(stored(&host, &v)["likes_count"], 0);
@@ -522,7 +513,7 @@ fn play_without_session_stores_null() {
 fn play_increments_the_stored_counter() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    patch_item(&host, "videos", &v, &json!({"plays_count": 10}));
+    host.admin_patch("videos", &v, &json!({"plays_count": 10}));
     let body = ok(&play(&host, &v, None, &json!({})), "play");
     assert_eq!(body["plays_count"], 11, "{body}");
     let body = ok(&play(&host, &v, None, &json!({})), "play");
@@ -740,12 +731,7 @@ fn analytics_without_linked_videos_is_the_empty_shape() {
     let v = video(&host, "theirs");
     link(&host, &v, &ids[1]);
     play_record(&host, &v, "2024-01-01T00:00:00Z", 10.0, true);
-    patch_item(
-        &host,
-        "videos",
-        &v,
-        &json!({"likes_count": 3, "plays_count": 1}),
-    );
+    host.admin_patch("videos", &v, &json!({"likes_count": 3, "plays_count": 1}));
     let want = json!({"total_videos": 0, "total_likes": 0, "total_plays": 0, "videos": []});
     assert_eq!(analytics(&host, "lonely"), want);
     assert_eq!(
@@ -793,24 +779,9 @@ fn analytics_sums_counters_and_groups_records_by_utc_day() {
     // d: another model's only; never counted for the caller.
     play_record(&host, &d, "2024-03-05T00:00:00Z", 100.0, true);
     like_record(&host, &d, &fans[2], "2024-03-05T00:00:00Z");
-    patch_item(
-        &host,
-        "videos",
-        &a,
-        &json!({"likes_count": 7, "plays_count": 4}),
-    );
-    patch_item(
-        &host,
-        "videos",
-        &b,
-        &json!({"likes_count": 1, "plays_count": 3}),
-    );
-    patch_item(
-        &host,
-        "videos",
-        &d,
-        &json!({"likes_count": 50, "plays_count": 50}),
-    );
+    host.admin_patch("videos", &a, &json!({"likes_count": 7, "plays_count": 4}));
+    host.admin_patch("videos", &b, &json!({"likes_count": 1, "plays_count": 3}));
+    host.admin_patch("videos", &d, &json!({"likes_count": 50, "plays_count": 50}));
 
     let got = analytics(&host, "me");
     let keys: BTreeSet<&str> = got
@@ -888,7 +859,7 @@ fn analytics_integral_rates_are_json_integers() {
     link(&host, &v, &me);
     play_record(&host, &v, "2024-01-01T00:00:00Z", 4.0, true);
     play_record(&host, &v, "2024-01-01T00:00:01Z", 6.0, true);
-    patch_item(&host, "videos", &v, &json!({"plays_count": 2}));
+    host.admin_patch("videos", &v, &json!({"plays_count": 2}));
     let r = host.get("/svc/analytics", Some("me"));
     let got = ok(&r, "analytics");
     assert_eq!(
@@ -910,7 +881,7 @@ fn analytics_completion_rate_is_zero_when_the_plays_counter_is_zero() {
     let v = video(&host, "v");
     link(&host, &v, &me);
     play_record(&host, &v, "2024-01-01T00:00:00Z", 7.0, true);
-    patch_item(&host, "videos", &v, &json!({"plays_count": 0}));
+    host.admin_patch("videos", &v, &json!({"plays_count": 0}));
     let got = analytics(&host, "me");
     let pv = &got["videos"][0];
     assert_eq!(pv["plays"], 0, "{got}");
@@ -1207,7 +1178,7 @@ fn likes_written_through_the_items_api_move_likes_count() {
     let admin_like =
         id_of(&host.admin_create("video_likes", &json!({"video_id": v, "user_id": fans[2]})));
     assert_eq!((likes_count(&host, &v), likes_count(&host, &w)), (3, 0));
-    patch_item(&host, "video_likes", &admin_like, &json!({"video_id": w}));
+    host.admin_patch("video_likes", &admin_like, &json!({"video_id": w}));
     assert_eq!((likes_count(&host, &v), likes_count(&host, &w)), (2, 1));
     let r = host.delete(
         &format!("/items/video_likes/{admin_like}"),
@@ -1237,10 +1208,10 @@ fn plays_written_through_the_items_api_move_plays_count_never_below_zero() {
     assert_eq!(plays_count(&host, &v), 2);
     let answer = ok(&play(&host, &v, None, &json!({})), "play");
     assert_eq!(answer["plays_count"], 3, "{answer}");
-    patch_item(&host, "video_plays", &imported, &json!({"video_id": w}));
+    host.admin_patch("video_plays", &imported, &json!({"video_id": w}));
     assert_eq!((plays_count(&host, &v), plays_count(&host, &w)), (2, 1));
     // A counter set by hand below its records is never taken below 0.
-    patch_item(&host, "videos", &w, &json!({"plays_count": 0}));
+    host.admin_patch("videos", &w, &json!({"plays_count": 0}));
     let r = host.delete(&format!("/items/video_plays/{imported}"), Some(ADMIN_TOKEN));
     assert_eq!(r.status, 204, "{}", r.body);
     assert_eq!(plays_count(&host, &w), 0);

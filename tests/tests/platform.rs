@@ -777,52 +777,43 @@ fn in_transaction_hooks_write_with_the_write_and_refuse_it_whole() {
     // The hook sees the write inside its transaction and writes with it.
     let created = host.admin_create("videos", &json!({"slug": "kept", "title": "kept"}));
     let id = created["id"].as_str().expect("id").to_string();
-    let r = host.patch(
-        &format!("/items/videos/{id}"),
-        Some(ADMIN_TOKEN),
-        &json!({"title": "renamed"}),
-    );
-    assert_eq!(r.status, 200, "{}", r.body);
+    host.admin_patch("videos", &id, &json!({"title": "renamed"}));
     assert_eq!(
         video_audit(&host),
         vec!["create kept visible=1", "update renamed visible=1"]
     );
 
     // A refusal answers the hook's error; nothing of the write remains,
-    // not even what the hook of an earlier write wrote in the transaction.
-    let r = host.post(
-        "/items/videos",
-        Some(ADMIN_TOKEN),
-        &json!({"slug": "no", "title": "refused"}),
-    );
-    assert_eq!(r.status, 400, "{}", r.body);
-    assert_eq!(
-        r.json()["errors"][0]["extensions"]["code"],
-        "INVALID_PAYLOAD"
-    );
-    assert_eq!(
-        r.json()["errors"][0]["message"],
-        "videos may not be titled \"refused\""
-    );
-    let r = host.post(
-        "/items/videos",
-        Some(ADMIN_TOKEN),
-        &json!([{"slug": "first", "title": "first"}, {"slug": "second", "title": "refused"}]),
-    );
-    assert_eq!(r.status, 400, "{}", r.body);
-    // An extension's transaction: the refusal of its second write rolls
-    // back its first one and the audit of it.
-    let r = host.post(
-        "/fixture/tx",
-        None,
-        &json!({"slugs": ["tx-one", "refused"]}),
-    );
-    assert_eq!(r.status, 400, "{}", r.body);
-    assert_eq!(video_slugs(&host), vec!["kept"]);
-    assert_eq!(
-        video_audit(&host),
-        vec!["create kept visible=1", "update renamed visible=1"]
-    );
+    // not even what the hook of an earlier write wrote in the transaction:
+    // one item, a batch whose second item is refused, and an extension's
+    // transaction whose second write is.
+    let refused = [
+        (
+            "/items/videos",
+            Some(ADMIN_TOKEN),
+            json!({"slug": "no", "title": "refused"}),
+        ),
+        (
+            "/items/videos",
+            Some(ADMIN_TOKEN),
+            json!([{"slug": "first", "title": "first"}, {"slug": "second", "title": "refused"}]),
+        ),
+        ("/fixture/tx", None, json!({"slugs": ["tx-one", "refused"]})),
+    ];
+    for (path, token, body) in &refused {
+        let r = host.post(path, *token, body);
+        assert_eq!(r.status, 400, "{path}: {}", r.body);
+        if path.starts_with("/items") {
+            let error = &r.json()["errors"][0];
+            assert_eq!(error["extensions"]["code"], "INVALID_PAYLOAD", "{}", r.body);
+            assert_eq!(error["message"], "videos may not be titled \"refused\"");
+        }
+        assert_eq!(video_slugs(&host), vec!["kept"], "after {body}");
+        assert_eq!(
+            video_audit(&host),
+            vec!["create kept visible=1", "update renamed visible=1"]
+        );
+    }
 
     // A panicking hook refuses the write with a 500 and the host goes on.
     let r = host.post(
@@ -836,11 +827,7 @@ fn in_transaction_hooks_write_with_the_write_and_refuse_it_whole() {
 
     // Refused writes reach no after-commit hook; committed ones do, with
     // the hook's own writes.
-    assert_eq!(
-        host.delete(&format!("/items/videos/{id}"), Some(ADMIN_TOKEN))
-            .status,
-        204
-    );
+    host.admin_delete("videos", &id);
     assert!(video_audit(&host).contains(&"delete  visible=0".to_string()));
     let seen = host.get("/fixture/events", None).json();
     let seen: Vec<&str> = seen

@@ -66,15 +66,6 @@ fn item(host: &Host, collection: &str, id: &str) -> Value {
     r.json()["data"].clone()
 }
 
-fn patch_item(host: &Host, collection: &str, id: &str, body: &Value) {
-    let r = host.patch(
-        &format!("/items/{collection}/{id}"),
-        Some(ADMIN_TOKEN),
-        body,
-    );
-    assert_eq!(r.status, 200, "patch {collection}/{id}: {}", r.body);
-}
-
 fn role_id(host: &Host, name: &str) -> String {
     host.id_by_name("platform_roles", name)
 }
@@ -740,14 +731,8 @@ fn videos_report_live_like_and_play_counts() {
     likes(&host, &v, 2, "c");
     plays(&host, &v, 3);
     // The stored counters are wrong on purpose.
-    patch_item(
-        &host,
-        "videos",
-        &v,
-        &json!({"likes_count": 99, "plays_count": 77}),
-    );
-    patch_item(
-        &host,
+    host.admin_patch("videos", &v, &json!({"likes_count": 99, "plays_count": 77}));
+    host.admin_patch(
         "videos",
         &quiet,
         &json!({"likes_count": 5, "plays_count": 6}),
@@ -913,8 +898,7 @@ fn video_by_slug_has_the_list_expansions() {
     link(&host, &id_of(&v), &id_of(&m));
     likes(&host, &id_of(&v), 1, "d");
     plays(&host, &id_of(&v), 2);
-    patch_item(
-        &host,
+    host.admin_patch(
         "videos",
         &id_of(&v),
         &json!({"likes_count": 40, "plays_count": 41}),

@@ -199,15 +199,11 @@ fn comments(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
                     awards::recount_comments(ctx, user)?;
                 }
             }
+            // Moved to or from recordings, or to another author.
             EventKind::Update => {
-                // Moved to or from recordings, or to another author:
-                // recount everyone concerned.
-                let users = users_of(before, after, "user_created");
-                if on_recordings(before) != on_recordings(after) || users.len() > 1 {
-                    for user in users {
-                        awards::recount_comments(ctx, user)?;
-                    }
-                }
+                recount_if_moved((before, after), "user_created", on_recordings, |user| {
+                    awards::recount_comments(ctx, user)
+                })?
             }
         }
     }
@@ -227,14 +223,30 @@ fn points(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
 }
 
 fn user_achievements(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
+    let unlocked = |r: Option<&Value>| field(r, "date_unlocked").is_some_and(|d| !d.is_null());
     for key in &event.keys {
-        let (before, after) = (event.before_of(key), event.after_of(key));
-        let unlocked = |r: Option<&Value>| field(r, "date_unlocked").is_some_and(|d| !d.is_null());
-        let users = users_of(before, after, "user_id");
-        if unlocked(before) != unlocked(after) || users.len() > 1 {
-            for user in users {
-                awards::recount_achievements(ctx, user)?;
-            }
+        recount_if_moved(
+            (event.before_of(key), event.after_of(key)),
+            "user_id",
+            unlocked,
+            |user| awards::recount_achievements(ctx, user),
+        )?;
+    }
+    Ok(())
+}
+
+/// Recounts every user a record names (by `owner`) before or after a
+/// write when the write changed whether it `counts`, or whose it is.
+fn recount_if_moved(
+    (before, after): (Option<&Value>, Option<&Value>),
+    owner: &str,
+    counts: impl Fn(Option<&Value>) -> bool,
+    recount: impl Fn(&str) -> Result<(), ItemsError>,
+) -> Result<(), ItemsError> {
+    let users = users_of(before, after, owner);
+    if counts(before) != counts(after) || users.len() > 1 {
+        for user in users {
+            recount(user)?;
         }
     }
     Ok(())
