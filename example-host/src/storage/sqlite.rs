@@ -106,6 +106,25 @@ fn map_sql_error(e: rusqlite::Error) -> StoreError {
     backend(e)
 }
 
+/// The settings of every pooled connection. Connection-local only: the
+/// journal mode belongs to the file and is set once, at open, because
+/// connections switching a new file to WAL at the same moment make one of
+/// them fail at once with "database is locked" (one escalates its lock
+/// while the other holds its own, which no busy timeout waits out).
+fn set_up_connection(c: &mut Connection) -> rusqlite::Result<()> {
+    c.busy_timeout(BUSY_TIMEOUT)?;
+    c.set_prepared_statement_cache_capacity(256);
+    // Plans that do not depend on the values bound: otherwise SQLite
+    // marks `LIMIT ?` as plan-relevant and recompiles a cached
+    // statement every time a limit is bound, i.e. on every read.
+    c.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    c.execute_batch(
+        "PRAGMA synchronous = NORMAL;
+         PRAGMA foreign_keys = OFF;
+         PRAGMA temp_store = MEMORY;",
+    )
+}
+
 fn quote(ident: &str) -> String {
     format!("\"{}\"", ident.replace('"', "\"\""))
 }
@@ -117,20 +136,16 @@ impl SqliteStore {
             std::fs::create_dir_all(parent)
                 .map_err(|e| backend(format!("cannot create {}: {e}", parent.display())))?;
         }
-        let manager = SqliteConnectionManager::file(path).with_init(|c| {
-            c.busy_timeout(BUSY_TIMEOUT)?;
-            c.set_prepared_statement_cache_capacity(256);
-            // Plans that do not depend on the values bound: otherwise SQLite
-            // marks `LIMIT ?` as plan-relevant and recompiles a cached
-            // statement every time a limit is bound, i.e. on every read.
-            c.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-            c.execute_batch(
-                "PRAGMA journal_mode = WAL;
-                 PRAGMA synchronous = NORMAL;
-                 PRAGMA foreign_keys = OFF;
-                 PRAGMA temp_store = MEMORY;",
-            )
-        });
+        // WAL is a property of the file: set here, once, before the pool
+        // opens its first connections in parallel (see `set_up_connection`).
+        {
+            let first = Connection::open(path).map_err(map_sql_error)?;
+            first.busy_timeout(BUSY_TIMEOUT).map_err(map_sql_error)?;
+            first
+                .query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+                .map_err(map_sql_error)?;
+        }
+        let manager = SqliteConnectionManager::file(path).with_init(set_up_connection);
         let pool = r2d2::Pool::builder()
             .max_size(POOL_SIZE)
             .min_idle(Some(2))
@@ -929,6 +944,43 @@ mod tests {
     use host_sdk::schema::{Collection, Field};
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn connections_set_up_at_once_on_a_new_database_never_fail() {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let path = dir.path().join("fresh.db");
+            let start = std::sync::Barrier::new(8);
+            let failures: Vec<String> = std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..8)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            let mut c = Connection::open(&path).expect("open");
+                            start.wait();
+                            set_up_connection(&mut c).err().map(|e| e.to_string())
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .filter_map(|w| w.join().expect("worker"))
+                    .collect()
+            });
+            assert!(failures.is_empty(), "{failures:?}");
+        }
+    }
+
+    #[test]
+    fn a_store_keeps_its_file_in_wal_mode() {
+        let (_dir, store) = store();
+        let mode: String = store
+            .with_conn(|c| {
+                c.query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                    .map_err(map_sql_error)
+            })
+            .expect("journal mode");
+        assert_eq!(mode, "wal");
+    }
 
     fn store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().expect("temp dir");
