@@ -850,9 +850,9 @@ fn header_injection_attempts_do_not_reach_responses_or_grant_access() {
         head("GET", "/server/metrics", &[&format!("X-A: b\r{admin}")]),
         // NUL inside a value
         head("GET", "/server/metrics", &[&format!("X-A: b\0{admin}")]),
-        // two Authorization headers: the first (a viewer) counts
+        // two Authorization headers that disagree: refused
         head("GET", "/server/metrics", &[&bearer("h-viewer"), &admin]),
-        // header wins over the query parameter
+        // a header and a query parameter that disagree: refused
         head(
             "GET",
             &format!("/server/metrics?access_token={ADMIN_TOKEN}"),
@@ -901,4 +901,46 @@ fn header_injection_attempts_do_not_reach_responses_or_grant_access() {
     assert_eq!(r.body.matches("HTTP/1.1").count(), 0, "{r:?}");
     assert!(!r.body.contains("items_calls"), "{r:?}");
     assert_serving(&host);
+}
+
+/// DECISIONS §3: credentials that disagree get 401, like a bad token, on
+/// the host's routes and under an extension's mount alike.
+#[test]
+fn credentials_that_disagree_are_refused() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "cd-viewer");
+    host.user(Some("Viewer"), "cd-other");
+    for path in ["/svc/stats", "/items/recordings", "/server/health"] {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        // A valid header and a query token that matches nobody.
+        let r = host.get(&format!("{path}{sep}access_token=nope"), Some("cd-viewer"));
+        assert_eq!(r.status, 401, "{path}: {}", r.body);
+        // Two valid tokens of different users.
+        let r = host.get(
+            &format!("{path}{sep}access_token=cd-other"),
+            Some("cd-viewer"),
+        );
+        assert_eq!(r.status, 401, "{path}: {}", r.body);
+        // Two query tokens that differ.
+        let r = host.get(
+            &format!("{path}{sep}access_token=cd-viewer&access_token=nope"),
+            None,
+        );
+        assert_eq!(r.status, 401, "{path}: {}", r.body);
+        // The same token twice is one credential.
+        let r = host.get(
+            &format!("{path}{sep}access_token=cd-viewer"),
+            Some("cd-viewer"),
+        );
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+    }
+    let r = raw(
+        &host,
+        &head(
+            "GET",
+            "/svc/stats",
+            &[&bearer("cd-viewer"), &bearer("nope")],
+        ),
+    );
+    assert_eq!(r.status, Some(401), "{r:?}");
 }

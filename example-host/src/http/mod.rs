@@ -208,27 +208,39 @@ pub enum Credentials {
 }
 
 /// The credentials of a request: `Authorization: Bearer …` or `?access_token=`.
+/// Credentials that disagree (a header and a query token that differ, two
+/// different query tokens) are refused like a wrong token (DECISIONS §3):
+/// serving the request as one of them would let the other go unchecked.
 pub fn credentials(headers: &HeaderMap, uri: &Uri) -> Credentials {
-    if let Some(value) = headers.get(axum::http::header::AUTHORIZATION) {
-        let Ok(value) = value.to_str() else {
-            return Credentials::Malformed;
-        };
-        let mut parts = value.trim().splitn(2, ' ');
-        return match (parts.next(), parts.next()) {
-            (Some(scheme), Some(token))
-                if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
-            {
-                Credentials::Token(token.trim().to_string())
-            }
-            _ => Credentials::Malformed,
-        };
-    }
-    form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
-        .find(|(k, _)| k == "access_token")
+    let mut presented: Vec<String> = form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+        .filter(|(k, _)| k == "access_token")
         .map(|(_, v)| v.into_owned())
-        .filter(|t| !t.is_empty())
-        .map(Credentials::Token)
-        .unwrap_or(Credentials::Anonymous)
+        .collect();
+    let authorization = headers.get_all(axum::http::header::AUTHORIZATION);
+    if authorization.iter().next().is_some() {
+        for value in authorization {
+            let Ok(value) = value.to_str() else {
+                return Credentials::Malformed;
+            };
+            let mut parts = value.trim().splitn(2, ' ');
+            match (parts.next(), parts.next()) {
+                (Some(scheme), Some(token))
+                    if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
+                {
+                    presented.push(token.trim().to_string());
+                }
+                _ => return Credentials::Malformed,
+            }
+        }
+    } else {
+        // Alone, an empty `access_token=` is no credential at all.
+        presented.retain(|t| !t.is_empty());
+    }
+    match presented.split_first() {
+        None => Credentials::Anonymous,
+        Some((first, rest)) if rest.iter().all(|t| t == first) => Credentials::Token(first.clone()),
+        Some(_) => Credentials::Malformed,
+    }
 }
 
 /// Resolves credentials (blocking: may read the database).
