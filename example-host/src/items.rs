@@ -55,12 +55,32 @@ impl ItemsError {
 impl From<StoreError> for ItemsError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::NotUnique(m) => ItemsError::NotUnique(m),
+            StoreError::NotUnique { collection, fields } => {
+                ItemsError::NotUnique(not_unique_message(&collection, &fields))
+            }
             StoreError::Busy => ItemsError::Unavailable,
             StoreError::Invalid(m) => ItemsError::InvalidPayload(m),
             StoreError::Backend(m) => ItemsError::Internal(m),
             StoreError::Aborted => ItemsError::Internal("transaction aborted".into()),
         }
+    }
+}
+
+/// A unique violation worded as Directus words it.
+fn not_unique_message(collection: &str, fields: &[String]) -> String {
+    match fields {
+        [field] => {
+            format!("Value for field \"{field}\" in collection \"{collection}\" has to be unique.")
+        }
+        [] => format!("Value in collection \"{collection}\" has to be unique."),
+        several => format!(
+            "Values for fields {} in collection \"{collection}\" have to be unique together.",
+            several
+                .iter()
+                .map(|f| format!("\"{f}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 

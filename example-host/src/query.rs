@@ -117,20 +117,46 @@ impl Vars {
     }
 }
 
-/// Parses and validates a filter object against a collection.
-pub fn parse_filter(c: &CollectionDef, raw: &Value, vars: &Vars) -> Result<Filter, QueryError> {
-    parse_filter_at(c, raw, vars, 0)
+/// How large a query may be; past these it is refused (400 `INVALID_QUERY`)
+/// before the database sees it. Far above what any page of the platform
+/// asks, far below what makes a database slow or refuse (SQLite caps an
+/// expression's depth at 1,000 and a statement's columns at 2,000).
+pub mod limits {
+    /// Conditions and `_and` / `_or` groups in one filter.
+    pub const FILTER_CONDITIONS: usize = 200;
+    /// How deep `_and` / `_or` groups nest.
+    pub const FILTER_DEPTH: usize = 32;
+    /// Terms of `sort`.
+    pub const SORT_TERMS: usize = 16;
+    /// Fields of `groupBy`.
+    pub const GROUP_BY: usize = 8;
+    /// Names in `fields` (repeats included).
+    pub const FIELDS: usize = 500;
+    /// Functions and their fields in `aggregate`.
+    pub const AGGREGATES: usize = 32;
 }
 
-const MAX_FILTER_DEPTH: usize = 32;
+fn at_most(what: &str, count: usize, limit: usize) -> Result<(), QueryError> {
+    if count > limit {
+        return err(format!("too many {what} ({count}; at most {limit})"));
+    }
+    Ok(())
+}
+
+/// Parses and validates a filter object against a collection.
+pub fn parse_filter(c: &CollectionDef, raw: &Value, vars: &Vars) -> Result<Filter, QueryError> {
+    let mut conditions = 0;
+    parse_filter_at(c, raw, vars, 0, &mut conditions)
+}
 
 fn parse_filter_at(
     c: &CollectionDef,
     raw: &Value,
     vars: &Vars,
     depth: usize,
+    conditions: &mut usize,
 ) -> Result<Filter, QueryError> {
-    if depth > MAX_FILTER_DEPTH {
+    if depth > limits::FILTER_DEPTH {
         return err("filter is nested too deeply");
     }
     let Value::Object(map) = raw else {
@@ -143,9 +169,11 @@ fn parse_filter_at(
                 let Value::Array(items) = value else {
                     return err(format!("{key} takes an array"));
                 };
+                *conditions += 1;
+                at_most("filter conditions", *conditions, limits::FILTER_CONDITIONS)?;
                 let list = items
                     .iter()
-                    .map(|i| parse_filter_at(c, i, vars, depth + 1))
+                    .map(|i| parse_filter_at(c, i, vars, depth + 1, conditions))
                     .collect::<Result<Vec<_>, _>>()?;
                 parts.push(if key == "_and" {
                     Filter::And(list)
@@ -153,7 +181,12 @@ fn parse_filter_at(
                     Filter::Or(list)
                 });
             }
-            field => parts.extend(parse_conditions(c, field, value, vars)?),
+            field => {
+                let found = parse_conditions(c, field, value, vars)?;
+                *conditions += found.len();
+                at_most("filter conditions", *conditions, limits::FILTER_CONDITIONS)?;
+                parts.extend(found);
+            }
         }
     }
     Ok(if parts.len() == 1 {
@@ -407,7 +440,9 @@ impl WireQuery {
             Some(f) => Some(parse_filter(c, f, vars)?),
         };
         let mut sort = Vec::new();
-        for item in self.sort.as_ref().map(ListParam::items).unwrap_or_default() {
+        let terms = self.sort.as_ref().map(ListParam::items).unwrap_or_default();
+        at_most("sort terms", terms.len(), limits::SORT_TERMS)?;
+        for item in terms {
             let (name, desc) = match item.strip_prefix('-') {
                 Some(n) => (n.to_string(), true),
                 None => (item.clone(), false),
@@ -450,6 +485,7 @@ impl WireQuery {
             return err("aggregate query without \"aggregate\"");
         };
         let mut functions = Vec::new();
+        at_most("aggregate functions", aggregate.len(), limits::AGGREGATES)?;
         for (name, fields) in aggregate {
             let Some(function) = AggFn::parse(name) else {
                 return err(format!("unknown aggregate function \"{name}\""));
@@ -463,6 +499,11 @@ impl WireQuery {
                 Value::String(s) => s.split(',').map(|p| p.trim().to_string()).collect(),
                 _ => return err(format!("{name} takes field names")),
             };
+            at_most(
+                "aggregated fields",
+                functions.len() + fields.len(),
+                limits::AGGREGATES,
+            )?;
             for field in fields {
                 if field == "*" {
                     if !matches!(function, AggFn::Count) {
@@ -480,7 +521,9 @@ impl WireQuery {
             .group_by
             .as_ref()
             .map(ListParam::items)
-            .unwrap_or_default()
+            .unwrap_or_default();
+        at_most("groupBy fields", group_by.len(), limits::GROUP_BY)?;
+        let group_by = group_by
             .iter()
             .map(|g| GroupKey::parse(c, g))
             .collect::<Result<Vec<_>, _>>()?;
@@ -498,6 +541,7 @@ fn resolve_fields(
     fields: Option<&ListParam>,
 ) -> Result<Vec<String>, QueryError> {
     let requested = fields.map(ListParam::items).unwrap_or_default();
+    at_most("fields", requested.len(), limits::FIELDS)?;
     if requested.is_empty() || requested.iter().any(|f| f == "*") {
         let mut all: Vec<String> = c.fields.iter().map(|f| f.field.clone()).collect();
         // `*` plus explicit names is still everything.

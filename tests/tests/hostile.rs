@@ -790,9 +790,12 @@ fn very_long_urls_and_headers_are_refused_cleanly() {
     // Long, but within the HTTP layer's limits: answered by the route.
     let r = host.get(&format!("/svc/videos/{}", "a".repeat(8_000)), None);
     assert_eq!(r.status, 404, "{}", r.body);
-    let fields = vec!["slug"; 2_000].join(",");
+    let fields = vec!["slug"; 500].join(",");
     let r = host.get(&format!("/items/videos?fields={fields}"), Some(ADMIN_TOKEN));
     assert_eq!(r.status, 200, "{}", r.body);
+    let fields = vec!["slug"; 2_000].join(",");
+    let r = host.get(&format!("/items/videos?fields={fields}"), Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 400, "{}", r.body);
     let many: Vec<String> = (0..2_000).map(|i| format!("v{i}")).collect();
     let f = json!({"slug": {"_in": many}});
     let r = host.get(
@@ -943,4 +946,88 @@ fn credentials_that_disagree_are_refused() {
         ),
     );
     assert_eq!(r.status, Some(401), "{r:?}");
+}
+
+/// An answer in the items API's error shape with this status and code;
+/// its message names no database.
+fn assert_items_error(r: &Resp, status: u16, code: &str) -> String {
+    assert_eq!(r.status, status, "{}", r.body);
+    let body: Value =
+        serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.body));
+    assert_eq!(body["errors"][0]["extensions"]["code"], code, "{}", r.body);
+    let message = body["errors"][0]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no message: {}", r.body))
+        .to_string();
+    for database_text in [
+        "SQLITE",
+        "sqlite",
+        "constraint failed",
+        "no such",
+        "syntax error",
+    ] {
+        assert!(!message.contains(database_text), "{}", r.body);
+    }
+    message
+}
+
+#[test]
+fn oversized_queries_are_refused_before_the_database() {
+    let host = Host::start(HostOptions::svc());
+    let branches: Vec<Value> = (0..1000)
+        .map(|i| json!({"slug": {"_eq": format!("s{i}")}}))
+        .collect();
+    let filter = encode(&json!({ "_or": branches }).to_string());
+    let sort = vec!["slug"; 2001].join(",");
+    let group = vec!["slug"; 2000].join(",");
+    let fields = vec!["slug"; 1000].join(",");
+    for (what, query) in [
+        ("filter", format!("filter={filter}")),
+        ("sort", format!("sort={sort}")),
+        ("groupBy", format!("aggregate[count]=*&groupBy={group}")),
+        ("fields", format!("fields={fields}")),
+    ] {
+        let r = host.get(&format!("/items/videos?{query}"), Some(ADMIN_TOKEN));
+        let message = assert_items_error(&r, 400, "INVALID_QUERY");
+        assert!(message.starts_with("too many"), "{what}: {message}");
+    }
+    // Within the limits, the same shapes are answered.
+    let r = host.get(
+        "/items/videos?sort=slug,-title&fields=slug,slug",
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_serving(&host);
+}
+
+#[test]
+fn failures_are_worded_for_clients_in_the_json_shape() {
+    let host = Host::start(HostOptions::svc());
+    host.admin_create("videos", &json!({"slug": "taken", "title": "T"}));
+    let r = host.post(
+        "/items/videos",
+        Some(ADMIN_TOKEN),
+        &json!({"slug": "taken"}),
+    );
+    let message = assert_items_error(&r, 400, "RECORD_NOT_UNIQUE");
+    assert_eq!(
+        message,
+        "Value for field \"slug\" in collection \"videos\" has to be unique."
+    );
+    // A path that is not UTF-8, a method a host route does not serve.
+    let r = host.get("/items/recordings/%FF", Some(ADMIN_TOKEN));
+    assert_items_error(&r, 400, "INVALID_PAYLOAD");
+    let r = host.request("PUT", "/items/videos/x", Some(ADMIN_TOKEN), None);
+    assert_items_error(&r, 405, "METHOD_NOT_ALLOWED");
+    // An unexpected storage failure: a generic message; the detail is
+    // logged.
+    let db = rusqlite::Connection::open(host.db_path()).expect("open db");
+    db.busy_timeout(Duration::from_secs(10))
+        .expect("busy timeout");
+    db.execute_batch("ALTER TABLE articles RENAME TO articles_gone")
+        .expect("rename table");
+    let r = host.get("/items/articles", Some(ADMIN_TOKEN));
+    let message = assert_items_error(&r, 500, "INTERNAL");
+    assert_eq!(message, "An unexpected error occurred.");
+    assert!(host.log().contains("no such table"), "{}", host.log());
 }

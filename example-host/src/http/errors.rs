@@ -33,6 +33,9 @@ pub enum HttpError {
     /// Unknown route outside any extension.
     #[error("Route {0} doesn't exist.")]
     RouteNotFound(String),
+    /// A host route asked with a method it does not serve.
+    #[error("Method not allowed: {0}.")]
+    MethodNotAllowed(String),
     /// A failure around an extension call, in the `{error}` shape.
     #[error("{message}")]
     Extension { status: StatusCode, message: String },
@@ -71,16 +74,19 @@ pub fn items_status(e: &ItemsError) -> StatusCode {
     }
 }
 
+/// What a client reads of a failure it did not cause: the detail (a
+/// database's message, say) goes to the log only.
+pub const UNEXPECTED: &str = "An unexpected error occurred.";
+
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let message = self.to_string();
         match &self {
-            HttpError::Items(e) => {
-                if matches!(e, ItemsError::Internal(_)) {
-                    log::error!("items service failure: {e}");
-                }
-                items_body(items_status(e), e.code(), &message)
+            HttpError::Items(e @ ItemsError::Internal(_)) => {
+                log::error!("items service failure: {e}");
+                items_body(items_status(e), e.code(), UNEXPECTED)
             }
+            HttpError::Items(e) => items_body(items_status(e), e.code(), &message),
             HttpError::InvalidCredentials => {
                 items_body(StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS", &message)
             }
@@ -94,10 +100,15 @@ impl IntoResponse for HttpError {
             HttpError::RouteNotFound(_) => {
                 items_body(StatusCode::NOT_FOUND, "ROUTE_NOT_FOUND", &message)
             }
+            HttpError::MethodNotAllowed(_) => items_body(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "METHOD_NOT_ALLOWED",
+                &message,
+            ),
             HttpError::Extension { status, .. } => simple_body(*status, &message),
             HttpError::Internal(m) => {
                 log::error!("host failure: {m}");
-                items_body(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", &message)
+                items_body(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", UNEXPECTED)
             }
         }
     }

@@ -2,7 +2,7 @@
 //! service, under the caller's permissions.
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -15,6 +15,32 @@ use crate::query::{ListParam, WireQuery};
 
 /// The REST API's page size when a request gives no `limit` (`-1`: all).
 const DEFAULT_LIMIT: u64 = 100;
+
+/// The path parameters of an items route; a path that does not decode (say
+/// `%FF`, not UTF-8) is answered in the items API's JSON shape, not with
+/// the router's plain text.
+pub struct ItemPath<T>(pub T);
+
+impl<S, T> axum::extract::FromRequestParts<S> for ItemPath<T>
+where
+    S: Send + Sync,
+    T: serde::de::DeserializeOwned + Send,
+{
+    type Rejection = HttpError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, HttpError> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(ItemPath(value)),
+            Err(e) => Err(HttpError::InvalidPayload(format!(
+                "Invalid path: {}",
+                e.body_text()
+            ))),
+        }
+    }
+}
 
 fn caller(platform: &Platform, headers: &HeaderMap, uri: &Uri) -> Result<Who, HttpError> {
     match authenticate(platform, &credentials(headers, uri)) {
@@ -80,7 +106,7 @@ fn data(value: impl serde::Serialize) -> Response {
 
 pub async fn read_many(
     State(state): State<AppState>,
-    Path(collection): Path<String>,
+    ItemPath(collection): ItemPath<String>,
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Response, HttpError> {
@@ -121,7 +147,7 @@ fn missing(who: &Who, id: &str) -> HttpError {
 
 pub async fn read_one(
     State(state): State<AppState>,
-    Path((collection, id)): Path<(String, String)>,
+    ItemPath((collection, id)): ItemPath<(String, String)>,
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Response, HttpError> {
@@ -169,7 +195,7 @@ fn parse_json_body(bytes: &[u8]) -> Result<Value, HttpError> {
 
 pub async fn create(
     State(state): State<AppState>,
-    Path(collection): Path<String>,
+    ItemPath(collection): ItemPath<String>,
     headers: HeaderMap,
     uri: Uri,
     body: Body,
@@ -193,7 +219,7 @@ pub async fn create(
 
 pub async fn update(
     State(state): State<AppState>,
-    Path((collection, id)): Path<(String, String)>,
+    ItemPath((collection, id)): ItemPath<(String, String)>,
     headers: HeaderMap,
     uri: Uri,
     body: Body,
@@ -212,7 +238,7 @@ pub async fn update(
 
 pub async fn delete(
     State(state): State<AppState>,
-    Path((collection, id)): Path<(String, String)>,
+    ItemPath((collection, id)): ItemPath<(String, String)>,
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Response, HttpError> {

@@ -67,7 +67,14 @@ pub fn router(state: AppState) -> Router {
                 .delete(items_api::delete),
         )
         .fallback(extension_api::dispatch)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
+}
+
+/// A host route asked with a method it does not serve: 405, in the items
+/// API's JSON shape like every other error.
+async fn method_not_allowed(method: axum::http::Method, uri: Uri) -> HttpError {
+    HttpError::MethodNotAllowed(format!("{method} {}", uri.path()))
 }
 
 /// Serves until SIGINT/SIGTERM, then finishes in-flight requests.

@@ -19,8 +19,13 @@ pub type Record = Map<String, Value>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{0}")]
-    NotUnique(String),
+    /// A unique constraint refused the write: the collection and the
+    /// fields it covers (as the backend names them).
+    #[error("value not unique in {collection} ({})", fields.join(", "))]
+    NotUnique {
+        collection: String,
+        fields: Vec<String>,
+    },
     #[error("the database is busy")]
     Busy,
     #[error("{0}")]

@@ -96,8 +96,7 @@ fn map_sql_error(e: rusqlite::Error) -> StoreError {
                 if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
                     || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
             {
-                let what = msg.clone().unwrap_or_else(|| "unique constraint".into());
-                return StoreError::NotUnique(format!("Value has to be unique ({what})"));
+                return unique_violation(msg.as_deref().unwrap_or_default());
             }
             ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => return StoreError::Busy,
             _ => {}
@@ -123,6 +122,23 @@ fn set_up_connection(c: &mut Connection) -> rusqlite::Result<()> {
          PRAGMA foreign_keys = OFF;
          PRAGMA temp_store = MEMORY;",
     )
+}
+
+/// SQLite names the columns of a unique violation as
+/// `UNIQUE constraint failed: table.a, table.b`.
+fn unique_violation(message: &str) -> StoreError {
+    let columns = message
+        .split_once(':')
+        .map_or("", |(_, columns)| columns)
+        .split(',')
+        .filter_map(|c| c.trim().split_once('.'));
+    let mut collection = String::new();
+    let mut fields = Vec::new();
+    for (table, column) in columns {
+        collection = table.to_string();
+        fields.push(column.to_string());
+    }
+    StoreError::NotUnique { collection, fields }
 }
 
 fn quote(ident: &str) -> String {
