@@ -29,6 +29,85 @@ impl AdminSeed {
 /// The role-and-policy pairs every platform starts with.
 const ROLES: &[&str] = &["Administrator", "Model", "Viewer"];
 
+/// Id, among the platform's migrations, of the narrowing below.
+const NARROWED_MEMBER_RECORDINGS: &str = "0002_member_recordings_narrowed";
+
+/// Narrows, once, the recording rules of members on a database seeded
+/// before DECISIONS §5 said members read only their own and public
+/// recordings and never write `featured`: a rule still as it was seeded
+/// (all recordings readable, every field writable) takes the new form; a
+/// rule an administrator changed since is left as they made it.
+pub fn narrow_member_recordings(platform: &Platform) -> Result<usize, ItemsError> {
+    let who = Who::system();
+    let mut narrowed_rules = 0;
+    platform.once(
+        crate::platform_schema::OWNER,
+        NARROWED_MEMBER_RECORDINGS,
+        |s| {
+            narrowed_rules = 0;
+            let policies = platform.read_by_query(
+                s,
+                &who,
+                "platform_policies",
+                &WireQuery {
+                    filter: Some(json!({"name": {"_in": MEMBER_POLICIES}})),
+                    limit: Some(-1),
+                    ..Default::default()
+                },
+                None,
+            )?;
+            let ids: Vec<Value> = policies
+                .iter()
+                .filter_map(|p| p.get("id").cloned())
+                .collect();
+            let rules = platform.read_by_query(
+                s,
+                &who,
+                "platform_permissions",
+                &WireQuery {
+                    filter: Some(json!({"_and": [
+                        {"policy": {"_in": ids}},
+                        {"collection": {"_eq": "recordings"}},
+                        {"action": {"_in": ["read", "create", "update"]}},
+                    ]})),
+                    limit: Some(-1),
+                    ..Default::default()
+                },
+                None,
+            )?;
+            for rule in rules {
+                let (Some(id), Some(action)) = (
+                    rule.get("id").and_then(Value::as_str),
+                    rule.get("action").and_then(Value::as_str),
+                ) else {
+                    continue;
+                };
+                let every_field = rule.get("fields") == Some(&json!(["*"]));
+                let as_seeded = match action {
+                    "read" => every_field && rule.get("permissions").is_none_or(Value::is_null),
+                    _ => every_field,
+                };
+                if !as_seeded {
+                    continue;
+                }
+                let narrowed = match action {
+                    "read" => json!({"permissions": own_or_public()}),
+                    _ => json!({"fields": MEMBER_RECORDING_FIELDS}),
+                };
+                platform.update_one(s, &who, "platform_permissions", id, &narrowed)?;
+                narrowed_rules += 1;
+            }
+            Ok(())
+        },
+    )?;
+    if narrowed_rules > 0 {
+        log::info!(
+            "narrowed {narrowed_rules} seeded recording rules of members: they read their own and public recordings and never write `featured` (DECISIONS §5)"
+        );
+    }
+    Ok(narrowed_rules)
+}
+
 /// Seeds an empty platform; returns false when users already exist.
 pub fn first_start(platform: &Platform, admin: AdminSeed) -> Result<bool, ItemsError> {
     let any_user = platform.read_by_query(
@@ -110,15 +189,41 @@ fn seed(
     Ok(())
 }
 
+/// The policies of members, seeded with the rules below.
+const MEMBER_POLICIES: [&str; 2] = ["Model", "Viewer"];
+
+/// What members may read of recordings: their own and public ones.
+fn own_or_public() -> Value {
+    json!({"_or": [{"user_created": {"_eq": "$CURRENT_USER"}}, {"public": {"_eq": true}}]})
+}
+
+/// The fields of a recording a member may write: all but `featured`, which
+/// is an administrator's act (it earns RECORDING_FEATURED). The platform
+/// sets `id`, `user_created` and the dates itself.
+const MEMBER_RECORDING_FIELDS: [&str; 11] = [
+    "status",
+    "title",
+    "description",
+    "slug",
+    "duration",
+    "events",
+    "device_info",
+    "tags",
+    "linked_video",
+    "public",
+    "original_recording_id",
+];
+
 /// What `Model` and `Viewer` may do (DECISIONS §5).
 fn member_permissions(policy: &str) -> Vec<Value> {
     let own = |field: &str| json!({ field: {"_eq": "$CURRENT_USER"} });
     let all = json!(["*"]);
+    let writable = json!(MEMBER_RECORDING_FIELDS);
     vec![
-        json!({"policy": policy, "collection": "recordings", "action": "read", "permissions": null, "fields": all}),
-        json!({"policy": policy, "collection": "recordings", "action": "create", "permissions": null, "fields": all,
+        json!({"policy": policy, "collection": "recordings", "action": "read", "permissions": own_or_public(), "fields": all}),
+        json!({"policy": policy, "collection": "recordings", "action": "create", "permissions": null, "fields": writable,
                "presets": {"user_created": "$CURRENT_USER"}}),
-        json!({"policy": policy, "collection": "recordings", "action": "update", "permissions": own("user_created"), "fields": all}),
+        json!({"policy": policy, "collection": "recordings", "action": "update", "permissions": own("user_created"), "fields": writable}),
         json!({"policy": policy, "collection": "recordings", "action": "delete", "permissions": own("user_created"), "fields": all}),
         json!({"policy": policy, "collection": "video_likes", "action": "read", "permissions": own("user_id"), "fields": all}),
         json!({"policy": policy, "collection": "video_likes", "action": "create", "permissions": own("user_id"), "fields": all,

@@ -296,6 +296,38 @@ impl Platform {
         })
     }
 
+    /// Runs `work` once in the life of the database, recorded as
+    /// `owner`/`id` among the migrations in the same transaction; returns
+    /// whether it ran. Its item events are delivered after the commit.
+    pub fn once(
+        &self,
+        owner: &str,
+        id: &str,
+        mut work: impl FnMut(&mut Session<'_>) -> Result<(), ItemsError>,
+    ) -> Result<bool, ItemsError> {
+        let mut events = Vec::new();
+        let mut failure = None;
+        let ran = self.store.run_once(owner, id, &mut |conn| {
+            events.clear();
+            let mut session = Session::Tx {
+                conn,
+                events: &mut events,
+            };
+            work(&mut session).map_err(|e| {
+                failure = Some(e);
+                StoreError::Aborted
+            })
+        });
+        match (ran, failure) {
+            (_, Some(e)) => Err(e),
+            (Err(e), None) => Err(e.into()),
+            (Ok(ran), None) => {
+                self.dispatch(events);
+                Ok(ran)
+            }
+        }
+    }
+
     fn collection(&self, who: &Who, name: &str) -> Result<Arc<CollectionDef>, ItemsError> {
         match self.store.schema().get(name) {
             Some(def) => Ok(def.clone()),

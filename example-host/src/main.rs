@@ -49,6 +49,8 @@ fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
     }
     bootstrap::first_start(&platform, admin)
         .map_err(|e| format!("first-start seeding failed: {e}"))?;
+    bootstrap::narrow_member_recordings(&platform)
+        .map_err(|e| format!("narrowing the members' recording rules failed: {e}"))?;
     let dir = cli.common.extensions_dir();
     log::info!("loading extensions from {}", dir.display());
     #[allow(unused_mut)]

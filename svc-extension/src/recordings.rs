@@ -3,7 +3,7 @@
 //! run under the caller's permissions (DECISIONS §5); the ownership checks
 //! are endpoint logic and apply to admins too.
 
-use host_sdk::{ApiError, Context, Query, Request, Response};
+use host_sdk::{ApiError, Context, ItemsError, Query, Request, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -68,8 +68,12 @@ struct Sharing {
 pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let user = require_user(ctx)?;
     let found = ctx.as_caller().read_one_raw("recordings", req.param("id"));
-    let Ok(Some(recording)) = found else {
-        return Err(ApiError::not_found("Recording not found"));
+    let recording = match found {
+        Ok(Some(recording)) => recording,
+        Err(ItemsError::Forbidden(_)) if reads_recordings(ctx) => {
+            return Err(ApiError::forbidden("Forbidden"))
+        }
+        Ok(None) | Err(_) => return Err(ApiError::not_found("Recording not found")),
     };
     let sharing: Sharing = serde_json::from_str(recording.get())
         .map_err(|_| ApiError::not_found("Recording not found"))?;
@@ -102,6 +106,16 @@ pub fn create(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     Ok(Response::created(&created))
 }
 
+/// Whether the caller may read recordings at all. A member who may, but is
+/// refused one recording, asked for another member's private recording
+/// (DECISIONS §5): SPEC's 403 `Forbidden` for a recording not theirs. A
+/// caller who may read none fails as any failure to read does.
+fn reads_recordings(ctx: &Context<'_>) -> bool {
+    ctx.as_caller()
+        .read_by_query("recordings", &Query::new().fields(&["id"]).limit(0))
+        .is_ok()
+}
+
 /// Reads a recording the caller must own: `missing` when there is none,
 /// 403 `Forbidden` when not theirs.
 fn owned(
@@ -111,11 +125,13 @@ fn owned(
     failure: Failure,
     missing: ApiError,
 ) -> Result<Value, ApiError> {
-    let recording = ctx
-        .as_caller()
-        .read_one("recordings", id)
-        .map_err(failure.of())?
-        .ok_or(missing)?;
+    let recording = match ctx.as_caller().read_one("recordings", id) {
+        Ok(found) => found.ok_or(missing)?,
+        Err(ItemsError::Forbidden(_)) if reads_recordings(ctx) => {
+            return Err(ApiError::forbidden("Forbidden"))
+        }
+        Err(e) => return Err(failure.answer(e)),
+    };
     if owner_of(&recording) != Some(user) {
         return Err(ApiError::forbidden("Forbidden"));
     }

@@ -10,8 +10,9 @@
 //! * DECISIONS §3: a token that matches no active user is 401 on every
 //!   route, public ones included (`{error: "Invalid token"}` under `/svc`,
 //!   `INVALID_CREDENTIALS` on the host's routes).
-//! * DECISIONS §5: Model and Viewer read all recordings, create them, update
-//!   and delete their own; read, create and delete their own video_likes;
+//! * DECISIONS §5: Model and Viewer read their own recordings and public
+//!   ones, create them, update and delete their own, and never write
+//!   `featured`; read, create and delete their own video_likes;
 //!   create platform_comments (204: they may not read them back); anonymous
 //!   callers have no permissions on /items; admins may do everything; the
 //!   ownership checks of the recording endpoints apply to admins too.
@@ -219,10 +220,31 @@ fn rows() -> Vec<Row> {
             "/items/recordings",
             [403, 401, 200, 200, 200, 403, 200],
         ),
+        // Another member's private recording is not readable (DECISIONS
+        // §5); a public one is.
         row(
             "GET",
             "/items/recordings/{private_rec}",
+            [403, 401, 403, 403, 200, 403, 200],
+        ),
+        row(
+            "GET",
+            "/items/recordings/{public_rec}",
             [403, 401, 200, 200, 200, 403, 200],
+        ),
+        // `featured` is an administrator's act: a member may not write it,
+        // not even on their own recording.
+        with_body(
+            "POST",
+            "/items/recordings",
+            r#"{"title":"Featured by {caller}","featured":true}"#,
+            [403, 401, 403, 403, 403, 403, 200],
+        ),
+        with_body(
+            "PATCH",
+            "/items/recordings/{private_rec}",
+            r#"{"featured":true}"#,
+            [403, 401, 403, 403, 403, 403, 200],
         ),
         // Missing: 403 for non-admins (ids cannot be probed), 404 for admins.
         row(
@@ -620,6 +642,33 @@ fn every_route_against_every_caller_kind() {
         if *got != want {
             failures.push(format!("after the matrix: expected {want}, stored {got}"));
         }
+    }
+    // Featuring: only the administrator's attempts were stored.
+    if private["featured"] != json!(true) {
+        failures.push(format!(
+            "the administrator's featuring was not stored: {private}"
+        ));
+    }
+    let featured_titles: Vec<String> = host
+        .get(
+            &format!(
+                "/items/recordings?limit=-1&fields=title&filter={}",
+                encode(&json!({"title": {"_starts_with": "Featured by"}}).to_string())
+            ),
+            Some(ADMIN_TOKEN),
+        )
+        .json()["data"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|r| r["title"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    if featured_titles != ["Featured by 6"] {
+        failures.push(format!(
+            "recordings created with `featured`: {featured_titles:?}"
+        ));
     }
     println!(
         "access matrix: {} routes x {} caller kinds = {cells} cells, {} failing; \

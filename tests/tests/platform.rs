@@ -95,7 +95,19 @@ fn recordings_through_the_items_api_follow_permissions() {
     assert_eq!(created["tags"], json!([]));
     let id = created["id"].as_str().expect("id").to_string();
 
-    // Another viewer may read it but not change or delete it.
+    // Another viewer may not read it while it is private (DECISIONS §5),
+    // may once it is public, and may never change or delete it.
+    assert_eq!(
+        host.get(&format!("/items/recordings/{id}"), Some("bob-token"))
+            .status,
+        403
+    );
+    let r = host.patch(
+        &format!("/items/recordings/{id}"),
+        Some("alice-token"),
+        &json!({"public": true}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(
         host.get(&format!("/items/recordings/{id}"), Some("bob-token"))
             .status,
@@ -274,7 +286,7 @@ fn current_user_and_now_resolve_in_filters() {
         host.post(
             "/items/recordings",
             Some(ADMIN_TOKEN),
-            &recording("admin's")
+            &json!({"title": "admin's", "public": true})
         )
         .status,
         200
@@ -650,7 +662,8 @@ fn demo_data_is_seeded_once_and_its_tokens_work() {
         Some("demo-viewer-token"),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(r.json()["data"].as_array().map(Vec::len), Some(4));
+    // Their own and the public ones (DECISIONS §5).
+    assert_eq!(r.json()["data"].as_array().map(Vec::len), Some(3));
     assert_eq!(
         host.get("/server/extensions", Some("demo-admin-token"))
             .status,
@@ -850,4 +863,100 @@ fn in_transaction_hooks_write_with_the_write_and_refuse_it_whole() {
         "{seen:?}"
     );
     assert_eq!(of("platform_comments").len(), 3, "{seen:?}");
+}
+
+/// The members' rules on recordings as a database seeded before DECISIONS
+/// §5 narrowed them holds them: everything readable, every field writable.
+fn rules_of(host: &Host, policy: &str) -> Vec<Value> {
+    let policy = host.id_by_name("platform_policies", policy);
+    let filter = json!({"policy": {"_eq": policy}, "collection": {"_eq": "recordings"}});
+    let r = host.get(
+        &format!(
+            "/items/platform_permissions?limit=-1&filter={}",
+            encode(&filter.to_string())
+        ),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["data"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn an_older_database_gets_the_narrowed_recording_rules_once() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "nr-viewer");
+    host.user(Some("Model"), "nr-model");
+    // Put the rules back as they were seeded before, except one the
+    // administrator changed (the Model's update rule), and forget that the
+    // narrowing ran.
+    for policy in ["Viewer", "Model"] {
+        for rule in rules_of(&host, policy) {
+            let id = rule["id"].as_str().expect("id");
+            let old = match (policy, rule["action"].as_str()) {
+                (_, Some("read")) => json!({"permissions": null, "fields": ["*"]}),
+                ("Model", Some("update")) => json!({"fields": ["title"]}),
+                (_, Some("create" | "update")) => json!({"fields": ["*"]}),
+                _ => continue,
+            };
+            host.admin_patch("platform_permissions", id, &old);
+        }
+    }
+    let dir = host.stop();
+    let db =
+        rusqlite::Connection::open(dir.path().join("data").join("platform.db")).expect("open db");
+    db.execute(
+        "DELETE FROM platform_migrations WHERE id = '0002_member_recordings_narrowed'",
+        [],
+    )
+    .expect("forget the narrowing");
+    drop(db);
+    let mut opts = HostOptions::svc();
+    opts.data_dir = Some(dir);
+    let host = Host::start(opts);
+    assert!(
+        host.log().contains("narrowed 5 seeded recording rules"),
+        "{}",
+        host.log()
+    );
+
+    // Members read their own and public recordings, nothing else.
+    let private = host.admin_create(
+        "recordings",
+        &json!({"title": "Admin's draft", "public": false}),
+    );
+    let id = private["id"].as_str().expect("id");
+    for token in ["nr-viewer", "nr-model"] {
+        let r = host.get(&format!("/items/recordings/{id}"), Some(token));
+        assert_eq!(r.status, 403, "{token}: {}", r.body);
+        let r = host.post(
+            "/items/recordings",
+            Some(token),
+            &json!({"title": "Mine", "featured": true}),
+        );
+        assert_eq!(r.status, 403, "{token}: {}", r.body);
+    }
+    // The administrator's own change stands.
+    let model_update = rules_of(&host, "Model")
+        .into_iter()
+        .find(|r| r["action"] == "update")
+        .expect("update rule");
+    assert_eq!(model_update["fields"], json!(["title"]));
+
+    // Once: a rule set back by the administrator after the narrowing
+    // stays as they set it across restarts.
+    let viewer_read = rules_of(&host, "Viewer")
+        .into_iter()
+        .find(|r| r["action"] == "read")
+        .expect("read rule");
+    host.admin_patch(
+        "platform_permissions",
+        viewer_read["id"].as_str().expect("id"),
+        &json!({"permissions": null}),
+    );
+    let dir = host.stop();
+    let mut opts = HostOptions::svc();
+    opts.data_dir = Some(dir);
+    let host = Host::start(opts);
+    let r = host.get(&format!("/items/recordings/{id}"), Some("nr-viewer"));
+    assert_eq!(r.status, 200, "{}", r.body);
 }

@@ -91,6 +91,12 @@ pub trait Store: Send + Sync {
     /// A number that changes after every commit to the database, by this
     /// process or any other; never goes back.
     fn data_version(&self) -> u64;
+    /// Runs `work` in one write transaction unless `owner`/`id` is already
+    /// recorded among the migrations, and records it in that transaction;
+    /// returns whether it ran. For changes of data made once in the life of
+    /// a database (a seeded rule narrowed, say), never again over later
+    /// edits.
+    fn run_once(&self, owner: &str, id: &str, work: &mut ConnWork<'_>) -> Result<bool, StoreError>;
     /// Applies one migration of `owner` unless already applied; returns
     /// whether it ran. Applying is atomic.
     fn migrate(

@@ -463,16 +463,20 @@ impl Store for SqliteStore {
         self.changes.lock().version()
     }
 
+    fn run_once(&self, owner: &str, id: &str, work: &mut ConnWork<'_>) -> Result<bool, StoreError> {
+        self.in_write_tx(|conn| {
+            if migration_recorded(conn, owner, id)? {
+                return Ok(false);
+            }
+            work(&mut SqliteConn { conn: &mut *conn })?;
+            record_migration(conn, owner, id)?;
+            Ok(true)
+        })
+    }
+
     fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {
         let applied = self.in_write_tx(|conn| {
-            let done: bool = conn
-                .query_row(
-                    "SELECT EXISTS (SELECT 1 FROM platform_migrations WHERE owner = ? AND id = ?)",
-                    [owner, id],
-                    |r| r.get(0),
-                )
-                .map_err(map_sql_error)?;
-            if done {
+            if migration_recorded(conn, owner, id)? {
                 return Ok(false);
             }
             let mut schema = load_schema(conn)?;
@@ -480,11 +484,7 @@ impl Store for SqliteStore {
                 apply_step(conn, &mut schema, step)
                     .map_err(|e| StoreError::Invalid(format!("migration {owner}/{id}: {e}")))?;
             }
-            conn.execute(
-                "INSERT INTO platform_migrations (owner, id, applied_at) VALUES (?, ?, ?)",
-                [owner, id, &values::now_timestamp()],
-            )
-            .map_err(map_sql_error)?;
+            record_migration(conn, owner, id)?;
             Ok(true)
         })?;
         if applied {
@@ -492,6 +492,24 @@ impl Store for SqliteStore {
         }
         Ok(applied)
     }
+}
+
+fn migration_recorded(conn: &Connection, owner: &str, id: &str) -> Result<bool, StoreError> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM platform_migrations WHERE owner = ? AND id = ?)",
+        [owner, id],
+        |r| r.get(0),
+    )
+    .map_err(map_sql_error)
+}
+
+fn record_migration(conn: &Connection, owner: &str, id: &str) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO platform_migrations (owner, id, applied_at) VALUES (?, ?, ?)",
+        [owner, id, &values::now_timestamp()],
+    )
+    .map_err(map_sql_error)?;
+    Ok(())
 }
 
 /// A connection of the pool, seen through the storage interface.
