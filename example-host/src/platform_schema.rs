@@ -1,12 +1,35 @@
 //! The host's own collections (DECISIONS §6), as migrations.
 
-use host_sdk::schema::{Collection, Field, Step};
+use host_sdk::schema::{Collection, Field, OnDelete, Step};
 
 /// Owner name of the host's migrations in `platform_migrations`.
 pub const OWNER: &str = "platform";
 
 pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
-    vec![("0001_core", core())]
+    vec![
+        ("0001_core", core()),
+        ("0002_reference_rules", reference_rules()),
+    ]
+}
+
+/// What deleting a role, user or policy does to what refers to it: the
+/// links of access and the permissions of a policy go with it; every other
+/// reference (a user's role, avatar or banner, a file's uploader, a
+/// comment's author) is set to null, the default of a nullable reference.
+fn reference_rules() -> Vec<Step> {
+    [
+        ("platform_access", "role"),
+        ("platform_access", "user"),
+        ("platform_access", "policy"),
+        ("platform_permissions", "policy"),
+    ]
+    .into_iter()
+    .map(|(collection, field)| Step::SetOnDelete {
+        collection: collection.into(),
+        field: field.into(),
+        on_delete: OnDelete::Cascade,
+    })
+    .collect()
 }
 
 fn core() -> Vec<Step> {

@@ -38,6 +38,13 @@ impl CollectionDef {
         self.positions.contains_key(name)
     }
 
+    /// Replaces the definition of an existing field.
+    pub fn replace_field(&mut self, field: Field) {
+        if let Some(&i) = self.positions.get(&field.field) {
+            self.fields[i] = field;
+        }
+    }
+
     pub fn add_field(&mut self, field: Field) {
         if !self.has(&field.field) {
             self.positions
@@ -60,6 +67,31 @@ impl Schema {
 
     pub fn insert(&mut self, def: CollectionDef) {
         self.collections.insert(def.name.clone(), Arc::new(def));
+    }
+
+    pub fn replace_field(&mut self, collection: &str, field: Field) {
+        if let Some(def) = self.collections.get_mut(collection) {
+            Arc::make_mut(def).replace_field(field);
+        }
+    }
+
+    /// Every field of every collection that refers to `collection`:
+    /// (referring collection, field).
+    pub fn references_to(&self, collection: &str) -> Vec<(Arc<CollectionDef>, Field)> {
+        let mut out: Vec<(Arc<CollectionDef>, Field)> = self
+            .collections
+            .values()
+            .flat_map(|def| {
+                def.fields
+                    .iter()
+                    .filter(|f| f.references.as_deref() == Some(collection))
+                    .map(|f| (def.clone(), f.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        // A stable order, so deletes cascade the same way every time.
+        out.sort_by(|a, b| (&a.0.name, &a.1.field).cmp(&(&b.0.name, &b.1.field)));
+        out
     }
 
     pub fn add_field(&mut self, collection: &str, field: Field) -> bool {

@@ -87,7 +87,8 @@ pub fn normalize(field: &Field, value: &Value, lenient: bool) -> Result<Value, S
             _ => bad(),
         },
         FieldType::Integer => match value {
-            Value::Number(n) if n.is_i64() || n.is_u64() => Ok(value.clone()),
+            // In range of a 64-bit integer only (not a u64 beyond it).
+            Value::Number(n) if n.is_i64() => Ok(value.clone()),
             Value::Number(n) => match n.as_f64() {
                 Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Value::from(f as i64)),
                 _ => bad(),

@@ -45,9 +45,41 @@ pub struct Field {
     /// A unique constraint on this field alone.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unique: bool,
-    /// The collection this field refers to (a many-to-one relation).
+    /// The collection this field refers to (a many-to-one relation). The
+    /// platform accepts only keys of existing items in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub references: Option<String>,
+    /// What deleting the referred item does to the items referring to it
+    /// through this field; undeclared, [`OnDelete::SetNull`] for a nullable
+    /// field and [`OnDelete::Refuse`] for another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_delete: Option<OnDelete>,
+}
+
+/// What deleting an item does to the items that refer to it (SDK 1.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDelete {
+    /// The reference is set to null (through the items service, so hooks
+    /// see the update).
+    SetNull,
+    /// The referring items are deleted too (through the items service, so
+    /// hooks see each delete, and their own references apply in turn).
+    Cascade,
+    /// The delete is refused (400 `INVALID_PAYLOAD`) while an item refers
+    /// to it.
+    Refuse,
+}
+
+impl Field {
+    /// The rule that applies when the referred item is deleted.
+    pub fn delete_rule(&self) -> OnDelete {
+        self.on_delete.unwrap_or(if self.nullable {
+            OnDelete::SetNull
+        } else {
+            OnDelete::Refuse
+        })
+    }
 }
 
 fn yes() -> bool {
@@ -63,6 +95,7 @@ impl Field {
             default: None,
             unique: false,
             references: None,
+            on_delete: None,
         }
     }
     pub fn uuid(field: &str) -> Self {
@@ -93,6 +126,12 @@ impl Field {
     pub fn reference(field: &str, collection: &str) -> Self {
         let mut f = Self::uuid(field);
         f.references = Some(collection.to_string());
+        f
+    }
+    /// A reference that follows `rule` when the referred item is deleted.
+    pub fn reference_with(field: &str, collection: &str, rule: OnDelete) -> Self {
+        let mut f = Self::reference(field, collection);
+        f.on_delete = Some(rule);
         f
     }
     pub fn not_null(mut self) -> Self {
@@ -132,6 +171,13 @@ pub enum Step {
     AddField { collection: String, field: Field },
     /// Adds an index to an existing collection.
     CreateIndex { collection: String, index: Index },
+    /// Declares what deleting the referred item does to a reference field
+    /// that exists already (SDK 1.5).
+    SetOnDelete {
+        collection: String,
+        field: String,
+        on_delete: OnDelete,
+    },
     /// Inserts seed items (ids are generated where missing). No item events
     /// are emitted for seed data.
     InsertItems {

@@ -39,10 +39,23 @@ impl Failure {
     }
 
     /// The create-recording shape: the answer plus `details`, the string
-    /// form of the failure.
+    /// form of the failure. A payload the platform refuses (a reference to
+    /// nothing, say) is the client's error: 400 with the platform's reason.
     pub fn with_details(&self, error: ItemsError) -> ApiError {
+        if let ItemsError::InvalidPayload(reason) = &error {
+            return ApiError::bad_request(reason.clone());
+        }
         let details = error.to_string();
         self.answer(error).with_details(details)
+    }
+
+    /// [`Failure::answer`], except that a payload the platform refuses is
+    /// the client's error: 400 with the platform's reason.
+    pub fn of_write(self) -> impl Fn(ItemsError) -> ApiError {
+        move |e| match e {
+            ItemsError::InvalidPayload(reason) => ApiError::bad_request(reason),
+            other => self.answer(other),
+        }
     }
 
     /// `map_err` adapter.

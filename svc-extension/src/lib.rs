@@ -21,6 +21,7 @@ pub mod articles;
 mod caller;
 pub mod community;
 pub mod counters;
+pub mod duration;
 pub mod failure;
 pub mod gamification;
 pub mod likes;
@@ -248,7 +249,8 @@ mod tests {
                 "0003_scoring_state",
                 "0004_recordings_by_owner",
                 "0005_analytics_covering_indexes",
-                "0006_stats_ledger_verified"
+                "0006_stats_ledger_verified",
+                "0007_reference_rules"
             ]
         );
         assert_eq!(ext.migrations()[0].1.len(), 12);

@@ -19,13 +19,9 @@ pub fn play_changes(req: &Request, duration_field: &str) -> Result<Map<String, V
     let mut changes = Map::new();
     match body.get(duration_field) {
         None | Some(Value::Null) => {}
-        Some(v @ Value::Number(_)) => {
+        Some(v) => {
+            let v = crate::duration::checked(duration_field, v)?;
             changes.insert(duration_field.into(), v.clone());
-        }
-        Some(_) => {
-            return Err(ApiError::bad_request(format!(
-                "{duration_field} must be a number"
-            )))
         }
     }
     match body.get("completed") {

@@ -97,9 +97,7 @@ pub fn new_recording(body: &Value) -> Result<Map<String, Value>, ApiError> {
     let Some(title) = get("title").and_then(Value::as_str) else {
         return Err(ApiError::bad_request("title must be a string"));
     };
-    if !get("duration").is_some_and(Value::is_number) {
-        return Err(ApiError::bad_request("duration must be a number"));
-    }
+    crate::duration::checked("duration", get("duration").unwrap_or(&Value::Null))?;
     let tags = tags_of(get("tags"))?;
     let status = status_of(get("status"))?.unwrap_or_else(|| "draft".into());
     for field in ["events", "device_info", "tags"] {

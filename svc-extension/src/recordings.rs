@@ -157,7 +157,7 @@ pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     if !changes.is_empty() {
         items
             .update_one("recordings", id, &changes)
-            .map_err(UPDATE.of())?;
+            .map_err(UPDATE.of_write())?;
     }
     let updated = items
         .read_one("recordings", id)

@@ -5,7 +5,7 @@
 //! collection has an implicit `id` (UUID v4) and is never declared here; the
 //! host fills `date_created`, `user_created` and `date_updated` itself.
 
-use host_sdk::schema::{Collection, Field, Index, Step};
+use host_sdk::schema::{Collection, Field, Index, OnDelete, Step};
 use serde_json::json;
 
 use crate::achievements;
@@ -23,6 +23,9 @@ pub const ANALYTICS_INDEX_MIGRATION: &str = "0005_analytics_covering_indexes";
 
 /// Id of the migration marking the stats rows the ledger wrote itself.
 pub const VERIFIED_STATS_MIGRATION: &str = "0006_stats_ledger_verified";
+
+/// Id of the migration declaring what deletes do to references.
+pub const REFERENCE_RULES_MIGRATION: &str = "0007_reference_rules";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -231,7 +234,39 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (OWNER_INDEX_MIGRATION, recordings_by_owner()),
         (ANALYTICS_INDEX_MIGRATION, analytics_covering_indexes()),
         (VERIFIED_STATS_MIGRATION, stats_ledger_verified()),
+        (REFERENCE_RULES_MIGRATION, reference_rules()),
     ]
+}
+
+/// What deleting an item does to the service's records that refer to it.
+/// Records that only exist for their target go with it (a video's likes,
+/// plays and model links; a model's photos; a user's likes, points,
+/// achievements and stats; a recording's plays); the others keep their
+/// history and lose the link (set null, the default of every reference not
+/// listed: a video's files, an article's author, a recording's owner or
+/// linked video, a play's player, a point action's recording).
+pub fn reference_rules() -> Vec<Step> {
+    [
+        ("videos_models", "videos_id"),
+        ("videos_models", "platform_users_id"),
+        ("model_photos", "platform_users_id"),
+        ("model_photos", "platform_files_id"),
+        ("video_likes", "video_id"),
+        ("video_likes", "user_id"),
+        ("video_plays", "video_id"),
+        ("recording_plays", "recording_id"),
+        ("user_points", "user_id"),
+        ("user_achievements", "user_id"),
+        ("user_achievements", "achievement_id"),
+        ("user_stats", "user_id"),
+    ]
+    .into_iter()
+    .map(|(collection, field)| Step::SetOnDelete {
+        collection: collection.into(),
+        field: field.into(),
+        on_delete: OnDelete::Cascade,
+    })
+    .collect()
 }
 
 /// Whether a stats row is as the ledger last wrote it (see
@@ -518,7 +553,8 @@ mod tests {
                 "0003_scoring_state",
                 "0004_recordings_by_owner",
                 "0005_analytics_covering_indexes",
-                "0006_stats_ledger_verified"
+                "0006_stats_ledger_verified",
+                "0007_reference_rules"
             ]
         );
     }

@@ -183,8 +183,13 @@ fn expected_create(body: &Value) -> Result<(), Vec<String>> {
     if !get("title").is_some_and(Value::is_string) {
         violated.push("title must be a string".to_string());
     }
-    if !get("duration").is_some_and(Value::is_number) {
-        violated.push("duration must be a number".into());
+    match get("duration").and_then(Value::as_f64) {
+        None => violated.push("duration must be a number".into()),
+        // Milliseconds: never negative, at most 2^53 - 1.
+        Some(ms) if !(0.0..=9_007_199_254_740_991.0).contains(&ms) => {
+            violated.push("duration must be a non-negative number".into())
+        }
+        Some(_) => {}
     }
     if !(absent_or_null(get("tags")) || get("tags").is_some_and(Value::is_array)) {
         violated.push("tags must be an array".into());

@@ -1651,6 +1651,8 @@ fn user_endpoint_returns_the_10_most_recent_points_newest_first() {
     let u = viewer(&host, "rp-u");
     let other = viewer(&host, "rp-other");
     let rec = "00000000-0000-4000-b000-0000000000aa";
+    // Point actions name existing recordings (an import with its own id).
+    host.admin_create("recordings", &json!({"id": rec, "title": "Imported"}));
     // 13 actions on distinct days, inserted in a shuffled order.
     let mut rows: Vec<(i64, Value)> = (0..13)
         .map(|k| (k * 7) % 13)

@@ -1031,3 +1031,209 @@ fn failures_are_worded_for_clients_in_the_json_shape() {
     assert_eq!(message, "An unexpected error occurred.");
     assert!(host.log().contains("no such table"), "{}", host.log());
 }
+
+#[test]
+fn durations_must_be_finite_and_non_negative() {
+    let host = Host::start(HostOptions::svc());
+    let model = host.user(Some("Model"), "dv-model");
+    host.user(Some("Viewer"), "dv-viewer");
+    let video = host.admin_create("videos", &json!({"slug": "dv", "title": "DV"}))["id"]
+        .as_str()
+        .expect("video id")
+        .to_string();
+    host.admin_create(
+        "videos_models",
+        &json!({"videos_id": video, "platform_users_id": model}),
+    );
+    let play = host.post(&format!("/svc/videos/{video}/play"), None, &json!({}));
+    let play = play.json()["play_id"]
+        .as_str()
+        .expect("play id")
+        .to_string();
+    for bad in [json!(1e308), json!(-1), json!(-0.5)] {
+        let r = host.patch(
+            &format!("/svc/videos/{video}/play/{play}"),
+            None,
+            &json!({ "duration_watched": bad }),
+        );
+        assert_eq!(r.status, 400, "{bad}: {}", r.body);
+        assert_eq!(
+            r.json(),
+            json!({"error": "duration_watched must be a non-negative number"})
+        );
+    }
+    let r = host.patch(
+        &format!("/svc/videos/{video}/play/{play}"),
+        None,
+        &json!({"duration_watched": 42}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let analytics = host.get("/svc/analytics", Some("dv-model")).json();
+    assert_eq!(analytics["videos"][0]["avg_watch_time"], 42, "{analytics}");
+
+    let mut body = json!({"title": "Negative", "duration": -5, "events": [{"timestamp": 0}],
+                          "device_info": []});
+    let r = host.post("/svc/recordings", Some("dv-viewer"), &body);
+    assert_eq!(
+        r.json(),
+        json!({"error": "duration must be a non-negative number"})
+    );
+    body["duration"] = json!(1000);
+    body["status"] = json!("published");
+    let rec = host
+        .post("/svc/recordings", Some("dv-viewer"), &body)
+        .json()["id"]
+        .as_str()
+        .expect("recording id")
+        .to_string();
+    let play = host.post(&format!("/svc/recordings/{rec}/play"), None, &json!({}));
+    let play = play.json()["play_id"]
+        .as_str()
+        .expect("play id")
+        .to_string();
+    let r = host.patch(
+        &format!("/svc/recordings/{rec}/play/{play}"),
+        None,
+        &json!({"duration_played": -1}),
+    );
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            400,
+            json!({"error": "duration_played must be a non-negative number"})
+        )
+    );
+}
+
+#[test]
+fn integers_and_references_are_checked_on_every_write() {
+    let host = Host::start(HostOptions::svc());
+    let viewer = host.user(Some("Viewer"), "rv-viewer");
+    let video = host.admin_create("videos", &json!({"slug": "rv", "title": "RV"}))["id"]
+        .as_str()
+        .expect("video id")
+        .to_string();
+    // Integers: whole numbers within 64 bits only.
+    for bad in [json!(1.5), json!(18_446_744_073_709_551_615u64), json!("7")] {
+        let r = host.post(
+            "/items/videos",
+            Some(ADMIN_TOKEN),
+            &json!({"slug": format!("int-{bad}"), "likes_count": bad}),
+        );
+        assert_items_error(&r, 400, "INVALID_PAYLOAD");
+        let r = host.patch(
+            &format!("/items/videos/{video}"),
+            Some(ADMIN_TOKEN),
+            &json!({ "plays_count": bad }),
+        );
+        assert_items_error(&r, 400, "INVALID_PAYLOAD");
+    }
+    // References name existing items, through /items and through /svc.
+    let nothing = "00000000-0000-4000-8000-00000000dead";
+    let r = host.post(
+        "/items/video_likes",
+        Some("rv-viewer"),
+        &json!({"video_id": nothing, "user_id": viewer}),
+    );
+    assert_items_error(&r, 400, "INVALID_PAYLOAD");
+    let r = host.post(
+        "/svc/recordings",
+        Some("rv-viewer"),
+        &json!({"title": "Linked", "duration": 10, "events": [{"timestamp": 0}],
+                "device_info": [], "linked_video": nothing}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    let rec = host.post(
+        "/svc/recordings",
+        Some("rv-viewer"),
+        &json!({"title": "Linked", "duration": 10, "events": [{"timestamp": 0}],
+                "device_info": [], "linked_video": video}),
+    );
+    assert_eq!(rec.status, 201, "{}", rec.body);
+    let rec = rec.json()["id"].as_str().expect("id").to_string();
+    let r = host.patch(
+        &format!("/items/recordings/{rec}"),
+        Some("rv-viewer"),
+        &json!({ "linked_video": nothing }),
+    );
+    assert_items_error(&r, 400, "INVALID_PAYLOAD");
+    let r = host.patch(
+        &format!("/svc/recordings/{rec}"),
+        Some("rv-viewer"),
+        &json!({ "linked_video": nothing }),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    let r = host.get("/items/video_likes?limit=-1", Some(ADMIN_TOKEN));
+    assert_eq!(r.json()["data"], json!([]), "nothing stored");
+}
+
+#[test]
+fn deletes_follow_the_rule_of_each_reference() {
+    let host = Host::start(HostOptions::svc());
+    let fan = host.user(Some("Viewer"), "dr-fan");
+    host.user(Some("Viewer"), "dr-owner");
+    let id = |v: Value| v["id"].as_str().expect("id").to_string();
+    let video = id(host.admin_create("videos", &json!({"slug": "dr", "title": "DR"})));
+    assert_eq!(
+        host.post(
+            &format!("/svc/videos/{video}/like"),
+            Some("dr-fan"),
+            &json!({})
+        )
+        .status,
+        200
+    );
+    host.post(&format!("/svc/videos/{video}/play"), None, &json!({}));
+    let rec = host.post(
+        "/svc/recordings",
+        Some("dr-owner"),
+        &json!({"title": "Linked", "duration": 10, "events": [{"timestamp": 0}],
+                "device_info": [], "linked_video": video, "status": "published"}),
+    );
+    let rec = id(rec.json());
+    host.post(
+        &format!("/svc/recordings/{rec}/play"),
+        Some("dr-fan"),
+        &json!({}),
+    );
+    let count = |collection: &str| {
+        host.get(&format!("/items/{collection}?limit=-1"), Some(ADMIN_TOKEN))
+            .json()["data"]
+            .as_array()
+            .map(Vec::len)
+            .unwrap_or(0)
+    };
+    assert_eq!((count("video_likes"), count("video_plays")), (1, 1));
+
+    // Cascade: a video's likes and plays go with it; set null: a
+    // recording keeps itself and loses the link.
+    host.admin_delete("videos", &video);
+    assert_eq!((count("video_likes"), count("video_plays")), (0, 0));
+    let kept = host.get(&format!("/items/recordings/{rec}"), Some(ADMIN_TOKEN));
+    assert_eq!(
+        kept.json()["data"]["linked_video"],
+        Value::Null,
+        "{}",
+        kept.body
+    );
+
+    // A recording's plays go with it, and the stats follow (hooks see the
+    // cascaded deletes).
+    host.admin_delete("recordings", &rec);
+    assert_eq!(count("recording_plays"), 0);
+    let stats = host
+        .get(&format!("/svc/gamification/user/{fan}"), None)
+        .json();
+    assert_eq!(stats["stats"]["playbacks_count"], 0, "{stats}");
+
+    // A role that users have: set null on them; its access links go with
+    // it.
+    let viewer_role = host.id_by_name("platform_roles", "Viewer");
+    let r = host.delete(
+        &format!("/items/platform_roles/{viewer_role}"),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 204, "{}", r.body);
+    let user = host.get(&format!("/items/platform_users/{fan}"), Some(ADMIN_TOKEN));
+    assert_eq!(user.json()["data"]["role"], Value::Null, "{}", user.body);
+}

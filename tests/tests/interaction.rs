@@ -1216,11 +1216,12 @@ fn plays_written_through_the_items_api_move_plays_count_never_below_zero() {
     assert_eq!(r.status, 204, "{}", r.body);
     assert_eq!(plays_count(&host, &w), 0);
     assert_eq!(plays_count(&host, &v), plays_of(&host, &v));
-    // A play naming no video counts nowhere and is not refused.
+    // A play naming no video is refused: a reference names an existing
+    // item.
     let r = host.post(
         "/items/video_plays",
         Some(ADMIN_TOKEN),
         &json!({"video_id": MISSING}),
     );
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 400, "{}", r.body);
 }

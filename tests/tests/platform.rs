@@ -960,3 +960,28 @@ fn an_older_database_gets_the_narrowed_recording_rules_once() {
     let r = host.get(&format!("/items/recordings/{id}"), Some("nr-viewer"));
     assert_eq!(r.status, 200, "{}", r.body);
 }
+
+#[test]
+fn a_reference_declared_refuse_keeps_its_item_until_released() {
+    let host = Host::start(HostOptions::with(vec![
+        platform_tests::library("svc_extension"),
+        platform_tests::library("fixture_ext"),
+    ]));
+    let video = host.admin_create("videos", &json!({"slug": "pinned", "title": "P"}));
+    let video = video["id"].as_str().expect("id").to_string();
+    let pin = host.admin_create("fixture_pins", &json!({ "video": video }));
+    let r = host.delete(&format!("/items/videos/{video}"), Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        r.json()["errors"][0]["extensions"]["code"],
+        "INVALID_PAYLOAD"
+    );
+    assert_eq!(
+        host.get(&format!("/items/videos/{video}"), Some(ADMIN_TOKEN))
+            .status,
+        200,
+        "still there"
+    );
+    host.admin_delete("fixture_pins", pin["id"].as_str().expect("id"));
+    host.admin_delete("videos", &video);
+}

@@ -385,6 +385,35 @@ fn apply_step(c: &mut Connection, schema: &mut Schema, step: &Step) -> Result<()
             record_field(c, collection, sort, field)?;
             schema.add_field(collection, field.clone());
         }
+        Step::SetOnDelete {
+            collection,
+            field,
+            on_delete,
+        } => {
+            let Some(def) = schema.get(collection) else {
+                return Err(StoreError::Invalid(format!("no collection {collection}")));
+            };
+            let Some(mut declared) = def.field(field).cloned() else {
+                return Err(StoreError::Invalid(format!(
+                    "no field {collection}.{field}"
+                )));
+            };
+            if declared.references.is_none() {
+                return Err(StoreError::Invalid(format!(
+                    "{collection}.{field} is not a reference"
+                )));
+            }
+            declared.on_delete = Some(*on_delete);
+            let sort: i64 = c
+                .query_row(
+                    "SELECT sort FROM platform_fields WHERE collection = ? AND field = ?",
+                    [collection, field],
+                    |r| r.get(0),
+                )
+                .map_err(map_sql_error)?;
+            record_field(c, collection, sort, &declared)?;
+            schema.replace_field(collection, declared);
+        }
         Step::CreateIndex { collection, index } => {
             let Some(def) = schema.get(collection) else {
                 return Err(StoreError::Invalid(format!("no collection {collection}")));
