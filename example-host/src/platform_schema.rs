@@ -1,6 +1,6 @@
 //! The host's own collections (DECISIONS §6), as migrations.
 
-use host_sdk::schema::{Collection, Field, OnDelete, Step};
+use host_sdk::schema::{on_delete, Collection, Field, OnDelete, Step};
 
 /// Owner name of the host's migrations in `platform_migrations`.
 pub const OWNER: &str = "platform";
@@ -17,19 +17,15 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
 /// reference (a user's role, avatar or banner, a file's uploader, a
 /// comment's author) is set to null, the default of a nullable reference.
 fn reference_rules() -> Vec<Step> {
-    [
-        ("platform_access", "role"),
-        ("platform_access", "user"),
-        ("platform_access", "policy"),
-        ("platform_permissions", "policy"),
-    ]
-    .into_iter()
-    .map(|(collection, field)| Step::SetOnDelete {
-        collection: collection.into(),
-        field: field.into(),
-        on_delete: OnDelete::Cascade,
-    })
-    .collect()
+    on_delete(
+        OnDelete::Cascade,
+        &[
+            ("platform_access", "role"),
+            ("platform_access", "user"),
+            ("platform_access", "policy"),
+            ("platform_permissions", "policy"),
+        ],
+    )
 }
 
 fn core() -> Vec<Step> {

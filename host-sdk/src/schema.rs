@@ -186,6 +186,19 @@ pub enum Step {
     },
 }
 
+/// [`Step::SetOnDelete`] with one rule for several `(collection, field)`
+/// references.
+pub fn on_delete(rule: OnDelete, references: &[(&str, &str)]) -> Vec<Step> {
+    references
+        .iter()
+        .map(|(collection, field)| Step::SetOnDelete {
+            collection: collection.to_string(),
+            field: field.to_string(),
+            on_delete: rule,
+        })
+        .collect()
+}
+
 /// Builder of a [`Step::CreateCollection`].
 #[derive(Debug, Clone)]
 pub struct Collection {

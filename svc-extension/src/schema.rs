@@ -5,7 +5,7 @@
 //! collection has an implicit `id` (UUID v4) and is never declared here; the
 //! host fills `date_created`, `user_created` and `date_updated` itself.
 
-use host_sdk::schema::{Collection, Field, Index, OnDelete, Step};
+use host_sdk::schema::{on_delete, Collection, Field, Index, OnDelete, Step};
 use serde_json::json;
 
 use crate::achievements;
@@ -246,27 +246,23 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
 /// listed: a video's files, an article's author, a recording's owner or
 /// linked video, a play's player, a point action's recording).
 pub fn reference_rules() -> Vec<Step> {
-    [
-        ("videos_models", "videos_id"),
-        ("videos_models", "platform_users_id"),
-        ("model_photos", "platform_users_id"),
-        ("model_photos", "platform_files_id"),
-        ("video_likes", "video_id"),
-        ("video_likes", "user_id"),
-        ("video_plays", "video_id"),
-        ("recording_plays", "recording_id"),
-        ("user_points", "user_id"),
-        ("user_achievements", "user_id"),
-        ("user_achievements", "achievement_id"),
-        ("user_stats", "user_id"),
-    ]
-    .into_iter()
-    .map(|(collection, field)| Step::SetOnDelete {
-        collection: collection.into(),
-        field: field.into(),
-        on_delete: OnDelete::Cascade,
-    })
-    .collect()
+    on_delete(
+        OnDelete::Cascade,
+        &[
+            ("videos_models", "videos_id"),
+            ("videos_models", "platform_users_id"),
+            ("model_photos", "platform_users_id"),
+            ("model_photos", "platform_files_id"),
+            ("video_likes", "video_id"),
+            ("video_likes", "user_id"),
+            ("video_plays", "video_id"),
+            ("recording_plays", "recording_id"),
+            ("user_points", "user_id"),
+            ("user_achievements", "user_id"),
+            ("user_achievements", "achievement_id"),
+            ("user_stats", "user_id"),
+        ],
+    )
 }
 
 /// Whether a stats row is as the ledger last wrote it (see

@@ -336,6 +336,19 @@ impl Host {
         r.json()["data"].clone()
     }
 
+    /// Every item of a collection matching `filter`, read as admin.
+    pub fn admin_find(&self, collection: &str, filter: &Value) -> Vec<Value> {
+        let r = self.get(
+            &format!(
+                "/items/{collection}?limit=-1&filter={}",
+                encode(&filter.to_string())
+            ),
+            Some(ADMIN_TOKEN),
+        );
+        assert_eq!(r.status, 200, "find in {collection}: {}", r.body);
+        r.json()["data"].as_array().cloned().unwrap_or_default()
+    }
+
     /// Applies changes to an item as admin.
     pub fn admin_patch(&self, collection: &str, id: &str, body: &Value) {
         let r = self.patch(

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::process::Command;
 use std::time::Duration;
 
-use platform_tests::{encode, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 const DECAY: f64 = 0.005;
@@ -259,21 +259,9 @@ fn all(host: &Host, collection: &str) -> Vec<Value> {
     r.json()["data"].as_array().cloned().expect("rows")
 }
 
-fn rows_where(host: &Host, collection: &str, filter: Value) -> Vec<Value> {
-    let r = host.get(
-        &format!(
-            "/items/{collection}?limit=-1&filter={}",
-            encode(&filter.to_string())
-        ),
-        Some(ADMIN_TOKEN),
-    );
-    assert_eq!(r.status, 200, "read {collection}: {}", r.body);
-    r.json()["data"].as_array().cloned().expect("rows")
-}
-
 /// The user's point actions.
 fn actions(host: &Host, user: &str) -> Vec<Action> {
-    rows_where(host, "user_points", json!({"user_id": {"_eq": user}}))
+    host.admin_find("user_points", &json!({"user_id": {"_eq": user}}))
         .iter()
         .map(action_of)
         .collect()
@@ -303,7 +291,7 @@ fn achievements_by_id(host: &Host) -> HashMap<String, Value> {
 fn user_achs(host: &Host, user: &str) -> BTreeMap<String, Value> {
     let by_id = achievements_by_id(host);
     let mut out = BTreeMap::new();
-    for row in rows_where(host, "user_achievements", json!({"user_id": {"_eq": user}})) {
+    for row in host.admin_find("user_achievements", &json!({"user_id": {"_eq": user}})) {
         let a = &by_id[row["achievement_id"].as_str().expect("achievement_id")];
         let code = a["code"].as_str().expect("code").to_string();
         assert!(
@@ -371,24 +359,25 @@ fn recomputed(host: &Host, user: &str) -> (i64, i64, i64, i64, i64) {
         .iter()
         .filter(|r| r["user_created"] == json!(user) && r["status"] == "published")
         .count() as i64;
-    let playbacks = rows_where(host, "recording_plays", json!({"user_id": {"_eq": user}}))
+    let playbacks = host
+        .admin_find("recording_plays", &json!({"user_id": {"_eq": user}}))
         .iter()
         .filter(|p| {
             owner.get(p["recording_id"].as_str().unwrap_or_default()) != Some(&user.to_string())
         })
         .count() as i64;
-    let comments = rows_where(
-        host,
-        "platform_comments",
-        json!({"user_created": {"_eq": user}, "collection": {"_eq": "recordings"}}),
-    )
-    .len() as i64;
-    let achs = rows_where(
-        host,
-        "user_achievements",
-        json!({"user_id": {"_eq": user}, "date_unlocked": {"_nnull": true}}),
-    )
-    .len() as i64;
+    let comments = host
+        .admin_find(
+            "platform_comments",
+            &json!({"user_created": {"_eq": user}, "collection": {"_eq": "recordings"}}),
+        )
+        .len() as i64;
+    let achs = host
+        .admin_find(
+            "user_achievements",
+            &json!({"user_id": {"_eq": user}, "date_unlocked": {"_nnull": true}}),
+        )
+        .len() as i64;
     (raw, published, playbacks, comments, achs)
 }
 
@@ -667,7 +656,7 @@ fn the_owner_playing_their_own_recording_earns_nothing() {
     assert_eq!(s["playbacks_count"], 0, "{s}");
     assert!(!user_achs(&host, &o).contains_key("first_play"));
     // The plays were recorded, with the owner as user.
-    let plays = rows_where(&host, "recording_plays", json!({"user_id": {"_eq": o}}));
+    let plays = host.admin_find("recording_plays", &json!({"user_id": {"_eq": o}}));
     assert_eq!(plays.len(), 3);
 }
 
@@ -2437,7 +2426,7 @@ fn a_stats_row_written_by_hand_is_put_right_by_the_next_award() {
     viewer(&host, "he-o");
     let rec = create_recording(&host, "he-o", Some("published"));
     play(&host, &rec, Some("he-u"));
-    let row = rows_where(&host, "user_stats", json!({"user_id": {"_eq": u}}));
+    let row = host.admin_find("user_stats", &json!({"user_id": {"_eq": u}}));
     let junk = json!({"total_raw_points": 1, "total_weighted_points": 99999.0,
                       "recordings_count": 42, "playbacks_count": 42, "comments_count": 42,
                       "achievements_count": 42});

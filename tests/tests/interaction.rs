@@ -50,19 +50,6 @@ fn item(host: &Host, collection: &str, id: &str) -> Value {
     r.json()["data"].clone()
 }
 
-/// Items of a collection matching `filter`, read as admin (all of them).
-fn find(host: &Host, collection: &str, filter: &Value) -> Vec<Value> {
-    let r = host.get(
-        &format!(
-            "/items/{collection}?limit=-1&filter={}",
-            encode(&filter.to_string())
-        ),
-        Some(ADMIN_TOKEN),
-    );
-    assert_eq!(r.status, 200, "find {collection}: {}", r.body);
-    r.json()["data"].as_array().cloned().unwrap_or_default()
-}
-
 /// How many items of a collection match `filter` (aggregate count).
 fn count(host: &Host, collection: &str, filter: Option<&Value>) -> u64 {
     let filter = filter
@@ -216,7 +203,7 @@ fn like_creates_the_like_and_answers_the_new_counter() {
     let r = like(&host, &v, Some("fan"));
     assert_eq!(ok(&r, "like"), json!({"liked": true, "likes_count": 1}));
     assert_eq!(stored(&host, &v)["likes_count"], 1);
-    let rows = find(&host, "video_likes", &json!({"video_id": {"_eq": v}}));
+    let rows = host.admin_find("video_likes", &json!({"video_id": {"_eq": v}}));
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0]["user_id"], json!(uid), "{rows:?}");
     assert!(rows[0]["date_created"].is_string(), "{rows:?}");
@@ -1037,7 +1024,7 @@ fn concurrent_likes_keep_the_counter_equal_to_the_records() {
         );
     }
 
-    let rows = find(&host, "video_likes", &json!({"video_id": {"_eq": v}}));
+    let rows = host.admin_find("video_likes", &json!({"video_id": {"_eq": v}}));
     let mut per_user: BTreeMap<String, usize> = BTreeMap::new();
     for row in &rows {
         *per_user
@@ -1152,7 +1139,7 @@ fn likes_written_through_the_items_api_move_likes_count() {
     // again and again: the counter never keeps a like that is gone.
     for _ in 0..3 {
         ok(&like(&host, &v, Some("il-a")), "like");
-        let mine = find(&host, "video_likes", &json!({"user_id": {"_eq": fans[0]}}));
+        let mine = host.admin_find("video_likes", &json!({"user_id": {"_eq": fans[0]}}));
         assert_eq!(mine.len(), 1, "{mine:?}");
         let r = host.delete(
             &format!("/items/video_likes/{}", id_of(&mine[0])),

@@ -869,16 +869,10 @@ fn in_transaction_hooks_write_with_the_write_and_refuse_it_whole() {
 /// §5 narrowed them holds them: everything readable, every field writable.
 fn rules_of(host: &Host, policy: &str) -> Vec<Value> {
     let policy = host.id_by_name("platform_policies", policy);
-    let filter = json!({"policy": {"_eq": policy}, "collection": {"_eq": "recordings"}});
-    let r = host.get(
-        &format!(
-            "/items/platform_permissions?limit=-1&filter={}",
-            encode(&filter.to_string())
-        ),
-        Some(ADMIN_TOKEN),
-    );
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.json()["data"].as_array().cloned().unwrap_or_default()
+    host.admin_find(
+        "platform_permissions",
+        &json!({"policy": {"_eq": policy}, "collection": {"_eq": "recordings"}}),
+    )
 }
 
 #[test]
