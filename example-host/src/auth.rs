@@ -56,9 +56,14 @@ pub enum AuthError {
 const CACHE_LIMIT: usize = 10_000;
 
 /// Resolves tokens and policies, caching both until the next write to a
-/// collection that changes access.
+/// collection that changes access made through this process, or the next
+/// commit to the database by any other connection or process (another
+/// host, `schedule run`, an operator's SQL): a user suspended or a token
+/// changed anywhere is refused from the next request on.
 pub struct Auth {
     epoch: AtomicU64,
+    /// The store's data version the caches were last checked against.
+    seen_data_version: AtomicU64,
     tokens: Mutex<HashMap<String, (u64, Accountability)>>,
     public: Mutex<Option<(u64, Vec<String>)>>,
 }
@@ -81,6 +86,7 @@ impl Auth {
     pub fn new() -> Self {
         Self {
             epoch: AtomicU64::new(1),
+            seen_data_version: AtomicU64::new(0),
             tokens: Mutex::new(HashMap::new()),
             public: Mutex::new(None),
         }
@@ -92,7 +98,16 @@ impl Auth {
         self.epoch.fetch_add(1, Ordering::SeqCst);
     }
 
-    pub fn epoch(&self) -> u64 {
+    /// The generation of cached decisions: a new one after any local
+    /// invalidation, and after any commit seen in the store's data version
+    /// (which moves with every commit of every connection and process).
+    /// Read before the data a decision is made from, so a decision made
+    /// from data older than a commit is never served after it.
+    pub fn epoch(&self, store: &dyn Store) -> u64 {
+        let version = store.data_version();
+        if self.seen_data_version.swap(version, Ordering::SeqCst) != version {
+            self.invalidate();
+        }
         self.epoch.load(Ordering::SeqCst)
     }
 
@@ -104,7 +119,7 @@ impl Auth {
         token: &str,
     ) -> Result<Accountability, AuthError> {
         let hashed = hash_token(token);
-        let epoch = self.epoch();
+        let epoch = self.epoch(store);
         if let Some((e, acc)) = self.tokens.lock().get(&hashed) {
             if *e == epoch {
                 return Ok(acc.clone());
@@ -122,7 +137,7 @@ impl Auth {
 
     /// The policies of anonymous callers: access rows with neither role nor user.
     pub fn public_policies(&self, store: &dyn Store) -> Result<Vec<String>, StoreError> {
-        let epoch = self.epoch();
+        let epoch = self.epoch(store);
         if let Some((e, p)) = &*self.public.lock() {
             if *e == epoch {
                 return Ok(p.clone());

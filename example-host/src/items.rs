@@ -353,9 +353,11 @@ impl Platform {
             Some(acc) => acc.policies.clone(),
             None => self.auth.public_policies(self.store.as_ref())?,
         };
-        let set =
-            self.permissions
-                .for_policies(self.store.as_ref(), &policies, self.auth.epoch())?;
+        let set = self.permissions.for_policies(
+            self.store.as_ref(),
+            &policies,
+            self.auth.epoch(self.store.as_ref()),
+        )?;
         set.grant(collection, action)
             .map(Some)
             .ok_or_else(ItemsError::forbidden)

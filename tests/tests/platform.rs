@@ -979,3 +979,37 @@ fn a_reference_declared_refuse_keeps_its_item_until_released() {
     host.admin_delete("fixture_pins", pin["id"].as_str().expect("id"));
     host.admin_delete("videos", &video);
 }
+
+/// A write by another process (another host on the same database file,
+/// `schedule run`, an operator's SQL) reaches the token and permission
+/// caches at the next request, not at the next restart.
+#[test]
+fn a_token_or_permission_revoked_by_another_process_is_refused_at_once() {
+    let host = Host::start(HostOptions::svc());
+    let user = host.user(Some("Viewer"), "other-process");
+    host.user(Some("Viewer"), "still-allowed");
+    for _ in 0..3 {
+        let r = host.get("/items/recordings", Some("still-allowed"));
+        assert_eq!(r.status, 200, "{}", r.body);
+        let r = host.get("/svc/recordings", Some("other-process"));
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let db = rusqlite::Connection::open(host.db_path()).expect("open db");
+    db.busy_timeout(std::time::Duration::from_secs(10))
+        .expect("busy timeout");
+    db.execute(
+        "UPDATE platform_users SET status = 'suspended' WHERE id = ?",
+        [&user],
+    )
+    .expect("suspend");
+    let r = host.get("/svc/recordings", Some("other-process"));
+    assert_eq!(r.status, 401, "{}", r.body);
+    let viewer = host.id_by_name("platform_policies", "Viewer");
+    db.execute(
+        "DELETE FROM platform_permissions WHERE policy = ? AND collection = 'recordings' AND action = 'read'",
+        [&viewer],
+    )
+    .expect("revoke");
+    let r = host.get("/items/recordings", Some("still-allowed"));
+    assert_eq!(r.status, 403, "{}", r.body);
+}
