@@ -434,7 +434,9 @@ fn client_loop(base: &str, world: &World, n: usize, deadline: Instant) -> Tally 
         } else if dice < 91 {
             // The same likes through the items API: a like another client
             // already made is not unique (400); one it already deleted is
-            // forbidden (403, as for anything not one's own).
+            // forbidden (403, as for anything not one's own); a like that
+            // another client deleted between its creation and its read-back
+            // answers 204, as a create the caller cannot read back does.
             if rng.chance(55) {
                 let answer = client.call(
                     "POST",
@@ -442,7 +444,7 @@ fn client_loop(base: &str, world: &World, n: usize, deadline: Instant) -> Tally 
                     Some(token),
                     Some(&json!({"video_id": video.0, "user_id": world.viewer_ids[me]})),
                 );
-                ("like through /items", &[200, 400], answer)
+                ("like through /items", &[200, 204, 400], answer)
             } else {
                 let filter =
                     json!({"video_id": {"_eq": video.0}, "user_id": {"_eq": "$CURRENT_USER"}});
