@@ -64,6 +64,9 @@ pub struct Auth {
     epoch: AtomicU64,
     /// The store's data version the caches were last checked against.
     seen_data_version: AtomicU64,
+    /// The count of changes to the access collections seen then
+    /// ([`Store::tracked_version`]).
+    seen_access_version: AtomicU64,
     tokens: Mutex<HashMap<String, (u64, Accountability)>>,
     public: Mutex<Option<(u64, Vec<String>)>>,
 }
@@ -87,6 +90,7 @@ impl Auth {
         Self {
             epoch: AtomicU64::new(1),
             seen_data_version: AtomicU64::new(0),
+            seen_access_version: AtomicU64::new(u64::MAX),
             tokens: Mutex::new(HashMap::new()),
             public: Mutex::new(None),
         }
@@ -99,14 +103,26 @@ impl Auth {
     }
 
     /// The generation of cached decisions: a new one after any local
-    /// invalidation, and after any commit seen in the store's data version
-    /// (which moves with every commit of every connection and process).
-    /// Read before the data a decision is made from, so a decision made
-    /// from data older than a commit is never served after it.
+    /// invalidation, and after any commit that changed the access
+    /// collections, whoever made it. The store's data version (which moves
+    /// with every commit of every connection and process) says cheaply
+    /// that nothing was committed; when something was, the database's
+    /// count of access changes says whether it matters. Read before the
+    /// data a decision is made from, so a decision made from data older
+    /// than a commit is never served after it.
     pub fn epoch(&self, store: &dyn Store) -> u64 {
         let version = store.data_version();
-        if self.seen_data_version.swap(version, Ordering::SeqCst) != version {
-            self.invalidate();
+        if self.seen_data_version.load(Ordering::SeqCst) != version {
+            match store.tracked_version() {
+                Ok(access) => {
+                    if self.seen_access_version.swap(access, Ordering::SeqCst) != access {
+                        self.invalidate();
+                    }
+                }
+                // Unknown: forget everything rather than serve it.
+                Err(_) => self.invalidate(),
+            }
+            self.seen_data_version.store(version, Ordering::SeqCst);
         }
         self.epoch.load(Ordering::SeqCst)
     }

@@ -42,6 +42,9 @@ fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
             log::info!("applied platform migration {id}");
         }
     }
+    store
+        .track_changes(&platform_schema::ACCESS_COLLECTIONS)
+        .map_err(|e| format!("cannot track changes of access: {e}"))?;
     let platform = Arc::new(Platform::new(Arc::new(store)));
     let mut admin = bootstrap::AdminSeed::from_env();
     if cli.serve.demo && admin.token.is_none() {

@@ -104,15 +104,17 @@ fn core() -> Vec<Step> {
 /// Collections whose writes change who may do what: writing them
 /// invalidates the auth and permission caches.
 pub fn affects_access(collection: &str) -> bool {
-    matches!(
-        collection,
-        "platform_users"
-            | "platform_roles"
-            | "platform_policies"
-            | "platform_access"
-            | "platform_permissions"
-    )
+    ACCESS_COLLECTIONS.contains(&collection)
 }
+
+/// The collections whose writes change who may do what.
+pub const ACCESS_COLLECTIONS: [&str; 5] = [
+    "platform_users",
+    "platform_roles",
+    "platform_policies",
+    "platform_access",
+    "platform_permissions",
+];
 
 /// Fields that are written but never read back through any API.
 pub fn is_secret(collection: &str, field: &str) -> bool {

@@ -91,6 +91,13 @@ pub trait Store: Send + Sync {
     /// A number that changes after every commit to the database, by this
     /// process or any other; never goes back.
     fn data_version(&self) -> u64;
+    /// Starts counting, in the database itself, the commits that change any
+    /// of `collections`, whoever makes them (this process, another one, SQL
+    /// by hand); [`Store::tracked_version`] reads the count. Idempotent.
+    fn track_changes(&self, collections: &[&str]) -> Result<(), StoreError>;
+    /// The count kept for [`Store::track_changes`]: equal numbers mean no
+    /// tracked collection changed in between.
+    fn tracked_version(&self) -> Result<u64, StoreError>;
     /// Runs `work` in one write transaction unless `owner`/`id` is already
     /// recorded among the migrations, and records it in that transaction;
     /// returns whether it ran. For changes of data made once in the life of

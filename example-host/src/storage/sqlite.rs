@@ -492,6 +492,41 @@ impl Store for SqliteStore {
         self.changes.lock().version()
     }
 
+    fn track_changes(&self, collections: &[&str]) -> Result<(), StoreError> {
+        // Triggers count every change of the tracked tables, by any
+        // connection of any process, in the changing transaction.
+        self.in_write_tx(|conn| {
+            conn.execute_batch(
+                "CREATE TABLE IF NOT EXISTS platform_tracked_changes (
+                     id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+                 INSERT OR IGNORE INTO platform_tracked_changes (id, version) VALUES (1, 0);",
+            )
+            .map_err(map_sql_error)?;
+            for table in collections {
+                for event in ["INSERT", "UPDATE", "DELETE"] {
+                    conn.execute_batch(&format!(
+                        "CREATE TRIGGER IF NOT EXISTS {} AFTER {event} ON {} BEGIN
+                             UPDATE platform_tracked_changes SET version = version + 1 WHERE id = 1;
+                         END;",
+                        quote(&format!("{table}_{}_tracked", event.to_lowercase())),
+                        quote(table),
+                    ))
+                    .map_err(map_sql_error)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn tracked_version(&self) -> Result<u64, StoreError> {
+        self.with_conn(|c| {
+            c.prepare_cached("SELECT version FROM platform_tracked_changes WHERE id = 1")
+                .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+                .map(|v| v as u64)
+                .map_err(map_sql_error)
+        })
+    }
+
     fn run_once(&self, owner: &str, id: &str, work: &mut ConnWork<'_>) -> Result<bool, StoreError> {
         self.in_write_tx(|conn| {
             if migration_recorded(conn, owner, id)? {
