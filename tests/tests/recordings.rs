@@ -851,15 +851,7 @@ fn revoke_viewer(host: &Host, action: &str) {
         {"collection": {"_eq": "recordings"}},
         {"action": {"_eq": action}},
     ]});
-    let r = host.get(
-        &format!(
-            "/items/platform_permissions?filter={}",
-            encode(&filter.to_string())
-        ),
-        Some(ADMIN_TOKEN),
-    );
-    assert_eq!(r.status, 200, "{}", r.body);
-    let rows = r.json()["data"].as_array().cloned().expect("rows");
+    let rows = host.admin_find("platform_permissions", &filter);
     assert_eq!(rows.len(), 1, "one {action} permission expected: {rows:?}");
     let pid = id_of(&rows[0]);
     let r = host.delete(
