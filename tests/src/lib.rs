@@ -336,6 +336,31 @@ impl Host {
         r.json()["data"].clone()
     }
 
+    /// Creates many items at once (array POST) as admin; returns them in
+    /// order.
+    pub fn admin_create_many(&self, collection: &str, rows: &[Value]) -> Vec<Value> {
+        let r = self.post(
+            &format!("/items/{collection}"),
+            Some(ADMIN_TOKEN),
+            &Value::Array(rows.to_vec()),
+        );
+        assert_eq!(r.status, 200, "create many {collection}: {}", r.body);
+        let data = r.json()["data"].clone();
+        let list = data
+            .as_array()
+            .unwrap_or_else(|| panic!("array create of {collection} gave {data}"))
+            .clone();
+        assert_eq!(list.len(), rows.len(), "{collection}: {data}");
+        list
+    }
+
+    /// One item, read as admin.
+    pub fn admin_item(&self, collection: &str, id: &str) -> Value {
+        let r = self.get(&format!("/items/{collection}/{id}"), Some(ADMIN_TOKEN));
+        assert_eq!(r.status, 200, "read {collection}/{id}: {}", r.body);
+        r.json()["data"].clone()
+    }
+
     /// Every item of a collection matching `filter`, read as admin.
     pub fn admin_find(&self, collection: &str, filter: &Value) -> Vec<Value> {
         let r = self.get(
@@ -409,6 +434,20 @@ pub static SCANNED_RESPONSES: std::sync::atomic::AtomicU64 = std::sync::atomic::
 /// Every answer of every test goes through this: no route ever returns a
 /// `password` or `token`, and the service's public records never carry an
 /// `email`.
+/// The `id` of a record.
+pub fn id_of(v: &Value) -> String {
+    v["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id in {v}"))
+        .to_string()
+}
+
+/// An extension's error answer: this status and `{"error": text}`.
+pub fn assert_error(r: &Resp, status: u16, text: &str) {
+    assert_eq!(r.status, status, "{}", r.body);
+    assert_eq!(r.json(), serde_json::json!({ "error": text }), "{}", r.body);
+}
+
 pub fn assert_no_secrets(method: &str, path: &str, body: &str) {
     SCANNED_RESPONSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     for key in ["\"password\":", "\"token\":"] {

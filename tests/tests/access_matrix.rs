@@ -26,7 +26,7 @@
 //! and like (a Viewer), another user (authenticated, with no role and no
 //! policy: no permissions at all), and the administrator.
 
-use platform_tests::{encode, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{encode, id_of, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 const CALLERS: [&str; 7] = [
@@ -373,13 +373,6 @@ impl Fixture {
             .map(|(_, v)| v.as_str())
             .unwrap_or_else(|| panic!("no fixture {name}"))
     }
-}
-
-fn id_of(v: &Value) -> String {
-    v["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no id in {v}"))
-        .to_string()
 }
 
 fn setup(host: &Host) -> Fixture {

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use platform_tests::{Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{id_of, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 const WRITERS: usize = 6;
@@ -95,13 +95,6 @@ impl Client {
             .map_err(|e| e.to_string())?;
         Ok((status, text))
     }
-}
-
-fn id_of(v: &Value) -> String {
-    v["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no id in {v}"))
-        .to_string()
 }
 
 fn rec_body(title: &str, status: &str) -> Value {

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Barrier;
 
-use platform_tests::{encode, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{assert_error, encode, id_of, Host, HostOptions, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------
@@ -19,36 +19,6 @@ const PAST: &str = "2001-01-01T00:00:00.000Z";
 const FUTURE: &str = "2999-01-01T00:00:00.000Z";
 /// A well-formed id that names no video.
 const MISSING: &str = "00000000-0000-4000-8000-000000000000";
-
-fn id_of(v: &Value) -> String {
-    v["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no id in {v}"))
-        .to_string()
-}
-
-/// Creates many items at once (array POST) as admin; returns them in order.
-fn create_many(host: &Host, collection: &str, rows: &[Value]) -> Vec<Value> {
-    let r = host.post(
-        &format!("/items/{collection}"),
-        Some(ADMIN_TOKEN),
-        &Value::Array(rows.to_vec()),
-    );
-    assert_eq!(r.status, 200, "create many {collection}: {}", r.body);
-    let data = r.json()["data"].clone();
-    let list = data
-        .as_array()
-        .unwrap_or_else(|| panic!("array create of {collection} gave {data}"))
-        .clone();
-    assert_eq!(list.len(), rows.len(), "{collection}: {data}");
-    list
-}
-
-fn item(host: &Host, collection: &str, id: &str) -> Value {
-    let r = host.get(&format!("/items/{collection}/{id}"), Some(ADMIN_TOKEN));
-    assert_eq!(r.status, 200, "read {collection}/{id}: {}", r.body);
-    r.json()["data"].clone()
-}
 
 /// How many items of a collection match `filter` (aggregate count).
 fn count(host: &Host, collection: &str, filter: Option<&Value>) -> u64 {
@@ -84,7 +54,7 @@ fn plays_of(host: &Host, video: &str) -> u64 {
 
 /// The stored video, read as admin.
 fn stored(host: &Host, video: &str) -> Value {
-    item(host, "videos", video)
+    host.admin_item("videos", video)
 }
 
 fn video(host: &Host, slug: &str) -> String {
@@ -115,7 +85,7 @@ fn users(host: &Host, role: Option<&str>, tokens: &[String]) -> Vec<String> {
                    "token": t, "role": role})
         })
         .collect();
-    create_many(host, "platform_users", &rows)
+    host.admin_create_many("platform_users", &rows)
         .iter()
         .map(id_of)
         .collect()
@@ -144,11 +114,6 @@ fn patch_play(host: &Host, video: &str, play: &str, body: &Value) -> Resp {
 fn ok(r: &Resp, what: &str) -> Value {
     assert_eq!(r.status, 200, "{what}: {}", r.body);
     r.json()
-}
-
-fn assert_error(r: &Resp, status: u16, text: &str) {
-    assert_eq!(r.status, status, "{}", r.body);
-    assert_eq!(r.json(), json!({"error": text}), "{}", r.body);
 }
 
 /// Renames a table under the running host so that using it fails.
@@ -449,7 +414,7 @@ fn anonymous_play_records_a_play_without_user() {
         "{body}"
     );
     let pid = body["play_id"].as_str().unwrap_or_else(|| panic!("{body}"));
-    let rec = item(&host, "video_plays", pid);
+    let rec = host.admin_item("video_plays", pid);
     assert_eq!(rec["video_id"], json!(v), "{rec}");
     assert_eq!(rec["user_id"], Value::Null, "{rec}");
     assert_eq!(rec["session_id"], "sess-1", "{rec}");
@@ -466,11 +431,7 @@ fn authenticated_play_records_the_caller() {
         "play",
     );
     assert_eq!(body["success"], true, "{body}");
-    let rec = item(
-        &host,
-        "video_plays",
-        body["play_id"].as_str().unwrap_or("?"),
-    );
+    let rec = host.admin_item("video_plays", body["play_id"].as_str().unwrap_or("?"));
     assert_eq!(rec["user_id"], json!(uid), "{rec}");
     assert_eq!(rec["session_id"], "s-a", "{rec}");
 }
@@ -485,11 +446,7 @@ fn play_without_session_stores_null() {
         "no body",
     );
     for body in [a, b] {
-        let rec = item(
-            &host,
-            "video_plays",
-            body["play_id"].as_str().unwrap_or("?"),
-        );
+        let rec = host.admin_item("video_plays", body["play_id"].as_str().unwrap_or("?"));
         assert_eq!(rec["session_id"], Value::Null, "{rec}");
         assert_eq!(rec["user_id"], Value::Null, "{rec}");
     }
@@ -581,7 +538,7 @@ fn patch_play_updates_watch_time_and_completion_without_auth() {
         &json!({"duration_watched": 42.5, "completed": true}),
     );
     assert_eq!(ok(&r, "patch"), json!({"success": true}));
-    let rec = item(&host, "video_plays", &p);
+    let rec = host.admin_item("video_plays", &p);
     assert_eq!(rec["duration_watched"].as_f64(), Some(42.5), "{rec}");
     assert_eq!(rec["completed"], true, "{rec}");
     let r = patch_play(
@@ -591,7 +548,7 @@ fn patch_play_updates_watch_time_and_completion_without_auth() {
         &json!({"duration_watched": 60, "completed": false}),
     );
     assert_eq!(ok(&r, "patch again"), json!({"success": true}));
-    let rec = item(&host, "video_plays", &p);
+    let rec = host.admin_item("video_plays", &p);
     assert_eq!(rec["duration_watched"].as_f64(), Some(60.0), "{rec}");
     assert_eq!(rec["completed"], false, "{rec}");
 }
@@ -629,7 +586,7 @@ fn patch_of_another_videos_play_is_404_and_changes_nothing() {
         404,
         "Play record not found",
     );
-    let rec = item(&host, "video_plays", &p);
+    let rec = host.admin_item("video_plays", &p);
     assert_eq!(rec["completed"], false, "{rec}");
     assert_ne!(rec["duration_watched"].as_f64(), Some(99.0), "{rec}");
 }
@@ -663,7 +620,7 @@ fn patch_play_checks_the_types() {
             "completed must be a boolean",
         );
     }
-    let rec = item(&host, "video_plays", &p);
+    let rec = host.admin_item("video_plays", &p);
     assert_eq!(rec["completed"], false, "nothing changed: {rec}");
     assert_ne!(rec["duration_watched"].as_f64(), Some(10.0), "{rec}");
 }

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use platform_tests::{encode, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{assert_error, encode, id_of, Host, HostOptions, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------
@@ -33,37 +33,6 @@ fn iso_at(unix: i64) -> String {
 /// A timestamp `offset` seconds from now.
 fn from_now(offset: i64) -> String {
     iso_at(now_unix() + offset)
-}
-
-fn id_of(v: &Value) -> String {
-    v["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no id in {v}"))
-        .to_string()
-}
-
-/// Creates many items at once (array POST) as admin; returns them in order.
-fn create_many(host: &Host, collection: &str, rows: &[Value]) -> Vec<Value> {
-    let r = host.post(
-        &format!("/items/{collection}"),
-        Some(ADMIN_TOKEN),
-        &Value::Array(rows.to_vec()),
-    );
-    assert_eq!(r.status, 200, "create many {collection}: {}", r.body);
-    let data = r.json()["data"].clone();
-    let list = data
-        .as_array()
-        .unwrap_or_else(|| panic!("array create of {collection} gave {data}"))
-        .clone();
-    assert_eq!(list.len(), rows.len(), "{collection}: {data}");
-    list
-}
-
-/// One stored item, read as admin through the items API.
-fn item(host: &Host, collection: &str, id: &str) -> Value {
-    let r = host.get(&format!("/items/{collection}/{id}"), Some(ADMIN_TOKEN));
-    assert_eq!(r.status, 200, "read {collection}/{id}: {}", r.body);
-    r.json()["data"].clone()
 }
 
 fn role_id(host: &Host, name: &str) -> String {
@@ -162,14 +131,9 @@ fn ids(list: &[Value]) -> Vec<String> {
     field_list(list, "id")
 }
 
-fn assert_error(r: &Resp, status: u16, text: &str) {
-    assert_eq!(r.status, status, "{}", r.body);
-    assert_eq!(r.json(), json!({"error": text}), "{}", r.body);
-}
-
 /// The public form of a stored user: the admin's record without `email`.
 fn public_user(host: &Host, id: &str) -> Value {
-    let mut u = item(host, "platform_users", id);
+    let mut u = host.admin_item("platform_users", id);
     if let Some(o) = u.as_object_mut() {
         o.remove("email");
     }
@@ -212,19 +176,19 @@ fn likes(host: &Host, video_id: &str, n: usize, tag: &str) {
     let users: Vec<Value> = (0..n)
         .map(|i| json!({"first_name": format!("liker {tag} {i}"), "email": format!("liker-{tag}-{i}@x.test")}))
         .collect();
-    let users = create_many(host, "platform_users", &users);
+    let users = host.admin_create_many("platform_users", &users);
     let rows: Vec<Value> = users
         .iter()
         .map(|u| json!({"video_id": video_id, "user_id": id_of(u)}))
         .collect();
-    create_many(host, "video_likes", &rows);
+    host.admin_create_many("video_likes", &rows);
 }
 
 fn plays(host: &Host, video_id: &str, n: usize) {
     let rows: Vec<Value> = (0..n)
         .map(|i| json!({"video_id": video_id, "session_id": format!("s{i}"), "duration_watched": 10, "completed": false}))
         .collect();
-    create_many(host, "video_plays", &rows);
+    host.admin_create_many("video_plays", &rows);
 }
 
 // ---------------------------------------------------------------------------
@@ -335,11 +299,11 @@ fn models_are_whole_user_records_with_photos_and_banner_expanded() {
     );
 
     let mut expected = public_user(&host, &mid);
-    expected["banner"] = item(&host, "platform_files", &id_of(&banner));
+    expected["banner"] = host.admin_item("platform_files", &id_of(&banner));
     expected["photos"] = json!([
-        {"platform_files_id": item(&host, "platform_files", &id_of(&p1))},
-        {"platform_files_id": item(&host, "platform_files", &id_of(&p2))},
-        {"platform_files_id": item(&host, "platform_files", &id_of(&p3))},
+        {"platform_files_id": host.admin_item( "platform_files", &id_of(&p1))},
+        {"platform_files_id": host.admin_item( "platform_files", &id_of(&p2))},
+        {"platform_files_id": host.admin_item( "platform_files", &id_of(&p3))},
     ]);
     let list = array(&host.get("/svc/models", None), "models");
     let got = list
@@ -466,9 +430,9 @@ fn model_by_slug_is_the_model_with_expansions() {
         &json!({"platform_users_id": id_of(&m), "platform_files_id": id_of(&photo), "sort": 1}),
     );
     let mut expected = public_user(&host, &id_of(&m));
-    expected["banner"] = item(&host, "platform_files", &id_of(&banner));
+    expected["banner"] = host.admin_item("platform_files", &id_of(&banner));
     expected["photos"] =
-        json!([{"platform_files_id": item(&host, "platform_files", &id_of(&photo))}]);
+        json!([{"platform_files_id": host.admin_item( "platform_files", &id_of(&photo))}]);
     let r = host.get("/svc/models/luna", None);
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json(), expected);
@@ -682,10 +646,10 @@ fn videos_expand_models_and_movie() {
     let got = &list[0];
     assert_eq!(
         got["movie"],
-        item(&host, "platform_files", &id_of(&movie)),
+        host.admin_item("platform_files", &id_of(&movie)),
         "{got}"
     );
-    let mut stored = item(&host, "videos", &id_of(&v));
+    let mut stored = host.admin_item("videos", &id_of(&v));
     if let Some(o) = stored.as_object_mut() {
         for k in ["movie", "likes_count", "plays_count"] {
             o.remove(k);
@@ -790,8 +754,7 @@ fn video_list_uses_a_constant_number_of_reads() {
     let host = Host::start(HostOptions::svc());
     const N: usize = 2000;
     let role = role_id(&host, "Model");
-    let models: Vec<String> = create_many(
-        &host,
+    let models: Vec<String> = host.admin_create_many(
         "platform_users",
         &(0..20)
             .map(|i| json!({"first_name": format!("M{i}"), "slug": format!("m{i}"), "role": role, "email": format!("m{i}@x.test")}))
@@ -807,7 +770,7 @@ fn video_list_uses_a_constant_number_of_reads() {
             .map(|i| json!({"title": format!("movie {i}"), "type": "video/mp4", "filename_disk": format!("m{i}.mp4")}))
             .collect();
         files.extend(
-            create_many(&host, "platform_files", &rows)
+            host.admin_create_many("platform_files", &rows)
                 .iter()
                 .map(id_of),
         );
@@ -819,7 +782,7 @@ fn video_list_uses_a_constant_number_of_reads() {
             .iter()
             .map(|&i| json!({"slug": format!("v{i:04}"), "title": format!("V {i}"), "movie": files[i], "upload_date": iso_at(base + i as i64 * 60)}))
             .collect();
-        videos.extend(create_many(&host, "videos", &rows).iter().map(id_of));
+        videos.extend(host.admin_create_many("videos", &rows).iter().map(id_of));
     }
     let mut expected: BTreeMap<String, (BTreeSet<String>, String)> = BTreeMap::new();
     let mut links = Vec::new();
@@ -833,7 +796,7 @@ fn video_list_uses_a_constant_number_of_reads() {
         expected.insert(format!("v{i:04}"), (set, files[i].clone()));
     }
     for chunk in links.chunks(1000) {
-        create_many(&host, "videos_models", chunk);
+        host.admin_create_many("videos_models", chunk);
     }
     likes(&host, &videos[0], 3, "n1");
     plays(&host, &videos[1], 4);
@@ -909,7 +872,10 @@ fn video_by_slug_has_the_list_expansions() {
     assert_eq!(got["id"], v["id"]);
     assert_eq!(got["slug"], "detail");
     assert_eq!(got["title"], "Title detail");
-    assert_eq!(got["movie"], item(&host, "platform_files", &id_of(&movie)));
+    assert_eq!(
+        got["movie"],
+        host.admin_item("platform_files", &id_of(&movie))
+    );
     assert_eq!(got["likes_count"], 1, "{got}");
     assert_eq!(got["plays_count"], 2, "{got}");
     let models = got["models"].as_array().cloned().unwrap_or_default();

@@ -7,7 +7,7 @@ use platform_tests::time::{now_ms, ts_ms};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use platform_tests::{encode, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{encode, id_of, Host, HostOptions, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 const MISSING: &str = "Missing required fields: title, duration, events, device_info";
@@ -43,13 +43,6 @@ fn create(host: &Host, token: &str, body: &Value) -> Value {
     let v = r.json();
     assert!(v["id"].is_string(), "no id in {v}");
     v
-}
-
-fn id_of(v: &Value) -> String {
-    v["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no id in {v}"))
-        .to_string()
 }
 
 /// The stored recording, read as admin through the items API.
