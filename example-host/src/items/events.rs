@@ -1,0 +1,111 @@
+//! Item events: built for each write someone watches, handed to the
+//! in-transaction hooks before the commit and delivered after it.
+
+use super::*;
+
+/// What happened, for hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Create,
+    Update,
+    Delete,
+}
+
+impl EventKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Create => "items.create",
+            EventKind::Update => "items.update",
+            EventKind::Delete => "items.delete",
+        }
+    }
+}
+
+/// One committed write.
+#[derive(Debug, Clone)]
+pub struct ItemEvent {
+    pub kind: EventKind,
+    pub collection: String,
+    pub keys: Vec<String>,
+    pub payload: Value,
+    pub before: Option<Vec<Record>>,
+    pub after: Option<Vec<Record>>,
+    pub accountability: Option<Accountability>,
+}
+
+/// Receives item events: inside the writing transaction (in-transaction
+/// hooks, which may refuse the write) and after the commit.
+pub trait EventSink: Send + Sync {
+    /// Whether anyone wants the committed events of this collection.
+    fn wants(&self, collection: &str) -> bool;
+    fn dispatch(&self, platform: &Platform, events: Vec<ItemEvent>);
+    /// Whether an in-transaction hook watches the writes of this collection.
+    fn wants_before_commit(&self, collection: &str) -> bool;
+    /// Runs the in-transaction hooks on a write just made on `conn`; what
+    /// they write goes through `conn` too, and their events join `events`.
+    /// An error refuses the write: the caller rolls the transaction back.
+    fn before_commit(
+        &self,
+        platform: &Platform,
+        conn: &mut dyn Conn,
+        events: &mut Vec<ItemEvent>,
+        event: &ItemEvent,
+    ) -> Result<(), ItemsError>;
+}
+
+impl Platform {
+    /// Whether writes to `collection` must produce item events: someone
+    /// listens (in the transaction or after it), or the write changes who
+    /// may do what (the auth caches are cleared when such events are
+    /// delivered, after the commit).
+    pub fn wants_events(&self, collection: &str) -> bool {
+        affects_access(collection)
+            || self
+                .events
+                .get()
+                .is_some_and(|sink| sink.wants(collection) || sink.wants_before_commit(collection))
+    }
+
+    /// Records the event of a write just made on `conn`: the in-transaction
+    /// hooks run on it first (and may refuse it, failing the write), then it
+    /// waits in `events`, ahead of what the hooks wrote, for delivery after
+    /// the commit.
+    pub(super) fn record_event(
+        &self,
+        conn: &mut dyn Conn,
+        events: &mut Vec<ItemEvent>,
+        event: ItemEvent,
+    ) -> Result<(), ItemsError> {
+        let at = events.len();
+        if let Some(sink) = self
+            .events
+            .get()
+            .filter(|sink| sink.wants_before_commit(&event.collection))
+        {
+            self.metrics
+                .events_before_commit
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            sink.before_commit(self, conn, events, &event)?;
+        }
+        events.insert(at, event);
+        Ok(())
+    }
+
+    /// Delivers events of a committed write.
+    pub fn dispatch(&self, mut events: Vec<ItemEvent>) {
+        if events.iter().any(|e| affects_access(&e.collection)) {
+            self.auth.invalidate();
+        }
+        if let Some(sink) = self.events.get() {
+            // Some were built only for in-transaction hooks, which saw them.
+            events.retain(|e| sink.wants(&e.collection));
+            if events.is_empty() {
+                return;
+            }
+            self.metrics
+                .events_delivered
+                .fetch_add(events.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            sink.dispatch(self, events);
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! The items service: reads and writes of any collection, under a caller's
+//! permissions or as admin, with the host's special fields, secrets kept
+//! out of every answer, and item events after each committed write.
+//!
+//! This module holds the service itself (who runs an operation, where it
+//! runs, permissions, transactions); [`read`](mod@read) and [`write`](mod@write) its
+//! operations, [`references`] the rules between items, [`events`] the item
+//! events and the hooks they reach, [`error`] its failures.
+
+mod error;
+mod events;
+mod read;
+mod references;
+mod write;
+
+pub use error::ItemsError;
+pub use events::{EventKind, EventSink, ItemEvent};
+
+use std::sync::Arc;
+
+use once_cell::sync::OnceCell;
+use serde_json::{json, Map, Value};
+
+use crate::auth::{self, Accountability, Auth};
+use crate::permissions::{Action, Grant, Permissions};
+use crate::platform_schema::{affects_access, is_secret};
+use crate::query::{parse_filter, Filter, Op, QueryError, ReadQuery, Vars, WireQuery};
+use crate::schema::CollectionDef;
+use crate::storage::{Conn, Record, Store, StoreError};
+use crate::values;
+
+/// Who an operation runs as.
+#[derive(Debug, Clone, Default)]
+pub struct Who {
+    /// The caller (also used for `user_created` and `$CURRENT_USER`).
+    pub accountability: Option<Accountability>,
+    /// Bypass permissions (the extension asked for admin access, or the
+    /// host itself is writing).
+    pub bypass: bool,
+}
+
+impl Who {
+    pub fn caller(accountability: Option<Accountability>) -> Self {
+        Self {
+            accountability,
+            bypass: false,
+        }
+    }
+    pub fn admin(accountability: Option<Accountability>) -> Self {
+        Self {
+            accountability,
+            bypass: true,
+        }
+    }
+    pub fn system() -> Self {
+        Self::admin(None)
+    }
+    pub fn is_admin(&self) -> bool {
+        self.bypass || self.accountability.as_ref().is_some_and(|a| a.admin)
+    }
+    fn vars(&self) -> Vars {
+        Vars::new(self.accountability.as_ref().map(|a| a.user.clone()))
+    }
+}
+
+/// Where an operation runs: its own transaction, or one already open.
+pub enum Session<'s> {
+    Auto,
+    Tx {
+        conn: &'s mut dyn Conn,
+        events: &'s mut Vec<ItemEvent>,
+    },
+}
+
+/// Counters of what the platform does, for `/server/metrics`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// Items-service operations made by extensions.
+    pub items_calls: std::sync::atomic::AtomicU64,
+    /// Calls of extension route handlers.
+    pub extension_calls: std::sync::atomic::AtomicU64,
+    /// Item events delivered to extension hooks.
+    pub events_delivered: std::sync::atomic::AtomicU64,
+    /// Writes handed to in-transaction hooks.
+    pub events_before_commit: std::sync::atomic::AtomicU64,
+}
+
+/// The platform core shared by every request.
+pub struct Platform {
+    pub store: Arc<dyn Store>,
+    pub auth: Auth,
+    pub permissions: Permissions,
+    pub metrics: Metrics,
+    events: OnceCell<Arc<dyn EventSink>>,
+}
+
+fn key_filter(key: &str) -> Filter {
+    Filter::Cond {
+        field: "id".into(),
+        op: Op::Eq,
+        value: Value::String(key.to_string()),
+    }
+}
+
+impl Platform {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self {
+            store,
+            auth: Auth::new(),
+            permissions: Permissions::default(),
+            metrics: Metrics::default(),
+            events: OnceCell::new(),
+        }
+    }
+
+    /// Connects the receiver of item events (once, after extensions load).
+    pub fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
+        let _ = self.events.set(sink);
+    }
+
+    /// Runs `work` in one write transaction; item events are delivered
+    /// after the commit.
+    pub fn transaction<T>(
+        &self,
+        mut work: impl FnMut(&mut Session<'_>) -> Result<T, ItemsError>,
+    ) -> Result<T, ItemsError> {
+        self.run_write(&mut Session::Auto, |conn, events| {
+            let mut session = Session::Tx { conn, events };
+            work(&mut session)
+        })
+    }
+
+    /// Runs `work` once in the life of the database, recorded as
+    /// `owner`/`id` among the migrations in the same transaction; returns
+    /// whether it ran. Its item events are delivered after the commit.
+    pub fn once(
+        &self,
+        owner: &str,
+        id: &str,
+        mut work: impl FnMut(&mut Session<'_>) -> Result<(), ItemsError>,
+    ) -> Result<bool, ItemsError> {
+        let mut events = Vec::new();
+        let mut failure = None;
+        let ran = self.store.run_once(owner, id, &mut |conn| {
+            events.clear();
+            let mut session = Session::Tx {
+                conn,
+                events: &mut events,
+            };
+            work(&mut session).map_err(|e| {
+                failure = Some(e);
+                StoreError::Aborted
+            })
+        });
+        match (ran, failure) {
+            (_, Some(e)) => Err(e),
+            (Err(e), None) => Err(e.into()),
+            (Ok(ran), None) => {
+                self.dispatch(events);
+                Ok(ran)
+            }
+        }
+    }
+
+    fn collection(&self, who: &Who, name: &str) -> Result<Arc<CollectionDef>, ItemsError> {
+        match self.store.schema().get(name) {
+            Some(def) => Ok(def.clone()),
+            None if who.is_admin() => Err(ItemsError::NotFound(format!(
+                "Collection \"{name}\" does not exist"
+            ))),
+            // Do not tell callers which collections exist.
+            None => Err(ItemsError::forbidden()),
+        }
+    }
+
+    /// The grant for an action; `None` when permissions are bypassed.
+    fn grant(
+        &self,
+        who: &Who,
+        collection: &str,
+        action: Action,
+    ) -> Result<Option<Grant>, ItemsError> {
+        if who.is_admin() {
+            return Ok(None);
+        }
+        let policies = match &who.accountability {
+            Some(acc) => acc.policies.clone(),
+            None => self.auth.public_policies(self.store.as_ref())?,
+        };
+        let set = self.permissions.for_policies(
+            self.store.as_ref(),
+            &policies,
+            self.auth.epoch(self.store.as_ref()),
+        )?;
+        set.grant(collection, action)
+            .map(Some)
+            .ok_or_else(ItemsError::forbidden)
+    }
+
+    fn grant_filter(
+        &self,
+        def: &CollectionDef,
+        grant: Option<&Grant>,
+        vars: &Vars,
+    ) -> Result<Option<Filter>, ItemsError> {
+        match grant.and_then(|g| g.filter.as_ref()) {
+            None => Ok(None),
+            Some(raw) => parse_filter(def, raw, vars).map(Some).map_err(|e| {
+                ItemsError::Internal(format!("bad permission filter on {}: {e}", def.name))
+            }),
+        }
+    }
+
+    fn run_read<T>(
+        &self,
+        session: &mut Session<'_>,
+        mut work: impl FnMut(&mut dyn Conn) -> Result<T, ItemsError>,
+    ) -> Result<T, ItemsError> {
+        match session {
+            Session::Tx { conn, .. } => work(&mut **conn),
+            Session::Auto => {
+                let mut out = None;
+                let result = self.store.read(&mut |conn| {
+                    let r = work(conn);
+                    let failed = r.is_err();
+                    out = Some(r);
+                    if failed {
+                        Err(StoreError::Aborted)
+                    } else {
+                        Ok(())
+                    }
+                });
+                match (result, out) {
+                    (_, Some(r)) => r,
+                    (Err(e), None) => Err(e.into()),
+                    (Ok(()), None) => Err(ItemsError::Internal("read did not run".into())),
+                }
+            }
+        }
+    }
+
+    fn run_write<T>(
+        &self,
+        session: &mut Session<'_>,
+        mut work: impl FnMut(&mut dyn Conn, &mut Vec<ItemEvent>) -> Result<T, ItemsError>,
+    ) -> Result<T, ItemsError> {
+        match session {
+            Session::Tx { conn, events } => work(&mut **conn, events),
+            Session::Auto => {
+                let mut out = None;
+                let mut events = Vec::new();
+                let result = self.store.write(&mut |conn| {
+                    events.clear();
+                    let r = work(conn, &mut events);
+                    let failed = r.is_err();
+                    out = Some(r);
+                    if failed {
+                        Err(StoreError::Aborted)
+                    } else {
+                        Ok(())
+                    }
+                });
+                match (result, out) {
+                    (Ok(()), Some(Ok(v))) => {
+                        self.dispatch(events);
+                        Ok(v)
+                    }
+                    (_, Some(Err(e))) => Err(e),
+                    (Err(e), _) => Err(e.into()),
+                    (Ok(()), None) => Err(ItemsError::Internal("write did not run".into())),
+                }
+            }
+        }
+    }
+
+    /// The item exists and the permission filter admits it.
+    fn ensure_in_scope(
+        &self,
+        conn: &mut dyn Conn,
+        def: &CollectionDef,
+        key: &str,
+        scope: Option<&Filter>,
+        admin: bool,
+    ) -> Result<(), ItemsError> {
+        let mut q = ReadQuery::all_fields(def);
+        q.fields = vec!["id".into()];
+        q.filter = Filter::and(Some(key_filter(key)), scope.cloned());
+        q.limit = Some(1);
+        if !conn.select(def, &q)?.is_empty() {
+            return Ok(());
+        }
+        if admin {
+            Err(ItemsError::NotFound(format!("Item \"{key}\" not found")))
+        } else {
+            // Same answer whether it is missing or not theirs.
+            Err(ItemsError::forbidden())
+        }
+    }
+}
+
+impl Who {
+    fn vars_resolve(&self, v: &Value) -> Value {
+        match v {
+            Value::String(s) if s == "$CURRENT_USER" => self
+                .accountability
+                .as_ref()
+                .map(|a| Value::String(a.user.clone()))
+                .unwrap_or(Value::Null),
+            Value::String(s) if s == "$NOW" => Value::String(values::now_timestamp()),
+            other => other.clone(),
+        }
+    }
+}
+
+/// Fields a query filters, sorts, groups or aggregates by: never a secret,
+/// and only fields the grant allows.
+fn check_queried_fields(
+    collection: &str,
+    grant: Option<&Grant>,
+    used: &[String],
+) -> Result<(), ItemsError> {
+    for field in used {
+        if is_secret(collection, field) {
+            return Err(ItemsError::InvalidQuery(format!(
+                "cannot query by \"{field}\""
+            )));
+        }
+        if grant.is_some_and(|g| !g.allows_field(field)) {
+            return Err(ItemsError::forbidden());
+        }
+    }
+    Ok(())
+}
+
+fn as_object(data: &Value) -> Result<&Map<String, Value>, ItemsError> {
+    data.as_object()
+        .ok_or_else(|| ItemsError::InvalidPayload("payload must be an object".into()))
+}
+
+fn known_field<'d>(
+    def: &'d CollectionDef,
+    name: &str,
+) -> Result<&'d crate::schema::Field, ItemsError> {
+    def.field(name).ok_or_else(|| {
+        ItemsError::InvalidPayload(format!(
+            "unknown field \"{name}\" in collection \"{}\"",
+            def.name
+        ))
+    })
+}
+
+fn exists(conn: &mut dyn Conn, def: &CollectionDef, key: &str) -> Result<bool, ItemsError> {
+    let mut q = ReadQuery::all_fields(def);
+    q.fields = vec!["id".into()];
+    q.filter = Some(key_filter(key));
+    q.limit = Some(1);
+    Ok(!conn.select(def, &q)?.is_empty())
+}
+
+fn select_full(
+    conn: &mut dyn Conn,
+    def: &CollectionDef,
+    key: &str,
+) -> Result<Vec<Record>, ItemsError> {
+    let mut q = ReadQuery::all_fields(def);
+    q.filter = Some(key_filter(key));
+    q.limit = Some(1);
+    Ok(conn.select(def, &q)?)
+}
+
+/// A record without its secrets.
+pub fn public_view(def: &CollectionDef, mut record: Record) -> Record {
+    record.retain(|k, _| !is_secret(&def.name, k));
+    record
+}

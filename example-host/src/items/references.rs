@@ -1,0 +1,119 @@
+//! References between items: every reference a write sets names an
+//! existing item, and a delete first applies the rule of each reference to
+//! what it deletes (cascade, set null, refuse).
+
+use super::*;
+
+impl Platform {
+    /// Applies, before an item is deleted, the rule of every reference to
+    /// it ([`OnDelete`](host_sdk::schema::OnDelete)): refuse while referred
+    /// to, set the references to null, or delete the referring items. The
+    /// changes go through this service in the same transaction, as the
+    /// platform itself, so hooks see them and their own references apply.
+    pub(super) fn release_references(
+        &self,
+        conn: &mut dyn Conn,
+        events: &mut Vec<ItemEvent>,
+        def: &CollectionDef,
+        key: &str,
+    ) -> Result<(), ItemsError> {
+        use host_sdk::schema::OnDelete;
+        let referring = self.store.schema().references_to(&def.name);
+        if referring.is_empty() {
+            return Ok(());
+        }
+        let depth = CASCADE_DEPTH.with(std::cell::Cell::get);
+        if depth >= MAX_CASCADE_DEPTH {
+            return Err(ItemsError::InvalidPayload(format!(
+                "Deleting \"{key}\" of \"{}\" cascades more than {MAX_CASCADE_DEPTH} levels deep.",
+                def.name
+            )));
+        }
+        CASCADE_DEPTH.with(|d| d.set(depth + 1));
+        let outcome = (|| {
+            let system = Who::system();
+            for (other, field) in referring {
+                let mut q = ReadQuery::all_fields(&other);
+                q.fields = vec!["id".into()];
+                q.filter = Some(Filter::Cond {
+                    field: field.field.clone(),
+                    op: Op::Eq,
+                    value: Value::String(key.to_string()),
+                });
+                q.limit = None;
+                let ids: Vec<String> = conn
+                    .select(&other, &q)?
+                    .into_iter()
+                    .filter_map(|r| r.get("id").and_then(Value::as_str).map(String::from))
+                    .collect();
+                if ids.is_empty() {
+                    continue;
+                }
+                let mut session = Session::Tx {
+                    conn: &mut *conn,
+                    events: &mut *events,
+                };
+                match field.delete_rule() {
+                    OnDelete::Refuse => {
+                        return Err(ItemsError::InvalidPayload(format!(
+                            "Item \"{key}\" of \"{}\" cannot be deleted: {} item(s) of \"{}\" refer to it through \"{}\".",
+                            def.name,
+                            ids.len(),
+                            other.name,
+                            field.field
+                        )))
+                    }
+                    OnDelete::SetNull => {
+                        for id in &ids {
+                            let cleared = json!({ field.field.as_str(): null });
+                            self.update_one(&mut session, &system, &other.name, id, &cleared)?;
+                        }
+                    }
+                    OnDelete::Cascade => {
+                        for id in &ids {
+                            self.delete_one(&mut session, &system, &other.name, id)?;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })();
+        CASCADE_DEPTH.with(|d| d.set(depth));
+        outcome
+    }
+}
+
+/// Every reference a write sets must name an existing item (checked in the
+/// write's transaction, so the item cannot vanish in between).
+pub(super) fn check_references(
+    schema: &crate::schema::Schema,
+    conn: &mut dyn Conn,
+    def: &CollectionDef,
+    values: &Map<String, Value>,
+) -> Result<(), ItemsError> {
+    for (name, value) in values {
+        let Some(key) = value.as_str() else {
+            continue;
+        };
+        let Some(target) = def.field(name).and_then(|f| f.references.as_deref()) else {
+            continue;
+        };
+        let Some(target_def) = schema.get(target) else {
+            continue;
+        };
+        if !exists(conn, target_def, key)? {
+            return Err(ItemsError::InvalidPayload(format!(
+                "Invalid foreign key for field \"{name}\" in collection \"{}\": no item of \"{target}\" has the key \"{key}\".",
+                def.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// How deep deletes may cascade (a cycle of cascading references ends here).
+const MAX_CASCADE_DEPTH: usize = 16;
+
+thread_local! {
+    static CASCADE_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
