@@ -11,7 +11,7 @@ use rand::RngCore;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::query::{Filter, Op, ReadQuery};
+use crate::query::{Filter, ReadQuery};
 use crate::storage::{read_with, Conn, Store, StoreError};
 
 /// The authenticated caller.
@@ -78,11 +78,7 @@ impl Default for Auth {
 }
 
 fn eq(field: &str, value: Value) -> Filter {
-    Filter::Cond {
-        field: field.into(),
-        op: Op::Eq,
-        value,
-    }
+    Filter::eq(field, value)
 }
 
 impl Auth {
@@ -231,11 +227,13 @@ fn lookup_token(
         let mut q = ReadQuery::all_fields(policies);
         q.fields = vec!["id".into()];
         q.filter = Some(Filter::And(vec![
-            Filter::Cond {
-                field: "id".into(),
-                op: Op::In,
-                value: json!(policy_ids),
-            },
+            Filter::is_in(
+                "id",
+                policy_ids
+                    .iter()
+                    .map(|p| Value::String(p.clone()))
+                    .collect(),
+            ),
             eq("admin_access", json!(true)),
         ]));
         q.limit = Some(1);

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
-use crate::query::{Filter, Op, ReadQuery};
+use crate::query::{Filter, ReadQuery};
 use crate::storage::{read_with, Store, StoreError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -146,11 +146,10 @@ fn load(store: &dyn Store, policies: &[String]) -> Result<PermissionSet, StoreEr
         return Ok(set);
     };
     let mut q = ReadQuery::all_fields(perms);
-    q.filter = Some(Filter::Cond {
-        field: "policy".into(),
-        op: Op::In,
-        value: json!(policies),
-    });
+    q.filter = Some(Filter::is_in(
+        "policy",
+        policies.iter().map(|p| Value::String(p.clone())).collect(),
+    ));
     let rows = read_with(store, |conn| conn.select(perms, &q))?;
     for row in rows {
         let collection = row

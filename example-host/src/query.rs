@@ -18,15 +18,10 @@ fn err<T>(msg: impl Into<String>) -> Result<T, QueryError> {
     Err(QueryError(msg.into()))
 }
 
-/// A comparison operator of the filter language.
+/// An operator of the filter language, as written (`_eq`, `_in`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    Eq,
-    Neq,
-    Lt,
-    Lte,
-    Gt,
-    Gte,
+enum Op {
+    Compare(Comparison),
     In,
     Nin,
     Null,
@@ -42,12 +37,12 @@ pub enum Op {
 impl Op {
     fn parse(s: &str) -> Option<Op> {
         Some(match s {
-            "_eq" => Op::Eq,
-            "_neq" => Op::Neq,
-            "_lt" => Op::Lt,
-            "_lte" => Op::Lte,
-            "_gt" => Op::Gt,
-            "_gte" => Op::Gte,
+            "_eq" => Op::Compare(Comparison::Eq),
+            "_neq" => Op::Compare(Comparison::Neq),
+            "_lt" => Op::Compare(Comparison::Lt),
+            "_lte" => Op::Compare(Comparison::Lte),
+            "_gt" => Op::Compare(Comparison::Gt),
+            "_gte" => Op::Compare(Comparison::Gte),
             "_in" => Op::In,
             "_nin" => Op::Nin,
             "_null" => Op::Null,
@@ -62,15 +57,102 @@ impl Op {
     }
 }
 
-/// A validated filter with resolved, normalised values.
+/// A comparison of a field with one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    Eq,
+    Neq,
+    Lt,
+    Lte,
+    Gt,
+    Gte,
+}
+
+/// A match of a string field against a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextMatch {
+    Contains,
+    /// Also true for a null field.
+    NotContains,
+    ContainsIgnoringCase,
+    StartsWith,
+    EndsWith,
+}
+
+/// A validated filter: each condition in the shape its operator needs,
+/// with values resolved (variables) and normalised to the field's type, so
+/// a backend only translates it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Filter {
     And(Vec<Filter>),
     Or(Vec<Filter>),
-    Cond { field: String, op: Op, value: Value },
+    /// `field op value`. A comparison with null is [`Filter::IsNull`] for
+    /// `Eq`/`Neq`, and matches nothing for the others.
+    Compare {
+        field: String,
+        op: Comparison,
+        value: Value,
+    },
+    /// The field is one of `values` (or, `negated`, none of them).
+    In {
+        field: String,
+        negated: bool,
+        values: Vec<Value>,
+    },
+    /// The field is null (`null`) or is not.
+    IsNull {
+        field: String,
+        null: bool,
+    },
+    /// A text match on a string field.
+    Text {
+        field: String,
+        op: TextMatch,
+        text: String,
+    },
+    /// A JSON array field has an element equal to `element` (or,
+    /// `negated`, has none).
+    HasElement {
+        field: String,
+        negated: bool,
+        element: Value,
+    },
 }
 
 impl Filter {
+    /// `field` equals `value` (is null when `value` is null).
+    pub fn eq(field: &str, value: Value) -> Filter {
+        Filter::compare(field, Comparison::Eq, value)
+    }
+
+    /// `field op value`, with the null forms of `Eq` and `Neq`.
+    fn compare(field: &str, op: Comparison, value: Value) -> Filter {
+        match (op, value.is_null()) {
+            (Comparison::Eq, true) => Filter::IsNull {
+                field: field.into(),
+                null: true,
+            },
+            (Comparison::Neq, true) => Filter::IsNull {
+                field: field.into(),
+                null: false,
+            },
+            _ => Filter::Compare {
+                field: field.into(),
+                op,
+                value,
+            },
+        }
+    }
+
+    /// `field` is one of `values`.
+    pub fn is_in(field: &str, values: Vec<Value>) -> Filter {
+        Filter::In {
+            field: field.into(),
+            negated: false,
+            values,
+        }
+    }
+
     /// Conjunction of two optional filters.
     pub fn and(a: Option<Filter>, b: Option<Filter>) -> Option<Filter> {
         match (a, b) {
@@ -83,7 +165,11 @@ impl Filter {
     pub fn fields(&self, out: &mut Vec<String>) {
         match self {
             Filter::And(v) | Filter::Or(v) => v.iter().for_each(|f| f.fields(out)),
-            Filter::Cond { field, .. } => out.push(field.clone()),
+            Filter::Compare { field, .. }
+            | Filter::In { field, .. }
+            | Filter::IsNull { field, .. }
+            | Filter::Text { field, .. }
+            | Filter::HasElement { field, .. } => out.push(field.clone()),
         }
     }
 }
@@ -224,13 +310,19 @@ fn parse_conditions(
             ));
         };
         let resolved = vars.resolve(raw);
-        let value = match op {
-            Op::Null | Op::NNull => Value::Bool(match &resolved {
-                Value::Bool(b) => *b,
-                Value::String(s) => s != "false" && s != "0",
-                Value::Null => false,
-                _ => true,
-            }),
+        let condition = match op {
+            Op::Null | Op::NNull => {
+                let asked = match &resolved {
+                    Value::Bool(b) => *b,
+                    Value::String(s) => s != "false" && s != "0",
+                    Value::Null => false,
+                    _ => true,
+                };
+                Filter::IsNull {
+                    field: field.to_string(),
+                    null: (op == Op::Null) == asked,
+                }
+            }
             Op::In | Op::Nin => {
                 let items = match resolved {
                     Value::Array(items) => items,
@@ -239,36 +331,55 @@ fn parse_conditions(
                     }
                     other => vec![other],
                 };
-                Value::Array(
-                    items
+                Filter::In {
+                    field: field.to_string(),
+                    negated: op == Op::Nin,
+                    values: items
                         .iter()
                         .map(|i| values::normalize(def, i, true).map_err(QueryError))
                         .collect::<Result<Vec<_>, _>>()?,
-                )
-            }
-            Op::Contains | Op::NContains | Op::IContains | Op::StartsWith | Op::EndsWith => {
-                match (&resolved, def.kind) {
-                    // Element of a JSON array: compared as JSON.
-                    (_, FieldType::Json) => resolved.clone(),
-                    (Value::String(_), _) => resolved.clone(),
-                    (Value::Number(n), _) => Value::String(n.to_string()),
-                    _ => return err(format!("{op_name} on \"{field}\" takes a string")),
                 }
             }
-            _ => {
+            Op::Contains | Op::NContains if def.kind == FieldType::Json => {
+                // Element of a JSON array: compared as JSON.
+                Filter::HasElement {
+                    field: field.to_string(),
+                    negated: op == Op::NContains,
+                    element: resolved,
+                }
+            }
+            Op::Contains | Op::NContains | Op::IContains | Op::StartsWith | Op::EndsWith => {
+                let text = match (&resolved, def.kind) {
+                    (Value::String(s), _) => s.clone(),
+                    (Value::Number(n), _) => n.to_string(),
+                    // A JSON field's text, matched as stored.
+                    (other, FieldType::Json) => other.to_string(),
+                    _ => return err(format!("{op_name} on \"{field}\" takes a string")),
+                };
+                let op = match op {
+                    Op::Contains => TextMatch::Contains,
+                    Op::NContains => TextMatch::NotContains,
+                    Op::IContains => TextMatch::ContainsIgnoringCase,
+                    Op::StartsWith => TextMatch::StartsWith,
+                    _ => TextMatch::EndsWith,
+                };
+                Filter::Text {
+                    field: field.to_string(),
+                    op,
+                    text,
+                }
+            }
+            Op::Compare(comparison) => {
                 if def.kind == FieldType::Json {
                     return err(format!(
                         "{op_name} is not supported on JSON field \"{field}\""
                     ));
                 }
-                values::normalize(def, &resolved, true).map_err(QueryError)?
+                let value = values::normalize(def, &resolved, true).map_err(QueryError)?;
+                Filter::compare(field, comparison, value)
             }
         };
-        out.push(Filter::Cond {
-            field: field.to_string(),
-            op,
-            value,
-        });
+        out.push(condition);
     }
     Ok(out)
 }
@@ -596,9 +707,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             f,
-            Filter::Cond {
+            Filter::Compare {
                 field: "user_created".into(),
-                op: Op::Eq,
+                op: Comparison::Eq,
                 value: json!("u1")
             }
         );
@@ -611,10 +722,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             f,
-            Filter::Cond {
+            Filter::IsNull {
                 field: "user_created".into(),
-                op: Op::Eq,
-                value: Value::Null
+                null: true
             }
         );
     }

@@ -24,7 +24,7 @@ use serde_json::{json, Map, Value};
 use crate::auth::{self, Accountability, Auth};
 use crate::permissions::{Action, Grant, Permissions};
 use crate::platform_schema::{affects_access, is_secret};
-use crate::query::{parse_filter, Filter, Op, QueryError, ReadQuery, Vars, WireQuery};
+use crate::query::{parse_filter, Filter, QueryError, ReadQuery, Vars, WireQuery};
 use crate::schema::CollectionDef;
 use crate::storage::{Conn, Record, Store, StoreError};
 use crate::values;
@@ -95,11 +95,7 @@ pub struct Platform {
 }
 
 fn key_filter(key: &str) -> Filter {
-    Filter::Cond {
-        field: "id".into(),
-        op: Op::Eq,
-        value: Value::String(key.to_string()),
-    }
+    Filter::eq("id", Value::String(key.to_string()))
 }
 
 impl Platform {

@@ -35,11 +35,7 @@ impl Platform {
             for (other, field) in referring {
                 let mut q = ReadQuery::all_fields(&other);
                 q.fields = vec!["id".into()];
-                q.filter = Some(Filter::Cond {
-                    field: field.field.clone(),
-                    op: Op::Eq,
-                    value: Value::String(key.to_string()),
-                });
+                q.filter = Some(Filter::eq(&field.field, Value::String(key.to_string())));
                 q.limit = None;
                 let ids: Vec<String> = conn
                     .select(&other, &q)?

@@ -15,7 +15,7 @@ use rusqlite::{params_from_iter, Connection, ErrorCode};
 use serde_json::{Map, Value};
 
 use super::{Conn, ConnWork, Record, Store, StoreError};
-use crate::query::{AggFn, AggregateQuery, Filter, Op, ReadQuery};
+use crate::query::{AggFn, AggregateQuery, Comparison, Filter, ReadQuery, TextMatch};
 use crate::schema::{CollectionDef, Schema};
 use crate::values;
 
@@ -642,6 +642,14 @@ impl<'c> SqlBuilder<'c> {
         self.sql.push('?');
     }
 
+    /// The definition of a field the filter names.
+    fn field_def(&self, field: &str) -> Result<Field, StoreError> {
+        self.collection
+            .field(field)
+            .cloned()
+            .ok_or_else(|| StoreError::Invalid(format!("unknown field {field}")))
+    }
+
     fn filter(&mut self, f: &Filter) -> Result<(), StoreError> {
         match f {
             Filter::And(parts) | Filter::Or(parts) => {
@@ -667,109 +675,94 @@ impl<'c> SqlBuilder<'c> {
                 }
                 self.sql.push(')');
             }
-            Filter::Cond { field, op, value } => {
-                let def = self
-                    .collection
-                    .field(field)
-                    .ok_or_else(|| StoreError::Invalid(format!("unknown field {field}")))?
-                    .clone();
+            Filter::Compare { field, op, value } => {
+                let def = self.field_def(field)?;
+                let sym = match op {
+                    Comparison::Eq => "=",
+                    Comparison::Neq => "<>",
+                    Comparison::Lt => "<",
+                    Comparison::Lte => "<=",
+                    Comparison::Gt => ">",
+                    Comparison::Gte => ">=",
+                };
+                self.sql.push_str(&format!("{} {sym} ", quote(field)));
+                self.param(&def, value);
+            }
+            Filter::In {
+                field,
+                negated,
+                values,
+            } => {
+                let def = self.field_def(field)?;
+                // One parameter whatever the list's length, so the
+                // statement is cached and never hits SQLite's variable
+                // limit.
+                let list: Vec<Value> = values
+                    .iter()
+                    .map(|i| match to_sql(&def, i) {
+                        SqlValue::Integer(n) => Value::from(n),
+                        SqlValue::Real(f) => Value::from(f),
+                        SqlValue::Text(s) => Value::String(s),
+                        _ => Value::Null,
+                    })
+                    .collect();
+                self.sql.push_str(&format!(
+                    "{} {}IN (SELECT value FROM json_each(?))",
+                    quote(field),
+                    if *negated { "NOT " } else { "" }
+                ));
+                self.params
+                    .push(SqlValue::Text(Value::Array(list).to_string()));
+            }
+            Filter::IsNull { field, null } => {
+                self.field_def(field)?;
+                self.sql.push_str(&quote(field));
+                self.sql
+                    .push_str(if *null { " IS NULL" } else { " IS NOT NULL" });
+            }
+            Filter::HasElement {
+                field,
+                negated,
+                element,
+            } => {
+                self.field_def(field)?;
+                if *negated {
+                    self.sql.push_str("NOT ");
+                }
+                self.sql.push_str(&format!(
+                    "EXISTS (SELECT 1 FROM json_each({}) AS j WHERE j.value = ?)",
+                    quote(field)
+                ));
+                self.params.push(match element {
+                    Value::Number(n) if n.is_i64() => SqlValue::Integer(n.as_i64().unwrap_or(0)),
+                    Value::Number(n) => SqlValue::Real(n.as_f64().unwrap_or(0.0)),
+                    Value::Bool(b) => SqlValue::Integer(*b as i64),
+                    Value::String(s) => SqlValue::Text(s.clone()),
+                    other => SqlValue::Text(other.to_string()),
+                });
+            }
+            Filter::Text { field, op, text } => {
+                self.field_def(field)?;
                 let col = quote(field);
-                match op {
-                    Op::Eq | Op::Neq if value.is_null() => {
-                        self.sql.push_str(&col);
-                        self.sql.push_str(if *op == Op::Eq {
-                            " IS NULL"
-                        } else {
-                            " IS NOT NULL"
-                        });
-                    }
-                    Op::Eq | Op::Neq | Op::Lt | Op::Lte | Op::Gt | Op::Gte => {
-                        let sym = match op {
-                            Op::Eq => "=",
-                            Op::Neq => "<>",
-                            Op::Lt => "<",
-                            Op::Lte => "<=",
-                            Op::Gt => ">",
-                            _ => ">=",
-                        };
-                        self.sql.push_str(&format!("{col} {sym} "));
-                        self.param(&def, value);
-                    }
-                    Op::In | Op::Nin => {
-                        // One parameter whatever the list's length, so the
-                        // statement is cached and never hits SQLite's
-                        // variable limit.
-                        let list: Vec<Value> = value
-                            .as_array()
-                            .map(|items| {
-                                items
-                                    .iter()
-                                    .map(|i| match to_sql(&def, i) {
-                                        SqlValue::Integer(n) => Value::from(n),
-                                        SqlValue::Real(f) => Value::from(f),
-                                        SqlValue::Text(s) => Value::String(s),
-                                        _ => Value::Null,
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                        self.sql.push_str(&format!(
-                            "{col} {}IN (SELECT value FROM json_each(?))",
-                            if *op == Op::Nin { "NOT " } else { "" }
-                        ));
-                        self.params
-                            .push(SqlValue::Text(Value::Array(list).to_string()));
-                    }
-                    Op::Null | Op::NNull => {
-                        let is_null = (*op == Op::Null) == (value == &Value::Bool(true));
-                        self.sql.push_str(&col);
-                        self.sql
-                            .push_str(if is_null { " IS NULL" } else { " IS NOT NULL" });
-                    }
-                    Op::Contains | Op::NContains if def.kind == FieldType::Json => {
-                        if *op == Op::NContains {
-                            self.sql.push_str("NOT ");
+                let text = SqlValue::Text(text.clone());
+                if *op == TextMatch::EndsWith {
+                    // Numbered parameters cannot mix with positional ones;
+                    // spell it out with two parameters instead.
+                    self.sql.push_str(&format!("substr({col}, -length(?)) = ?"));
+                    self.params.push(text.clone());
+                    self.params.push(text);
+                } else {
+                    self.sql.push_str(&match op {
+                        TextMatch::Contains => format!("instr({col}, ?) > 0"),
+                        TextMatch::NotContains => {
+                            format!("({col} IS NULL OR instr({col}, ?) = 0)")
                         }
-                        self.sql.push_str(&format!(
-                            "EXISTS (SELECT 1 FROM json_each({col}) AS j WHERE j.value = ?)"
-                        ));
-                        self.params.push(match value {
-                            Value::Number(n) if n.is_i64() => {
-                                SqlValue::Integer(n.as_i64().unwrap_or(0))
-                            }
-                            Value::Number(n) => SqlValue::Real(n.as_f64().unwrap_or(0.0)),
-                            Value::Bool(b) => SqlValue::Integer(*b as i64),
-                            Value::String(s) => SqlValue::Text(s.clone()),
-                            other => SqlValue::Text(other.to_string()),
-                        });
-                    }
-                    Op::Contains
-                    | Op::NContains
-                    | Op::IContains
-                    | Op::StartsWith
-                    | Op::EndsWith => {
-                        let text = SqlValue::Text(match value {
-                            Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        });
-                        let expr = match op {
-                            Op::Contains => format!("instr({col}, ?) > 0"),
-                            Op::NContains => format!("({col} IS NULL OR instr({col}, ?) = 0)"),
-                            Op::IContains => format!("instr(lower({col}), lower(?)) > 0"),
-                            Op::StartsWith => format!("instr({col}, ?) = 1"),
-                            _ => format!("substr({col}, -length(?1)) = ?1"),
-                        };
-                        if *op == Op::EndsWith {
-                            // Numbered parameters cannot mix with positional
-                            // ones; spell it out with two parameters instead.
-                            self.sql.push_str(&format!("substr({col}, -length(?)) = ?"));
-                            self.params.push(text.clone());
-                            self.params.push(text);
-                        } else {
-                            self.sql.push_str(&expr);
-                            self.params.push(text);
+                        TextMatch::ContainsIgnoringCase => {
+                            format!("instr(lower({col}), lower(?)) > 0")
                         }
-                    }
+                        _ => format!("instr({col}, ?) = 1"),
+                    });
+                    self.params.push(text);
                 }
             }
         }
