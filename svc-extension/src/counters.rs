@@ -19,27 +19,24 @@ fn counter_of(collection: &str) -> Option<&'static str> {
     }
 }
 
+/// A video's counter as stored; `None` when the video does not exist.
+fn stored(items: &Items<'_>, video: &str, field: &str) -> Result<Option<i64>, ItemsError> {
+    let found: Option<Value> =
+        items.read_one_with("videos", video, &Query::new().fields(&[field]))?;
+    Ok(found.map(|v| v.get(field).and_then(Value::as_i64).unwrap_or(0)))
+}
+
 /// A video's counter (0 when the video does not exist).
 pub fn read(items: &Items<'_>, video: &str, field: &str) -> Result<i64, ItemsError> {
-    let current: Option<Value> =
-        items.read_one_with("videos", video, &Query::new().fields(&[field]))?;
-    Ok(current
-        .as_ref()
-        .and_then(|v| v.get(field))
-        .and_then(Value::as_i64)
-        .unwrap_or(0))
+    Ok(stored(items, video, field)?.unwrap_or(0))
 }
 
 /// Adds `delta` to a counter of a video, never below 0; nothing when the
 /// video does not exist (a record naming no video counts nowhere).
 fn bump(items: &Items<'_>, video: &str, field: &str, delta: i64) -> Result<(), ItemsError> {
-    let current: Option<Value> =
-        items.read_one_with("videos", video, &Query::new().fields(&[field]))?;
-    let Some(current) = current else {
-        return Ok(());
-    };
-    let value = current.get(field).and_then(Value::as_i64).unwrap_or(0);
-    items.update_one("videos", video, &json!({ field: (value + delta).max(0) }))?;
+    if let Some(value) = stored(items, video, field)? {
+        items.update_one("videos", video, &json!({ field: (value + delta).max(0) }))?;
+    }
     Ok(())
 }
 

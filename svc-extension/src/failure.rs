@@ -9,6 +9,16 @@
 
 use host_sdk::{ApiError, ItemsError};
 
+/// A payload the platform refuses (a reference to nothing, say) is the
+/// client's error: `Ok` 400 with the platform's reason; `Err` gives back any
+/// other failure.
+fn refused_payload(error: ItemsError) -> Result<ApiError, ItemsError> {
+    match error {
+        ItemsError::InvalidPayload(reason) => Ok(ApiError::bad_request(reason)),
+        other => Err(other),
+    }
+}
+
 /// Maps failures of one endpoint, with its SPEC fallback message.
 #[derive(Debug, Clone, Copy)]
 pub struct Failure {
@@ -42,20 +52,19 @@ impl Failure {
     /// form of the failure. A payload the platform refuses (a reference to
     /// nothing, say) is the client's error: 400 with the platform's reason.
     pub fn with_details(&self, error: ItemsError) -> ApiError {
-        if let ItemsError::InvalidPayload(reason) = &error {
-            return ApiError::bad_request(reason.clone());
+        match refused_payload(error) {
+            Ok(client_error) => client_error,
+            Err(error) => {
+                let details = error.to_string();
+                self.answer(error).with_details(details)
+            }
         }
-        let details = error.to_string();
-        self.answer(error).with_details(details)
     }
 
     /// [`Failure::answer`], except that a payload the platform refuses is
     /// the client's error: 400 with the platform's reason.
     pub fn of_write(self) -> impl Fn(ItemsError) -> ApiError {
-        move |e| match e {
-            ItemsError::InvalidPayload(reason) => ApiError::bad_request(reason),
-            other => self.answer(other),
-        }
+        move |e| refused_payload(e).unwrap_or_else(|other| self.answer(other))
     }
 
     /// `map_err` adapter.

@@ -133,24 +133,29 @@ impl Ledger {
         anchor: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Result<Self, ItemsError> {
-        let row = stored_row(items, user)?;
-        if let Some(row) = row.as_ref().filter(|r| r.verified) {
-            return Ok(Self {
-                user: user.to_string(),
-                row: Some(row.id.clone()),
-                stats: row.stats.clone(),
-                anchor,
-                now,
-                featured_known: false,
-                from_scratch: false,
-            });
-        }
+        let row = match stored_row(items, user)? {
+            Some(row) if row.verified => return Ok(Self::from_row(row, anchor, now)),
+            other => other,
+        };
         let stats = facts::compute(items, &[user.to_string()], anchor)?
             .remove(user)
             .unwrap_or_default();
         let mut ledger = Self::computed(user, row.map(|r| r.id), stats, anchor, now);
         ledger.from_scratch = true;
         Ok(ledger)
+    }
+
+    /// A ledger over the values of the ledger's own stored row.
+    fn from_row(row: StoredRow, anchor: DateTime<Utc>, now: DateTime<Utc>) -> Self {
+        Self {
+            user: row.user,
+            row: Some(row.id),
+            stats: row.stats,
+            anchor,
+            now,
+            featured_known: false,
+            from_scratch: false,
+        }
     }
 
     /// The user's stats when they have a row of the ledger's own; `None`
@@ -164,15 +169,7 @@ impl Ledger {
     ) -> Result<Option<Self>, ItemsError> {
         Ok(stored_row(items, user)?
             .filter(|r| r.verified)
-            .map(|row| Self {
-                user: user.to_string(),
-                row: Some(row.id),
-                stats: row.stats,
-                anchor,
-                now,
-                featured_known: false,
-                from_scratch: false,
-            }))
+            .map(|row| Self::from_row(row, anchor, now)))
     }
 
     /// A ledger whose values were just computed from scratch.
