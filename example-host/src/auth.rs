@@ -120,6 +120,14 @@ impl Auth {
             }
             self.seen_data_version.store(version, Ordering::SeqCst);
         }
+        self.current_epoch()
+    }
+
+    /// The generation as last brought up to date by [`Auth::epoch`]: every
+    /// request does that once, when its credentials are resolved
+    /// ([`Auth::authenticate`], [`Auth::public_policies`]), so the decisions
+    /// made while serving it need not read the database's versions again.
+    pub fn current_epoch(&self) -> u64 {
         self.epoch.load(Ordering::SeqCst)
     }
 

@@ -123,25 +123,17 @@ thread_local! {
 /// platform knows keep their meaning; anything else is the hook's failure,
 /// named in the log.
 fn refusal(ext: &str, event: &ItemEvent, code: &str, message: String) -> ItemsError {
-    match code {
-        "FORBIDDEN" => ItemsError::Forbidden(message),
-        "NOT_FOUND" => ItemsError::NotFound(message),
-        "INVALID_PAYLOAD" => ItemsError::InvalidPayload(message),
-        "INVALID_QUERY" => ItemsError::InvalidQuery(message),
-        "RECORD_NOT_UNIQUE" => ItemsError::NotUnique(message),
-        "SERVICE_UNAVAILABLE" => ItemsError::Unavailable,
-        _ => {
-            log::error!(
-                "[{ext}] in-transaction hook failed on {} {} {:?}, write refused: {code}: {message}",
-                event.kind.name(),
-                event.collection,
-                event.keys,
-            );
-            ItemsError::Internal(format!(
-                "a hook of extension `{ext}` failed on this write: {message}"
-            ))
-        }
-    }
+    ItemsError::from_code(code, message.clone()).unwrap_or_else(|| {
+        log::error!(
+            "[{ext}] in-transaction hook failed on {} {} {:?}, write refused: {code}: {message}",
+            event.kind.name(),
+            event.collection,
+            event.keys,
+        );
+        ItemsError::Internal(format!(
+            "a hook of extension `{ext}` failed on this write: {message}"
+        ))
+    })
 }
 
 impl Registry {

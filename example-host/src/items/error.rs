@@ -34,6 +34,22 @@ impl ItemsError {
         }
     }
 
+    /// The error a code names (the inverse of [`ItemsError::code`]), for
+    /// failures reported across the extension boundary; `None` for a code
+    /// the platform does not know, or for `INTERNAL`, whose message is not
+    /// the platform's own.
+    pub fn from_code(code: &str, message: String) -> Option<Self> {
+        Some(match code {
+            "FORBIDDEN" => ItemsError::Forbidden(message),
+            "NOT_FOUND" => ItemsError::NotFound(message),
+            "INVALID_QUERY" => ItemsError::InvalidQuery(message),
+            "INVALID_PAYLOAD" => ItemsError::InvalidPayload(message),
+            "RECORD_NOT_UNIQUE" => ItemsError::NotUnique(message),
+            "SERVICE_UNAVAILABLE" => ItemsError::Unavailable,
+            _ => return None,
+        })
+    }
+
     pub fn forbidden() -> Self {
         ItemsError::Forbidden("You don't have permission to access this.".into())
     }

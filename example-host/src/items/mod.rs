@@ -183,10 +183,12 @@ impl Platform {
             Some(acc) => acc.policies.clone(),
             None => self.auth.public_policies(self.store.as_ref())?,
         };
+        // The caller's credentials were resolved for this request (or the
+        // public policies just now), which brought the epoch up to date.
         let set = self.permissions.for_policies(
             self.store.as_ref(),
             &policies,
-            self.auth.epoch(self.store.as_ref()),
+            self.auth.current_epoch(),
         )?;
         set.grant(collection, action)
             .map(Some)
