@@ -102,6 +102,12 @@ impl HostOptions {
         Self::with(vec![library("svc_extension")])
     }
 
+    /// The svc extension beside the fixture extension
+    /// (`tests/fixtures/fixture-ext`).
+    pub fn svc_and_fixture() -> Self {
+        Self::with(vec![library("svc_extension"), library("fixture_ext")])
+    }
+
     pub fn arg(mut self, a: &str) -> Self {
         self.extra_args.push(a.to_string());
         self

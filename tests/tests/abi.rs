@@ -87,10 +87,7 @@ fn d_an_extension_of_another_sdk_major_is_refused() {
 
 #[test]
 fn e_a_panicking_handler_answers_500_and_the_host_keeps_serving() {
-    let host = Host::start(HostOptions::with(vec![
-        library("svc_extension"),
-        library("fixture_ext"),
-    ]));
+    let host = Host::start(HostOptions::svc_and_fixture());
     let r = host.get("/fixture/panic", None);
     assert_eq!(r.status, 500);
     assert_eq!(r.json(), json!({"error": "Internal extension error"}));

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use platform_tests::{library, Host, HostOptions};
+use platform_tests::{Host, HostOptions};
 use serde_json::{json, Value};
 
 const EXTENSION_TIMEOUT_MS: u64 = 500;
@@ -26,7 +26,7 @@ const BODY_TIMEOUT_MS: u64 = 300;
 
 fn host_with_fixture() -> Host {
     Host::start(
-        HostOptions::with(vec![library("svc_extension"), library("fixture_ext")])
+        HostOptions::svc_and_fixture()
             .arg("--extension-timeout-ms")
             .arg(&EXTENSION_TIMEOUT_MS.to_string())
             .arg("--header-timeout-ms")

@@ -465,10 +465,7 @@ fn the_host_stops_gracefully_on_sigterm() {
 
 #[test]
 fn item_hooks_see_writes_and_a_failing_hook_never_fails_the_write() {
-    let host = Host::start(HostOptions::with(vec![
-        platform_tests::library("svc_extension"),
-        platform_tests::library("fixture_ext"),
-    ]));
+    let host = Host::start(HostOptions::svc_and_fixture());
     // The fixture's hook fails on purpose for videos titled "hook-fail".
     let r = host.post(
         "/items/videos",
@@ -518,10 +515,7 @@ fn item_hooks_see_writes_and_a_failing_hook_never_fails_the_write() {
 
 #[test]
 fn extensions_read_as_the_caller_or_as_admin() {
-    let host = Host::start(HostOptions::with(vec![
-        platform_tests::library("svc_extension"),
-        platform_tests::library("fixture_ext"),
-    ]));
+    let host = Host::start(HostOptions::svc_and_fixture());
     host.admin_create("videos", &json!({"slug": "v", "title": "V"}));
     host.user(Some("Viewer"), "reader-token");
     // The Public policy may not read videos; admin access may.
@@ -549,10 +543,7 @@ fn extensions_read_as_the_caller_or_as_admin() {
 
 #[test]
 fn extension_transactions_commit_or_roll_back_as_a_whole() {
-    let host = Host::start(HostOptions::with(vec![
-        platform_tests::library("svc_extension"),
-        platform_tests::library("fixture_ext"),
-    ]));
+    let host = Host::start(HostOptions::svc_and_fixture());
     let count = || {
         host.get("/items/videos?aggregate[count]=*", Some(ADMIN_TOKEN))
             .json()["data"][0]["count"]
@@ -783,10 +774,7 @@ fn video_slugs(host: &Host) -> Vec<String> {
 
 #[test]
 fn in_transaction_hooks_write_with_the_write_and_refuse_it_whole() {
-    let host = Host::start(HostOptions::with(vec![
-        platform_tests::library("svc_extension"),
-        platform_tests::library("fixture_ext"),
-    ]));
+    let host = Host::start(HostOptions::svc_and_fixture());
     // The hook sees the write inside its transaction and writes with it.
     let created = host.admin_create("videos", &json!({"slug": "kept", "title": "kept"}));
     let id = created["id"].as_str().expect("id").to_string();
@@ -957,10 +945,7 @@ fn an_older_database_gets_the_narrowed_recording_rules_once() {
 
 #[test]
 fn a_reference_declared_refuse_keeps_its_item_until_released() {
-    let host = Host::start(HostOptions::with(vec![
-        platform_tests::library("svc_extension"),
-        platform_tests::library("fixture_ext"),
-    ]));
+    let host = Host::start(HostOptions::svc_and_fixture());
     let video = host.admin_create("videos", &json!({"slug": "pinned", "title": "P"}));
     let video = video["id"].as_str().expect("id").to_string();
     let pin = host.admin_create("fixture_pins", &json!({ "video": video }));
