@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::query::{Filter, ReadQuery};
-use crate::storage::{read_with, Conn, Store, StoreError};
+use crate::storage::{read_with, Reader, Store, StoreError};
 
 /// The authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,7 +186,7 @@ impl Auth {
 /// Finds the active user with this token hash and their policies.
 fn lookup_token(
     store: &dyn Store,
-    conn: &mut dyn Conn,
+    conn: &mut dyn Reader,
     hashed: &str,
 ) -> Result<Option<Accountability>, StoreError> {
     let schema = store.schema();

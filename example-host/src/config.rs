@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::storage::Location;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "example-host",
@@ -44,14 +46,13 @@ pub enum ScheduleAction {
 /// Options every command takes.
 #[derive(Debug, Clone, Args)]
 pub struct Common {
-    /// SQLite database file (created with its folder if missing).
-    #[arg(
-        long = "db",
-        env = "DB_FILENAME",
-        default_value = "./data/platform.db",
-        global = true
-    )]
-    pub db: PathBuf,
+    /// SQLite database file (created with its folder if missing), or a
+    /// `postgres://user:password@host:port/database` URL [default: ./data/platform.db].
+    #[arg(long = "db", env = "DB_FILENAME", global = true)]
+    pub db: Option<String>,
+    /// Connections per host process [default: 16].
+    #[arg(long = "db-pool-max", env = "DB_POOL_MAX", global = true)]
+    pub db_pool_max: Option<u32>,
     /// Serve the svc extension linked into this host, without the ABI.
     #[cfg(feature = "inprocess")]
     #[arg(long = "builtin-svc", global = true)]
@@ -111,7 +112,100 @@ pub struct ServeArgs {
     pub body_timeout_ms: u64,
 }
 
+/// The default SQLite file.
+pub const DEFAULT_DB_FILE: &str = "./data/platform.db";
+
+/// Directus's variables naming the database (`DB_CLIENT` and the rest).
+#[derive(Debug, Default, Clone)]
+pub struct DbEnv {
+    pub client: Option<String>,
+    pub connection_string: Option<String>,
+    pub host: Option<String>,
+    pub port: Option<String>,
+    pub database: Option<String>,
+    pub user: Option<String>,
+    pub password: Option<String>,
+}
+
+impl DbEnv {
+    pub fn from_env() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Self {
+            client: var("DB_CLIENT"),
+            connection_string: var("DB_CONNECTION_STRING"),
+            host: var("DB_HOST"),
+            port: var("DB_PORT"),
+            database: var("DB_DATABASE"),
+            user: var("DB_USER"),
+            password: var("DB_PASSWORD"),
+        }
+    }
+}
+
+fn is_postgres_url(s: &str) -> bool {
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
+}
+
+/// A value of a `key=value` connection string, quoted.
+fn conn_value(v: &str) -> String {
+    format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// Where the data lives (DECISIONS §2): `--db`/`DB_FILENAME` names a file
+/// or a PostgreSQL URL; otherwise `DB_CLIENT=pg` selects PostgreSQL with
+/// `DB_CONNECTION_STRING` or the separate parts.
+pub fn db_location(db: Option<&str>, env: &DbEnv) -> Result<Location, String> {
+    if let Some(db) = db {
+        if is_postgres_url(db) {
+            return Ok(Location::Postgres(db.to_string()));
+        }
+        if env.client.as_deref().is_none_or(is_sqlite_client) {
+            return Ok(Location::File(PathBuf::from(db)));
+        }
+    }
+    match env.client.as_deref() {
+        None => Ok(Location::File(PathBuf::from(DEFAULT_DB_FILE))),
+        Some(c) if is_sqlite_client(c) => Ok(Location::File(PathBuf::from(DEFAULT_DB_FILE))),
+        Some("pg" | "postgres" | "postgresql") => {
+            if let Some(url) = &env.connection_string {
+                return Ok(Location::Postgres(url.clone()));
+            }
+            let database = env
+                .database
+                .as_deref()
+                .ok_or("DB_CLIENT=pg needs DB_CONNECTION_STRING or DB_DATABASE")?;
+            let mut parts = vec![
+                format!(
+                    "host={}",
+                    conn_value(env.host.as_deref().unwrap_or("localhost"))
+                ),
+                format!("port={}", conn_value(env.port.as_deref().unwrap_or("5432"))),
+                format!("dbname={}", conn_value(database)),
+            ];
+            if let Some(user) = &env.user {
+                parts.push(format!("user={}", conn_value(user)));
+            }
+            if let Some(password) = &env.password {
+                parts.push(format!("password={}", conn_value(password)));
+            }
+            Ok(Location::Postgres(parts.join(" ")))
+        }
+        Some(other) => Err(format!(
+            "DB_CLIENT={other} is not supported (use sqlite3 or pg)"
+        )),
+    }
+}
+
+fn is_sqlite_client(c: &str) -> bool {
+    matches!(c, "sqlite3" | "sqlite")
+}
+
 impl Common {
+    /// The configured database.
+    pub fn location(&self) -> Result<Location, String> {
+        db_location(self.db.as_deref(), &DbEnv::from_env())
+    }
+
     /// The extensions folder, applying the documented fallback.
     pub fn extensions_dir(&self) -> PathBuf {
         if let Some(dir) = &self.extensions {
@@ -125,5 +219,62 @@ impl Common {
             .ok()
             .and_then(|exe| exe.parent().map(PathBuf::from))
             .unwrap_or(default)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(client: &str) -> DbEnv {
+        DbEnv {
+            client: Some(client.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_file_by_default_and_a_url_selects_postgres() {
+        let none = DbEnv::default();
+        assert_eq!(
+            db_location(None, &none),
+            Ok(Location::File(PathBuf::from(DEFAULT_DB_FILE)))
+        );
+        assert_eq!(
+            db_location(Some("/tmp/x.db"), &none),
+            Ok(Location::File(PathBuf::from("/tmp/x.db")))
+        );
+        assert_eq!(
+            db_location(Some("postgres://u:p@h:5/d"), &none),
+            Ok(Location::Postgres("postgres://u:p@h:5/d".into()))
+        );
+    }
+
+    #[test]
+    fn directus_variables_name_a_postgres_database() {
+        let mut pg = env("pg");
+        assert!(db_location(None, &pg).is_err(), "no database named");
+        pg.connection_string = Some("postgresql://a@b/c".into());
+        assert_eq!(
+            db_location(None, &pg),
+            Ok(Location::Postgres("postgresql://a@b/c".into()))
+        );
+        let parts = DbEnv {
+            database: Some("site".into()),
+            user: Some("app".into()),
+            password: Some("it's".into()),
+            ..env("pg")
+        };
+        assert_eq!(
+            db_location(None, &parts),
+            Ok(Location::Postgres(
+                "host='localhost' port='5432' dbname='site' user='app' password='it\\'s'".into()
+            ))
+        );
+        assert!(db_location(None, &env("mysql")).is_err());
+        assert_eq!(
+            db_location(None, &env("sqlite3")),
+            Ok(Location::File(PathBuf::from(DEFAULT_DB_FILE)))
+        );
     }
 }

@@ -1,5 +1,5 @@
 //! example-host: a small content platform that loads every extension of its
-//! extensions folder and serves them over HTTP, on SQLite.
+//! extensions folder and serves them over HTTP, on SQLite or PostgreSQL.
 
 mod auth;
 mod bootstrap;
@@ -26,14 +26,13 @@ use clap::Parser;
 use config::{Cli, Command, ScheduleAction};
 use extensions::Registry;
 use items::Platform;
-use storage::sqlite::SqliteStore;
-use storage::Store;
 
 /// Opens the database, applies the platform's migrations, seeds a new
 /// platform, and loads the extensions.
 fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
-    let store = SqliteStore::open(&cli.common.db)
-        .map_err(|e| format!("cannot open database {}: {e}", cli.common.db.display()))?;
+    let location = cli.common.location()?;
+    let store = storage::open(&location, cli.common.db_pool_max)
+        .map_err(|e| format!("cannot open database {location}: {e}"))?;
     for (id, steps) in platform_schema::migrations() {
         if store
             .migrate(platform_schema::OWNER, id, &steps)
@@ -45,7 +44,7 @@ fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
     store
         .track_changes(&platform_schema::ACCESS_COLLECTIONS)
         .map_err(|e| format!("cannot track changes of access: {e}"))?;
-    let platform = Arc::new(Platform::new(Arc::new(store)));
+    let platform = Arc::new(Platform::new(store));
     let mut admin = bootstrap::AdminSeed::from_env();
     if cli.serve.demo && admin.token.is_none() {
         admin.token = Some(demo::ADMIN_TOKEN.into());

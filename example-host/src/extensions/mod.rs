@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::auth::Accountability;
 use crate::items::{EventSink, ItemEvent, ItemsError, Platform};
-use crate::storage::Conn;
+use crate::storage::Writer;
 use services::ExtServices;
 
 pub use code::ExtResponse;
@@ -229,7 +229,7 @@ impl EventSink for Registry {
     fn before_commit(
         &self,
         platform: &Platform,
-        conn: &mut dyn Conn,
+        conn: &mut dyn Writer,
         events: &mut Vec<ItemEvent>,
         event: &ItemEvent,
     ) -> Result<(), ItemsError> {

@@ -14,10 +14,10 @@ use serde_json::Value;
 use crate::auth::Accountability;
 use crate::items::{ItemEvent, ItemsError, Platform, Session, Who};
 use crate::query::WireQuery;
-use crate::storage::{Conn, StoreError};
+use crate::storage::{StoreError, Writer};
 
 struct TxState<'a> {
-    conn: &'a mut dyn Conn,
+    conn: &'a mut dyn Writer,
     events: &'a mut Vec<ItemEvent>,
 }
 
@@ -69,7 +69,7 @@ impl<'a> ExtServices<'a> {
     pub fn bound(
         platform: &'a Platform,
         accountability: Option<Accountability>,
-        conn: &'a mut dyn Conn,
+        conn: &'a mut dyn Writer,
         events: &'a mut Vec<ItemEvent>,
     ) -> Self {
         Self {

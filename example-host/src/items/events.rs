@@ -47,7 +47,7 @@ pub trait EventSink: Send + Sync {
     fn before_commit(
         &self,
         platform: &Platform,
-        conn: &mut dyn Conn,
+        conn: &mut dyn Writer,
         events: &mut Vec<ItemEvent>,
         event: &ItemEvent,
     ) -> Result<(), ItemsError>;
@@ -72,7 +72,7 @@ impl Platform {
     /// the commit.
     pub(super) fn record_event(
         &self,
-        conn: &mut dyn Conn,
+        conn: &mut dyn Writer,
         events: &mut Vec<ItemEvent>,
         event: ItemEvent,
     ) -> Result<(), ItemsError> {

@@ -26,7 +26,7 @@ use crate::permissions::{Action, Grant, Permissions};
 use crate::platform_schema::{affects_access, is_secret};
 use crate::query::{parse_filter, Filter, QueryError, ReadQuery, Vars, WireQuery};
 use crate::schema::CollectionDef;
-use crate::storage::{Conn, Record, Store, StoreError};
+use crate::storage::{Reader, Record, Store, StoreError, Writer};
 use crate::values;
 
 /// Who an operation runs as.
@@ -67,7 +67,7 @@ impl Who {
 pub enum Session<'s> {
     Auto,
     Tx {
-        conn: &'s mut dyn Conn,
+        conn: &'s mut dyn Writer,
         events: &'s mut Vec<ItemEvent>,
     },
 }
@@ -212,10 +212,10 @@ impl Platform {
     fn run_read<T>(
         &self,
         session: &mut Session<'_>,
-        mut work: impl FnMut(&mut dyn Conn) -> Result<T, ItemsError>,
+        mut work: impl FnMut(&mut dyn Reader) -> Result<T, ItemsError>,
     ) -> Result<T, ItemsError> {
         match session {
-            Session::Tx { conn, .. } => work(&mut **conn),
+            Session::Tx { conn, .. } => work(&mut **conn as &mut dyn Reader),
             Session::Auto => {
                 let mut out = None;
                 let result = self.store.read(&mut |conn| {
@@ -240,7 +240,7 @@ impl Platform {
     fn run_write<T>(
         &self,
         session: &mut Session<'_>,
-        mut work: impl FnMut(&mut dyn Conn, &mut Vec<ItemEvent>) -> Result<T, ItemsError>,
+        mut work: impl FnMut(&mut dyn Writer, &mut Vec<ItemEvent>) -> Result<T, ItemsError>,
     ) -> Result<T, ItemsError> {
         match session {
             Session::Tx { conn, events } => work(&mut **conn, events),
@@ -274,7 +274,7 @@ impl Platform {
     /// The item exists and the permission filter admits it.
     fn ensure_in_scope(
         &self,
-        conn: &mut dyn Conn,
+        conn: &mut dyn Writer,
         def: &CollectionDef,
         key: &str,
         scope: Option<&Filter>,
@@ -347,7 +347,7 @@ fn known_field<'d>(
     })
 }
 
-fn exists(conn: &mut dyn Conn, def: &CollectionDef, key: &str) -> Result<bool, ItemsError> {
+fn exists(conn: &mut dyn Reader, def: &CollectionDef, key: &str) -> Result<bool, ItemsError> {
     let mut q = ReadQuery::all_fields(def);
     q.fields = vec!["id".into()];
     q.filter = Some(key_filter(key));
@@ -356,7 +356,7 @@ fn exists(conn: &mut dyn Conn, def: &CollectionDef, key: &str) -> Result<bool, I
 }
 
 fn select_full(
-    conn: &mut dyn Conn,
+    conn: &mut dyn Reader,
     def: &CollectionDef,
     key: &str,
 ) -> Result<Vec<Record>, ItemsError> {

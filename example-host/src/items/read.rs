@@ -119,7 +119,7 @@ impl Platform {
         key: &str,
         wire: &WireQuery,
         mut fetch: impl FnMut(
-            &mut dyn Conn,
+            &mut dyn Reader,
             &CollectionDef,
             &ReadQuery,
         ) -> Result<Option<T>, ItemsError>,

@@ -12,7 +12,7 @@ impl Platform {
     /// platform itself, so hooks see them and their own references apply.
     pub(super) fn release_references(
         &self,
-        conn: &mut dyn Conn,
+        conn: &mut dyn Writer,
         events: &mut Vec<ItemEvent>,
         def: &CollectionDef,
         key: &str,
@@ -83,7 +83,7 @@ impl Platform {
 /// write's transaction, so the item cannot vanish in between).
 pub(super) fn check_references(
     schema: &crate::schema::Schema,
-    conn: &mut dyn Conn,
+    conn: &mut dyn Writer,
     def: &CollectionDef,
     values: &Map<String, Value>,
 ) -> Result<(), ItemsError> {

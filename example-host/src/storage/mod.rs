@@ -1,10 +1,46 @@
-//! The host's one storage interface.
+//! The host's one storage interface, and the core both backends share.
 //!
 //! Everything above this module (items service, auth, bootstrap) speaks in
-//! collections, records (`serde_json` maps) and backend-neutral queries; no
-//! SQLite type escapes `sqlite.rs`. A PostgreSQL backend would implement
-//! [`Store`] and [`Conn`] and nothing else would change.
+//! collections, records (`serde_json` maps) and the typed query tree of
+//! [`crate::query`]; no database type escapes its backend. What the
+//! backends share lives here: the value codec ([`codec`]), the SQL built
+//! from queries and schema steps ([`sql`], with a [`sql::Dialect`] per
+//! backend), and migration bookkeeping with the seeding rules
+//! ([`migrate`]).
+//!
+//! # The contract
+//!
+//! - **Reads** ([`Store::read`]) run outside any transaction: each
+//!   statement sees every transaction committed before it started, by any
+//!   process; two statements of one read may see different commits. A
+//!   read connection cannot write (it is a [`Reader`], not a [`Writer`]).
+//! - **Writes** ([`Store::write`]) run in one transaction: all of it or
+//!   nothing, committed when the work returns `Ok`, rolled back on `Err`.
+//!   Its statements see its own writes. Concurrent write transactions (in
+//!   this process or any other) behave as if run one after the other
+//!   (SQLite: writers take turns; PostgreSQL: `SERIALIZABLE`). When the
+//!   database cannot keep that promise it reports a conflict and the
+//!   transaction is run again from the start, so `work` may run more than
+//!   once: it must act only through its connection, or reset what it
+//!   collects at its start. A failed statement changes nothing and the
+//!   transaction goes on (the work decides whether to give up).
+//! - A thread that holds a write transaction opens no other: a nested write
+//!   is refused (it would wait on itself); use the open transaction.
+//! - **Visibility of other processes' commits**: [`Store::data_version`]
+//!   moves after every commit by anyone (this process, another host, an
+//!   operator's SQL) and never goes back; [`Store::tracked_version`] moves
+//!   after every commit that changes the collections given to
+//!   [`Store::track_changes`]. A value computed after reading version `v`
+//!   is current for as long as the version still reads `v`: every cache
+//!   of the platform is keyed on one of them.
+//! - **Migrations** ([`Store::migrate`], [`Store::run_once`]) apply once
+//!   in the life of a database, atomically, even when several processes
+//!   start together on it.
 
+pub mod codec;
+pub mod migrate;
+pub mod postgres;
+pub mod sql;
 pub mod sqlite;
 
 use std::sync::Arc;
@@ -26,6 +62,8 @@ pub enum StoreError {
         collection: String,
         fields: Vec<String>,
     },
+    /// The database could not serve in time (locked, out of connections),
+    /// or kept reporting conflicts with concurrent writes.
     #[error("the database is busy")]
     Busy,
     #[error("{0}")]
@@ -37,34 +75,29 @@ pub enum StoreError {
     Aborted,
 }
 
-/// One connection's operations. Writes happen only inside [`Store::write`].
-pub trait Conn: Send {
+/// Reading operations of a connection.
+pub trait Reader: Send {
     fn select(&mut self, c: &CollectionDef, q: &ReadQuery) -> Result<Vec<Record>, StoreError>;
-    /// The rows of [`Conn::select`] as JSON text: each record, as
+    /// The rows of [`Reader::select`] as JSON text: each record, as
     /// `serde_json` prints it, appended to `out` with commas between (no
-    /// brackets); returns how many. For readers that want text anyway; a
-    /// backend may write the text without building records.
+    /// brackets); returns how many. Stored JSON documents are copied as
+    /// stored.
     fn select_json(
         &mut self,
         c: &CollectionDef,
         q: &ReadQuery,
         out: &mut Vec<u8>,
-    ) -> Result<usize, StoreError> {
-        let records = self.select(c, q)?;
-        for (i, record) in records.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            serde_json::to_writer(&mut *out, record)
-                .map_err(|e| StoreError::Backend(e.to_string()))?;
-        }
-        Ok(records.len())
-    }
+    ) -> Result<usize, StoreError>;
     fn aggregate(
         &mut self,
         c: &CollectionDef,
         q: &AggregateQuery,
     ) -> Result<Vec<Record>, StoreError>;
+}
+
+/// A connection inside a write transaction: reads see the transaction's
+/// own writes.
+pub trait Writer: Reader {
     fn insert(&mut self, c: &CollectionDef, record: &Record) -> Result<(), StoreError>;
     /// Returns whether an item with that key existed.
     fn update(
@@ -77,17 +110,19 @@ pub trait Conn: Send {
     fn delete(&mut self, c: &CollectionDef, key: &str) -> Result<bool, StoreError>;
 }
 
-pub type ConnWork<'a> = dyn FnMut(&mut dyn Conn) -> Result<(), StoreError> + 'a;
+pub type ReadWork<'a> = dyn FnMut(&mut dyn Reader) -> Result<(), StoreError> + 'a;
+pub type WriteWork<'a> = dyn FnMut(&mut dyn Writer) -> Result<(), StoreError> + 'a;
 
 /// The database.
 pub trait Store: Send + Sync {
     /// The current schema (replaced whenever a migration runs).
     fn schema(&self) -> Arc<Schema>;
     /// Runs reads on a pooled connection.
-    fn read(&self, work: &mut ConnWork<'_>) -> Result<(), StoreError>;
+    fn read(&self, work: &mut ReadWork<'_>) -> Result<(), StoreError>;
     /// Runs `work` in one write transaction: committed on `Ok`, rolled back
-    /// on `Err`. Write transactions are serialised.
-    fn write(&self, work: &mut ConnWork<'_>) -> Result<(), StoreError>;
+    /// on `Err`; run again from the start after a conflict (see the
+    /// module's contract).
+    fn write(&self, work: &mut WriteWork<'_>) -> Result<(), StoreError>;
     /// A number that changes after every commit to the database, by this
     /// process or any other; never goes back.
     fn data_version(&self) -> u64;
@@ -103,7 +138,8 @@ pub trait Store: Send + Sync {
     /// returns whether it ran. For changes of data made once in the life of
     /// a database (a seeded rule narrowed, say), never again over later
     /// edits.
-    fn run_once(&self, owner: &str, id: &str, work: &mut ConnWork<'_>) -> Result<bool, StoreError>;
+    fn run_once(&self, owner: &str, id: &str, work: &mut WriteWork<'_>)
+        -> Result<bool, StoreError>;
     /// Applies one migration of `owner` unless already applied; returns
     /// whether it ran. Applying is atomic.
     fn migrate(
@@ -114,10 +150,65 @@ pub trait Store: Send + Sync {
     ) -> Result<bool, StoreError>;
 }
 
+/// Where the data lives, as configured (DECISIONS §2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A SQLite database file.
+    File(std::path::PathBuf),
+    /// A PostgreSQL connection string (`postgres://…` URL or key=value).
+    Postgres(String),
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::File(path) => write!(f, "{}", path.display()),
+            Location::Postgres(url) => write!(f, "{}", postgres::redacted(url)),
+        }
+    }
+}
+
+/// Opens the store at `location`; `pool_max` bounds its connections.
+pub fn open(location: &Location, pool_max: Option<u32>) -> Result<Arc<dyn Store>, StoreError> {
+    Ok(match location {
+        Location::File(path) => Arc::new(sqlite::SqliteStore::open(path, pool_max)?),
+        Location::Postgres(url) => Arc::new(postgres::PgStore::open(url, pool_max)?),
+    })
+}
+
+thread_local! {
+    /// Set while this thread holds a write transaction (see the contract).
+    static IN_WRITE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as holding a write transaction while `f` runs;
+/// refuses a nested one.
+pub(crate) fn exclusive_write<T>(
+    f: impl FnOnce() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    /// Clears the mark however `f` ends, a panic included.
+    struct Mark;
+    impl Drop for Mark {
+        fn drop(&mut self) {
+            IN_WRITE.with(|w| w.set(false));
+        }
+    }
+    if IN_WRITE.with(std::cell::Cell::get) {
+        return Err(StoreError::Backend(
+            "a write was attempted outside the open transaction of this thread; \
+             use the transaction's services"
+                .into(),
+        ));
+    }
+    IN_WRITE.with(|w| w.set(true));
+    let _mark = Mark;
+    f()
+}
+
 /// Helper: run a read returning a value.
 pub fn read_with<T>(
     store: &dyn Store,
-    mut f: impl FnMut(&mut dyn Conn) -> Result<T, StoreError>,
+    mut f: impl FnMut(&mut dyn Reader) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
     let mut out = None;
     store.read(&mut |conn| {

@@ -1,0 +1,276 @@
+//! Migration bookkeeping and seeding rules, the same on every backend: which
+//! migrations ran (`platform_migrations`), the declared fields of every
+//! collection (`platform_fields`, from which the schema is rebuilt), and
+//! how each schema step changes both. A backend runs these inside one of
+//! its write transactions that excludes other migrations.
+
+use host_sdk::schema::{Field, Index, Step};
+use serde_json::{Map, Value};
+
+use super::codec::{Cell, Scalar};
+use super::sql::{self, Params, SqlConn, WriteConn};
+use super::{StoreError, Writer};
+use crate::schema::{CollectionDef, Schema};
+use crate::values;
+
+/// The bookkeeping tables, created when missing.
+pub const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS platform_migrations (
+         owner TEXT NOT NULL, id TEXT NOT NULL, applied_at TEXT NOT NULL,
+         PRIMARY KEY (owner, id));
+     CREATE TABLE IF NOT EXISTS platform_fields (
+         collection TEXT NOT NULL, field TEXT NOT NULL, sort INTEGER NOT NULL,
+         definition TEXT NOT NULL, PRIMARY KEY (collection, field));";
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn text(row: &dyn sql::Row, i: usize) -> Result<String, StoreError> {
+    match row.cell(i)? {
+        Cell::Text(t) => Ok(String::from_utf8_lossy(t).into_owned()),
+        other => Err(backend(format!("expected text, found {other:?}"))),
+    }
+}
+
+/// The schema as recorded in `platform_fields`.
+pub fn load_schema(conn: &mut dyn SqlConn) -> Result<Schema, StoreError> {
+    let mut rows: Vec<(String, String)> = Vec::new();
+    conn.query(
+        "SELECT collection, definition FROM platform_fields ORDER BY collection, sort",
+        &[],
+        &mut |row| {
+            rows.push((text(row, 0)?, text(row, 1)?));
+            Ok(())
+        },
+    )?;
+    let mut grouped: Vec<(String, Vec<Field>)> = Vec::new();
+    for (collection, definition) in rows {
+        let field: Field = serde_json::from_str(&definition)
+            .map_err(|e| backend(format!("bad field definition in {collection}: {e}")))?;
+        match grouped.last_mut() {
+            Some((name, fields)) if *name == collection => fields.push(field),
+            _ => grouped.push((collection, vec![field])),
+        }
+    }
+    let mut schema = Schema::default();
+    for (name, fields) in grouped {
+        schema.insert(CollectionDef::new(&name, fields));
+    }
+    Ok(schema)
+}
+
+/// Whether `owner`/`id` is recorded among the migrations.
+pub fn recorded(conn: &mut dyn SqlConn, owner: &str, id: &str) -> Result<bool, StoreError> {
+    let mut p = Params::new(conn.dialect());
+    let sql = format!(
+        "SELECT 1 FROM platform_migrations WHERE owner = {} AND id = {}",
+        p.push(Scalar::Text(owner.into())),
+        p.push(Scalar::Text(id.into()))
+    );
+    let mut found = false;
+    conn.query(&sql, &p.values, &mut |_| {
+        found = true;
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+pub fn record(conn: &mut dyn SqlConn, owner: &str, id: &str) -> Result<(), StoreError> {
+    let mut p = Params::new(conn.dialect());
+    let sql = format!(
+        "INSERT INTO platform_migrations (owner, id, applied_at) VALUES ({}, {}, {})",
+        p.push(Scalar::Text(owner.into())),
+        p.push(Scalar::Text(id.into())),
+        p.push(Scalar::Text(values::now_timestamp()))
+    );
+    conn.execute(&sql, &p.values)?;
+    Ok(())
+}
+
+/// Applies the steps of one migration unless it is recorded, and records
+/// it; returns whether it ran. The caller's transaction makes it atomic.
+pub fn apply(
+    conn: &mut dyn SqlConn,
+    owner: &str,
+    id: &str,
+    steps: &[Step],
+) -> Result<bool, StoreError> {
+    if recorded(conn, owner, id)? {
+        return Ok(false);
+    }
+    let mut schema = load_schema(conn)?;
+    for step in steps {
+        apply_step(conn, &mut schema, step)
+            .map_err(|e| StoreError::Invalid(format!("migration {owner}/{id}: {e}")))?;
+    }
+    record(conn, owner, id)?;
+    Ok(true)
+}
+
+fn save_field(
+    conn: &mut dyn SqlConn,
+    collection: &str,
+    sort: i64,
+    field: &Field,
+) -> Result<(), StoreError> {
+    let definition = serde_json::to_string(field).map_err(backend)?;
+    let mut p = Params::new(conn.dialect());
+    let sql = format!(
+        "DELETE FROM platform_fields WHERE collection = {} AND field = {}",
+        p.push(Scalar::Text(collection.into())),
+        p.push(Scalar::Text(field.field.clone()))
+    );
+    conn.execute(&sql, &p.values)?;
+    let mut p = Params::new(conn.dialect());
+    let sql = format!(
+        "INSERT INTO platform_fields (collection, field, sort, definition) VALUES ({}, {}, {}, {})",
+        p.push(Scalar::Text(collection.into())),
+        p.push(Scalar::Text(field.field.clone())),
+        p.push(Scalar::Int(sort)),
+        p.push(Scalar::Text(definition))
+    );
+    conn.execute(&sql, &p.values)?;
+    Ok(())
+}
+
+fn check_index_fields(def: &CollectionDef, index: &Index) -> Result<(), StoreError> {
+    match index.fields.iter().find(|f| !def.has(f)) {
+        Some(f) => Err(StoreError::Invalid(format!(
+            "index on unknown field {}.{f}",
+            def.name
+        ))),
+        None if index.fields.is_empty() => Err(StoreError::Invalid("index without fields".into())),
+        None => Ok(()),
+    }
+}
+
+fn no_collection(collection: &str) -> StoreError {
+    StoreError::Invalid(format!("no collection {collection}"))
+}
+
+/// Applies one step; `schema` tracks the collections as the steps change them.
+fn apply_step(conn: &mut dyn SqlConn, schema: &mut Schema, step: &Step) -> Result<(), StoreError> {
+    let d = conn.dialect();
+    match step {
+        Step::CreateCollection {
+            collection,
+            fields,
+            indexes,
+        } => {
+            if schema.get(collection).is_some() {
+                return Err(StoreError::Invalid(format!(
+                    "collection {collection} already exists"
+                )));
+            }
+            let def = CollectionDef::new(collection, fields.clone());
+            conn.execute_batch(&sql::create_table(d, &def)?)?;
+            for (i, field) in def.fields.iter().enumerate() {
+                save_field(conn, collection, i as i64, field)?;
+            }
+            for index in indexes {
+                check_index_fields(&def, index)?;
+                conn.execute_batch(&sql::index(collection, index))?;
+            }
+            schema.insert(def);
+        }
+        Step::AddField { collection, field } => {
+            let def = schema
+                .get(collection)
+                .ok_or_else(|| no_collection(collection))?;
+            if def.has(&field.field) {
+                return Err(StoreError::Invalid(format!(
+                    "{collection}.{} already exists",
+                    field.field
+                )));
+            }
+            let sort = def.fields.len() as i64;
+            conn.execute_batch(&format!(
+                "ALTER TABLE {} ADD COLUMN {}",
+                sql::quote(collection),
+                sql::column_def(d, field)?
+            ))?;
+            save_field(conn, collection, sort, field)?;
+            schema.add_field(collection, field.clone());
+        }
+        Step::SetOnDelete {
+            collection,
+            field,
+            on_delete,
+        } => {
+            let def = schema
+                .get(collection)
+                .ok_or_else(|| no_collection(collection))?;
+            let Some(mut declared) = def.field(field).cloned() else {
+                return Err(StoreError::Invalid(format!(
+                    "no field {collection}.{field}"
+                )));
+            };
+            if declared.references.is_none() {
+                return Err(StoreError::Invalid(format!(
+                    "{collection}.{field} is not a reference"
+                )));
+            }
+            declared.on_delete = Some(*on_delete);
+            let sort = def
+                .fields
+                .iter()
+                .position(|f| f.field == *field)
+                .unwrap_or(0) as i64;
+            save_field(conn, collection, sort, &declared)?;
+            schema.replace_field(collection, declared);
+        }
+        Step::CreateIndex { collection, index } => {
+            let def = schema
+                .get(collection)
+                .ok_or_else(|| no_collection(collection))?;
+            check_index_fields(def, index)?;
+            conn.execute_batch(&sql::index(collection, index))?;
+        }
+        Step::InsertItems { collection, items } => {
+            let def = schema
+                .get(collection)
+                .cloned()
+                .ok_or_else(|| no_collection(collection))?;
+            let now = values::now_timestamp();
+            for item in items {
+                let record = seed_record(&def, item, &now)?;
+                WriteConn(conn).insert(&def, &record)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A seeded item as stored: values normalised to their fields, with an id,
+/// `date_created` and the fields' defaults filled in.
+fn seed_record(
+    def: &CollectionDef,
+    item: &Value,
+    now: &str,
+) -> Result<Map<String, Value>, StoreError> {
+    let collection = &def.name;
+    let Value::Object(given) = item else {
+        return Err(StoreError::Invalid(format!(
+            "seed item of {collection} is not an object"
+        )));
+    };
+    if let Some(key) = given.keys().find(|k| !def.has(k)) {
+        return Err(StoreError::Invalid(format!(
+            "seed item of {collection} has unknown field {key}"
+        )));
+    }
+    let mut record = Map::new();
+    for field in &def.fields {
+        let value = match given.get(&field.field) {
+            Some(v) => values::normalize(field, v, false).map_err(StoreError::Invalid)?,
+            None if field.field == "id" => Value::String(uuid::Uuid::new_v4().to_string()),
+            None if field.field == "date_created" => Value::String(now.to_string()),
+            None => match &field.default {
+                Some(d) => d.clone(),
+                None => continue,
+            },
+        };
+        record.insert(field.field.clone(), value);
+    }
+    Ok(record)
+}

@@ -1,0 +1,662 @@
+//! The PostgreSQL backend: a pool of synchronous clients (called from the
+//! blocking pool, never from an async worker), statements prepared once per
+//! connection, `SERIALIZABLE` write transactions run again on a conflict,
+//! and PostgreSQL's dialect of the shared SQL.
+//!
+//! Columns hold what SQLite holds (text for strings, timestamps, UUIDs and
+//! JSON documents; `bigint`, `double precision`, `boolean`), text sorts
+//! byte-wise (`COLLATE "C"`) and nulls sort as on SQLite, so both backends
+//! give the same answers byte for byte.
+
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use host_sdk::schema::{FieldType, Step};
+use parking_lot::{Mutex, RwLock};
+use postgres::error::SqlState;
+use postgres::types::{IsNull, Kind, ToSql, Type};
+use postgres::{Client, NoTls, Statement};
+use rand::Rng;
+use serde_json::Value;
+
+use super::codec::{Cell, Scalar};
+use super::sql::{self, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
+use super::{exclusive_write, migrate, ReadWork, Store, StoreError, WriteWork};
+use crate::query::{AggFn, TextMatch};
+use crate::schema::Schema;
+
+const DEFAULT_POOL_SIZE: u32 = 16;
+/// How many times a write transaction runs before the caller is told the
+/// database is busy.
+const MAX_ATTEMPTS: u32 = 40;
+/// Statements kept prepared per connection.
+const STATEMENT_CACHE: usize = 512;
+/// The advisory lock that makes migrations and first-start work run one
+/// process at a time.
+const MIGRATION_LOCK: i64 = 0x706c_6174_666f_726d; // "platform"
+
+/// A connection string with its password hidden, for logs and errors.
+pub fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url
+            .split_whitespace()
+            .map(|kv| match kv.split_once('=') {
+                Some(("password", _)) => "password=***".to_string(),
+                _ => kv.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+    };
+    match rest.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+/// Whether the database asks for the transaction to be run again.
+fn is_conflict(e: &postgres::Error) -> bool {
+    matches!(
+        e.code(),
+        Some(&SqlState::T_R_SERIALIZATION_FAILURE) | Some(&SqlState::T_R_DEADLOCK_DETECTED)
+    )
+}
+
+fn map_pg_error(e: postgres::Error) -> StoreError {
+    let Some(db) = e.as_db_error() else {
+        return backend(e);
+    };
+    match *db.code() {
+        SqlState::UNIQUE_VIOLATION => {
+            // "Key (a, b)=(…) already exists."
+            let fields = db
+                .detail()
+                .and_then(|d| d.strip_prefix("Key ("))
+                .and_then(|d| d.split_once(")="))
+                .map(|(cols, _)| {
+                    cols.split(',')
+                        .map(|c| c.trim().trim_matches('"').to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            StoreError::NotUnique {
+                collection: db.table().unwrap_or_default().to_string(),
+                fields,
+            }
+        }
+        SqlState::T_R_SERIALIZATION_FAILURE
+        | SqlState::T_R_DEADLOCK_DETECTED
+        | SqlState::LOCK_NOT_AVAILABLE
+        | SqlState::TOO_MANY_CONNECTIONS => StoreError::Busy,
+        SqlState::CHARACTER_NOT_IN_REPERTOIRE | SqlState::UNTRANSLATABLE_CHARACTER => {
+            StoreError::Invalid("text containing a NUL character cannot be stored".into())
+        }
+        _ => backend(format!("{}: {}", db.code().code(), db.message())),
+    }
+}
+
+/// PostgreSQL's SQL.
+struct PgDialect;
+
+static DIALECT: PgDialect = PgDialect;
+
+impl Dialect for PgDialect {
+    fn placeholder(&self, n: usize) -> String {
+        format!("${n}")
+    }
+
+    fn column_type(&self, kind: FieldType) -> &'static str {
+        match kind {
+            FieldType::Integer => "BIGINT",
+            FieldType::Boolean => "BOOLEAN",
+            FieldType::Float => "DOUBLE PRECISION",
+            // Byte-wise order and comparison, as on SQLite.
+            _ => "TEXT COLLATE \"C\"",
+        }
+    }
+
+    fn bool_literal(&self, b: bool) -> &'static str {
+        if b {
+            "TRUE"
+        } else {
+            "FALSE"
+        }
+    }
+
+    fn in_list(&self, col: &str, negated: bool, list: &str) -> String {
+        // The list is bound as one array of the column's type.
+        if negated {
+            format!("NOT ({col} = ANY({list}))")
+        } else {
+            format!("{col} = ANY({list})")
+        }
+    }
+
+    fn has_element(&self, col: &str, element: &Value, p: &mut Params<'_>) -> String {
+        let mark = p.push(Scalar::Text(element.to_string()));
+        format!(
+            "EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof({col}::jsonb) = 'array' \
+             THEN {col}::jsonb ELSE '[]'::jsonb END) AS j(v) WHERE j.v = CAST({mark} AS TEXT)::jsonb)"
+        )
+    }
+
+    fn text_match(&self, col: &str, op: TextMatch, text: &str, p: &mut Params<'_>) -> String {
+        let mark = p.push(Scalar::Text(text.to_string()));
+        let t = format!("CAST({mark} AS TEXT)");
+        let c = format!("CAST({col} AS TEXT)");
+        match op {
+            TextMatch::Contains => format!("strpos({c}, {t}) > 0"),
+            TextMatch::NotContains => format!("({col} IS NULL OR strpos({c}, {t}) = 0)"),
+            TextMatch::ContainsIgnoringCase => format!("strpos(lower({c}), lower({t})) > 0"),
+            TextMatch::StartsWith => format!("starts_with({c}, {t})"),
+            TextMatch::EndsWith => format!("right({c}, length({t})) = {t}"),
+        }
+    }
+
+    fn order_term(&self, col: &str, desc: bool) -> String {
+        if desc {
+            format!("{col} DESC NULLS LAST")
+        } else {
+            format!("{col} ASC NULLS FIRST")
+        }
+    }
+
+    fn no_limit(&self) -> Scalar {
+        Scalar::Null
+    }
+
+    fn aggregate(&self, f: AggFn, col: Option<(&str, FieldType)>) -> String {
+        // Booleans count as 0/1, as on SQLite.
+        let arg = |c: &str, kind| {
+            if kind == FieldType::Boolean {
+                format!("CAST({c} AS INTEGER)")
+            } else {
+                c.to_string()
+            }
+        };
+        match (f, col) {
+            (AggFn::Count, Some((c, _))) => format!("COUNT({c})"),
+            (AggFn::CountDistinct, Some((c, _))) => format!("COUNT(DISTINCT {c})"),
+            (AggFn::Sum, Some((c, k))) => {
+                format!("CAST(COALESCE(SUM({}), 0) AS DOUBLE PRECISION)", arg(c, k))
+            }
+            (AggFn::Avg, Some((c, k))) => format!("CAST(AVG({}) AS DOUBLE PRECISION)", arg(c, k)),
+            (AggFn::Min, Some((c, k))) => format!("MIN({})", arg(c, k)),
+            (AggFn::Max, Some((c, k))) => format!("MAX({})", arg(c, k)),
+            (_, None) => "COUNT(*)".into(),
+        }
+    }
+}
+
+type BoxError = Box<dyn StdError + Sync + Send>;
+
+/// A scalar bound as the type the server expects for its parameter: the
+/// column's type, inferred by the server when it prepares the statement.
+impl ToSql for Scalar {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+        let mismatch = || -> BoxError { format!("cannot bind {self:?} as {ty}").into() };
+        match self {
+            Scalar::Null => Ok(IsNull::Yes),
+            Scalar::Int(i) => match *ty {
+                Type::INT8 => i.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*i).map_err(|_| mismatch())?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*i).map_err(|_| mismatch())?.to_sql(ty, out),
+                Type::FLOAT8 => (*i as f64).to_sql(ty, out),
+                Type::BOOL => (*i != 0).to_sql(ty, out),
+                _ => i.to_string().to_sql(ty, out),
+            },
+            Scalar::Real(f) => match *ty {
+                Type::FLOAT8 => f.to_sql(ty, out),
+                Type::FLOAT4 => (*f as f32).to_sql(ty, out),
+                Type::INT8 if f.fract() == 0.0 => (*f as i64).to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR => format!("{f:?}").to_sql(ty, out),
+                _ => Err(mismatch()),
+            },
+            Scalar::Bool(b) => match *ty {
+                Type::BOOL => b.to_sql(ty, out),
+                Type::INT8 => (*b as i64).to_sql(ty, out),
+                Type::INT4 => (*b as i32).to_sql(ty, out),
+                _ => b.to_string().to_sql(ty, out),
+            },
+            Scalar::Text(s) => match *ty {
+                Type::INT8 => s.parse::<i64>().map_err(|_| mismatch())?.to_sql(ty, out),
+                Type::FLOAT8 => s.parse::<f64>().map_err(|_| mismatch())?.to_sql(ty, out),
+                Type::BOOL => s.parse::<bool>().map_err(|_| mismatch())?.to_sql(ty, out),
+                _ => s.as_str().to_sql(ty, out),
+            },
+            Scalar::List(items) => match ty.kind() {
+                Kind::Array(_) => items.to_sql(ty, out),
+                _ => Err(mismatch()),
+            },
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+struct PgRow<'a>(&'a postgres::Row);
+
+impl Row for PgRow<'_> {
+    fn cell(&self, i: usize) -> Result<Cell<'_>, StoreError> {
+        let row = self.0;
+        let column = row
+            .columns()
+            .get(i)
+            .ok_or_else(|| backend(format!("no column {i}")))?;
+        let get_err = |e: postgres::Error| backend(e);
+        Ok(match *column.type_() {
+            Type::INT8 => row
+                .try_get::<_, Option<i64>>(i)
+                .map_err(get_err)?
+                .map_or(Cell::Null, Cell::Int),
+            Type::INT4 => row
+                .try_get::<_, Option<i32>>(i)
+                .map_err(get_err)?
+                .map_or(Cell::Null, |n| Cell::Int(n.into())),
+            Type::INT2 => row
+                .try_get::<_, Option<i16>>(i)
+                .map_err(get_err)?
+                .map_or(Cell::Null, |n| Cell::Int(n.into())),
+            Type::FLOAT8 => row
+                .try_get::<_, Option<f64>>(i)
+                .map_err(get_err)?
+                .map_or(Cell::Null, Cell::Real),
+            Type::FLOAT4 => row
+                .try_get::<_, Option<f32>>(i)
+                .map_err(get_err)?
+                .map_or(Cell::Null, |f| Cell::Real(f.into())),
+            Type::BOOL => row
+                .try_get::<_, Option<bool>>(i)
+                .map_err(get_err)?
+                .map_or(Cell::Null, Cell::Bool),
+            _ => row
+                .try_get::<_, Option<&str>>(i)
+                .map_err(get_err)?
+                .map_or(Cell::Null, |t| Cell::Text(t.as_bytes())),
+        })
+    }
+}
+
+/// A pooled client and its prepared statements.
+pub struct PgClient {
+    client: Client,
+    statements: HashMap<String, Statement>,
+}
+
+impl PgClient {
+    fn prepare(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
+        if let Some(stmt) = self.statements.get(sql) {
+            return Ok(stmt.clone());
+        }
+        let stmt = self.client.prepare(sql)?;
+        if self.statements.len() >= STATEMENT_CACHE {
+            self.statements.clear();
+        }
+        self.statements.insert(sql.to_string(), stmt.clone());
+        Ok(stmt)
+    }
+}
+
+struct Manager {
+    config: postgres::Config,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = PgClient;
+    type Error = postgres::Error;
+
+    fn connect(&self) -> Result<PgClient, postgres::Error> {
+        let client = self.config.connect(NoTls)?;
+        Ok(PgClient {
+            client,
+            statements: HashMap::new(),
+        })
+    }
+
+    fn is_valid(&self, conn: &mut PgClient) -> Result<(), postgres::Error> {
+        conn.client.simple_query("").map(|_| ())
+    }
+
+    fn has_broken(&self, conn: &mut PgClient) -> bool {
+        conn.client.is_closed()
+    }
+}
+
+/// A pooled client driven by the shared SQL. Inside a transaction every
+/// write runs under a savepoint, so that a refused write (a unique
+/// violation) changes nothing and the transaction goes on, as on SQLite.
+struct Pg<'a> {
+    c: &'a mut PgClient,
+    in_tx: bool,
+    savepoint: bool,
+    /// The database asked for the transaction to be run again.
+    conflict: bool,
+}
+
+impl<'a> Pg<'a> {
+    fn new(c: &'a mut PgClient) -> Self {
+        Self {
+            c,
+            in_tx: false,
+            savepoint: false,
+            conflict: false,
+        }
+    }
+
+    fn fail(&mut self, e: postgres::Error) -> StoreError {
+        if is_conflict(&e) {
+            self.conflict = true;
+        }
+        map_pg_error(e)
+    }
+
+    fn refs(params: &[Scalar]) -> Vec<&(dyn ToSql + Sync)> {
+        params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+    }
+}
+
+impl SqlConn for Pg<'_> {
+    fn dialect(&self) -> &'static dyn Dialect {
+        &DIALECT
+    }
+
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[Scalar],
+        each: &mut dyn FnMut(&dyn Row) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let stmt = self.c.prepare(sql).map_err(|e| self.fail(e))?;
+        let rows = self
+            .c
+            .client
+            .query(&stmt, &Self::refs(params))
+            .map_err(|e| self.fail(e))?;
+        for row in &rows {
+            each(&PgRow(row))?;
+        }
+        Ok(())
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Scalar]) -> Result<u64, StoreError> {
+        let stmt = self.c.prepare(sql).map_err(|e| self.fail(e))?;
+        if self.in_tx {
+            let mark = if self.savepoint {
+                "RELEASE SAVEPOINT w; SAVEPOINT w"
+            } else {
+                "SAVEPOINT w"
+            };
+            self.c
+                .client
+                .batch_execute(mark)
+                .map_err(|e| self.fail(e))?;
+            self.savepoint = true;
+        }
+        match self.c.client.execute(&stmt, &Self::refs(params)) {
+            Ok(n) => Ok(n),
+            Err(e) => {
+                if self.in_tx && !is_conflict(&e) {
+                    let _ = self.c.client.batch_execute("ROLLBACK TO SAVEPOINT w");
+                }
+                Err(self.fail(e))
+            }
+        }
+    }
+
+    fn execute_batch(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.c.client.batch_execute(sql).map_err(|e| self.fail(e))
+    }
+}
+
+/// The last `pg_current_snapshot()` seen and the version handed out for it.
+struct SnapshotWatch {
+    snapshot: String,
+    version: u64,
+}
+
+pub struct PgStore {
+    pool: r2d2::Pool<Manager>,
+    schema: RwLock<Arc<Schema>>,
+    changes: Mutex<SnapshotWatch>,
+}
+
+impl PgStore {
+    /// Connects to the database named by `url` (a `postgres://` URL or a
+    /// `key=value` connection string).
+    pub fn open(url: &str, pool_max: Option<u32>) -> Result<Self, StoreError> {
+        let config = postgres::Config::from_str(url)
+            .map_err(|e| backend(format!("bad connection string {}: {e}", redacted(url))))?;
+        let pool = r2d2::Pool::builder()
+            .max_size(pool_max.unwrap_or(DEFAULT_POOL_SIZE).max(1))
+            .min_idle(Some(1))
+            // A checkout costs no round trip; a broken client is noticed
+            // when used and replaced.
+            .test_on_check_out(false)
+            .connection_timeout(Duration::from_secs(30))
+            .build(Manager { config })
+            .map_err(|e| backend(format!("cannot connect to {}: {e}", redacted(url))))?;
+        let store = Self {
+            pool,
+            schema: RwLock::new(Arc::new(Schema::default())),
+            changes: Mutex::new(SnapshotWatch {
+                snapshot: String::new(),
+                version: 1,
+            }),
+        };
+        store.exclusive(|conn| conn.execute_batch(migrate::BOOKKEEPING))?;
+        store.reload_schema()?;
+        Ok(store)
+    }
+
+    fn with_client<T>(
+        &self,
+        f: impl FnOnce(&mut PgClient) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut client = self
+            .pool
+            .get()
+            .map_err(|e| backend(format!("no connection: {e}")))?;
+        f(&mut client)
+    }
+
+    fn reload_schema(&self) -> Result<(), StoreError> {
+        let schema = self.with_client(|c| migrate::load_schema(&mut Pg::new(c)))?;
+        *self.schema.write() = Arc::new(schema);
+        Ok(())
+    }
+
+    /// Runs `f` in one transaction of `isolation`, committed on `Ok`.
+    fn in_tx<T>(
+        &self,
+        begin: &str,
+        f: &mut dyn FnMut(&mut Pg<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        exclusive_write(|| {
+            self.with_client(|client| {
+                let mut attempt = 0;
+                loop {
+                    attempt += 1;
+                    let mut conn = Pg::new(client);
+                    conn.execute_batch(begin)?;
+                    conn.in_tx = true;
+                    let result = f(&mut conn);
+                    let outcome: Result<T, StoreError> = match result {
+                        Ok(value) => match conn.c.client.batch_execute("COMMIT") {
+                            Ok(()) => return Ok(value),
+                            Err(e) => Err(conn.fail(e)),
+                        },
+                        Err(e) => Err(e),
+                    };
+                    let conflict = conn.conflict;
+                    let _ = conn.c.client.batch_execute("ROLLBACK");
+                    let error = outcome.err().unwrap_or(StoreError::Aborted);
+                    if !conflict {
+                        return Err(error);
+                    }
+                    if attempt >= MAX_ATTEMPTS {
+                        log::warn!("a write transaction kept conflicting; gave up after {attempt} attempts");
+                        return Err(StoreError::Busy);
+                    }
+                    // Back off a little, at random, so that the
+                    // transactions that collided do not collide again.
+                    let ceiling = 1u64 << attempt.min(6);
+                    let pause = rand::thread_rng().gen_range(0..=ceiling);
+                    std::thread::sleep(Duration::from_millis(pause));
+                }
+            })
+        })
+    }
+
+    /// A transaction that runs alone among the platform's processes
+    /// (migrations, first-start work): it waits for the migration lock,
+    /// then reads what committed before it got it.
+    fn exclusive<T>(
+        &self,
+        mut f: impl FnMut(&mut Pg<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.in_tx(
+            &format!("BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"),
+            &mut f,
+        )
+    }
+}
+
+impl Store for PgStore {
+    fn schema(&self) -> Arc<Schema> {
+        self.schema.read().clone()
+    }
+
+    fn read(&self, work: &mut ReadWork<'_>) -> Result<(), StoreError> {
+        self.with_client(|client| work(&mut ReadConn(&mut Pg::new(client))))
+    }
+
+    fn write(&self, work: &mut WriteWork<'_>) -> Result<(), StoreError> {
+        self.in_tx("BEGIN ISOLATION LEVEL SERIALIZABLE", &mut |conn| {
+            work(&mut WriteConn(conn))
+        })
+    }
+
+    /// The snapshot lists the transactions in progress and the next
+    /// transaction id: it differs after any transaction that wrote has
+    /// begun or ended, on any connection of any process.
+    fn data_version(&self) -> u64 {
+        let snapshot = self.with_client(|c| {
+            let stmt = c
+                .prepare("SELECT CAST(pg_current_snapshot() AS TEXT)")
+                .map_err(map_pg_error)?;
+            c.client
+                .query_one(&stmt, &[])
+                .and_then(|row| row.try_get::<_, String>(0))
+                .map_err(map_pg_error)
+        });
+        let mut watch = self.changes.lock();
+        match snapshot {
+            Ok(s) if s == watch.snapshot => {}
+            Ok(s) => {
+                watch.snapshot = s;
+                watch.version += 1;
+            }
+            Err(e) => {
+                log::warn!("cannot read the data version: {e}");
+                watch.snapshot.clear();
+                watch.version += 1;
+            }
+        }
+        watch.version
+    }
+
+    fn track_changes(&self, collections: &[&str]) -> Result<(), StoreError> {
+        self.exclusive(|conn| {
+            conn.execute_batch(
+                "CREATE TABLE IF NOT EXISTS platform_tracked_changes (
+                     id INTEGER PRIMARY KEY CHECK (id = 1), version BIGINT NOT NULL);
+                 INSERT INTO platform_tracked_changes (id, version) VALUES (1, 0)
+                     ON CONFLICT DO NOTHING;
+                 CREATE OR REPLACE FUNCTION platform_count_tracked_change() RETURNS trigger
+                     LANGUAGE plpgsql AS $$
+                     BEGIN
+                         UPDATE platform_tracked_changes SET version = version + 1 WHERE id = 1;
+                         RETURN NULL;
+                     END $$;",
+            )?;
+            for table in collections {
+                conn.execute_batch(&format!(
+                    "CREATE OR REPLACE TRIGGER {} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {}
+                         FOR EACH STATEMENT EXECUTE FUNCTION platform_count_tracked_change();",
+                    sql::quote(&format!("{table}_tracked")),
+                    sql::quote(table),
+                ))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn tracked_version(&self) -> Result<u64, StoreError> {
+        self.with_client(|c| {
+            let stmt = c
+                .prepare("SELECT version FROM platform_tracked_changes WHERE id = 1")
+                .map_err(map_pg_error)?;
+            c.client
+                .query_one(&stmt, &[])
+                .and_then(|row| row.try_get::<_, i64>(0))
+                .map(|v| v as u64)
+                .map_err(map_pg_error)
+        })
+    }
+
+    fn run_once(
+        &self,
+        owner: &str,
+        id: &str,
+        work: &mut WriteWork<'_>,
+    ) -> Result<bool, StoreError> {
+        self.exclusive(|conn| {
+            if migrate::recorded(conn, owner, id)? {
+                return Ok(false);
+            }
+            work(&mut WriteConn(conn))?;
+            migrate::record(conn, owner, id)?;
+            Ok(true)
+        })
+    }
+
+    fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {
+        let applied = self.exclusive(|conn| migrate::apply(conn, owner, id, steps))?;
+        if applied {
+            self.reload_schema()?;
+        }
+        Ok(applied)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_reach_the_log() {
+        assert_eq!(
+            redacted("postgres://app:s3cret@db:5432/site"),
+            "postgres://app:***@db:5432/site"
+        );
+        assert_eq!(redacted("postgres://app@db/site"), "postgres://app@db/site");
+        assert_eq!(
+            redacted("host=db user=app password=s3cret"),
+            "host=db user=app password=***"
+        );
+    }
+}

@@ -1,0 +1,538 @@
+//! The SQL both backends run, written once: queries, writes and schema
+//! statements are built here from the typed query tree, and a backend
+//! supplies only its [`Dialect`] (placeholders, column types, the few
+//! functions that differ) and a [`SqlConn`] that binds [`Scalar`]s and
+//! reads [`Cell`]s. Every value is bound as a parameter; identifiers come
+//! from the schema only and are quoted.
+
+use host_sdk::schema::{Field, FieldType, Index};
+use serde_json::{Map, Value};
+
+use super::codec::{self, to_scalar, Cell, Scalar};
+use super::{Reader, Record, StoreError, Writer};
+use crate::query::{AggFn, AggregateQuery, Comparison, Filter, ReadQuery, TextMatch};
+use crate::schema::CollectionDef;
+
+/// What differs between the SQL of two databases.
+pub trait Dialect: Sync {
+    /// The placeholder of the `n`th parameter (1-based).
+    fn placeholder(&self, n: usize) -> String;
+    /// The column type of a field kind.
+    fn column_type(&self, kind: FieldType) -> &'static str;
+    /// A boolean literal (column defaults).
+    fn bool_literal(&self, b: bool) -> &'static str;
+    /// `col` is (`negated`: is not) among the list bound to `list`.
+    fn in_list(&self, col: &str, negated: bool, list: &str) -> String;
+    /// The JSON array in `col` has an element equal to `element`.
+    fn has_element(&self, col: &str, element: &Value, p: &mut Params<'_>) -> String;
+    /// A text match on `col` (a column of any type, matched as text).
+    fn text_match(&self, col: &str, op: TextMatch, text: &str, p: &mut Params<'_>) -> String;
+    /// One ORDER BY term; nulls sort first ascending and last descending
+    /// on every backend.
+    fn order_term(&self, col: &str, desc: bool) -> String;
+    /// The value of a bound LIMIT that means "no limit".
+    fn no_limit(&self) -> Scalar;
+    /// An aggregate function over a column of kind `kind` (`None`: `*`).
+    /// Sums and averages are doubles; a sum of nothing is 0.
+    fn aggregate(&self, f: AggFn, col: Option<(&str, FieldType)>) -> String;
+}
+
+/// The parameters of a statement being built.
+pub struct Params<'d> {
+    dialect: &'d dyn Dialect,
+    pub values: Vec<Scalar>,
+}
+
+impl<'d> Params<'d> {
+    pub fn new(dialect: &'d dyn Dialect) -> Self {
+        Self {
+            dialect,
+            values: Vec::new(),
+        }
+    }
+
+    /// Binds `value`; returns its placeholder.
+    pub fn push(&mut self, value: Scalar) -> String {
+        self.values.push(value);
+        self.dialect.placeholder(self.values.len())
+    }
+}
+
+/// One row of a result, read column by column.
+pub trait Row {
+    fn cell(&self, i: usize) -> Result<Cell<'_>, StoreError>;
+}
+
+/// A backend's connection, as the shared SQL drives it.
+pub trait SqlConn: Send {
+    fn dialect(&self) -> &'static dyn Dialect;
+    /// Runs a query and hands every row to `each`.
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[Scalar],
+        each: &mut dyn FnMut(&dyn Row) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+    /// Runs one statement; returns how many rows it changed.
+    fn execute(&mut self, sql: &str, params: &[Scalar]) -> Result<u64, StoreError>;
+    /// Runs statements without parameters (schema changes).
+    fn execute_batch(&mut self, sql: &str) -> Result<(), StoreError>;
+}
+
+pub fn quote(ident: &str) -> String {
+    format!("\"{}\"", ident.replace('"', "\"\""))
+}
+
+fn unknown_field(field: &str) -> StoreError {
+    StoreError::Invalid(format!("unknown field {field}"))
+}
+
+/// Appends the WHERE condition of `f` to `sql`.
+fn condition(
+    c: &CollectionDef,
+    f: &Filter,
+    sql: &mut String,
+    p: &mut Params<'_>,
+) -> Result<(), StoreError> {
+    let d = p.dialect;
+    let def = |field: &str| c.field(field).ok_or_else(|| unknown_field(field));
+    match f {
+        Filter::And(parts) | Filter::Or(parts) => {
+            let and = matches!(f, Filter::And(_));
+            if parts.is_empty() {
+                sql.push_str(if and { "(1 = 1)" } else { "(1 = 0)" });
+                return Ok(());
+            }
+            sql.push('(');
+            for (i, part) in parts.iter().enumerate() {
+                if i > 0 {
+                    sql.push_str(if and { " AND " } else { " OR " });
+                }
+                condition(c, part, sql, p)?;
+            }
+            sql.push(')');
+        }
+        Filter::Compare { field, op, value } => {
+            let field_def = def(field)?;
+            let sym = match op {
+                Comparison::Eq => "=",
+                Comparison::Neq => "<>",
+                Comparison::Lt => "<",
+                Comparison::Lte => "<=",
+                Comparison::Gt => ">",
+                Comparison::Gte => ">=",
+            };
+            let mark = p.push(to_scalar(field_def, value));
+            sql.push_str(&format!("{} {sym} {mark}", quote(field)));
+        }
+        Filter::In {
+            field,
+            negated,
+            values,
+        } => {
+            let field_def = def(field)?;
+            // One parameter whatever the list's length: the statement is
+            // cached, and no backend's parameter limit is ever reached.
+            let list = values.iter().map(|v| to_scalar(field_def, v)).collect();
+            let mark = p.push(Scalar::List(list));
+            sql.push_str(&d.in_list(&quote(field), *negated, &mark));
+        }
+        Filter::IsNull { field, null } => {
+            def(field)?;
+            sql.push_str(&quote(field));
+            sql.push_str(if *null { " IS NULL" } else { " IS NOT NULL" });
+        }
+        Filter::HasElement {
+            field,
+            negated,
+            element,
+        } => {
+            def(field)?;
+            if *negated {
+                sql.push_str("NOT ");
+            }
+            sql.push_str(&d.has_element(&quote(field), element, p));
+        }
+        Filter::Text { field, op, text } => {
+            def(field)?;
+            sql.push_str(&d.text_match(&quote(field), *op, text, p));
+        }
+    }
+    Ok(())
+}
+
+fn where_clause(
+    c: &CollectionDef,
+    filter: Option<&Filter>,
+    sql: &mut String,
+    p: &mut Params<'_>,
+) -> Result<(), StoreError> {
+    if let Some(filter) = filter {
+        sql.push_str(" WHERE ");
+        condition(c, filter, sql, p)?;
+    }
+    Ok(())
+}
+
+/// What receives each row of a select, with the kinds of its columns.
+type EachRow<'a> = dyn FnMut(&dyn Row, &[Option<FieldType>]) -> Result<(), StoreError> + 'a;
+
+/// Runs the SELECT of `q` and hands every row to `each`, with the kind of
+/// each selected field.
+fn select_rows(
+    conn: &mut dyn SqlConn,
+    c: &CollectionDef,
+    q: &ReadQuery,
+    each: &mut EachRow<'_>,
+) -> Result<(), StoreError> {
+    let d = conn.dialect();
+    let mut p = Params::new(d);
+    let cols: Vec<String> = q.fields.iter().map(|f| quote(f)).collect();
+    let mut sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&c.name));
+    where_clause(c, q.filter.as_ref(), &mut sql, &mut p)?;
+    if !q.sort.is_empty() {
+        let order: Vec<String> = q
+            .sort
+            .iter()
+            .map(|(f, desc)| d.order_term(&quote(f), *desc))
+            .collect();
+        sql.push_str(" ORDER BY ");
+        sql.push_str(&order.join(", "));
+    }
+    if q.limit.is_some() || q.offset > 0 {
+        let limit = match q.limit {
+            Some(l) => Scalar::Int(l.min(i64::MAX as u64) as i64),
+            None => d.no_limit(),
+        };
+        let limit = p.push(limit);
+        let offset = p.push(Scalar::Int(q.offset.min(i64::MAX as u64) as i64));
+        sql.push_str(&format!(" LIMIT {limit} OFFSET {offset}"));
+    }
+    let kinds: Vec<Option<FieldType>> = q
+        .fields
+        .iter()
+        .map(|f| c.field(f).map(|d| d.kind))
+        .collect();
+    conn.query(&sql, &p.values, &mut |row| each(row, &kinds))
+}
+
+pub fn select(
+    conn: &mut dyn SqlConn,
+    c: &CollectionDef,
+    q: &ReadQuery,
+) -> Result<Vec<Record>, StoreError> {
+    let mut out = Vec::new();
+    select_rows(conn, c, q, &mut |row, kinds| {
+        let mut record = Map::with_capacity(q.fields.len());
+        for (i, name) in q.fields.iter().enumerate() {
+            record.insert(name.clone(), codec::from_cell(kinds[i], row.cell(i)?));
+        }
+        out.push(record);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+pub fn select_json(
+    conn: &mut dyn SqlConn,
+    c: &CollectionDef,
+    q: &ReadQuery,
+    out: &mut Vec<u8>,
+) -> Result<usize, StoreError> {
+    // Keys in the order a record map prints them, each once.
+    let mut order: Vec<usize> = (0..q.fields.len()).collect();
+    order.sort_by(|a, b| q.fields[*a].cmp(&q.fields[*b]));
+    order.dedup_by(|a, b| q.fields[*a] == q.fields[*b]);
+    let mut count = 0;
+    select_rows(conn, c, q, &mut |row, kinds| {
+        if count > 0 {
+            out.push(b',');
+        }
+        out.push(b'{');
+        for (n, &i) in order.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            codec::push_str(out, &q.fields[i]);
+            out.push(b':');
+            codec::push_cell(out, kinds[i], row.cell(i)?);
+        }
+        out.push(b'}');
+        count += 1;
+        Ok(())
+    })?;
+    Ok(count)
+}
+
+pub fn aggregate(
+    conn: &mut dyn SqlConn,
+    c: &CollectionDef,
+    q: &AggregateQuery,
+) -> Result<Vec<Record>, StoreError> {
+    let d = conn.dialect();
+    let mut p = Params::new(d);
+    // Timestamps are stored as RFC 3339 UTC text: their first ten
+    // characters are the UTC date.
+    let group_exprs: Vec<String> = q
+        .group_by
+        .iter()
+        .map(|g| {
+            if g.date {
+                format!("substr({}, 1, 10)", quote(&g.field))
+            } else {
+                quote(&g.field)
+            }
+        })
+        .collect();
+    let mut cols = group_exprs.clone();
+    for (function, field) in &q.functions {
+        let column = match field {
+            Some(f) => {
+                let kind = c.field(f).ok_or_else(|| unknown_field(f))?.kind;
+                Some((quote(f), kind))
+            }
+            None if *function == AggFn::Count => None,
+            None => return Err(StoreError::Invalid("only count takes *".into())),
+        };
+        cols.push(d.aggregate(*function, column.as_ref().map(|(q, k)| (q.as_str(), *k))));
+    }
+    let mut sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&c.name));
+    where_clause(c, q.filter.as_ref(), &mut sql, &mut p)?;
+    if !q.group_by.is_empty() {
+        sql.push_str(" GROUP BY ");
+        sql.push_str(&group_exprs.join(", "));
+    }
+    if let Some(limit) = q.limit {
+        let mark = p.push(Scalar::Int(limit.min(i64::MAX as u64) as i64));
+        sql.push_str(&format!(" LIMIT {mark}"));
+    }
+    let mut out = Vec::new();
+    conn.query(&sql, &p.values, &mut |row| {
+        let mut record = Map::new();
+        for (i, g) in q.group_by.iter().enumerate() {
+            let kind = if g.date {
+                None
+            } else {
+                c.field(&g.field).map(|d| d.kind)
+            };
+            record.insert(g.name.clone(), codec::from_cell(kind, row.cell(i)?));
+        }
+        for (j, (function, field)) in q.functions.iter().enumerate() {
+            let cell = row.cell(q.group_by.len() + j)?;
+            let kind = field.as_ref().and_then(|f| c.field(f)).map(|d| d.kind);
+            let value = match function {
+                AggFn::Count | AggFn::CountDistinct => codec::from_cell(None, cell),
+                AggFn::Sum if kind == Some(FieldType::Integer) => match cell {
+                    Cell::Real(f) => Value::from(f as i64),
+                    other => codec::from_cell(None, other),
+                },
+                AggFn::Sum | AggFn::Avg => codec::from_cell(Some(FieldType::Float), cell),
+                AggFn::Min | AggFn::Max => codec::from_cell(kind, cell),
+            };
+            match field {
+                None => {
+                    record.insert(function.name().into(), value);
+                }
+                Some(f) => {
+                    let slot = record
+                        .entry(function.name().to_string())
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    if let Value::Object(m) = slot {
+                        m.insert(f.clone(), value);
+                    }
+                }
+            }
+        }
+        out.push(record);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+fn field_of<'c>(c: &'c CollectionDef, name: &str) -> Result<&'c Field, StoreError> {
+    c.field(name).ok_or_else(|| unknown_field(name))
+}
+
+pub fn insert(
+    conn: &mut dyn SqlConn,
+    c: &CollectionDef,
+    record: &Record,
+) -> Result<(), StoreError> {
+    let mut p = Params::new(conn.dialect());
+    let mut cols = Vec::with_capacity(record.len());
+    let mut marks = Vec::with_capacity(record.len());
+    for (name, value) in record {
+        let field = field_of(c, name)?;
+        cols.push(quote(name));
+        marks.push(p.push(to_scalar(field, value)));
+    }
+    let sql = format!(
+        "INSERT INTO {} ({}) VALUES ({})",
+        quote(&c.name),
+        cols.join(", "),
+        marks.join(", ")
+    );
+    conn.execute(&sql, &p.values)?;
+    Ok(())
+}
+
+pub fn update(
+    conn: &mut dyn SqlConn,
+    c: &CollectionDef,
+    key: &str,
+    changes: &Record,
+) -> Result<bool, StoreError> {
+    let mut p = Params::new(conn.dialect());
+    if changes.is_empty() {
+        let mark = p.push(Scalar::Text(key.to_string()));
+        let sql = format!("SELECT 1 FROM {} WHERE \"id\" = {mark}", quote(&c.name));
+        let mut found = false;
+        conn.query(&sql, &p.values, &mut |_| {
+            found = true;
+            Ok(())
+        })?;
+        return Ok(found);
+    }
+    let mut sets = Vec::with_capacity(changes.len());
+    for (name, value) in changes {
+        let field = field_of(c, name)?;
+        let mark = p.push(to_scalar(field, value));
+        sets.push(format!("{} = {mark}", quote(name)));
+    }
+    let key = p.push(Scalar::Text(key.to_string()));
+    let sql = format!(
+        "UPDATE {} SET {} WHERE \"id\" = {key}",
+        quote(&c.name),
+        sets.join(", ")
+    );
+    Ok(conn.execute(&sql, &p.values)? > 0)
+}
+
+pub fn delete(conn: &mut dyn SqlConn, c: &CollectionDef, key: &str) -> Result<bool, StoreError> {
+    let mut p = Params::new(conn.dialect());
+    let key = p.push(Scalar::Text(key.to_string()));
+    let sql = format!("DELETE FROM {} WHERE \"id\" = {key}", quote(&c.name));
+    Ok(conn.execute(&sql, &p.values)? > 0)
+}
+
+/// A connection outside any transaction: reads only.
+pub struct ReadConn<'a>(pub &'a mut dyn SqlConn);
+
+/// A connection inside a write transaction.
+pub struct WriteConn<'a>(pub &'a mut dyn SqlConn);
+
+impl Reader for ReadConn<'_> {
+    fn select(&mut self, c: &CollectionDef, q: &ReadQuery) -> Result<Vec<Record>, StoreError> {
+        select(self.0, c, q)
+    }
+    fn select_json(
+        &mut self,
+        c: &CollectionDef,
+        q: &ReadQuery,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, StoreError> {
+        select_json(self.0, c, q, out)
+    }
+    fn aggregate(
+        &mut self,
+        c: &CollectionDef,
+        q: &AggregateQuery,
+    ) -> Result<Vec<Record>, StoreError> {
+        aggregate(self.0, c, q)
+    }
+}
+
+impl Reader for WriteConn<'_> {
+    fn select(&mut self, c: &CollectionDef, q: &ReadQuery) -> Result<Vec<Record>, StoreError> {
+        select(self.0, c, q)
+    }
+    fn select_json(
+        &mut self,
+        c: &CollectionDef,
+        q: &ReadQuery,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, StoreError> {
+        select_json(self.0, c, q, out)
+    }
+    fn aggregate(
+        &mut self,
+        c: &CollectionDef,
+        q: &AggregateQuery,
+    ) -> Result<Vec<Record>, StoreError> {
+        aggregate(self.0, c, q)
+    }
+}
+
+impl Writer for WriteConn<'_> {
+    fn insert(&mut self, c: &CollectionDef, record: &Record) -> Result<(), StoreError> {
+        insert(self.0, c, record)
+    }
+    fn update(
+        &mut self,
+        c: &CollectionDef,
+        key: &str,
+        changes: &Record,
+    ) -> Result<bool, StoreError> {
+        update(self.0, c, key, changes)
+    }
+    fn delete(&mut self, c: &CollectionDef, key: &str) -> Result<bool, StoreError> {
+        delete(self.0, c, key)
+    }
+}
+
+// ---- schema statements ----
+
+fn literal(d: &dyn Dialect, field: &Field, v: &Value) -> Result<String, StoreError> {
+    Ok(match to_scalar(field, v) {
+        Scalar::Null => "NULL".into(),
+        Scalar::Int(i) => i.to_string(),
+        Scalar::Real(f) => format!("{f:?}"),
+        Scalar::Bool(b) => d.bool_literal(b).into(),
+        Scalar::Text(s) => format!("'{}'", s.replace('\'', "''")),
+        Scalar::List(_) => return Err(StoreError::Invalid("a list is not a default".into())),
+    })
+}
+
+pub fn column_def(d: &dyn Dialect, field: &Field) -> Result<String, StoreError> {
+    let mut def = format!("{} {}", quote(&field.field), d.column_type(field.kind));
+    if field.field == "id" {
+        def.push_str(" PRIMARY KEY NOT NULL");
+        return Ok(def);
+    }
+    if !field.nullable {
+        def.push_str(" NOT NULL");
+    }
+    if let Some(default) = &field.default {
+        def.push_str(" DEFAULT ");
+        def.push_str(&literal(d, field, default)?);
+    }
+    if field.unique {
+        def.push_str(" UNIQUE");
+    }
+    Ok(def)
+}
+
+pub fn create_table(d: &dyn Dialect, def: &CollectionDef) -> Result<String, StoreError> {
+    let cols = def
+        .fields
+        .iter()
+        .map(|f| column_def(d, f))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(format!(
+        "CREATE TABLE {} ({})",
+        quote(&def.name),
+        cols.join(", ")
+    ))
+}
+
+pub fn index(collection: &str, index: &Index) -> String {
+    let name = format!("idx_{}_{}", collection, index.fields.join("_"));
+    let cols: Vec<String> = index.fields.iter().map(|f| quote(f)).collect();
+    format!(
+        "CREATE {}INDEX IF NOT EXISTS {} ON {} ({})",
+        if index.unique { "UNIQUE " } else { "" },
+        quote(&name),
+        quote(collection),
+        cols.join(", ")
+    )
+}

@@ -1,0 +1,751 @@
+//! The SQLite backend: one database file in WAL mode, a connection pool,
+//! write transactions taking turns (`BEGIN IMMEDIATE` behind a process
+//! lock), and SQLite's dialect of the shared SQL.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use host_sdk::schema::{FieldType, Step};
+use parking_lot::{Mutex, RwLock};
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::config::DbConfig;
+use rusqlite::types::{ToSqlOutput, Value as SqlValue, ValueRef};
+use rusqlite::{params_from_iter, Connection, ErrorCode};
+use serde_json::Value;
+
+use super::codec::{json_scalar, Cell, Scalar};
+use super::sql::{self, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
+use super::{exclusive_write, migrate, ReadWork, Store, StoreError, WriteWork};
+use crate::query::{AggFn, TextMatch};
+use crate::schema::Schema;
+
+const DEFAULT_POOL_SIZE: u32 = 16;
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct SqliteStore {
+    pool: r2d2::Pool<SqliteConnectionManager>,
+    /// One writer at a time inside this process: writers queue here instead
+    /// of spinning on SQLite's busy handler. Other processes (the schedule
+    /// command) are covered by the busy timeout.
+    write_lock: Mutex<()>,
+    schema: RwLock<Arc<Schema>>,
+    changes: Mutex<ChangeWatch>,
+}
+
+/// A connection of its own that never writes, so that SQLite's
+/// `data_version` on it moves with every commit of any other connection,
+/// in this process or another; turned into a counter that only grows.
+struct ChangeWatch {
+    conn: Connection,
+    last_seen: i64,
+    version: u64,
+}
+
+impl ChangeWatch {
+    fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(map_sql_error)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(map_sql_error)?;
+        let last_seen = Self::read(&conn)?;
+        Ok(Self {
+            conn,
+            last_seen,
+            version: 1,
+        })
+    }
+
+    fn read(conn: &Connection) -> Result<i64, StoreError> {
+        conn.prepare_cached("PRAGMA data_version")
+            .and_then(|mut st| st.query_row([], |row| row.get(0)))
+            .map_err(map_sql_error)
+    }
+
+    fn version(&mut self) -> u64 {
+        match Self::read(&self.conn) {
+            Ok(seen) if seen == self.last_seen => {}
+            Ok(seen) => {
+                self.last_seen = seen;
+                self.version += 1;
+            }
+            // Unknown: a number never handed out before, so that nothing
+            // computed earlier is taken for current.
+            Err(e) => {
+                log::warn!("cannot read the data version: {e}");
+                self.version += 1;
+            }
+        }
+        self.version
+    }
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn map_sql_error(e: rusqlite::Error) -> StoreError {
+    if let rusqlite::Error::SqliteFailure(f, msg) = &e {
+        match f.code {
+            ErrorCode::ConstraintViolation
+                if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                    || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+            {
+                return unique_violation(msg.as_deref().unwrap_or_default());
+            }
+            ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => return StoreError::Busy,
+            _ => {}
+        }
+    }
+    backend(e)
+}
+
+/// The settings of every pooled connection. Connection-local only: the
+/// journal mode belongs to the file and is set once, at open, because
+/// connections switching a new file to WAL at the same moment make one of
+/// them fail at once with "database is locked" (one escalates its lock
+/// while the other holds its own, which no busy timeout waits out).
+fn set_up_connection(c: &mut Connection) -> rusqlite::Result<()> {
+    c.busy_timeout(BUSY_TIMEOUT)?;
+    c.set_prepared_statement_cache_capacity(256);
+    // Plans that do not depend on the values bound: otherwise SQLite
+    // marks `LIMIT ?` as plan-relevant and recompiles a cached
+    // statement every time a limit is bound, i.e. on every read.
+    c.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    c.execute_batch(
+        "PRAGMA synchronous = NORMAL;
+         PRAGMA foreign_keys = OFF;
+         PRAGMA temp_store = MEMORY;",
+    )
+}
+
+/// SQLite names the columns of a unique violation as
+/// `UNIQUE constraint failed: table.a, table.b`.
+fn unique_violation(message: &str) -> StoreError {
+    let columns = message
+        .split_once(':')
+        .map_or("", |(_, columns)| columns)
+        .split(',')
+        .filter_map(|c| c.trim().split_once('.'));
+    let mut collection = String::new();
+    let mut fields = Vec::new();
+    for (table, column) in columns {
+        collection = table.to_string();
+        fields.push(column.to_string());
+    }
+    StoreError::NotUnique { collection, fields }
+}
+
+/// SQLite's SQL.
+struct SqliteDialect;
+
+static DIALECT: SqliteDialect = SqliteDialect;
+
+impl Dialect for SqliteDialect {
+    fn placeholder(&self, _n: usize) -> String {
+        "?".into()
+    }
+
+    fn column_type(&self, kind: FieldType) -> &'static str {
+        match kind {
+            FieldType::Integer | FieldType::Boolean => "INTEGER",
+            FieldType::Float => "REAL",
+            _ => "TEXT",
+        }
+    }
+
+    fn bool_literal(&self, b: bool) -> &'static str {
+        if b {
+            "1"
+        } else {
+            "0"
+        }
+    }
+
+    fn in_list(&self, col: &str, negated: bool, list: &str) -> String {
+        // The list is bound as one JSON array (see `bind`).
+        format!(
+            "{col} {}IN (SELECT value FROM json_each({list}))",
+            if negated { "NOT " } else { "" }
+        )
+    }
+
+    fn has_element(&self, col: &str, element: &Value, p: &mut Params<'_>) -> String {
+        let mark = p.push(json_scalar(element));
+        format!("EXISTS (SELECT 1 FROM json_each({col}) AS j WHERE j.value = {mark})")
+    }
+
+    fn text_match(&self, col: &str, op: TextMatch, text: &str, p: &mut Params<'_>) -> String {
+        let mut mark = || p.push(Scalar::Text(text.to_string()));
+        match op {
+            TextMatch::Contains => format!("instr({col}, {}) > 0", mark()),
+            TextMatch::NotContains => {
+                format!("({col} IS NULL OR instr({col}, {}) = 0)", mark())
+            }
+            TextMatch::ContainsIgnoringCase => {
+                format!("instr(lower({col}), lower({})) > 0", mark())
+            }
+            TextMatch::StartsWith => format!("instr({col}, {}) = 1", mark()),
+            // Positional parameters cannot be named twice: bind it twice.
+            TextMatch::EndsWith => {
+                let (a, b) = (mark(), mark());
+                format!("substr({col}, -length({a})) = {b}")
+            }
+        }
+    }
+
+    fn order_term(&self, col: &str, desc: bool) -> String {
+        // SQLite's own null order is the contract's.
+        format!("{col} {}", if desc { "DESC" } else { "ASC" })
+    }
+
+    fn no_limit(&self) -> Scalar {
+        Scalar::Int(-1)
+    }
+
+    fn aggregate(&self, f: AggFn, col: Option<(&str, FieldType)>) -> String {
+        match (f, col) {
+            (AggFn::Count, None) => "COUNT(*)".into(),
+            (AggFn::Count, Some((c, _))) => format!("COUNT({c})"),
+            (AggFn::CountDistinct, Some((c, _))) => format!("COUNT(DISTINCT {c})"),
+            // TOTAL: a double, and 0.0 over no rows.
+            (AggFn::Sum, Some((c, _))) => format!("TOTAL({c})"),
+            (AggFn::Avg, Some((c, _))) => format!("AVG({c})"),
+            (AggFn::Min, Some((c, _))) => format!("MIN({c})"),
+            (AggFn::Max, Some((c, _))) => format!("MAX({c})"),
+            (_, None) => "COUNT(*)".into(),
+        }
+    }
+}
+
+/// A scalar as SQLite stores it: booleans are 0/1, a list is one JSON
+/// array (read with `json_each`).
+fn bind(s: &Scalar) -> ToSqlOutput<'_> {
+    match s {
+        Scalar::Null => ToSqlOutput::Owned(SqlValue::Null),
+        Scalar::Int(i) => ToSqlOutput::Owned(SqlValue::Integer(*i)),
+        Scalar::Real(f) => ToSqlOutput::Owned(SqlValue::Real(*f)),
+        Scalar::Bool(b) => ToSqlOutput::Owned(SqlValue::Integer(*b as i64)),
+        Scalar::Text(t) => ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes())),
+        Scalar::List(items) => {
+            let list: Vec<Value> = items
+                .iter()
+                .map(|i| match i {
+                    Scalar::Int(n) => Value::from(*n),
+                    Scalar::Real(f) => Value::from(*f),
+                    Scalar::Bool(b) => Value::from(*b as i64),
+                    Scalar::Text(s) => Value::String(s.clone()),
+                    _ => Value::Null,
+                })
+                .collect();
+            ToSqlOutput::Owned(SqlValue::Text(Value::Array(list).to_string()))
+        }
+    }
+}
+
+struct Bound<'a>(&'a Scalar);
+
+impl rusqlite::ToSql for Bound<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(bind(self.0))
+    }
+}
+
+impl Row for rusqlite::Row<'_> {
+    fn cell(&self, i: usize) -> Result<Cell<'_>, StoreError> {
+        Ok(match self.get_ref(i).map_err(map_sql_error)? {
+            ValueRef::Null => Cell::Null,
+            ValueRef::Integer(n) => Cell::Int(n),
+            ValueRef::Real(f) => Cell::Real(f),
+            ValueRef::Text(t) | ValueRef::Blob(t) => Cell::Text(t),
+        })
+    }
+}
+
+/// A pooled connection driven by the shared SQL.
+struct Sqlite<'a>(&'a mut Connection);
+
+impl SqlConn for Sqlite<'_> {
+    fn dialect(&self) -> &'static dyn Dialect {
+        &DIALECT
+    }
+
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[Scalar],
+        each: &mut dyn FnMut(&dyn Row) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut stmt = self.0.prepare_cached(sql).map_err(map_sql_error)?;
+        let mut rows = stmt
+            .query(params_from_iter(params.iter().map(Bound)))
+            .map_err(map_sql_error)?;
+        while let Some(row) = rows.next().map_err(map_sql_error)? {
+            each(row)?;
+        }
+        Ok(())
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Scalar]) -> Result<u64, StoreError> {
+        let mut stmt = self.0.prepare_cached(sql).map_err(map_sql_error)?;
+        let n = stmt
+            .execute(params_from_iter(params.iter().map(Bound)))
+            .map_err(map_sql_error)?;
+        Ok(n as u64)
+    }
+
+    fn execute_batch(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.0.execute_batch(sql).map_err(map_sql_error)
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file and its parent folder.
+    pub fn open(path: &Path, pool_max: Option<u32>) -> Result<Self, StoreError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| backend(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        // WAL is a property of the file: set here, once, before the pool
+        // opens its first connections in parallel (see `set_up_connection`).
+        {
+            let first = Connection::open(path).map_err(map_sql_error)?;
+            first.busy_timeout(BUSY_TIMEOUT).map_err(map_sql_error)?;
+            first
+                .query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+                .map_err(map_sql_error)?;
+        }
+        let manager = SqliteConnectionManager::file(path).with_init(set_up_connection);
+        let pool = r2d2::Pool::builder()
+            .max_size(pool_max.unwrap_or(DEFAULT_POOL_SIZE).max(1))
+            .min_idle(Some(2))
+            .connection_timeout(Duration::from_secs(30))
+            .build(manager)
+            .map_err(|e| backend(format!("cannot open {}: {e}", path.display())))?;
+        let store = Self {
+            pool,
+            write_lock: Mutex::new(()),
+            schema: RwLock::new(Arc::new(Schema::default())),
+            changes: Mutex::new(ChangeWatch::open(path)?),
+        };
+        store.in_write_tx(|conn| conn.execute_batch(migrate::BOOKKEEPING))?;
+        store.reload_schema()?;
+        Ok(store)
+    }
+
+    fn with_conn<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self
+            .pool
+            .get()
+            .map_err(|e| backend(format!("no connection: {e}")))?;
+        f(&mut conn)
+    }
+
+    fn reload_schema(&self) -> Result<(), StoreError> {
+        let schema = self.with_conn(|c| migrate::load_schema(&mut Sqlite(c)))?;
+        *self.schema.write() = Arc::new(schema);
+        Ok(())
+    }
+
+    /// Runs `f` inside `BEGIN IMMEDIATE … COMMIT`, holding the write lock.
+    /// SQLite runs one writer at a time, so a transaction never has to be
+    /// run again.
+    fn in_write_tx<T>(
+        &self,
+        f: impl FnOnce(&mut Sqlite<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        exclusive_write(|| {
+            let _guard = self.write_lock.lock();
+            self.with_conn(|conn| {
+                conn.execute_batch("BEGIN IMMEDIATE")
+                    .map_err(map_sql_error)?;
+                match f(&mut Sqlite(conn)) {
+                    Ok(value) => match conn.execute_batch("COMMIT") {
+                        Ok(()) => Ok(value),
+                        Err(e) => {
+                            let _ = conn.execute_batch("ROLLBACK");
+                            Err(map_sql_error(e))
+                        }
+                    },
+                    Err(e) => {
+                        let _ = conn.execute_batch("ROLLBACK");
+                        Err(e)
+                    }
+                }
+            })
+        })
+    }
+}
+
+impl Store for SqliteStore {
+    fn schema(&self) -> Arc<Schema> {
+        self.schema.read().clone()
+    }
+
+    fn read(&self, work: &mut ReadWork<'_>) -> Result<(), StoreError> {
+        self.with_conn(|conn| work(&mut ReadConn(&mut Sqlite(conn))))
+    }
+
+    fn write(&self, work: &mut WriteWork<'_>) -> Result<(), StoreError> {
+        self.in_write_tx(|conn| work(&mut WriteConn(conn)))
+    }
+
+    fn data_version(&self) -> u64 {
+        self.changes.lock().version()
+    }
+
+    fn track_changes(&self, collections: &[&str]) -> Result<(), StoreError> {
+        // Triggers count every change of the tracked tables, by any
+        // connection of any process, in the changing transaction.
+        self.in_write_tx(|conn| {
+            conn.execute_batch(
+                "CREATE TABLE IF NOT EXISTS platform_tracked_changes (
+                     id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+                 INSERT OR IGNORE INTO platform_tracked_changes (id, version) VALUES (1, 0);",
+            )?;
+            for table in collections {
+                for event in ["INSERT", "UPDATE", "DELETE"] {
+                    conn.execute_batch(&format!(
+                        "CREATE TRIGGER IF NOT EXISTS {} AFTER {event} ON {} BEGIN
+                             UPDATE platform_tracked_changes SET version = version + 1 WHERE id = 1;
+                         END;",
+                        sql::quote(&format!("{table}_{}_tracked", event.to_lowercase())),
+                        sql::quote(table),
+                    ))?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn tracked_version(&self) -> Result<u64, StoreError> {
+        self.with_conn(|c| {
+            c.prepare_cached("SELECT version FROM platform_tracked_changes WHERE id = 1")
+                .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+                .map(|v| v as u64)
+                .map_err(map_sql_error)
+        })
+    }
+
+    fn run_once(
+        &self,
+        owner: &str,
+        id: &str,
+        work: &mut WriteWork<'_>,
+    ) -> Result<bool, StoreError> {
+        self.in_write_tx(|conn| {
+            if migrate::recorded(conn, owner, id)? {
+                return Ok(false);
+            }
+            work(&mut WriteConn(conn))?;
+            migrate::record(conn, owner, id)?;
+            Ok(true)
+        })
+    }
+
+    fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {
+        let applied = self.in_write_tx(|conn| migrate::apply(conn, owner, id, steps))?;
+        if applied {
+            self.reload_schema()?;
+        }
+        Ok(applied)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::{parse_filter, ReadQuery, Vars, WireQuery};
+    use crate::storage::Record;
+    use host_sdk::schema::{Collection, Field};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    #[test]
+    fn connections_set_up_at_once_on_a_new_database_never_fail() {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let path = dir.path().join("fresh.db");
+            let start = std::sync::Barrier::new(8);
+            let failures: Vec<String> = std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..8)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            let mut c = Connection::open(&path).expect("open");
+                            start.wait();
+                            set_up_connection(&mut c).err().map(|e| e.to_string())
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .filter_map(|w| w.join().expect("worker"))
+                    .collect()
+            });
+            assert!(failures.is_empty(), "{failures:?}");
+        }
+    }
+
+    #[test]
+    fn a_store_keeps_its_file_in_wal_mode() {
+        let (_dir, store) = store();
+        let mode: String = store
+            .with_conn(|c| {
+                c.query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                    .map_err(map_sql_error)
+            })
+            .expect("journal mode");
+        assert_eq!(mode, "wal");
+    }
+
+    fn store() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = SqliteStore::open(&dir.path().join("t.db"), None).expect("open");
+        let steps = vec![
+            Collection::new("things")
+                .field(Field::string("name"))
+                .field(Field::integer("n"))
+                .field(Field::float("x"))
+                .field(Field::boolean("ok"))
+                .field(Field::timestamp("at"))
+                .field(Field::json("tags"))
+                .build(),
+            Step::InsertItems {
+                collection: "things".into(),
+                items: vec![
+                    json!({"name": "a'b", "n": 1, "x": 1.5, "ok": true, "at": "2026-01-01T00:00:00Z", "tags": ["x", "y"]}),
+                    json!({"name": "c\"d;--", "n": 2, "x": -3.0, "ok": false, "tags": []}),
+                ],
+            },
+        ];
+        store.migrate("test", "0001", &steps).expect("migrate");
+        (dir, store)
+    }
+
+    /// One store for every case: the property only reads.
+    static SHARED: once_cell::sync::Lazy<(tempfile::TempDir, SqliteStore)> =
+        once_cell::sync::Lazy::new(store);
+
+    fn operand() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            ".{0,12}".prop_map(Value::String),
+            Just(json!("$CURRENT_USER")),
+            Just(json!("$NOW")),
+            Just(json!("'; DROP TABLE things; --")),
+            prop::collection::vec(".{0,6}".prop_map(Value::String), 0..4).prop_map(Value::Array),
+        ]
+    }
+
+    fn condition() -> impl Strategy<Value = Value> {
+        let field = prop_oneof![
+            Just("name"),
+            Just("n"),
+            Just("x"),
+            Just("ok"),
+            Just("at"),
+            Just("tags"),
+            Just("id"),
+            Just("nope"),
+            Just("name\"; --"),
+        ];
+        let op = prop_oneof![
+            Just("_eq"),
+            Just("_neq"),
+            Just("_lt"),
+            Just("_lte"),
+            Just("_gt"),
+            Just("_gte"),
+            Just("_in"),
+            Just("_nin"),
+            Just("_null"),
+            Just("_nnull"),
+            Just("_contains"),
+            Just("_ncontains"),
+            Just("_icontains"),
+            Just("_starts_with"),
+            Just("_ends_with"),
+            Just("_regex"),
+        ];
+        (field, op, operand()).prop_map(|(f, o, v)| json!({ f: { o: v } }))
+    }
+
+    fn filter() -> impl Strategy<Value = Value> {
+        condition().prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(|v| json!({"_and": v})),
+                prop::collection::vec(inner, 0..4).prop_map(|v| json!({"_or": v})),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Whatever the filter, parsing never panics, and a filter that
+        /// parses runs as valid SQL: values are bound, never spliced in.
+        #[test]
+        fn any_parsed_filter_runs(f in filter(), sort in prop::option::of("-?(name|n|x|at|id)")) {
+            let store = &SHARED.1;
+            let schema = store.schema();
+            let def = schema.get("things").expect("collection").clone();
+            let vars = Vars::new(Some("user-1".into()));
+            if let Ok(parsed) = parse_filter(&def, &f, &vars) {
+                let mut used = Vec::new();
+                parsed.fields(&mut used);
+                prop_assert!(used.iter().all(|u| def.has(u)));
+                let wire = WireQuery {
+                    filter: Some(f.clone()),
+                    sort: sort.map(crate::query::ListParam::Text),
+                    ..Default::default()
+                };
+                let q = wire.to_read(&def, &vars, Some(10)).expect("already parsed");
+                let result = store.read(&mut |conn| conn.select(&def, &q).map(|_| ()));
+                prop_assert!(result.is_ok(), "{f} failed: {result:?}");
+            }
+            let count = store.read(&mut |conn| {
+                let q = ReadQuery::all_fields(&def);
+                let rows = conn.select(&def, &q)?;
+                if rows.len() == 2 { Ok(()) } else { Err(StoreError::Backend("rows changed".into())) }
+            });
+            prop_assert!(count.is_ok());
+        }
+    }
+
+    #[test]
+    fn metacharacters_are_values_not_sql() {
+        let (_dir, store) = store();
+        let schema = store.schema();
+        let def = schema.get("things").expect("collection").clone();
+        let vars = Vars::new(None);
+        for (value, expected) in [("a'b", 1), ("c\"d;--", 1), ("'; DROP TABLE things; --", 0)] {
+            let f = parse_filter(&def, &json!({"name": {"_eq": value}}), &vars).expect("parse");
+            let mut q = ReadQuery::all_fields(&def);
+            q.filter = Some(f);
+            let mut n = 0;
+            store
+                .read(&mut |conn| {
+                    n = conn.select(&def, &q)?.len();
+                    Ok(())
+                })
+                .expect("select");
+            assert_eq!(n, expected, "{value}");
+        }
+        let contains =
+            parse_filter(&def, &json!({"tags": {"_contains": "y"}}), &vars).expect("parse");
+        let mut q = ReadQuery::all_fields(&def);
+        q.filter = Some(contains);
+        let mut names = Vec::new();
+        store
+            .read(&mut |conn| {
+                names = conn
+                    .select(&def, &q)?
+                    .into_iter()
+                    .map(|r| r["name"].clone())
+                    .collect();
+                Ok(())
+            })
+            .expect("select");
+        assert_eq!(names, vec![json!("a'b")]);
+    }
+
+    /// The text of `select_json` is exactly what printing `select`'s
+    /// records gives, including for values written behind the platform's
+    /// back (text that is not JSON in a JSON column, a float in a boolean).
+    #[test]
+    fn rows_as_text_print_like_records() {
+        let (_dir, store) = store();
+        store
+            .with_conn(|c| {
+                c.execute_batch(
+                    "INSERT INTO things (id, name, n, x, ok, tags) VALUES \
+                     ('raw1', 'é\"\\ \n', 9007199254740993, 2.0, 5, 'not json {'), \
+                     ('raw2', NULL, NULL, 0.1, NULL, ' {\"b\": [1, 2.50, \"\\u00e9\"], \"a\": null} ')",
+                )
+                .map_err(map_sql_error)
+            })
+            .expect("insert behind the platform's back");
+        let schema = store.schema();
+        let def = schema.get("things").expect("collection").clone();
+        let mut q = ReadQuery::all_fields(&def);
+        q.sort = vec![("id".into(), false)];
+        // A field named twice prints once, as in a map.
+        q.fields.push("name".into());
+        let (mut records, mut text, mut count) = (Vec::new(), Vec::new(), 0);
+        store
+            .read(&mut |conn| {
+                records = conn.select(&def, &q)?;
+                count = conn.select_json(&def, &q, &mut text)?;
+                Ok(())
+            })
+            .expect("select");
+        assert_eq!(count, 4);
+        let text = String::from_utf8(text).expect("utf-8");
+        let parsed: Vec<Record> =
+            serde_json::from_str(&format!("[{text}]")).expect("the text is JSON");
+        assert_eq!(parsed, records);
+        // Byte for byte too, except that stored JSON is copied as stored.
+        let printed: Vec<String> = records
+            .iter()
+            .map(|r| serde_json::to_string(r).expect("print"))
+            .collect();
+        let printed = printed.join(",");
+        let raw2 = r#"{"b": [1, 2.50, "\u00e9"], "a": null}"#;
+        let reprinted = serde_json::to_string(&serde_json::from_str::<Value>(raw2).expect("json"))
+            .expect("print");
+        assert!(text.contains(raw2), "{text}");
+        assert_eq!(text.replace(raw2, &reprinted), printed);
+        assert!(text.contains(r#""tags":"not json {""#), "{text}");
+    }
+
+    /// `.cargo/config.toml` builds SQLite without the two global mutexes
+    /// that concurrent reads contended on.
+    #[test]
+    fn sqlite_is_built_without_global_memory_mutexes() {
+        let conn = Connection::open_in_memory().expect("open");
+        let mut stmt = conn.prepare("PRAGMA compile_options").expect("prepare");
+        let options: Vec<String> = stmt
+            .query_map([], |row| row.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        // Cargo reads `.cargo/config.toml` from the directory it runs in:
+        // build from the workspace root.
+        let hint = "LIBSQLITE3_FLAGS of .cargo/config.toml not applied";
+        assert!(
+            options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
+            "{hint}: {options:?}"
+        );
+        assert!(
+            !options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
+            "{hint}: {options:?}"
+        );
+    }
+
+    /// A cached statement with bound limits runs again without being
+    /// compiled again, whatever the limit.
+    #[test]
+    fn bound_limits_do_not_recompile_cached_statements() {
+        let (_dir, store) = store();
+        let reprepared = store
+            .with_conn(|c| {
+                let sql = "SELECT name FROM things ORDER BY n LIMIT ? OFFSET ?";
+                for limit in [1, 2, 1, 5] {
+                    let mut stmt = c.prepare_cached(sql).map_err(map_sql_error)?;
+                    stmt.query_map([limit, 0], |row| row.get::<_, String>(0))
+                        .map_err(map_sql_error)?
+                        .for_each(drop);
+                }
+                let stmt = c.prepare_cached(sql).map_err(map_sql_error)?;
+                Ok(stmt.get_status(rusqlite::StatementStatus::RePrepare))
+            })
+            .expect("query");
+        assert_eq!(reprepared, 0);
+    }
+}
