@@ -108,25 +108,39 @@ pub fn narrow_member_recordings(platform: &Platform) -> Result<usize, ItemsError
     Ok(narrowed_rules)
 }
 
-/// Seeds an empty platform; returns false when users already exist.
+/// The record of the first-start seeding among the platform's migrations.
+const FIRST_START: &str = "0000_first_start";
+
+/// Seeds an empty platform, once in the life of the database (hosts
+/// starting together on an empty database seed it once); returns false when
+/// it was seeded before or already has users.
 pub fn first_start(platform: &Platform, admin: AdminSeed) -> Result<bool, ItemsError> {
-    let any_user = platform.read_by_query(
-        &mut Session::Auto,
-        &Who::system(),
-        "platform_users",
-        &WireQuery {
-            limit: Some(1),
-            ..Default::default()
-        },
-        None,
-    )?;
-    if !any_user.is_empty() {
-        return Ok(false);
-    }
     let generated = admin.token.is_none();
     let token = admin.token.clone().unwrap_or_else(auth::generate_token);
     let who = Who::system();
-    platform.transaction(|s| seed(platform, s, &who, &admin, &token))?;
+    let mut seeded = false;
+    platform.once(crate::platform_schema::OWNER, FIRST_START, |s| {
+        seeded = false;
+        // A platform seeded before this record existed has users.
+        let any_user = platform.read_by_query(
+            s,
+            &who,
+            "platform_users",
+            &WireQuery {
+                limit: Some(1),
+                ..Default::default()
+            },
+            None,
+        )?;
+        if any_user.is_empty() {
+            seed(platform, s, &who, &admin, &token)?;
+            seeded = true;
+        }
+        Ok(())
+    })?;
+    if !seeded {
+        return Ok(false);
+    }
     platform.auth.invalidate();
     log::info!(
         "first start: created roles, policies and the administrator {}",

@@ -72,43 +72,43 @@ pub fn seed(platform: &Platform, serve: &ServeArgs) -> Result<(), String> {
     ]
     .iter()
     .all(|c| schema.get(c).is_some());
-    let present = !platform
-        .read_by_query(
-            &mut Session::Auto,
-            &Who::system(),
-            "platform_users",
-            &WireQuery {
-                filter: Some(json!({"email": {"_eq": MARKER_EMAIL}})),
-                ..Default::default()
-            },
-            Some(1),
-        )
-        .map_err(|e| e.to_string())?
-        .is_empty();
-    if present {
-        log::info!("demo content already present");
-    } else {
-        platform
-            .transaction(|session| {
-                let mut ctx = Ctx {
-                    platform,
+    // Checked inside the seeding transaction, so that hosts started
+    // together seed once (the loser of the race sees the winner's users).
+    let seeded = platform
+        .transaction(|session| {
+            let present = !platform
+                .read_by_query(
                     session,
-                    who: Who::system(),
-                };
-                seed_users(&mut ctx)?;
-                if has_service {
-                    seed_catalogue(&mut ctx)?;
-                }
-                Ok(())
-            })
-            .map_err(|e| e.to_string())?;
-        if has_service {
-            log::info!("demo content seeded");
-        } else {
-            log::warn!(
-                "demo users seeded; the svc extension is not loaded, so no catalogue was seeded"
-            );
-        }
+                    &Who::system(),
+                    "platform_users",
+                    &WireQuery {
+                        filter: Some(json!({"email": {"_eq": MARKER_EMAIL}})),
+                        ..Default::default()
+                    },
+                    Some(1),
+                )?
+                .is_empty();
+            if present {
+                return Ok(false);
+            }
+            let mut ctx = Ctx {
+                platform,
+                session,
+                who: Who::system(),
+            };
+            seed_users(&mut ctx)?;
+            if has_service {
+                seed_catalogue(&mut ctx)?;
+            }
+            Ok(true)
+        })
+        .map_err(|e| e.to_string())?;
+    match (seeded, has_service) {
+        (false, _) => log::info!("demo content already present"),
+        (true, true) => log::info!("demo content seeded"),
+        (true, false) => log::warn!(
+            "demo users seeded; the svc extension is not loaded, so no catalogue was seeded"
+        ),
     }
     print_examples(serve);
     Ok(())

@@ -62,10 +62,6 @@ pub fn extension() -> Extension {
             &gamification::hooks::WATCHED,
             gamification::hooks::before_commit,
         )
-        .on_event_in(
-            &gamification::hooks::WATCHED_AFTER_COMMIT,
-            gamification::hooks::after_commit,
-        )
         .schedule(
             "recalculate-stats",
             Schedule::Every(Duration::from_secs(3600)),

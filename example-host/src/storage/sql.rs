@@ -525,8 +525,27 @@ pub fn create_table(d: &dyn Dialect, def: &CollectionDef) -> Result<String, Stor
     ))
 }
 
-pub fn index(collection: &str, index: &Index) -> String {
+/// The longest identifier every backend keeps whole (PostgreSQL: 63 bytes).
+const MAX_IDENTIFIER: usize = 63;
+
+/// An index's name: its collection and fields, shortened with a digest of
+/// the whole when longer than [`MAX_IDENTIFIER`].
+fn index_name(collection: &str, index: &Index) -> String {
+    use sha2::{Digest, Sha256};
     let name = format!("idx_{}_{}", collection, index.fields.join("_"));
+    if name.len() <= MAX_IDENTIFIER {
+        return name;
+    }
+    let digest = hex::encode(&Sha256::digest(name.as_bytes())[..6]);
+    let mut cut = MAX_IDENTIFIER - digest.len() - 1;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}_{digest}", &name[..cut])
+}
+
+pub fn index(collection: &str, index: &Index) -> String {
+    let name = index_name(collection, index);
     let cols: Vec<String> = index.fields.iter().map(|f| quote(f)).collect();
     format!(
         "CREATE {}INDEX IF NOT EXISTS {} ON {} ({})",
@@ -535,4 +554,34 @@ pub fn index(collection: &str, index: &Index) -> String {
         quote(collection),
         cols.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_index_names_are_shortened_and_stay_distinct() {
+        let short = Index {
+            fields: vec!["a".into()],
+            unique: false,
+        };
+        assert_eq!(index_name("t", &short), "idx_t_a");
+        let long = |last: &str| Index {
+            fields: vec![
+                "video_id".into(),
+                "date_created".into(),
+                "completed".into(),
+                last.into(),
+            ],
+            unique: false,
+        };
+        let (a, b) = (
+            index_name("video_plays", &long("duration_watched")),
+            index_name("video_plays", &long("duration_watched_2")),
+        );
+        assert!(a.len() <= MAX_IDENTIFIER && b.len() <= MAX_IDENTIFIER);
+        assert_ne!(a, b);
+        assert!(a.starts_with("idx_video_plays_video_id"));
+    }
 }

@@ -1,7 +1,6 @@
 //! The achievement check (SPEC rule 4).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use host_sdk::{Items, ItemsError, Query};
 use serde::Deserialize;
@@ -25,42 +24,25 @@ pub struct Achievement {
     pub points_reward: i64,
 }
 
-/// Published achievements, read once and kept until a write to the
-/// `achievements` collection is seen.
-static PUBLISHED: Mutex<Option<Vec<Achievement>>> = Mutex::new(None);
-
-pub fn forget_achievements() {
-    if let Ok(mut cache) = PUBLISHED.lock() {
-        *cache = None;
-    }
-}
-
-/// Published achievements, optionally of one category.
+/// Published achievements, optionally of one category. Read each time, in
+/// the caller's transaction: a list kept in this process would miss edits
+/// made through another host, and one read inside a transaction could keep
+/// what that transaction rolls back.
 pub fn published(
     items: &Items<'_>,
     category: Option<&str>,
 ) -> Result<Vec<Achievement>, ItemsError> {
-    let cached = PUBLISHED.lock().ok().and_then(|c| c.clone());
-    let all = match cached {
-        Some(all) => all,
-        None => {
-            let all: Vec<Achievement> = items.read_by_query_as(
-                "achievements",
-                &Query::new()
-                    .filter(json!({"status": {"_eq": "published"}}))
-                    .fields(&["id", "code", "category", "required_count", "points_reward"])
-                    .sort(&["sort", "id"]),
-            )?;
-            if let Ok(mut cache) = PUBLISHED.lock() {
-                *cache = Some(all.clone());
-            }
-            all
-        }
-    };
-    Ok(all
-        .into_iter()
-        .filter(|a| category.is_none_or(|c| a.category.as_deref() == Some(c)))
-        .collect())
+    let mut filter = vec![json!({"status": {"_eq": "published"}})];
+    if let Some(category) = category {
+        filter.push(json!({"category": {"_eq": category}}));
+    }
+    items.read_by_query_as(
+        "achievements",
+        &Query::new()
+            .filter(json!({ "_and": filter }))
+            .fields(&["id", "code", "category", "required_count", "points_reward"])
+            .sort(&["sort", "id"]),
+    )
 }
 
 /// A user's row for one achievement.

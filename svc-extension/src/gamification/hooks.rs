@@ -13,7 +13,6 @@ use host_sdk::{BoxError, Context, EventKind, ItemEvent, ItemsError};
 use serde_json::{json, Value};
 
 use super::awards::{self, Action};
-use super::check::forget_achievements;
 use super::facts::PointAction;
 use super::ledger::VERIFIED;
 use super::own_writes;
@@ -44,9 +43,6 @@ pub const WATCHED: [&str; 6] = [
     "user_stats",
 ];
 
-/// The collections whose committed writes the after-commit hook follows.
-pub const WATCHED_AFTER_COMMIT: [&str; 1] = ["achievements"];
-
 /// In the writing transaction, before its commit.
 pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
     let outcome = match event.collection.as_str() {
@@ -61,15 +57,6 @@ pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxErro
         _ => Ok(()),
     };
     outcome.map_err(BoxError::from)
-}
-
-/// After the commit: achievements changed, so the cached list is dropped
-/// (before the commit, another request could cache the old list again).
-pub fn after_commit(event: &ItemEvent, _ctx: &Context<'_>) -> Result<(), BoxError> {
-    if event.collection == "achievements" {
-        forget_achievements();
-    }
-    Ok(())
 }
 
 /// The users named by `field` before and after the write, once each.
