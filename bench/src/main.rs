@@ -7,8 +7,8 @@ use platform_bench::{gamification, load};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: platform-bench load [--scale N] [--seed S] [--duration-secs D] [--smoke] [--only ID,..]\n\
-         \x20      platform-bench gamification [--points N] [--users N] [--requests N]\n\
+        "usage: platform-bench load [--scale N] [--seed S] [--duration-secs D] [--smoke] [--only ID,..] [--db DB]\n\
+         \x20      platform-bench gamification [--points N] [--users N] [--requests N] [--db DB]\n\
          \n  load           the issue's scenarios at concurrency 16 and 64 on generated data at\n\
          \x20                scale N and 4N (1 = the issue's default sizes), the ABI's own cost\n\
          \x20                (needs the in-process host), the play award's growth, and the targets\n\
@@ -16,6 +16,9 @@ fn usage() -> ExitCode {
          \x20 --only ID,..   only these scenarios, x1 data only (e.g. to profile one)\n\
          \x20 gamification   play-award latency with 10 vs N prior point actions, and the\n\
          \x20                leaderboard and user summary with N users having stats\n\
+         \x20 --db DB        sqlite (the default), postgres (a throwaway cluster of the installed\n\
+         \x20                server binaries) or a postgres://user@host:port/database URL of a\n\
+         \x20                server where the user may create databases (one per host started)\n\
          \nHosts run the binaries of PLATFORM_PROFILE (default release)."
     );
     ExitCode::from(2)
@@ -76,8 +79,39 @@ fn load_options(args: &[String]) -> Result<load::Options, String> {
     })
 }
 
+/// Takes `--db DB` out of the arguments and tells the test harness, which
+/// starts the hosts, which database to give them.
+fn select_database(args: &mut Vec<String>) -> Result<(), String> {
+    let Some(i) = args.iter().position(|a| a == "--db") else {
+        return Ok(());
+    };
+    let value = args
+        .get(i + 1)
+        .cloned()
+        .ok_or("--db takes sqlite, postgres or a postgres:// URL")?;
+    args.drain(i..i + 2);
+    match value.as_str() {
+        "sqlite" => std::env::set_var("TEST_DB", "sqlite"),
+        "postgres" => std::env::set_var("TEST_DB", "postgres"),
+        url if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            std::env::set_var("TEST_DB", "postgres");
+            std::env::set_var("TEST_DATABASE_URL", url);
+        }
+        other => return Err(format!("--db {other}: use sqlite, postgres or a postgres:// URL")),
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let Err(e) = select_database(&mut args) {
+        eprintln!("platform-bench: {e}");
+        return ExitCode::from(2);
+    }
+    eprintln!(
+        "platform-bench: hosts on {}",
+        std::env::var("TEST_DB").unwrap_or_else(|_| "sqlite".into())
+    );
     if std::env::var_os("PLATFORM_PROFILE").is_none() {
         std::env::set_var("PLATFORM_PROFILE", "release");
     }
