@@ -3,8 +3,20 @@
 //!
 //! The binaries must be built first (`scripts/test.sh` does it):
 //! `cargo build --workspace` and `scripts/build-fixtures.sh`.
+//!
+//! Every host runs on the backend `TEST_DB` names (`sqlite`, the default,
+//! or `postgres`; [`Backend::from_env`]): on PostgreSQL each new host gets
+//! a new database on the test process's server ([`postgres`]), and a host
+//! restarted on a data folder gets that folder's database back. Tests
+//! reach a host's database only through [`Host::sql`] and its kin, in SQL
+//! both backends take.
 
+pub mod database;
+pub mod postgres;
+mod sqlite;
 pub mod time;
+
+pub use database::{Backend, Database};
 
 use std::fs;
 use std::io::Read;
@@ -75,6 +87,20 @@ pub fn host_binary() -> PathBuf {
     require(target_dir().join(profile()).join("example-host"))
 }
 
+/// `binary` (a host executable) on the database and extensions of a
+/// host's data folder, with the admin token; add a subcommand such as
+/// `schedule run <extension> <name>`. The folder's host may be stopped or
+/// running.
+pub fn host_command(binary: &Path, data_dir: &Path) -> Command {
+    let mut cmd = Command::new(binary);
+    cmd.arg("--db")
+        .arg(Database::of_data_dir(data_dir).arg())
+        .arg("--extensions")
+        .arg(data_dir.join("extensions"))
+        .env("ADMIN_TOKEN", ADMIN_TOKEN);
+    cmd
+}
+
 /// How to start a host.
 pub struct HostOptions {
     pub libraries: Vec<PathBuf>,
@@ -84,6 +110,9 @@ pub struct HostOptions {
     pub data_dir: Option<tempfile::TempDir>,
     /// Another host executable (e.g. the `inprocess` build).
     pub binary: Option<PathBuf>,
+    /// The backend of a new database, instead of the suite's (`TEST_DB`).
+    /// A reused data folder keeps its own; asking for another one panics.
+    pub backend: Option<Backend>,
 }
 
 impl HostOptions {
@@ -94,6 +123,7 @@ impl HostOptions {
             env: Vec::new(),
             data_dir: None,
             binary: None,
+            backend: None,
         }
     }
 
@@ -112,13 +142,21 @@ impl HostOptions {
         self.extra_args.push(a.to_string());
         self
     }
+
+    /// This host on `backend`, whatever the suite runs on.
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = Some(backend);
+        self
+    }
 }
 
-/// A running host; killed when dropped.
+/// A running host; killed when dropped, and its database with it (unless
+/// [`Host::stop`] handed its data folder back for a restart).
 pub struct Host {
     child: Child,
     pub base: String,
     dir: Option<tempfile::TempDir>,
+    database: Database,
     log_path: PathBuf,
 }
 
@@ -143,6 +181,15 @@ impl Host {
             Some(d) => d,
             None => tempfile::tempdir().expect("temp dir"),
         };
+        let database =
+            Database::for_data_dir(dir.path(), opts.backend.unwrap_or_else(Backend::from_env));
+        if let Some(backend) = opts.backend {
+            assert_eq!(
+                database.backend(),
+                backend,
+                "the reused data folder's database is on another backend"
+            );
+        }
         let ext_dir = dir.path().join("extensions");
         let _ = fs::remove_dir_all(&ext_dir);
         fs::create_dir_all(&ext_dir).expect("extensions dir");
@@ -154,12 +201,15 @@ impl Host {
         let log = fs::File::create(&log_path).expect("log file");
         let mut cmd = Command::new(opts.binary.clone().unwrap_or_else(host_binary));
         cmd.arg("--db")
-            .arg(dir.path().join("data").join("platform.db"))
+            .arg(database.arg())
             .arg("--extensions")
             .arg(&ext_dir)
             .args(["--port", "0"])
             .args(&opts.extra_args)
             .env_remove("RUST_LOG")
+            .env_remove("DB_CLIENT")
+            .env_remove("DB_FILENAME")
+            .env_remove("DB_CONNECTION_STRING")
             .env("LOG_LEVEL", "info")
             .env("ADMIN_TOKEN", ADMIN_TOKEN)
             .stdout(Stdio::null())
@@ -172,6 +222,7 @@ impl Host {
             child,
             base: String::new(),
             dir: Some(dir),
+            database,
             log_path,
         };
         host.base = host.wait_listening();
@@ -228,15 +279,44 @@ impl Host {
             .and_then(|v| v.parse().ok())
     }
 
-    pub fn db_path(&self) -> PathBuf {
-        self.data_dir().join("data").join("platform.db")
+    /// The host's database.
+    pub fn database(&self) -> &Database {
+        &self.database
     }
 
-    fn data_dir(&self) -> &Path {
-        self.dir
-            .as_ref()
-            .map(|d| d.path())
-            .unwrap_or(Path::new("."))
+    pub fn backend(&self) -> Backend {
+        self.database.backend()
+    }
+
+    /// What to pass as `--db` to another process on the host's database
+    /// (`example-host schedule run`, a second host).
+    pub fn db_arg(&self) -> String {
+        self.database.arg()
+    }
+
+    /// Runs `statements` on the host's database from another connection,
+    /// as another process would ([`Database::sql`]); the rows written.
+    pub fn sql(&self, statements: &str) -> u64 {
+        self.database.sql(statements)
+    }
+
+    /// The rows `query` answers on the host's database
+    /// ([`Database::sql_query`]).
+    pub fn sql_query(&self, query: &str) -> Vec<Vec<Option<String>>> {
+        self.database.sql_query(query)
+    }
+
+    /// The one row `query` answers on the host's database
+    /// ([`Database::sql_query_one`]).
+    pub fn sql_query_one(&self, query: &str) -> Vec<Option<String>> {
+        self.database.sql_query_one(query)
+    }
+
+    /// Renames a table under the running host, so that using it fails.
+    pub fn break_table(&self, table: &str) {
+        self.sql(&format!(
+            "ALTER TABLE \"{table}\" RENAME TO \"{table}_gone\""
+        ));
     }
 
     /// Stops the host (SIGTERM, then kill) and hands back its data folder.
@@ -431,6 +511,9 @@ impl Drop for Host {
         if self.child.try_wait().ok().flatten().is_none() {
             self.terminate();
         }
+        if self.dir.is_some() {
+            self.database.discard();
+        }
     }
 }
 
@@ -486,7 +569,7 @@ pub fn encode(s: &str) -> String {
     out
 }
 
-fn unique() -> u128 {
+pub(crate) fn unique() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())

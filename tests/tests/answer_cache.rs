@@ -84,17 +84,8 @@ fn a_write_by_another_process_replaces_kept_answers() {
         "Title clip"
     );
 
-    let db = rusqlite::Connection::open(host.db_path()).expect("open the database");
-    db.busy_timeout(Duration::from_secs(10))
-        .expect("busy timeout");
-    let changed = db
-        .execute(
-            "UPDATE videos SET title = 'Renamed' WHERE slug = 'clip'",
-            [],
-        )
-        .expect("update");
+    let changed = host.sql("UPDATE \"videos\" SET \"title\" = 'Renamed' WHERE \"slug\" = 'clip'");
     assert_eq!(changed, 1);
-    drop(db);
 
     assert_eq!(
         host.get("/svc/videos/clip", None).json()["title"],

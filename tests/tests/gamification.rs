@@ -12,10 +12,9 @@
 
 use platform_tests::time::{days_ago, iso, now_ms, ts_ms, DAY_MS};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::process::Command;
 use std::time::Duration;
 
-use platform_tests::{Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{host_binary, host_command, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 const DECAY: f64 = 0.005;
@@ -318,17 +317,8 @@ fn unlocked(rows: &BTreeMap<String, Value>, code: &str) -> bool {
 /// host's database, then starts a new host on it.
 fn recalc(host: Host) -> Host {
     let dir = host.stop();
-    let ext_dir = dir.path().join("extensions");
-    let db = dir.path().join("data").join("platform.db");
-    let out = Command::new(platform_tests::host_binary())
-        .args([
-            "--db",
-            &db.to_string_lossy(),
-            "--extensions",
-            &ext_dir.to_string_lossy(),
-        ])
+    let out = host_command(&host_binary(), dir.path())
         .args(["schedule", "run", "svc", "recalculate-stats"])
-        .env("ADMIN_TOKEN", ADMIN_TOKEN)
         .output()
         .expect("run recalculate-stats");
     assert!(

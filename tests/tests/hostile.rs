@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use platform_tests::{encode, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{encode, Backend, Host, HostOptions, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 const TOO_LARGE: &str = r#"{"error":"Payload too large"}"#;
@@ -130,30 +130,23 @@ fn viewer_host(opts: HostOptions) -> Host {
     host
 }
 
-/// Every table of the database and its row count, read straight from SQLite.
+/// Every table of the database and its row count, read from the
+/// database itself. On SQLite the file must also pass its integrity check
+/// (PostgreSQL has no such check of a database as a whole).
 fn tables(host: &Host) -> Vec<(String, i64)> {
-    let conn = rusqlite::Connection::open_with_flags(
-        host.db_path(),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("open db");
-    let names: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .expect("prepare")
-        .query_map([], |r| r.get(0))
-        .expect("tables")
-        .collect::<Result<_, _>>()
-        .expect("names");
-    let integrity: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .expect("integrity_check");
-    assert_eq!(integrity, "ok");
-    names
+    if host.backend() == Backend::Sqlite {
+        let integrity = host.sql_query("PRAGMA integrity_check");
+        assert_eq!(integrity, [[Some("ok".to_string())]]);
+    }
+    host.database()
+        .tables()
         .into_iter()
         .map(|n| {
-            let count = conn
-                .query_row(&format!("SELECT count(*) FROM \"{n}\""), [], |r| r.get(0))
-                .expect("count");
+            let count = host.sql_query_one(&format!("SELECT count(*) FROM \"{n}\""));
+            let count = count[0]
+                .as_deref()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or_else(|| panic!("count of {n}: {count:?}"));
             (n, count)
         })
         .collect()
@@ -734,6 +727,8 @@ fn unknown_and_traversal_looking_collection_names_reveal_nothing() {
         "platform_users%2F..",
         "recordings%2F..%2Fplatform_users",
         "sqlite_master",
+        "pg_class",
+        "information_schema.tables",
         "platform_migrations",
         "PLATFORM_USERS",
         "%20platform_users",
@@ -965,6 +960,12 @@ fn assert_items_error(r: &Resp, status: u16, code: &str) -> String {
         "constraint failed",
         "no such",
         "syntax error",
+        "postgres",
+        "Postgres",
+        "SQLSTATE",
+        "duplicate key",
+        "violates",
+        "relation \"",
     ] {
         assert!(!message.contains(database_text), "{}", r.body);
     }
@@ -1021,15 +1022,15 @@ fn failures_are_worded_for_clients_in_the_json_shape() {
     assert_items_error(&r, 405, "METHOD_NOT_ALLOWED");
     // An unexpected storage failure: a generic message; the detail is
     // logged.
-    let db = rusqlite::Connection::open(host.db_path()).expect("open db");
-    db.busy_timeout(Duration::from_secs(10))
-        .expect("busy timeout");
-    db.execute_batch("ALTER TABLE articles RENAME TO articles_gone")
-        .expect("rename table");
+    host.break_table("articles");
     let r = host.get("/items/articles", Some(ADMIN_TOKEN));
     let message = assert_items_error(&r, 500, "INTERNAL");
     assert_eq!(message, "An unexpected error occurred.");
-    assert!(host.log().contains("no such table"), "{}", host.log());
+    let detail = match host.backend() {
+        Backend::Sqlite => "no such table",
+        Backend::Postgres => "does not exist",
+    };
+    assert!(host.log().contains(detail), "{}", host.log());
 }
 
 #[test]

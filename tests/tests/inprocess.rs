@@ -2,7 +2,7 @@
 //! linked into it, without the ABI, with the same behaviour: routes, item
 //! hooks and schedules.
 
-use platform_tests::{inprocess_host_binary, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{host_command, inprocess_host_binary, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::json;
 
 fn start() -> Host {
@@ -69,18 +69,7 @@ fn the_linked_svc_serves_its_routes_hooks_and_jobs() {
 
     // The schedule runs on demand with the same flag.
     let dir = host.stop();
-    let out = std::process::Command::new(inprocess_host_binary())
-        .args([
-            "--db",
-            &dir.path()
-                .join("data")
-                .join("platform.db")
-                .to_string_lossy(),
-        ])
-        .args([
-            "--extensions",
-            &dir.path().join("extensions").to_string_lossy(),
-        ])
+    let out = host_command(&inprocess_host_binary(), dir.path())
         .args([
             "--builtin-svc",
             "schedule",

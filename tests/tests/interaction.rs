@@ -116,15 +116,6 @@ fn ok(r: &Resp, what: &str) -> Value {
     r.json()
 }
 
-/// Renames a table under the running host so that using it fails.
-fn break_table(host: &Host, table: &str) {
-    let db = rusqlite::Connection::open(host.db_path()).expect("open db");
-    db.busy_timeout(std::time::Duration::from_secs(10))
-        .expect("busy timeout");
-    db.execute_batch(&format!("ALTER TABLE {table} RENAME TO {table}_gone"))
-        .expect("rename table");
-}
-
 /// A play record created as admin with explicit values.
 fn play_record(host: &Host, video: &str, date: &str, watched: f64, completed: bool) {
     host.admin_create(
@@ -319,7 +310,7 @@ fn like_answers_500_with_the_fallback_when_the_write_fails() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
     users(&host, Some("Viewer"), &["a".into()]);
-    break_table(&host, "video_likes");
+    host.break_table("video_likes");
     assert_error(&like(&host, &v, Some("a")), 500, "Failed to like video");
 }
 
@@ -329,7 +320,7 @@ fn unlike_answers_500_with_the_fallback_when_the_write_fails() {
     let v = video(&host, "v");
     users(&host, Some("Viewer"), &["a".into()]);
     ok(&like(&host, &v, Some("a")), "like");
-    break_table(&host, "video_likes");
+    host.break_table("video_likes");
     assert_error(&unlike(&host, &v, Some("a")), 500, "Failed to unlike video");
 }
 
@@ -382,7 +373,7 @@ fn like_status_answers_500_with_the_fallback_when_the_read_fails() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
     users(&host, Some("Viewer"), &["a".into()]);
-    break_table(&host, "video_likes");
+    host.break_table("video_likes");
     assert_error(
         &like_status(&host, &v, Some("a")),
         500,
@@ -503,7 +494,7 @@ fn play_with_invalid_json_is_400() {
 fn play_answers_500_with_the_fallback_when_the_write_fails() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    break_table(&host, "video_plays");
+    host.break_table("video_plays");
     assert_error(
         &play(&host, &v, None, &json!({"session_id": "s"})),
         500,
@@ -644,7 +635,7 @@ fn patch_play_answers_500_with_the_fallback_when_the_write_fails() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
     let p = new_play(&host, &v);
-    break_table(&host, "video_plays");
+    host.break_table("video_plays");
     assert_error(
         &patch_play(
             &host,
@@ -884,7 +875,7 @@ fn analytics_answers_500_with_the_fallback_when_the_read_fails() {
     let me = users(&host, Some("Model"), &["me".into()]).remove(0);
     let v = video(&host, "v");
     link(&host, &v, &me);
-    break_table(&host, "videos");
+    host.break_table("videos");
     assert_error(
         &host.get("/svc/analytics", Some("me")),
         500,

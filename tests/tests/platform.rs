@@ -1,7 +1,7 @@
 //! The platform core through HTTP: /svc/stats counts, the items API with
 //! permissions, authentication, secrets, limits and restarts.
 
-use platform_tests::{encode, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{encode, Database, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -316,24 +316,20 @@ fn tokens_are_stored_hashed_and_secrets_never_leave() {
     );
     assert_eq!(r.status, 200, "{}", r.body);
 
-    let db = rusqlite::Connection::open(host.db_path()).expect("open db");
-    let (token, password): (String, String) = db
-        .query_row(
-            "SELECT token, password FROM platform_users WHERE id = ?",
-            [&id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .expect("user row");
+    let row = host.sql_query_one(&format!(
+        "SELECT \"token\", \"password\" FROM \"platform_users\" WHERE \"id\" = '{id}'"
+    ));
+    let (token, password) = match row.as_slice() {
+        [Some(token), Some(password)] => (token.clone(), password.clone()),
+        other => panic!("user row: {other:?}"),
+    };
     assert_ne!(token, "plain-secret-token");
     assert_eq!(token, hex::encode(Sha256::digest(b"plain-secret-token")));
     assert!(password.starts_with("$argon2"), "{password}");
-    let admin_token: String = db
-        .query_row(
-            "SELECT token FROM platform_users WHERE email = 'admin@example.com'",
-            [],
-            |r| r.get(0),
-        )
-        .expect("admin row");
+    let admin_token = host.sql_query_one(
+        "SELECT \"token\" FROM \"platform_users\" WHERE \"email\" = 'admin@example.com'",
+    );
+    let admin_token = admin_token[0].clone().expect("admin token");
     assert_ne!(admin_token, ADMIN_TOKEN);
 
     // The token works, and no answer carries a secret.
@@ -603,18 +599,9 @@ fn schedules_run_in_the_background_and_on_demand() {
     let dir = host.stop();
 
     // On demand, against the same database, then exit.
-    let ext_dir = dir.path().join("extensions");
-    let db = dir.path().join("data").join("platform.db");
     let run = |name: &str| {
-        std::process::Command::new(platform_tests::host_binary())
-            .args([
-                "--db",
-                &db.to_string_lossy(),
-                "--extensions",
-                &ext_dir.to_string_lossy(),
-            ])
+        platform_tests::host_command(&platform_tests::host_binary(), dir.path())
             .args(["schedule", "run", "fixture", name])
-            .env("ADMIN_TOKEN", ADMIN_TOKEN)
             .output()
             .expect("run schedule")
     };
@@ -884,14 +871,10 @@ fn an_older_database_gets_the_narrowed_recording_rules_once() {
         }
     }
     let dir = host.stop();
-    let db =
-        rusqlite::Connection::open(dir.path().join("data").join("platform.db")).expect("open db");
-    db.execute(
-        "DELETE FROM platform_migrations WHERE id = '0002_member_recordings_narrowed'",
-        [],
-    )
-    .expect("forget the narrowing");
-    drop(db);
+    let forgotten = Database::of_data_dir(dir.path()).sql(
+        "DELETE FROM \"platform_migrations\" WHERE \"id\" = '0002_member_recordings_narrowed'",
+    );
+    assert_eq!(forgotten, 1, "the narrowing's record");
     let mut opts = HostOptions::svc();
     opts.data_dir = Some(dir);
     let host = Host::start(opts);
@@ -979,22 +962,18 @@ fn a_token_or_permission_revoked_by_another_process_is_refused_at_once() {
         let r = host.get("/svc/recordings", Some("other-process"));
         assert_eq!(r.status, 200, "{}", r.body);
     }
-    let db = rusqlite::Connection::open(host.db_path()).expect("open db");
-    db.busy_timeout(std::time::Duration::from_secs(10))
-        .expect("busy timeout");
-    db.execute(
-        "UPDATE platform_users SET status = 'suspended' WHERE id = ?",
-        [&user],
-    )
-    .expect("suspend");
+    let suspended = host.sql(&format!(
+        "UPDATE \"platform_users\" SET \"status\" = 'suspended' WHERE \"id\" = '{user}'"
+    ));
+    assert_eq!(suspended, 1);
     let r = host.get("/svc/recordings", Some("other-process"));
     assert_eq!(r.status, 401, "{}", r.body);
     let viewer = host.id_by_name("platform_policies", "Viewer");
-    db.execute(
-        "DELETE FROM platform_permissions WHERE policy = ? AND collection = 'recordings' AND action = 'read'",
-        [&viewer],
-    )
-    .expect("revoke");
+    let revoked = host.sql(&format!(
+        "DELETE FROM \"platform_permissions\" WHERE \"policy\" = '{viewer}' \
+         AND \"collection\" = 'recordings' AND \"action\" = 'read'"
+    ));
+    assert!(revoked >= 1, "no read rule of the Viewer on recordings");
     let r = host.get("/items/recordings", Some("still-allowed"));
     assert_eq!(r.status, 403, "{}", r.body);
 }

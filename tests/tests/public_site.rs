@@ -161,15 +161,6 @@ fn assert_no_secrets(r: &Resp, emails: &[&str]) {
     }
 }
 
-/// Renames a table under the running host so that reading it fails.
-fn break_table(host: &Host, table: &str) {
-    let db = rusqlite::Connection::open(host.db_path()).expect("open db");
-    db.busy_timeout(std::time::Duration::from_secs(10))
-        .expect("busy timeout");
-    db.execute_batch(&format!("ALTER TABLE {table} RENAME TO {table}_gone"))
-        .expect("rename table");
-}
-
 /// Creates `n` like or play records of a video as admin, each by a new user
 /// for likes (one like per user and video).
 fn likes(host: &Host, video_id: &str, n: usize, tag: &str) {
@@ -401,7 +392,7 @@ fn models_never_expose_email_password_or_token() {
 fn models_answer_500_with_the_fallback_when_the_read_fails() {
     let host = Host::start(HostOptions::svc());
     model(&host, "a");
-    break_table(&host, "platform_users");
+    host.break_table("platform_users");
     assert_error(
         &host.get("/svc/models", None),
         500,
@@ -486,7 +477,7 @@ fn model_by_slug_of_a_user_without_the_model_role_is_404() {
 fn model_answers_500_with_the_fallback_when_the_read_fails() {
     let host = Host::start(HostOptions::svc());
     model(&host, "luna");
-    break_table(&host, "platform_users");
+    host.break_table("platform_users");
     assert_error(
         &host.get("/svc/models/luna", None),
         500,
@@ -739,7 +730,7 @@ fn video_models_never_expose_email_password_or_token() {
 fn videos_answer_500_with_the_fallback_when_the_read_fails() {
     let host = Host::start(HostOptions::svc());
     video(&host, "v", Some(PAST), json!({}));
-    break_table(&host, "videos");
+    host.break_table("videos");
     assert_error(
         &host.get("/svc/videos", None),
         500,
@@ -932,7 +923,7 @@ fn video_slug_must_match_exactly() {
 fn video_answers_500_with_the_fallback_when_the_read_fails() {
     let host = Host::start(HostOptions::svc());
     video(&host, "v", Some(PAST), json!({}));
-    break_table(&host, "videos");
+    host.break_table("videos");
     assert_error(
         &host.get("/svc/videos/v", None),
         500,
@@ -1058,7 +1049,7 @@ fn articles_expand_the_author_without_secrets() {
 fn articles_answer_500_with_the_fallback_when_the_read_fails() {
     let host = Host::start(HostOptions::svc());
     article(&host, "a", Some(PAST), true, None);
-    break_table(&host, "articles");
+    host.break_table("articles");
     assert_error(
         &host.get("/svc/articles", None),
         500,

@@ -1,0 +1,136 @@
+//! The database a host runs on: which backend (`TEST_DB`), where it is (a
+//! data folder's SQLite file, or the PostgreSQL database the folder
+//! names), and SQL on it from outside the host.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::{postgres, sqlite};
+
+/// A database backend of the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    /// The backend the suite runs on: `TEST_DB` = `sqlite` (the default)
+    /// or `postgres`.
+    pub fn from_env() -> Backend {
+        let value = std::env::var("TEST_DB").unwrap_or_default();
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" | "sqlite" => Backend::Sqlite,
+            "postgres" | "postgresql" => Backend::Postgres,
+            other => panic!("TEST_DB={other}: expected `sqlite` or `postgres`"),
+        }
+    }
+}
+
+/// Where a host's database is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Database {
+    /// The SQLite file.
+    Sqlite(PathBuf),
+    /// The `postgres://` URL of the PostgreSQL database.
+    Postgres(String),
+}
+
+/// The file of a data folder that holds the URL of its PostgreSQL database.
+const URL_FILE: &str = "database-url";
+
+fn sqlite_file(dir: &Path) -> PathBuf {
+    dir.join("data").join("platform.db")
+}
+
+impl Database {
+    /// The database of a host's data folder: the PostgreSQL database its
+    /// `database-url` file names, else its SQLite file `data/platform.db`.
+    pub fn of_data_dir(dir: &Path) -> Database {
+        match fs::read_to_string(dir.join(URL_FILE)) {
+            Ok(url) => Database::Postgres(url.trim().to_string()),
+            Err(_) => Database::Sqlite(sqlite_file(dir)),
+        }
+    }
+
+    /// The database of a host starting on `dir`: the one the folder
+    /// already has (a restart), or else a new one on `backend` (on
+    /// PostgreSQL, a new database whose URL the folder keeps).
+    pub(crate) fn for_data_dir(dir: &Path, backend: Backend) -> Database {
+        if dir.join(URL_FILE).exists() || sqlite_file(dir).exists() {
+            return Database::of_data_dir(dir);
+        }
+        match backend {
+            Backend::Sqlite => Database::Sqlite(sqlite_file(dir)),
+            Backend::Postgres => {
+                let url = postgres::server().create_database();
+                fs::write(dir.join(URL_FILE), &url)
+                    .unwrap_or_else(|e| panic!("write {}: {e}", dir.join(URL_FILE).display()));
+                Database::Postgres(url)
+            }
+        }
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self {
+            Database::Sqlite(_) => Backend::Sqlite,
+            Database::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// What to pass as the host's `--db`: the file's path or the URL.
+    pub fn arg(&self) -> String {
+        match self {
+            Database::Sqlite(path) => path.to_string_lossy().into_owned(),
+            Database::Postgres(url) => url.clone(),
+        }
+    }
+
+    /// Runs `statements` (one or more, `;`-separated) from a connection of
+    /// its own, as another process would; the rows they inserted, updated
+    /// or deleted. Panics on an error, with the database's message. Write
+    /// SQL both backends take: identifiers double-quoted, booleans as
+    /// `TRUE` / `FALSE`.
+    pub fn sql(&self, statements: &str) -> u64 {
+        match self {
+            Database::Sqlite(path) => sqlite::execute(path, statements),
+            Database::Postgres(url) => postgres::execute(url, statements),
+        }
+    }
+
+    /// The rows `query` answers, each column as the database's text
+    /// (`None` for NULL; a boolean reads `1` / `0` on SQLite, `t` / `f` on
+    /// PostgreSQL).
+    pub fn sql_query(&self, query: &str) -> Vec<Vec<Option<String>>> {
+        match self {
+            Database::Sqlite(path) => sqlite::query(path, query),
+            Database::Postgres(url) => postgres::query(url, query),
+        }
+    }
+
+    /// The one row `query` answers ([`Database::sql_query`]); panics
+    /// unless there is exactly one.
+    pub fn sql_query_one(&self, query: &str) -> Vec<Option<String>> {
+        let mut rows = self.sql_query(query);
+        assert_eq!(rows.len(), 1, "{query}: {rows:?}, not one row");
+        rows.remove(0)
+    }
+
+    /// The database's tables, by name.
+    pub fn tables(&self) -> Vec<String> {
+        match self {
+            Database::Sqlite(path) => sqlite::table_names(path),
+            Database::Postgres(url) => postgres::table_names(url),
+        }
+    }
+
+    /// Drops a PostgreSQL database (a SQLite file goes with its folder).
+    /// Never panics: a failure is reported on stderr.
+    pub(crate) fn discard(&self) {
+        if let Database::Postgres(url) = self {
+            if let Some(Err(e)) = postgres::started().map(|s| s.drop_database(url)) {
+                eprintln!("dropping {url}: {e}");
+            }
+        }
+    }
+}
