@@ -226,7 +226,21 @@ impl Host {
             log_path,
         };
         host.base = host.wait_listening();
+        host.assert_on_its_database();
         host
+    }
+
+    /// A host given a PostgreSQL URL created its schema there (a host
+    /// that took the URL for a file name would have served from SQLite).
+    fn assert_on_its_database(&self) {
+        if self.backend() == Backend::Postgres {
+            assert!(
+                !self.database.tables().is_empty(),
+                "the host listens, but its PostgreSQL database {} has no tables; log:\n{}",
+                self.db_arg(),
+                self.log()
+            );
+        }
     }
 
     fn wait_listening(&mut self) -> String {
