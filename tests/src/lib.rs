@@ -11,12 +11,17 @@
 //! reach a host's database only through [`Host::sql`] and its kin, in SQL
 //! both backends take.
 
+mod client;
 pub mod database;
 pub mod postgres;
+mod rng;
+pub mod score;
 mod sqlite;
 pub mod time;
 
+pub use client::{Answer, Client};
 pub use database::{Backend, Database};
+pub use rng::Rng;
 
 use std::fs;
 use std::io::Read;
@@ -506,18 +511,128 @@ impl Host {
 
     /// Creates a user with a role (by name) and a token; returns its id.
     pub fn user(&self, role: Option<&str>, token: &str) -> String {
-        let mut body = serde_json::json!({
-            "first_name": "Test", "last_name": token, "email": format!("{token}@test.local"),
-            "token": token,
-        });
+        self.user_with(role, token, &serde_json::json!({}))
+    }
+
+    /// Creates a user with a role (by name), a token and `extra` fields
+    /// (e.g. `date_created`); returns its id.
+    pub fn user_with(&self, role: Option<&str>, token: &str, extra: &Value) -> String {
+        let mut body = user_body(token);
         if let Some(role) = role {
             body["role"] = Value::String(self.id_by_name("platform_roles", role));
         }
-        self.admin_create("platform_users", &body)["id"]
-            .as_str()
-            .expect("user id")
-            .to_string()
+        for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+            body[k] = v;
+        }
+        id_of(&self.admin_create("platform_users", &body))
     }
+
+    /// Creates users with a role (by name) and these tokens in one call;
+    /// their ids, in order.
+    pub fn users(&self, role: Option<&str>, tokens: &[String]) -> Vec<String> {
+        let role = role.map(|r| self.id_by_name("platform_roles", r));
+        let rows: Vec<Value> = tokens
+            .iter()
+            .map(|t| {
+                let mut body = user_body(t);
+                body["role"] = serde_json::json!(role);
+                body
+            })
+            .collect();
+        self.admin_create_many("platform_users", &rows)
+            .iter()
+            .map(id_of)
+            .collect()
+    }
+
+    /// Every item of a collection, these `fields` (`*` for all), read as
+    /// admin.
+    pub fn admin_all(&self, collection: &str, fields: &str) -> Vec<Value> {
+        let r = self.get(
+            &format!("/items/{collection}?limit=-1&fields={fields}"),
+            Some(ADMIN_TOKEN),
+        );
+        assert_eq!(r.status, 200, "read {collection}: {}", r.body);
+        r.json()["data"]
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| panic!("read {collection}: {}", r.body))
+    }
+
+    /// How many items of a collection (matching `filter`), counted as
+    /// admin.
+    pub fn admin_count(&self, collection: &str, filter: Option<&Value>) -> u64 {
+        let filter = filter
+            .map(|f| format!("&filter={}", encode(&f.to_string())))
+            .unwrap_or_default();
+        let r = self.get(
+            &format!("/items/{collection}?aggregate[count]=*{filter}"),
+            Some(ADMIN_TOKEN),
+        );
+        assert_eq!(r.status, 200, "count {collection}: {}", r.body);
+        let n = r.json()["data"][0]["count"].clone();
+        n.as_u64()
+            .or_else(|| n.as_str().and_then(|s| s.parse().ok()))
+            .unwrap_or_else(|| panic!("count {collection}: {}", r.body))
+    }
+
+    /// Creates a video as admin (title `Title <slug>`) and returns it.
+    pub fn admin_video(&self, slug: &str, upload_date: Option<&str>) -> Value {
+        self.admin_create(
+            "videos",
+            &serde_json::json!({
+                "slug": slug, "title": format!("Title {slug}"), "upload_date": upload_date,
+            }),
+        )
+    }
+
+    /// Links a model (a user) to a video, as admin.
+    pub fn link_model(&self, video: &str, user: &str) {
+        self.admin_create(
+            "videos_models",
+            &serde_json::json!({"videos_id": video, "platform_users_id": user}),
+        );
+    }
+
+    /// Starts a play of a recording (`POST /svc/recordings/:id/play`),
+    /// which must answer exactly `{success: true, play_id}`; the play's id.
+    pub fn play_recording(&self, recording: &str, token: Option<&str>) -> String {
+        let r = self.post(
+            &format!("/svc/recordings/{recording}/play"),
+            token,
+            &serde_json::json!({}),
+        );
+        assert_eq!(r.status, 200, "play {recording}: {}", r.body);
+        let v = r.json();
+        assert_eq!(v["success"], true, "{v}");
+        let mut keys: Vec<&str> = v
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        keys.sort_unstable();
+        assert_eq!(keys, ["play_id", "success"], "{v}");
+        str_of(&v["play_id"])
+    }
+
+    /// The host still answers: `/server/ping` and (svc) `/svc/stats`.
+    pub fn assert_serving(&self) {
+        let r = self.get("/server/ping", None);
+        assert_eq!(
+            (r.status, r.body.as_str()),
+            (200, "pong"),
+            "host stopped serving"
+        );
+        let r = self.get("/svc/stats", None);
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+}
+
+/// A user's fields for a token: names, an email and the token.
+fn user_body(token: &str) -> Value {
+    serde_json::json!({
+        "first_name": "Test", "last_name": token, "email": format!("{token}@test.local"),
+        "token": token,
+    })
 }
 
 impl Drop for Host {
@@ -534,9 +649,6 @@ impl Drop for Host {
 /// Responses checked by [`assert_no_secrets`] in this test process.
 pub static SCANNED_RESPONSES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Every answer of every test goes through this: no route ever returns a
-/// `password` or `token`, and the service's public records never carry an
-/// `email`.
 /// The `id` of a record.
 pub fn id_of(v: &Value) -> String {
     v["id"]
@@ -545,18 +657,47 @@ pub fn id_of(v: &Value) -> String {
         .to_string()
 }
 
+/// A JSON string's text; empty for anything else.
+pub fn str_of(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+/// A JSON integer; panics, naming `what`, on anything else.
+pub fn int_of(v: &Value, what: &str) -> i64 {
+    v.as_i64()
+        .unwrap_or_else(|| panic!("{what} is not an integer: {v}"))
+}
+
+/// A valid `POST /svc/recordings` body: one device, one event, this title
+/// and (when given) status.
+pub fn rec_body(title: &str, status: Option<&str>) -> Value {
+    let mut body = serde_json::json!({
+        "title": title, "duration": 2500,
+        "device_info": [{"name": "D", "index": 0, "capabilities": ["Vibrate"]}],
+        "events": [{"timestamp": 0, "deviceIndex": 0, "deviceName": "D",
+                    "actuatorIndex": 0, "actuatorType": "Vibrate", "value": 40}],
+    });
+    if let Some(status) = status {
+        body["status"] = Value::String(status.to_string());
+    }
+    body
+}
+
 /// An extension's error answer: this status and `{"error": text}`.
 pub fn assert_error(r: &Resp, status: u16, text: &str) {
     assert_eq!(r.status, status, "{}", r.body);
     assert_eq!(r.json(), serde_json::json!({ "error": text }), "{}", r.body);
 }
 
+/// Every answer of every test goes through this: no route ever returns a
+/// `password` or `token` member or a password hash, and the service's
+/// public records never carry an `email`.
 pub fn assert_no_secrets(method: &str, path: &str, body: &str) {
     SCANNED_RESPONSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    for key in ["\"password\":", "\"token\":"] {
+    for key in ["\"password\":", "\"token\":", "$argon2"] {
         assert!(
             !body.contains(key),
-            "{method} {path} answered a {key} member: {}",
+            "{method} {path} answered {key}: {}",
             body.chars().take(500).collect::<String>()
         );
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use platform_tests::time::{iso, now_ms};
 use platform_tests::{Host, HostOptions, ADMIN_TOKEN};
-use serde_json::{json, Value};
+use serde_json::json;
 
 fn slugs(host: &Host) -> Vec<String> {
     let r = host.get("/svc/videos", None);
@@ -17,13 +17,6 @@ fn slugs(host: &Host) -> Vec<String> {
         .iter()
         .filter_map(|v| v["slug"].as_str().map(String::from))
         .collect()
-}
-
-fn video(host: &Host, slug: &str, upload_date: &str) -> Value {
-    host.admin_create(
-        "videos",
-        &json!({"slug": slug, "title": format!("Title {slug}"), "upload_date": upload_date}),
-    )
 }
 
 fn extension_calls(host: &Host) -> u64 {
@@ -44,7 +37,7 @@ fn items_calls(host: &Host) -> u64 {
 #[test]
 fn a_kept_answer_reads_nothing_and_a_write_through_the_api_replaces_it() {
     let host = Host::start(HostOptions::svc());
-    video(&host, "first", &iso(now_ms() - 60_000));
+    host.admin_video("first", Some(&iso(now_ms() - 60_000)));
     assert_eq!(slugs(&host), ["first"]);
     let before = items_calls(&host);
     for _ in 0..5 {
@@ -57,7 +50,7 @@ fn a_kept_answer_reads_nothing_and_a_write_through_the_api_replaces_it() {
     );
     assert!(extension_calls(&host) >= 6, "the extension still answers");
 
-    video(&host, "second", &iso(now_ms() - 30_000));
+    host.admin_video("second", Some(&iso(now_ms() - 30_000)));
     assert_eq!(slugs(&host), ["second", "first"]);
 
     // A like changes the counts in the answer.
@@ -78,7 +71,7 @@ fn a_kept_answer_reads_nothing_and_a_write_through_the_api_replaces_it() {
 #[test]
 fn a_write_by_another_process_replaces_kept_answers() {
     let host = Host::start(HostOptions::svc());
-    video(&host, "clip", &iso(now_ms() - 60_000));
+    host.admin_video("clip", Some(&iso(now_ms() - 60_000)));
     assert_eq!(
         host.get("/svc/videos/clip", None).json()["title"],
         "Title clip"
@@ -96,9 +89,9 @@ fn a_write_by_another_process_replaces_kept_answers() {
 #[test]
 fn a_scheduled_video_appears_when_its_date_passes() {
     let host = Host::start(HostOptions::svc());
-    video(&host, "now", &iso(now_ms() - 60_000));
+    host.admin_video("now", Some(&iso(now_ms() - 60_000)));
     let due = now_ms() + 1_500;
-    video(&host, "scheduled", &iso(due));
+    host.admin_video("scheduled", Some(&iso(due)));
     assert_eq!(slugs(&host), ["now"]);
     assert_eq!(host.get("/svc/videos/scheduled", None).status, 404);
     // Served from the cache while the date is ahead…
@@ -113,7 +106,7 @@ fn a_scheduled_video_appears_when_its_date_passes() {
 #[test]
 fn the_cache_can_be_switched_off() {
     let host = Host::start(HostOptions::svc().arg("--cache").arg("false"));
-    video(&host, "first", &iso(now_ms() - 60_000));
+    host.admin_video("first", Some(&iso(now_ms() - 60_000)));
     assert_eq!(slugs(&host), ["first"]);
     let before = items_calls(&host);
     assert_eq!(slugs(&host), ["first"]);

@@ -15,13 +15,14 @@
 //! writes and lost writes (which must be 0) for RELIABILITY.md.
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::Read;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use platform_tests::{id_of, Backend, Database, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{
+    id_of, rec_body, str_of, Backend, Client, Database, Host, HostOptions, ADMIN_TOKEN,
+};
 use serde_json::{json, Value};
 
 const WRITERS: usize = 6;
@@ -47,88 +48,13 @@ enum Ack {
     Like(String, String),
 }
 
-/// A keep-alive client whose failures are values, not panics: once the
-/// host is killed every call fails, and the writer stops.
-struct Client {
-    agent: ureq::Agent,
-    base: String,
-}
-
-impl Client {
-    fn new(base: &str) -> Self {
-        Self {
-            agent: ureq::AgentBuilder::new()
-                .timeout(Duration::from_secs(30))
-                .build(),
-            base: base.to_string(),
-        }
-    }
-
-    fn call(
-        &self,
-        method: &str,
-        path: &str,
-        token: Option<&str>,
-        body: Option<&Value>,
-    ) -> Result<(u16, String), String> {
-        let mut req = self
-            .agent
-            .request(method, &format!("{}{}", self.base, path));
-        if let Some(t) = token {
-            req = req.set("Authorization", &format!("Bearer {t}"));
-        }
-        let result = match body {
-            Some(b) => req
-                .set("Content-Type", "application/json")
-                .send_string(&b.to_string()),
-            None => req.call(),
-        };
-        let response = match result {
-            Ok(r) => r,
-            Err(ureq::Error::Status(_, r)) => r,
-            Err(e) => return Err(e.to_string()),
-        };
-        let status = response.status();
-        let mut text = String::new();
-        response
-            .into_reader()
-            .read_to_string(&mut text)
-            .map_err(|e| e.to_string())?;
-        Ok((status, text))
-    }
-}
-
-fn rec_body(title: &str, status: &str) -> Value {
-    json!({
-        "title": title, "duration": 1800, "status": status,
-        "device_info": [{"name": "D", "index": 0, "capabilities": ["Vibrate"]}],
-        "events": [{"timestamp": 0, "deviceIndex": 0, "deviceName": "D",
-                    "actuatorIndex": 0, "actuatorType": "Vibrate", "value": 40}],
-    })
-}
-
 /// Fresh viewers for a round (each writer thread has its own, so each like
 /// of the round is a first like): (token, id).
 fn viewers(host: &Host, round: usize) -> Vec<(String, String)> {
-    let role = host.id_by_name("platform_roles", "Viewer");
     let tokens: Vec<String> = (0..WRITERS)
         .map(|i| format!("durable-r{round}-w{i}"))
         .collect();
-    let rows: Vec<Value> = tokens
-        .iter()
-        .map(|t| {
-            json!({"first_name": "D", "last_name": t, "email": format!("{t}@test.local"),
-                   "token": t, "role": role})
-        })
-        .collect();
-    let r = host.post("/items/platform_users", Some(ADMIN_TOKEN), &json!(rows));
-    assert_eq!(r.status, 200, "create viewers: {}", r.body);
-    let ids: Vec<String> = r.json()["data"]
-        .as_array()
-        .expect("viewers")
-        .iter()
-        .map(id_of)
-        .collect();
+    let ids = host.users(Some("Viewer"), &tokens);
     tokens.into_iter().zip(ids).collect()
 }
 
@@ -175,7 +101,7 @@ fn writer(w: Writer) -> (Vec<Ack>, Vec<String>, bool) {
                     "POST",
                     "/svc/recordings",
                     Some(token),
-                    Some(&rec_body(&format!("Durable {n} {step}"), status)),
+                    Some(&rec_body(&format!("Durable {n} {step}"), Some(status))),
                 )
                 .map(|(code, body)| {
                     let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
@@ -274,25 +200,13 @@ fn integrity_check(db: &Database) -> (String, String) {
     (text("PRAGMA journal_mode"), text("PRAGMA integrity_check"))
 }
 
-fn all(host: &Host, collection: &str, fields: &str) -> Vec<Value> {
-    let r = host.get(
-        &format!("/items/{collection}?limit=-1&fields={fields}"),
-        Some(ADMIN_TOKEN),
-    );
-    assert_eq!(r.status, 200, "read {collection}: {}", r.body);
-    r.json()["data"].as_array().cloned().expect("rows")
-}
-
-fn s(v: &Value) -> String {
-    v.as_str().unwrap_or_default().to_string()
-}
-
 /// The acknowledged writes that the restarted host does not have.
 fn lost_writes(host: &Host, acks: &[Ack]) -> Vec<Ack> {
     let client = Client::new(&host.base);
-    let likes: BTreeSet<(String, String)> = all(host, "video_likes", "user_id,video_id")
+    let likes: BTreeSet<(String, String)> = host
+        .admin_all("video_likes", "user_id,video_id")
         .iter()
-        .map(|l| (s(&l["user_id"]), s(&l["video_id"])))
+        .map(|l| (str_of(&l["user_id"]), str_of(&l["video_id"])))
         .collect();
     let mut lost = Vec::new();
     for ack in acks {
@@ -329,17 +243,17 @@ fn lost_writes(host: &Host, acks: &[Ack]) -> Vec<Ack> {
 /// Videos whose stored counters differ from their records.
 fn counter_mismatches(host: &Host) -> Vec<String> {
     let mut likes: HashMap<String, i64> = HashMap::new();
-    for l in all(host, "video_likes", "video_id") {
-        *likes.entry(s(&l["video_id"])).or_default() += 1;
+    for l in host.admin_all("video_likes", "video_id") {
+        *likes.entry(str_of(&l["video_id"])).or_default() += 1;
     }
     let mut plays: HashMap<String, i64> = HashMap::new();
-    for p in all(host, "video_plays", "video_id") {
-        *plays.entry(s(&p["video_id"])).or_default() += 1;
+    for p in host.admin_all("video_plays", "video_id") {
+        *plays.entry(str_of(&p["video_id"])).or_default() += 1;
     }
-    all(host, "videos", "id,slug,likes_count,plays_count")
+    host.admin_all("videos", "id,slug,likes_count,plays_count")
         .iter()
         .filter_map(|v| {
-            let id = s(&v["id"]);
+            let id = str_of(&v["id"]);
             let stored = (
                 v["likes_count"].as_i64().unwrap_or(-1),
                 v["plays_count"].as_i64().unwrap_or(-1),
@@ -351,7 +265,7 @@ fn counter_mismatches(host: &Host) -> Vec<String> {
             (stored != records).then(|| {
                 format!(
                     "video {} stores (likes_count, plays_count) {stored:?}, records {records:?}",
-                    s(&v["slug"])
+                    str_of(&v["slug"])
                 )
             })
         })
@@ -388,7 +302,7 @@ fn acknowledged_writes_survive_sigkill_and_the_database_stays_intact() {
     let r = host.post(
         "/svc/recordings",
         Some("durable-owner"),
-        &rec_body("Shared", "published"),
+        &rec_body("Shared", Some("published")),
     );
     assert_eq!(r.status, 201, "{}", r.body);
     let shared = vec![id_of(&r.json())];
@@ -501,7 +415,7 @@ fn acknowledged_writes_survive_sigkill_and_the_database_stays_intact() {
         let r = host.post(
             "/svc/recordings",
             Some("durable-owner"),
-            &rec_body("After the crash", "draft"),
+            &rec_body("After the crash", Some("draft")),
         );
         assert_eq!(
             r.status, 201,

@@ -10,14 +10,16 @@
 //! through the items API) with the rules as written, never from the
 //! implementation's code.
 
-use platform_tests::time::{days_ago, iso, now_ms, ts_ms, DAY_MS};
+use platform_tests::time::{days_ago, iso, now_ms, ts_ms};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-use platform_tests::{host_binary, host_command, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::score::weighted;
+use platform_tests::{
+    host_binary, host_command, int_of, rec_body, Host, HostOptions, Rng, ADMIN_TOKEN,
+};
 use serde_json::{json, Value};
 
-const DECAY: f64 = 0.005;
 const REL_TOL: f64 = 1e-9;
 
 /// DECISIONS §7: (code, name, category, required_count, points_reward, sort).
@@ -121,12 +123,9 @@ fn action_of(v: &Value) -> Action {
     }
 }
 
-/// Rule 2 at instant `at` (epoch ms).
-fn weighted(actions: &[&Action], at: i64) -> f64 {
-    actions
-        .iter()
-        .map(|a| a.points as f64 * (-DECAY * (at - a.created) as f64 / DAY_MS).exp())
-        .sum()
+/// The (points, created at) pairs of actions, for rule 2.
+fn points_of<'a>(actions: &'a [&Action]) -> impl Iterator<Item = (i64, i64)> + 'a {
+    actions.iter().map(|a| (a.points, a.created))
 }
 
 /// `actual` was read between `t0` and `t1`: it must lie between rule 2 at
@@ -135,8 +134,8 @@ fn assert_weighted(actual: &Value, actions: &[&Action], t0: i64, t1: i64, what: 
     let actual = actual
         .as_f64()
         .unwrap_or_else(|| panic!("{what}: total_weighted_points is not a number: {actual}"));
-    let hi = weighted(actions, t0 - 1);
-    let lo = weighted(actions, t1 + 1);
+    let hi = weighted(points_of(actions), t0 - 1);
+    let lo = weighted(points_of(actions), t1 + 1);
     let (lo, hi) = (lo.min(hi), lo.max(hi));
     assert!(
         actual >= lo - lo.abs() * REL_TOL - 1e-12 && actual <= hi + hi.abs() * REL_TOL + 1e-12,
@@ -148,34 +147,6 @@ fn assert_weighted(actual: &Value, actions: &[&Action], t0: i64, t1: i64, what: 
 
 fn viewer(host: &Host, token: &str) -> String {
     host.user(Some("Viewer"), token)
-}
-
-/// A user created as admin with a token and extra fields (e.g. date_created).
-fn user_with(host: &Host, token: &str, extra: Value) -> String {
-    let mut body = json!({
-        "first_name": "G", "last_name": token, "email": format!("{token}@test.local"),
-        "token": token, "role": host.id_by_name("platform_roles", "Viewer"),
-    });
-    for (k, v) in extra.as_object().cloned().unwrap_or_default() {
-        body[k] = v;
-    }
-    host.admin_create("platform_users", &body)["id"]
-        .as_str()
-        .expect("user id")
-        .to_string()
-}
-
-fn rec_body(title: &str, status: Option<&str>) -> Value {
-    let mut b = json!({
-        "title": title, "duration": 2500,
-        "device_info": [{"name": "D", "index": 0, "capabilities": ["Vibrate"]}],
-        "events": [{"timestamp": 0, "deviceIndex": 0, "deviceName": "D",
-                    "actuatorIndex": 0, "actuatorType": "Vibrate", "value": 40}],
-    });
-    if let Some(s) = status {
-        b["status"] = json!(s);
-    }
-    b
 }
 
 /// POST /svc/recordings; the new id.
@@ -203,15 +174,6 @@ fn set_featured(host: &Host, id: &str, featured: bool) {
         &json!({ "featured": featured }),
     );
     assert_eq!(r.status, 200, "feature: {}", r.body);
-}
-
-/// POST /svc/recordings/:id/play; the play id.
-fn play(host: &Host, rec: &str, token: Option<&str>) -> String {
-    let r = host.request("POST", &format!("/svc/recordings/{rec}/play"), token, None);
-    assert_eq!(r.status, 200, "play: {}", r.body);
-    let v = r.json();
-    assert_eq!(v["success"], true, "{v}");
-    v["play_id"].as_str().expect("play_id").to_string()
 }
 
 /// PATCH /svc/recordings/:id/play/:playId.
@@ -251,13 +213,6 @@ fn stats(host: &Host, user: &str) -> Value {
     gam(host, user)["stats"].clone()
 }
 
-/// Every row of a collection, as admin.
-fn all(host: &Host, collection: &str) -> Vec<Value> {
-    let r = host.get(&format!("/items/{collection}?limit=-1"), Some(ADMIN_TOKEN));
-    assert_eq!(r.status, 200, "read {collection}: {}", r.body);
-    r.json()["data"].as_array().cloned().expect("rows")
-}
-
 /// The user's point actions.
 fn actions(host: &Host, user: &str) -> Vec<Action> {
     host.admin_find("user_points", &json!({"user_id": {"_eq": user}}))
@@ -267,7 +222,10 @@ fn actions(host: &Host, user: &str) -> Vec<Action> {
 }
 
 fn all_actions(host: &Host) -> Vec<Action> {
-    all(host, "user_points").iter().map(action_of).collect()
+    host.admin_all("user_points", "*")
+        .iter()
+        .map(action_of)
+        .collect()
 }
 
 /// The user's actions with this name.
@@ -280,7 +238,7 @@ fn named(host: &Host, user: &str, action: &str) -> Vec<Action> {
 
 /// Achievement rows by id.
 fn achievements_by_id(host: &Host) -> HashMap<String, Value> {
-    all(host, "achievements")
+    host.admin_all("achievements", "*")
         .into_iter()
         .map(|a| (a["id"].as_str().expect("id").to_string(), a))
         .collect()
@@ -334,7 +292,7 @@ fn recalc(host: Host) -> Host {
 /// Rule 3 values recomputed from raw records: (raw, recordings, playbacks,
 /// comments, achievements).
 fn recomputed(host: &Host, user: &str) -> (i64, i64, i64, i64, i64) {
-    let recs = all(host, "recordings");
+    let recs = host.admin_all("recordings", "*");
     let owner: HashMap<String, String> = recs
         .iter()
         .map(|r| {
@@ -433,7 +391,7 @@ fn achievements_endpoint_lists_the_17_seeded_in_sort_order() {
         assert!(a["id"].is_string(), "{a}");
     }
     // The stored rows carry the sort values of the table and are published.
-    for row in all(&host, "achievements") {
+    for row in host.admin_all("achievements", "*") {
         let s = seeded(row["code"].as_str().expect("code"));
         assert_eq!(row["sort"], s.5, "{row}");
         assert_eq!(row["status"], "published", "{row}");
@@ -505,7 +463,7 @@ fn a_user_without_stats_row_gets_null_stats_and_empty_lists() {
         gam(&host, "00000000-0000-4000-8000-000000000000"),
         json!({"stats": null, "achievements": [], "recent_points": []})
     );
-    assert!(all(&host, "user_stats").is_empty());
+    assert!(host.admin_all("user_stats", "*").is_empty());
 }
 
 // ---------------------------------------------------------------- point values and triggers
@@ -611,16 +569,16 @@ fn a_play_by_another_user_awards_recording_play_10() {
     let v = viewer(&host, "pl-v");
     let rec = create_recording(&host, "pl-owner", Some("published"));
     let owner_points = stats(&host, &owner)["total_raw_points"].clone();
-    play(&host, &rec, Some("pl-v"));
+    host.play_recording(&rec, Some("pl-v"));
     let plays = named(&host, &v, "RECORDING_PLAY");
     assert_eq!(plays.len(), 1, "{plays:?}");
     assert_eq!(plays[0].points, 10);
     assert_eq!(plays[0].recording.as_deref(), Some(rec.as_str()));
     assert_eq!(stats(&host, &v)["playbacks_count"], 1);
-    play(&host, &rec, Some("pl-v"));
+    host.play_recording(&rec, Some("pl-v"));
     // Any existing recording counts, a draft too (SPEC: "recording exists").
     let draft = create_recording(&host, "pl-owner", None);
-    play(&host, &draft, Some("pl-v"));
+    host.play_recording(&draft, Some("pl-v"));
     assert_eq!(named(&host, &v, "RECORDING_PLAY").len(), 3);
     let s = stats(&host, &v);
     assert_eq!(s["playbacks_count"], 3, "{s}");
@@ -633,13 +591,13 @@ fn the_owner_playing_their_own_recording_earns_nothing() {
     let host = Host::start(HostOptions::svc());
     let o = viewer(&host, "own-o");
     let draft = create_recording(&host, "own-o", None);
-    play(&host, &draft, Some("own-o"));
+    host.play_recording(&draft, Some("own-o"));
     assert!(stats(&host, &o).is_null(), "{}", stats(&host, &o));
     assert!(actions(&host, &o).is_empty());
     let rec = create_recording(&host, "own-o", Some("published"));
     let before = actions(&host, &o).len();
-    play(&host, &rec, Some("own-o"));
-    play(&host, &rec, Some("own-o"));
+    host.play_recording(&rec, Some("own-o"));
+    host.play_recording(&rec, Some("own-o"));
     assert_eq!(actions(&host, &o).len(), before);
     assert!(named(&host, &o, "RECORDING_PLAY").is_empty());
     let s = stats(&host, &o);
@@ -656,18 +614,23 @@ fn anonymous_plays_and_completions_earn_nothing() {
     viewer(&host, "anon-o");
     let rec = create_recording(&host, "anon-o", Some("published"));
     let before = all_actions(&host).len();
-    let p = play(&host, &rec, None);
+    let p = host.play_recording(&rec, None);
     report(&host, &rec, &p, None, true);
-    let p2 = play(&host, &rec, None);
+    let p2 = host.play_recording(&rec, None);
     report(&host, &rec, &p2, None, false);
     assert_eq!(all_actions(&host).len(), before);
-    let row = &all(&host, "recording_plays")
+    let row = &host
+        .admin_all("recording_plays", "*")
         .into_iter()
         .find(|r| r["id"] == json!(p))
         .expect("play row");
     assert!(row["user_id"].is_null(), "{row}");
     assert_eq!(row["completed"], true, "{row}");
-    assert_eq!(all(&host, "user_stats").len(), 1, "only the owner's row");
+    assert_eq!(
+        host.admin_all("user_stats", "*").len(),
+        1,
+        "only the owner's row"
+    );
 }
 
 #[test]
@@ -676,7 +639,7 @@ fn completing_a_play_awards_recording_complete_5_once() {
     let o = viewer(&host, "cp-o");
     let v = viewer(&host, "cp-v");
     let rec = create_recording(&host, "cp-o", Some("published"));
-    let p = play(&host, &rec, Some("cp-v"));
+    let p = host.play_recording(&rec, Some("cp-v"));
     report(&host, &rec, &p, Some("cp-v"), false);
     assert!(named(&host, &v, "RECORDING_COMPLETE").is_empty());
     report(&host, &rec, &p, Some("cp-v"), true);
@@ -689,7 +652,7 @@ fn completing_a_play_awards_recording_complete_5_once() {
     assert_eq!(named(&host, &v, "RECORDING_COMPLETE").len(), 1);
     // The owner completing a play of their own recording is an
     // authenticated caller: awarded to the caller.
-    let own = play(&host, &rec, Some("cp-o"));
+    let own = host.play_recording(&rec, Some("cp-o"));
     report(&host, &rec, &own, Some("cp-o"), true);
     let oc = named(&host, &o, "RECORDING_COMPLETE");
     assert_eq!(oc.len(), 1, "{oc:?}");
@@ -698,7 +661,7 @@ fn completing_a_play_awards_recording_complete_5_once() {
     assert_eq!(stats(&host, &v)["total_raw_points"], 40);
     // A third user completing v's play is the authenticated caller.
     let w = viewer(&host, "cp-w");
-    let p2 = play(&host, &rec, Some("cp-v"));
+    let p2 = host.play_recording(&rec, Some("cp-v"));
     report(&host, &rec, &p2, Some("cp-w"), true);
     let wc = named(&host, &w, "RECORDING_COMPLETE");
     assert_eq!(wc.len(), 1, "{wc:?}");
@@ -760,11 +723,11 @@ fn stats_follow_rule_3_after_a_mixed_sequence() {
     create_recording(&host, "mx-a", None);
     set_status(&host, "mx-a", &r2, "published");
     let own_b = create_recording(&host, "mx-b", None);
-    play(&host, &own_b, Some("mx-b"));
-    let p1 = play(&host, &r1, Some("mx-b"));
-    play(&host, &r2, Some("mx-b"));
-    play(&host, &r1, Some("mx-b"));
-    play(&host, &r1, None);
+    host.play_recording(&own_b, Some("mx-b"));
+    let p1 = host.play_recording(&r1, Some("mx-b"));
+    host.play_recording(&r2, Some("mx-b"));
+    host.play_recording(&r1, Some("mx-b"));
+    host.play_recording(&r1, None);
     report(&host, &r1, &p1, Some("mx-b"), true);
     comment(&host, "mx-b", "recordings", &r1);
     comment(&host, "mx-b", "recordings", &r2);
@@ -836,7 +799,7 @@ fn user_stats_have_exactly_the_spec_fields_plus_rank() {
     ]);
     assert_eq!(keys, expected, "{s}");
     assert_eq!(s["rank"], 1);
-    let row = &all(&host, "user_stats")[0];
+    let row = &host.admin_all("user_stats", "*")[0];
     assert_eq!(s["id"], row["id"], "the stats row's id");
 }
 
@@ -870,7 +833,7 @@ fn the_check_writes_progress_for_every_achievement_of_its_category() {
         .collect();
     assert_eq!(open, vec!["first_recording"]);
 
-    play(&host, &rec, Some("cat-v"));
+    host.play_recording(&rec, Some("cat-v"));
     let rows = user_achs(&host, &v);
     assert_eq!(
         rows.keys().cloned().collect::<BTreeSet<_>>(),
@@ -991,10 +954,10 @@ fn date_unlocked_is_kept_when_progress_drops() {
 #[test]
 fn progress_follows_rule_5_for_every_code() {
     let host = Host::start(HostOptions::svc());
-    let u = user_with(
-        &host,
+    let u = host.user_with(
+        Some("Viewer"),
         "r5-u",
-        json!({"date_created": "2025-01-20T10:00:00.000Z"}),
+        &json!({"date_created": "2025-01-20T10:00:00.000Z"}),
     );
     viewer(&host, "r5-o");
     let extra = create_achievement(&host, "mystery_code", "social", 1, "published");
@@ -1004,18 +967,18 @@ fn progress_follows_rule_5_for_every_code() {
     set_featured(&host, &mine1, true);
     set_featured(&host, &draft, true);
     let other = create_recording(&host, "r5-o", Some("published"));
-    let o1 = play(&host, &other, Some("r5-u"));
-    play(&host, &other, Some("r5-u"));
-    play(&host, &other, Some("r5-u"));
-    let own = play(&host, &mine1, Some("r5-u"));
-    play(&host, &mine1, Some("r5-u"));
+    let o1 = host.play_recording(&other, Some("r5-u"));
+    host.play_recording(&other, Some("r5-u"));
+    host.play_recording(&other, Some("r5-u"));
+    let own = host.play_recording(&mine1, Some("r5-u"));
+    host.play_recording(&mine1, Some("r5-u"));
     report(&host, &other, &o1, Some("r5-u"), true);
     report(&host, &mine1, &own, Some("r5-u"), true);
     comment(&host, "r5-u", "recordings", &other);
     comment(&host, "r5-u", "recordings", &mine1);
     comment(&host, "r5-u", "videos", &other);
     // Someone else's completed play and comment are not u's.
-    let op = play(&host, &mine1, Some("r5-o"));
+    let op = host.play_recording(&mine1, Some("r5-o"));
     report(&host, &mine1, &op, Some("r5-o"), true);
     comment(&host, "r5-o", "recordings", &mine1);
 
@@ -1093,20 +1056,20 @@ fn unknown_codes_have_progress_0_and_never_unlock() {
 #[test]
 fn early_adopter_unlocks_only_in_the_recalculation_up_to_2025_02_01() {
     let host = Host::start(HostOptions::svc());
-    let at = user_with(
-        &host,
+    let at = host.user_with(
+        Some("Viewer"),
         "ea-at",
-        json!({"date_created": "2025-02-01T00:00:00.000Z"}),
+        &json!({"date_created": "2025-02-01T00:00:00.000Z"}),
     );
-    let after = user_with(
-        &host,
+    let after = host.user_with(
+        Some("Viewer"),
         "ea-after",
-        json!({"date_created": "2025-02-01T00:00:00.001Z"}),
+        &json!({"date_created": "2025-02-01T00:00:00.001Z"}),
     );
-    let early = user_with(
-        &host,
+    let early = host.user_with(
+        Some("Viewer"),
         "ea-early",
-        json!({"date_created": "2024-06-01T12:00:00.000Z"}),
+        &json!({"date_created": "2024-06-01T12:00:00.000Z"}),
     );
     let late = viewer(&host, "ea-now");
     for t in ["ea-at", "ea-after", "ea-early", "ea-now"] {
@@ -1136,8 +1099,16 @@ fn early_adopter_unlocks_only_in_the_recalculation_up_to_2025_02_01() {
 #[test]
 fn one_year_unlocks_in_the_recalculation_for_year_old_accounts() {
     let host = Host::start(HostOptions::svc());
-    let old = user_with(&host, "oy-old", json!({"date_created": days_ago(367.0)}));
-    let young = user_with(&host, "oy-young", json!({"date_created": days_ago(363.0)}));
+    let old = host.user_with(
+        Some("Viewer"),
+        "oy-old",
+        &json!({"date_created": days_ago(367.0)}),
+    );
+    let young = host.user_with(
+        Some("Viewer"),
+        "oy-young",
+        &json!({"date_created": days_ago(363.0)}),
+    );
     for t in ["oy-old", "oy-young"] {
         create_recording(&host, t, Some("published"));
     }
@@ -1340,7 +1311,7 @@ fn recalculation_restores_tampered_stats() {
     let u = viewer(&host, "tm-u");
     let v = viewer(&host, "tm-v");
     let rec = create_recording(&host, "tm-u", Some("published"));
-    play(&host, &rec, Some("tm-v"));
+    host.play_recording(&rec, Some("tm-v"));
     comment(&host, "tm-v", "recordings", &rec);
     // Raw records written behind the triggers' back.
     let r = host.post(
@@ -1355,7 +1326,7 @@ fn recalculation_restores_tampered_stats() {
         &json!({"user_id": u, "action": "IMPORTED", "points": 33, "date_created": days_ago(3.0)}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    for row in all(&host, "user_stats") {
+    for row in host.admin_all("user_stats", "*") {
         let r = host.patch(
             &format!("/items/user_stats/{}", row["id"].as_str().expect("id")),
             Some(ADMIN_TOKEN),
@@ -1401,7 +1372,7 @@ fn recalculation_leaves_users_without_stats_rows_alone() {
     let v = viewer(&host, "nr-v");
     create_recording(&host, "nr-u", Some("published"));
     let own = create_recording(&host, "nr-v", None);
-    play(&host, &own, Some("nr-v"));
+    host.play_recording(&own, Some("nr-v"));
     comment(&host, "nr-v", "videos", &own);
     let r = host.post(
         "/items/user_points",
@@ -1415,7 +1386,7 @@ fn recalculation_leaves_users_without_stats_rows_alone() {
     );
     let host = recalc(host);
     assert!(stats(&host, &v).is_null(), "{}", stats(&host, &v));
-    let rows: Vec<Value> = all(&host, "user_stats");
+    let rows: Vec<Value> = host.admin_all("user_stats", "*");
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0]["user_id"], json!(u));
     assert!(user_achs(&host, &v).is_empty());
@@ -1516,15 +1487,15 @@ fn leaderboard_items_carry_the_users_profile_and_stats() {
         &json!({"title": "av", "filename_disk": "av.jpg", "filename_download": "av.jpg",
                 "type": "image/jpeg", "filesize": 10}),
     );
-    let a = user_with(
-        &host,
+    let a = host.user_with(
+        Some("Viewer"),
         "lb-a",
-        json!({"artist_name": "Aria", "avatar": avatar["id"]}),
+        &json!({"artist_name": "Aria", "avatar": avatar["id"]}),
     );
     let b = viewer(&host, "lb-b");
     let rec = create_recording(&host, "lb-a", Some("published"));
     set_featured(&host, &rec, true);
-    play(&host, &rec, Some("lb-b"));
+    host.play_recording(&rec, Some("lb-b"));
     let r = host.get("/svc/gamification/leaderboard", None);
     assert!(!r.body.contains("@test.local"), "no email: {}", r.body);
     let items = leaderboard(&host, "");
@@ -1586,7 +1557,7 @@ fn user_endpoint_lists_unlocked_achievements_newest_first() {
     let mine = create_recording(&host, "ua-u", Some("published"));
     pause();
     let other = create_recording(&host, "ua-o", Some("published"));
-    play(&host, &other, Some("ua-u"));
+    host.play_recording(&other, Some("ua-u"));
     pause();
     comment(&host, "ua-u", "recordings", &other);
     pause();
@@ -1674,23 +1645,6 @@ fn user_endpoint_returns_the_10_most_recent_points_newest_first() {
 
 // ---------------------------------------------------------------- property test
 
-/// xorshift64*: a small deterministic PRNG.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 struct MRec {
     id: String,
     owner: usize,
@@ -1716,22 +1670,17 @@ struct Snapshot {
     progress: BTreeMap<(String, String), (i64, Value)>,
 }
 
-fn int(v: &Value, what: &str) -> i64 {
-    v.as_i64()
-        .unwrap_or_else(|| panic!("{what} is not an integer: {v}"))
-}
-
 /// Rules 2, 3 and 5 recomputed from every raw record, compared with what the
 /// implementation stored and serves.
 fn check_invariants(host: &Host, expected: &[Expected], after_recalc: bool) -> Snapshot {
-    let recordings = all(host, "recordings");
-    let plays = all(host, "recording_plays");
-    let comments = all(host, "platform_comments");
+    let recordings = host.admin_all("recordings", "*");
+    let plays = host.admin_all("recording_plays", "*");
+    let comments = host.admin_all("platform_comments", "*");
     let points: Vec<Action> = all_actions(host);
-    let user_achs = all(host, "user_achievements");
-    let achievements = all(host, "achievements");
-    let stats_rows = all(host, "user_stats");
-    let users = all(host, "platform_users");
+    let user_achs = host.admin_all("user_achievements", "*");
+    let achievements = host.admin_all("achievements", "*");
+    let stats_rows = host.admin_all("user_stats", "*");
+    let users = host.admin_all("platform_users", "*");
     let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
 
     let owner: HashMap<String, String> = recordings
@@ -1793,7 +1742,7 @@ fn check_invariants(host: &Host, expected: &[Expected], after_recalc: bool) -> S
     let t_ref = now_ms();
     let w_ref: BTreeMap<String, f64> = with_row
         .iter()
-        .map(|u| (u.clone(), weighted(&by_user[u], t_ref)))
+        .map(|u| (u.clone(), weighted(points_of(&by_user[u]), t_ref)))
         .collect();
     let rank_of = |u: &str| -> Option<i64> {
         let mine = w_ref[u];
@@ -1822,11 +1771,11 @@ fn check_invariants(host: &Host, expected: &[Expected], after_recalc: bool) -> S
             get(&unlocked, &u),
         );
         let got = (
-            int(&row["total_raw_points"], "total_raw_points"),
-            int(&row["recordings_count"], "recordings_count"),
-            int(&row["playbacks_count"], "playbacks_count"),
-            int(&row["comments_count"], "comments_count"),
-            int(&row["achievements_count"], "achievements_count"),
+            int_of(&row["total_raw_points"], "total_raw_points"),
+            int_of(&row["recordings_count"], "recordings_count"),
+            int_of(&row["playbacks_count"], "playbacks_count"),
+            int_of(&row["comments_count"], "comments_count"),
+            int_of(&row["achievements_count"], "achievements_count"),
         );
         assert_eq!(
             got, want,
@@ -1875,7 +1824,7 @@ fn check_invariants(host: &Host, expected: &[Expected], after_recalc: bool) -> S
             .entry(u.clone())
             .or_default()
             .insert(s(&a["id"]));
-        let progress = int(&row["progress"], "progress");
+        let progress = int_of(&row["progress"], "progress");
         let rule5 = match code.as_str() {
             "first_recording" | "recording_10" | "recording_50" | "recording_100" => {
                 Some(get(&published, &u))
@@ -1897,7 +1846,7 @@ fn check_invariants(host: &Host, expected: &[Expected], after_recalc: bool) -> S
         if let Some(v) = rule5 {
             assert_eq!(progress, v, "progress of {code} for {u}");
         }
-        let required = int(&a["required_count"], "required_count");
+        let required = int_of(&a["required_count"], "required_count");
         assert_eq!(
             !row["date_unlocked"].is_null(),
             progress >= required,
@@ -1927,7 +1876,7 @@ fn check_invariants(host: &Host, expected: &[Expected], after_recalc: bool) -> S
     let mut want_bonus: BTreeMap<(String, String), i64> = BTreeMap::new();
     for row in &user_achs {
         let a = ach[&s(&row["achievement_id"])];
-        let reward = int(&a["points_reward"], "points_reward");
+        let reward = int_of(&a["points_reward"], "points_reward");
         if !row["date_unlocked"].is_null() && reward > 0 {
             want_bonus.insert(
                 (s(&row["user_id"]), format!("ACHIEVEMENT_{}", s(&a["code"]))),
@@ -2129,7 +2078,7 @@ fn random_sequence(seed: u64) {
             } else {
                 Some(rng.below(n))
             };
-            let id = play(&host, &recs[k].id, user.map(|u| tokens[u].as_str()));
+            let id = host.play_recording(&recs[k].id, user.map(|u| tokens[u].as_str()));
             if let Some(u) = user {
                 if u != recs[k].owner {
                     expected.push((
@@ -2184,7 +2133,8 @@ fn random_sequence(seed: u64) {
     }
 
     // The model agrees with the raw records.
-    let stored: HashMap<String, Value> = all(&host, "recordings")
+    let stored: HashMap<String, Value> = host
+        .admin_all("recordings", "*")
         .into_iter()
         .map(|r| (r["id"].as_str().unwrap_or_default().to_string(), r))
         .collect();
@@ -2194,7 +2144,8 @@ fn random_sequence(seed: u64) {
         assert_eq!(r["featured"] == true, m.featured, "{r}");
         assert_eq!(r["user_created"], json!(ids[m.owner]), "{r}");
     }
-    let stored: HashMap<String, Value> = all(&host, "recording_plays")
+    let stored: HashMap<String, Value> = host
+        .admin_all("recording_plays", "*")
         .into_iter()
         .map(|r| (r["id"].as_str().unwrap_or_default().to_string(), r))
         .collect();
@@ -2339,7 +2290,7 @@ fn point_actions_written_through_items_count_in_the_stats() {
     let owner = viewer(&host, "pi-o");
     let p = viewer(&host, "pi-p");
     let rec = create_recording(&host, "pi-o", Some("published"));
-    play(&host, &rec, Some("pi-p"));
+    host.play_recording(&rec, Some("pi-p"));
     let earned = stats(&host, &p)["total_raw_points"]
         .as_i64()
         .expect("raw points");
@@ -2370,7 +2321,7 @@ fn point_actions_written_through_items_count_in_the_stats() {
     assert_stats_follow_rules(&host, &p);
     assert_stats_follow_rules(&host, &owner);
     // The next award recomputes from all of them (rule 1, rule 3).
-    play(&host, &rec, Some("pi-p"));
+    host.play_recording(&rec, Some("pi-p"));
     assert_stats_follow_rules(&host, &p);
     assert_eq!(stats(&host, &p)["total_raw_points"], earned + 7 + 10);
 }
@@ -2415,7 +2366,7 @@ fn a_stats_row_written_by_hand_is_put_right_by_the_next_award() {
     let u = viewer(&host, "he-u");
     viewer(&host, "he-o");
     let rec = create_recording(&host, "he-o", Some("published"));
-    play(&host, &rec, Some("he-u"));
+    host.play_recording(&rec, Some("he-u"));
     let row = host.admin_find("user_stats", &json!({"user_id": {"_eq": u}}));
     let junk = json!({"total_raw_points": 1, "total_weighted_points": 99999.0,
                       "recordings_count": 42, "playbacks_count": 42, "comments_count": 42,
@@ -2424,14 +2375,14 @@ fn a_stats_row_written_by_hand_is_put_right_by_the_next_award() {
     // The edit stands until the next award (SPEC rule 1)…
     assert_eq!(stats(&host, &u)["total_raw_points"], 1);
     // …which recomputes the row from scratch, and keeps it exact after.
-    play(&host, &rec, Some("he-u"));
+    host.play_recording(&rec, Some("he-u"));
     assert_stats_follow_rules(&host, &u);
-    play(&host, &rec, Some("he-u"));
+    host.play_recording(&rec, Some("he-u"));
     assert_stats_follow_rules(&host, &u);
     // A row created by hand for a user without one.
     let w = viewer(&host, "he-w");
     host.admin_create("user_stats", &json!({"user_id": w, "total_raw_points": 7}));
-    play(&host, &rec, Some("he-w"));
+    host.play_recording(&rec, Some("he-w"));
     assert_stats_follow_rules(&host, &w);
     let earned: i64 = actions(&host, &w).iter().map(|a| a.points).sum();
     assert_eq!(stats(&host, &w)["total_raw_points"], earned);
@@ -2444,7 +2395,7 @@ fn recordings_and_plays_written_through_items_count_in_the_stats() {
     let a = viewer(&host, "rp-a");
     let b = viewer(&host, "rp-b");
     let seed = create_recording(&host, "rp-b", Some("published"));
-    play(&host, &seed, Some("rp-a"));
+    host.play_recording(&seed, Some("rp-a"));
     // A member's recording created through /items, published: rewarded once.
     let r = host.post(
         "/items/recordings",
@@ -2486,9 +2437,9 @@ fn recordings_and_plays_written_through_items_count_in_the_stats() {
     host.admin_delete("recording_plays", &b_play);
     host.admin_delete("recordings", &rec);
     // Awards after all that start from exact rows.
-    play(&host, &seed, Some("rp-a"));
+    host.play_recording(&seed, Some("rp-a"));
     let other = create_recording(&host, "rp-a", Some("published"));
-    play(&host, &other, Some("rp-b"));
+    host.play_recording(&other, Some("rp-b"));
     for user in [&a, &b] {
         assert_stats_follow_rules(&host, user);
     }

@@ -116,14 +116,6 @@ fn code(r: &Resp) -> String {
         .to_string()
 }
 
-/// The host still answers.
-fn assert_serving(host: &Host) {
-    let r = host.get("/server/ping", None);
-    assert_eq!((r.status, r.body.as_str()), (200, "pong"));
-    let r = host.get("/svc/stats", None);
-    assert_eq!(r.status, 200, "{}", r.body);
-}
-
 fn viewer_host(opts: HostOptions) -> Host {
     let host = Host::start(opts);
     host.user(Some("Viewer"), "h-viewer");
@@ -217,7 +209,7 @@ fn bodies_over_the_limit_are_413_with_or_without_content_length() {
     req.extend_from_slice(&chunked(&exact));
     let r = raw(&host, &req);
     assert_eq!(r.status, Some(201), "{r:?}");
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 #[test]
@@ -233,7 +225,7 @@ fn the_default_limit_is_16_mib() {
     let r = raw(&host, &req);
     assert_eq!(r.status, Some(413), "{r:?}");
     assert_eq!(r.body, TOO_LARGE);
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 // ---------------------------------------------------------------- nesting
@@ -303,7 +295,7 @@ fn deeply_nested_json_is_a_clear_400_never_a_crash() {
             s => panic!("depth {depth}: {s} {}", r.body),
         }
     }
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 /// A recording whose JSON fields nest as deep as the body parser allows is
@@ -344,7 +336,7 @@ fn deeply_nested_stored_json_does_not_break_later_reads() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 // ---------------------------------------------------------------- UTF-8
@@ -430,7 +422,7 @@ fn invalid_utf8_bodies_and_query_strings() {
         let r = raw(&host, &req);
         assert!(matches!(r.status, Some(400..=499)), "{r:?}");
     }
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 /// DECISIONS §3: a token that matches no active user is 401 on every route;
@@ -710,7 +702,7 @@ fn sql_metacharacters_are_bound_or_refused_and_nothing_is_lost() {
         EVIL.len(),
         after.len()
     );
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 // ---------------------------------------------------------------- names
@@ -806,7 +798,7 @@ fn very_long_urls_and_headers_are_refused_cleanly() {
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
     let r = raw(&host, &head("GET", "/svc/stats", &refs));
     assert!(matches!(r.status, Some(400..=499)), "{}", r.head);
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 // ---------------------------------------------------------------- headers
@@ -898,7 +890,7 @@ fn header_injection_attempts_do_not_reach_responses_or_grant_access() {
     assert!((400..500).contains(&status), "{r:?}");
     assert_eq!(r.body.matches("HTTP/1.1").count(), 0, "{r:?}");
     assert!(!r.body.contains("items_calls"), "{r:?}");
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 /// DECISIONS §3: credentials that disagree get 401, like a bad token, on
@@ -998,7 +990,7 @@ fn oversized_queries_are_refused_before_the_database() {
         Some(ADMIN_TOKEN),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Barrier;
 
-use platform_tests::{assert_error, encode, id_of, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{assert_error, id_of, Host, HostOptions, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------
@@ -20,41 +20,12 @@ const FUTURE: &str = "2999-01-01T00:00:00.000Z";
 /// A well-formed id that names no video.
 const MISSING: &str = "00000000-0000-4000-8000-000000000000";
 
-/// How many items of a collection match `filter` (aggregate count).
-fn count(host: &Host, collection: &str, filter: Option<&Value>) -> u64 {
-    let filter = filter
-        .map(|f| format!("&filter={}", encode(&f.to_string())))
-        .unwrap_or_default();
-    let r = host.get(
-        &format!("/items/{collection}?aggregate[count]=*{filter}"),
-        Some(ADMIN_TOKEN),
-    );
-    assert_eq!(r.status, 200, "count {collection}: {}", r.body);
-    let n = r.json()["data"][0]["count"].clone();
-    n.as_u64()
-        .or_else(|| n.as_str().and_then(|s| s.parse().ok()))
-        .unwrap_or_else(|| panic!("count {collection}: {}", r.body))
-}
-
 fn likes_of(host: &Host, video: &str) -> u64 {
-    count(
-        host,
-        "video_likes",
-        Some(&json!({"video_id": {"_eq": video}})),
-    )
+    host.admin_count("video_likes", Some(&json!({"video_id": {"_eq": video}})))
 }
 
 fn plays_of(host: &Host, video: &str) -> u64 {
-    count(
-        host,
-        "video_plays",
-        Some(&json!({"video_id": {"_eq": video}})),
-    )
-}
-
-/// The stored video, read as admin.
-fn stored(host: &Host, video: &str) -> Value {
-    host.admin_item("videos", video)
+    host.admin_count("video_plays", Some(&json!({"video_id": {"_eq": video}})))
 }
 
 fn video(host: &Host, slug: &str) -> String {
@@ -62,33 +33,7 @@ fn video(host: &Host, slug: &str) -> String {
 }
 
 fn video_at(host: &Host, slug: &str, upload_date: &str) -> String {
-    id_of(&host.admin_create(
-        "videos",
-        &json!({"slug": slug, "title": format!("Title {slug}"), "upload_date": upload_date}),
-    ))
-}
-
-fn link(host: &Host, video: &str, user: &str) {
-    host.admin_create(
-        "videos_models",
-        &json!({"videos_id": video, "platform_users_id": user}),
-    );
-}
-
-/// Users with a role (by name) and these tokens, created in one call.
-fn users(host: &Host, role: Option<&str>, tokens: &[String]) -> Vec<String> {
-    let role = role.map(|r| host.id_by_name("platform_roles", r));
-    let rows: Vec<Value> = tokens
-        .iter()
-        .map(|t| {
-            json!({"first_name": "U", "last_name": t, "email": format!("{t}@test.local"),
-                   "token": t, "role": role})
-        })
-        .collect();
-    host.admin_create_many("platform_users", &rows)
-        .iter()
-        .map(id_of)
-        .collect()
+    id_of(&host.admin_video(slug, Some(upload_date)))
 }
 
 fn like(host: &Host, video: &str, token: Option<&str>) -> Resp {
@@ -148,17 +93,17 @@ fn like_and_unlike_require_a_caller() {
     assert_error(&like(&host, &v, None), 401, "Unauthorized");
     assert_error(&unlike(&host, &v, None), 401, "Unauthorized");
     assert_eq!(likes_of(&host, &v), 0);
-    assert_eq!(stored(&host, &v)["likes_count"], 0);
+    assert_eq!(host.admin_item("videos", &v)["likes_count"], 0);
 }
 
 #[test]
 fn like_creates_the_like_and_answers_the_new_counter() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    let uid = users(&host, Some("Viewer"), &["fan".into()]).remove(0);
+    let uid = host.users(Some("Viewer"), &["fan".into()]).remove(0);
     let r = like(&host, &v, Some("fan"));
     assert_eq!(ok(&r, "like"), json!({"liked": true, "likes_count": 1}));
-    assert_eq!(stored(&host, &v)["likes_count"], 1);
+    assert_eq!(host.admin_item("videos", &v)["likes_count"], 1);
     let rows = host.admin_find("video_likes", &json!({"video_id": {"_eq": v}}));
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0]["user_id"], json!(uid), "{rows:?}");
@@ -170,29 +115,29 @@ fn like_increments_the_stored_counter() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
     host.admin_patch("videos", &v, &json!({"likes_count": 5}));
-    users(&host, Some("Viewer"), &["fan".into()]);
+    host.users(Some("Viewer"), &["fan".into()]);
     let r = like(&host, &v, Some("fan"));
     assert_eq!(ok(&r, "like"), json!({"liked": true, "likes_count": 6}));
-    assert_eq!(stored(&host, &v)["likes_count"], 6);
+    assert_eq!(host.admin_item("videos", &v)["likes_count"], 6);
 }
 
 #[test]
 fn liking_twice_is_already_liked() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    users(&host, Some("Viewer"), &["fan".into()]);
+    host.users(Some("Viewer"), &["fan".into()]);
     ok(&like(&host, &v, Some("fan")), "first like");
     assert_error(&like(&host, &v, Some("fan")), 400, "Already liked");
     assert_eq!(likes_of(&host, &v), 1);
-    assert_eq!(stored(&host, &v)["likes_count"], 1);
+    assert_eq!(host.admin_item("videos", &v)["likes_count"], 1);
 }
 
 #[test]
 fn likes_of_different_users_add_up() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    users(&host, Some("Viewer"), &["a".into(), "b".into()]);
-    users(&host, Some("Model"), &["m".into()]);
+    host.users(Some("Viewer"), &["a".into(), "b".into()]);
+    host.users(Some("Model"), &["m".into()]);
     assert_eq!(ok(&like(&host, &v, Some("a")), "a")["likes_count"], 1);
     assert_eq!(ok(&like(&host, &v, Some("b")), "b")["likes_count"], 2);
     assert_eq!(ok(&like(&host, &v, Some("m")), "m")["likes_count"], 3);
@@ -203,13 +148,13 @@ fn likes_of_different_users_add_up() {
 fn unlike_deletes_the_like_and_answers_the_new_counter() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    users(&host, Some("Viewer"), &["a".into(), "b".into()]);
+    host.users(Some("Viewer"), &["a".into(), "b".into()]);
     ok(&like(&host, &v, Some("a")), "a");
     ok(&like(&host, &v, Some("b")), "b");
     let r = unlike(&host, &v, Some("a"));
     assert_eq!(ok(&r, "unlike"), json!({"liked": false, "likes_count": 1}));
     assert_eq!(likes_of(&host, &v), 1);
-    assert_eq!(stored(&host, &v)["likes_count"], 1);
+    assert_eq!(host.admin_item("videos", &v)["likes_count"], 1);
     // Liked again afterwards.
     let r = like(&host, &v, Some("a"));
     assert_eq!(ok(&r, "relike"), json!({"liked": true, "likes_count": 2}));
@@ -220,38 +165,38 @@ fn unlike_without_a_like_is_not_liked() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
     let other = video(&host, "other");
-    users(&host, Some("Viewer"), &["a".into(), "b".into()]);
+    host.users(Some("Viewer"), &["a".into(), "b".into()]);
     assert_error(&unlike(&host, &v, Some("a")), 400, "Not liked");
     // Another user's like, or a like of another video, is not the caller's.
     ok(&like(&host, &v, Some("b")), "b likes v");
     ok(&like(&host, &other, Some("a")), "a likes other");
     assert_error(&unlike(&host, &v, Some("a")), 400, "Not liked");
     assert_eq!(likes_of(&host, &v), 1);
-    assert_eq!(stored(&host, &v)["likes_count"], 1);
+    assert_eq!(host.admin_item("videos", &v)["likes_count"], 1);
 }
 
 #[test]
 fn unlike_decrements_the_stored_counter() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    users(&host, Some("Viewer"), &["a".into()]);
+    host.users(Some("Viewer"), &["a".into()]);
     ok(&like(&host, &v, Some("a")), "like");
     host.admin_patch("videos", &v, &json!({"likes_count": 10}));
     let r = unlike(&host, &v, Some("a"));
     assert_eq!(ok(&r, "unlike"), json!({"liked": false, "likes_count": 9}));
-    assert_eq!(stored(&host, &v)["likes_count"], 9);
+    assert_eq!(host.admin_item("videos", &v)["likes_count"], 9);
 }
 
 #[test]
 fn unlike_never_takes_the_counter_below_zero() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    users(&host, Some("Viewer"), &["a".into()]);
+    host.users(Some("Viewer"), &["a".into()]);
     ok(&like(&host, &v, Some("a")), "like");
     host.admin_patch("videos", &v, &json!({"likes_count": 0}));
     let r = unlike(&host, &v, Some("a"));
     assert_eq!(ok(&r, "unlike"), json!({"liked": false, "likes_count": 0}));
-    assert_eq!(stored(&host, &v)["likes_count"], 0);
+    assert_eq!(host.admin_item("videos", &v)["likes_count"], 0);
     assert_eq!(likes_of(&host, &v), 0);
 }
 
@@ -259,7 +204,7 @@ fn unlike_never_takes_the_counter_below_zero() {
 fn like_unlike_and_play_of_a_missing_video_are_404_and_write_nothing() {
     let host = Host::start(HostOptions::svc());
     video(&host, "exists");
-    users(&host, Some("Viewer"), &["a".into()]);
+    host.users(Some("Viewer"), &["a".into()]);
     assert_error(&like(&host, MISSING, Some("a")), 404, "Video not found");
     assert_error(&unlike(&host, MISSING, Some("a")), 404, "Video not found");
     assert_error(
@@ -272,8 +217,8 @@ fn like_unlike_and_play_of_a_missing_video_are_404_and_write_nothing() {
         404,
         "Video not found",
     );
-    assert_eq!(count(&host, "video_likes", None), 0);
-    assert_eq!(count(&host, "video_plays", None), 0);
+    assert_eq!(host.admin_count("video_likes", None), 0);
+    assert_eq!(host.admin_count("video_plays", None), 0);
 }
 
 #[test]
@@ -283,11 +228,11 @@ fn a_caller_not_allowed_to_create_likes_fails_and_writes_nothing() {
     // spec leaves open").
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    users(&host, None, &["roleless".into()]);
+    host.users(None, &["roleless".into()]);
     let r = like(&host, &v, Some("roleless"));
     assert_error(&r, 500, "You don't have permission to access this.");
     assert_eq!(likes_of(&host, &v), 0);
-    assert_eq!(stored(&host, &v)["likes_count"], 0);
+    assert_eq!(host.admin_item("videos", &v)["likes_count"], 0);
 }
 
 #[test]
@@ -309,7 +254,7 @@ fn a_bad_token_is_refused_on_interaction_routes() {
 fn like_answers_500_with_the_fallback_when_the_write_fails() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    users(&host, Some("Viewer"), &["a".into()]);
+    host.users(Some("Viewer"), &["a".into()]);
     host.break_table("video_likes");
     assert_error(&like(&host, &v, Some("a")), 500, "Failed to like video");
 }
@@ -318,7 +263,7 @@ fn like_answers_500_with_the_fallback_when_the_write_fails() {
 fn unlike_answers_500_with_the_fallback_when_the_write_fails() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    users(&host, Some("Viewer"), &["a".into()]);
+    host.users(Some("Viewer"), &["a".into()]);
     ok(&like(&host, &v, Some("a")), "like");
     host.break_table("video_likes");
     assert_error(&unlike(&host, &v, Some("a")), 500, "Failed to unlike video");
@@ -332,7 +277,7 @@ fn unlike_answers_500_with_the_fallback_when_the_write_fails() {
 fn like_status_of_an_anonymous_caller_is_false() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    users(&host, Some("Viewer"), &["a".into()]);
+    host.users(Some("Viewer"), &["a".into()]);
     ok(&like(&host, &v, Some("a")), "like");
     let r = like_status(&host, &v, None);
     assert_eq!(ok(&r, "anonymous"), json!({"liked": false}));
@@ -343,7 +288,7 @@ fn like_status_follows_the_callers_like() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
     let other = video(&host, "other");
-    users(&host, Some("Viewer"), &["a".into(), "b".into()]);
+    host.users(Some("Viewer"), &["a".into(), "b".into()]);
     assert_eq!(
         ok(&like_status(&host, &v, Some("a")), "before"),
         json!({"liked": false})
@@ -372,7 +317,7 @@ fn like_status_follows_the_callers_like() {
 fn like_status_answers_500_with_the_fallback_when_the_read_fails() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    users(&host, Some("Viewer"), &["a".into()]);
+    host.users(Some("Viewer"), &["a".into()]);
     host.break_table("video_likes");
     assert_error(
         &like_status(&host, &v, Some("a")),
@@ -409,14 +354,14 @@ fn anonymous_play_records_a_play_without_user() {
     assert_eq!(rec["video_id"], json!(v), "{rec}");
     assert_eq!(rec["user_id"], Value::Null, "{rec}");
     assert_eq!(rec["session_id"], "sess-1", "{rec}");
-    assert_eq!(stored(&host, &v)["plays_count"], 1);
+    assert_eq!(host.admin_item("videos", &v)["plays_count"], 1);
 }
 
 #[test]
 fn authenticated_play_records_the_caller() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
-    let uid = users(&host, Some("Viewer"), &["a".into()]).remove(0);
+    let uid = host.users(Some("Viewer"), &["a".into()]).remove(0);
     let body = ok(
         &play(&host, &v, Some("a"), &json!({"session_id": "s-a"})),
         "play",
@@ -453,7 +398,7 @@ fn play_increments_the_stored_counter() {
     assert_eq!(body["plays_count"], 11, "{body}");
     let body = ok(&play(&host, &v, None, &json!({})), "play");
     assert_eq!(body["plays_count"], 12, "{body}");
-    assert_eq!(stored(&host, &v)["plays_count"], 12);
+    assert_eq!(host.admin_item("videos", &v)["plays_count"], 12);
     assert_ne!(
         body["play_id"],
         Value::Null,
@@ -473,7 +418,7 @@ fn play_with_a_non_string_session_is_400_and_writes_nothing() {
         );
     }
     assert_eq!(plays_of(&host, &v), 0);
-    assert_eq!(stored(&host, &v)["plays_count"], 0);
+    assert_eq!(host.admin_item("videos", &v)["plays_count"], 0);
 }
 
 #[test]
@@ -661,10 +606,10 @@ fn analytics_requires_a_caller() {
 #[test]
 fn analytics_without_linked_videos_is_the_empty_shape() {
     let host = Host::start(HostOptions::svc());
-    let ids = users(&host, Some("Model"), &["lonely".into(), "busy".into()]);
+    let ids = host.users(Some("Model"), &["lonely".into(), "busy".into()]);
     // Another model's video, with plays and likes, does not count.
     let v = video(&host, "theirs");
-    link(&host, &v, &ids[1]);
+    host.link_model(&v, &ids[1]);
     play_record(&host, &v, "2024-01-01T00:00:00Z", 10.0, true);
     host.admin_patch("videos", &v, &json!({"likes_count": 3, "plays_count": 1}));
     let want = json!({"total_videos": 0, "total_likes": 0, "total_plays": 0, "videos": []});
@@ -682,24 +627,20 @@ fn analytics_without_linked_videos_is_the_empty_shape() {
 #[test]
 fn analytics_sums_counters_and_groups_records_by_utc_day() {
     let host = Host::start(HostOptions::svc());
-    let ids = users(&host, Some("Model"), &["me".into(), "peer".into()]);
+    let ids = host.users(Some("Model"), &["me".into(), "peer".into()]);
     let (me, peer) = (ids[0].clone(), ids[1].clone());
-    let fans = users(
-        &host,
-        Some("Viewer"),
-        &["f1".into(), "f2".into(), "f3".into()],
-    );
+    let fans = host.users(Some("Viewer"), &["f1".into(), "f2".into(), "f3".into()]);
 
     let a = video_at(&host, "a", "2020-01-01T00:00:00Z");
     let b = video_at(&host, "b", FUTURE);
     let c = video_at(&host, "c", "2022-06-01T00:00:00Z");
     let d = video_at(&host, "d", "2021-01-01T00:00:00Z");
     video_at(&host, "nobodys", "2021-01-01T00:00:00Z");
-    link(&host, &a, &me);
-    link(&host, &b, &me);
-    link(&host, &b, &peer);
-    link(&host, &c, &me);
-    link(&host, &d, &peer);
+    host.link_model(&a, &me);
+    host.link_model(&b, &me);
+    host.link_model(&b, &peer);
+    host.link_model(&c, &me);
+    host.link_model(&d, &peer);
 
     // a: 3 plays over two UTC days (+02:00 is still March 1st in UTC).
     play_record(&host, &a, "2024-03-01T10:00:00Z", 10.0, true);
@@ -756,7 +697,7 @@ fn analytics_sums_counters_and_groups_records_by_utc_day() {
         .collect();
     assert_eq!(order, ["b", "c", "a"], "upload_date descending: {got}");
     let per_video = |id: &str| {
-        let s = stored(&host, id);
+        let s = host.admin_item("videos", id);
         (s["title"].clone(), s["upload_date"].clone())
     };
     let (ta, ua) = per_video(&a);
@@ -789,9 +730,9 @@ fn analytics_sums_counters_and_groups_records_by_utc_day() {
 #[test]
 fn analytics_integral_rates_are_json_integers() {
     let host = Host::start(HostOptions::svc());
-    let me = users(&host, Some("Model"), &["me".into()]).remove(0);
+    let me = host.users(Some("Model"), &["me".into()]).remove(0);
     let v = video(&host, "v");
-    link(&host, &v, &me);
+    host.link_model(&v, &me);
     play_record(&host, &v, "2024-01-01T00:00:00Z", 4.0, true);
     play_record(&host, &v, "2024-01-01T00:00:01Z", 6.0, true);
     host.admin_patch("videos", &v, &json!({"plays_count": 2}));
@@ -812,9 +753,9 @@ fn analytics_integral_rates_are_json_integers() {
 #[test]
 fn analytics_completion_rate_is_zero_when_the_plays_counter_is_zero() {
     let host = Host::start(HostOptions::svc());
-    let me = users(&host, Some("Model"), &["me".into()]).remove(0);
+    let me = host.users(Some("Model"), &["me".into()]).remove(0);
     let v = video(&host, "v");
-    link(&host, &v, &me);
+    host.link_model(&v, &me);
     play_record(&host, &v, "2024-01-01T00:00:00Z", 7.0, true);
     host.admin_patch("videos", &v, &json!({"plays_count": 0}));
     let got = analytics(&host, "me");
@@ -830,10 +771,10 @@ fn analytics_completion_rate_is_zero_when_the_plays_counter_is_zero() {
 #[test]
 fn analytics_reflect_likes_and_plays_made_through_the_endpoints() {
     let host = Host::start(HostOptions::svc());
-    let me = users(&host, Some("Model"), &["me".into()]).remove(0);
-    users(&host, Some("Viewer"), &["fan".into()]);
+    let me = host.users(Some("Model"), &["me".into()]).remove(0);
+    host.users(Some("Viewer"), &["fan".into()]);
     let v = video(&host, "v");
-    link(&host, &v, &me);
+    host.link_model(&v, &me);
     ok(&like(&host, &v, Some("fan")), "like");
     let p = new_play(&host, &v);
     ok(
@@ -872,9 +813,9 @@ fn analytics_reflect_likes_and_plays_made_through_the_endpoints() {
 #[test]
 fn analytics_answers_500_with_the_fallback_when_the_read_fails() {
     let host = Host::start(HostOptions::svc());
-    let me = users(&host, Some("Model"), &["me".into()]).remove(0);
+    let me = host.users(Some("Model"), &["me".into()]).remove(0);
     let v = video(&host, "v");
-    link(&host, &v, &me);
+    host.link_model(&v, &me);
     host.break_table("videos");
     assert_error(
         &host.get("/svc/analytics", Some("me")),
@@ -895,8 +836,8 @@ fn concurrent_likes_keep_the_counter_equal_to_the_records() {
     let v = video(&host, "hot");
     let racers: Vec<String> = (0..50).map(|i| format!("racer-{i}")).collect();
     let doubles: Vec<String> = (0..10).map(|i| format!("double-{i}")).collect();
-    let racer_ids = users(&host, Some("Viewer"), &racers);
-    let double_ids = users(&host, Some("Viewer"), &doubles);
+    let racer_ids = host.users(Some("Viewer"), &racers);
+    let double_ids = host.users(Some("Viewer"), &doubles);
     let barrier = Barrier::new(racers.len() + 2 * doubles.len());
 
     let (racer_results, double_results) = std::thread::scope(|s| {
@@ -987,7 +928,7 @@ fn concurrent_likes_keep_the_counter_equal_to_the_records() {
     let got_users: BTreeSet<String> = per_user.keys().cloned().collect();
     assert_eq!(got_users, expected_users);
     assert_eq!(rows.len() as u64, total);
-    let counter = stored(&host, &v)["likes_count"].clone();
+    let counter = host.admin_item("videos", &v)["likes_count"].clone();
     assert_eq!(counter, json!(total), "stored counter equals the records");
 }
 
@@ -998,7 +939,7 @@ fn concurrent_plays_are_all_counted() {
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "popular");
     let tokens: Vec<String> = (0..10).map(|i| format!("player-{i}")).collect();
-    users(&host, Some("Viewer"), &tokens);
+    host.users(Some("Viewer"), &tokens);
     const N: usize = 200;
     let barrier = Barrier::new(N);
     let results: Vec<Resp> = std::thread::scope(|s| {
@@ -1046,10 +987,9 @@ fn concurrent_plays_are_all_counted() {
         "distinct counts 1..=200"
     );
     assert_eq!(play_ids.len(), N, "distinct play ids");
-    assert_eq!(stored(&host, &v)["plays_count"], json!(N));
+    assert_eq!(host.admin_item("videos", &v)["plays_count"], json!(N));
     assert_eq!(plays_of(&host, &v), N as u64);
-    let anonymous = count(
-        &host,
+    let anonymous = host.admin_count(
         "video_plays",
         Some(&json!({"video_id": {"_eq": v}, "user_id": {"_null": true}})),
     );
@@ -1061,13 +1001,13 @@ fn concurrent_plays_are_all_counted() {
 // ---------------------------------------------------------------------------
 
 fn likes_count(host: &Host, video: &str) -> u64 {
-    stored(host, video)["likes_count"]
+    host.admin_item("videos", video)["likes_count"]
         .as_u64()
         .unwrap_or_else(|| panic!("likes_count of {video}"))
 }
 
 fn plays_count(host: &Host, video: &str) -> u64 {
-    stored(host, video)["plays_count"]
+    host.admin_item("videos", video)["plays_count"]
         .as_u64()
         .unwrap_or_else(|| panic!("plays_count of {video}"))
 }
@@ -1078,10 +1018,10 @@ fn likes_written_through_the_items_api_move_likes_count() {
     let v = video(&host, "items-likes");
     let w = video(&host, "items-likes-other");
     let tokens: Vec<String> = ["il-a", "il-b", "il-c"].map(String::from).to_vec();
-    let fans = users(&host, Some("Viewer"), &tokens);
-    let model = users(&host, Some("Model"), &["il-model".to_string()]);
-    link(&host, &v, &model[0]);
-    link(&host, &w, &model[0]);
+    let fans = host.users(Some("Viewer"), &tokens);
+    let model = host.users(Some("Model"), &["il-model".to_string()]);
+    host.link_model(&v, &model[0]);
+    host.link_model(&w, &model[0]);
 
     // A member likes through /svc and deletes the like through /items,
     // again and again: the counter never keeps a like that is gone.

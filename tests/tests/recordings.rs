@@ -45,35 +45,14 @@ fn create(host: &Host, token: &str, body: &Value) -> Value {
     v
 }
 
-/// The stored recording, read as admin through the items API.
-fn stored(host: &Host, id: &str) -> Value {
-    let r = host.get(&format!("/items/recordings/{id}"), Some(ADMIN_TOKEN));
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.json()["data"].clone()
-}
-
-fn count(host: &Host, collection: &str) -> u64 {
-    let r = host.get(
-        &format!("/items/{collection}?aggregate[count]=*"),
-        Some(ADMIN_TOKEN),
-    );
-    assert_eq!(r.status, 200, "{}", r.body);
-    let n = r.json()["data"][0]["count"].clone();
-    n.as_u64()
-        .or_else(|| n.as_str().and_then(|s| s.parse().ok()))
-        .unwrap_or_else(|| panic!("count: {}", r.body))
-}
-
 fn recordings_count(host: &Host) -> u64 {
-    count(host, "recordings")
+    host.admin_count("recordings", None)
 }
 
 /// Creates recordings as admin (explicit owner, dates, status...) in one
 /// request; returns them.
 fn admin_recordings(host: &Host, items: Vec<Value>) -> Vec<Value> {
-    let r = host.post("/items/recordings", Some(ADMIN_TOKEN), &Value::Array(items));
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.json()["data"].as_array().cloned().expect("created array")
+    host.admin_create_many("recordings", &items)
 }
 
 /// An admin-created recording body with explicit owner and date.
@@ -126,15 +105,6 @@ fn fifty_five(host: &Host, owner: &str) {
 
 fn newest_first(range: std::ops::Range<usize>) -> Vec<String> {
     range.rev().map(|i| format!("rec-{i:02}")).collect()
-}
-
-fn assert_serving(host: &Host) {
-    let r = host.get("/server/ping", None);
-    assert_eq!(
-        (r.status, r.body.as_str()),
-        (200, "pong"),
-        "host stopped serving"
-    );
 }
 
 // ---------------------------------------------------------------- GET /recordings
@@ -483,7 +453,7 @@ fn missing_and_malformed_ids_give_404_recording_not_found() {
         assert_eq!(r.status, 404, "{id}: {}", r.body);
         assert_eq!(r.json(), json!({"error": "Recording not found"}), "{id}");
     }
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 #[test]
@@ -743,7 +713,7 @@ fn create_returns_201_with_the_created_recording_and_defaults() {
         c["date_created"]
     );
     // What was returned is what was stored.
-    let s = stored(&host, &id_of(&c));
+    let s = host.admin_item("recordings", &id_of(&c));
     for k in [
         "title",
         "slug",
@@ -795,7 +765,7 @@ fn create_ignores_public_featured_owner_and_slug_in_the_body() {
     assert_eq!(c["user_created"], json!(uid));
     assert_eq!(c["slug"], "sneaky");
     assert_eq!(c["original_recording_id"], Value::Null);
-    let s = stored(&host, &id_of(&c));
+    let s = host.admin_item("recordings", &id_of(&c));
     assert_eq!(s["public"], false);
     assert_ne!(s["featured"], json!(true));
     assert_eq!(s["user_created"], json!(uid));
@@ -889,7 +859,7 @@ fn update_runs_under_the_callers_permissions() {
     );
     assert!(r.status >= 400, "{} {}", r.status, r.body);
     assert!(r.json()["error"].is_string(), "{}", r.body);
-    assert_eq!(stored(&host, &id)["title"], "locked");
+    assert_eq!(host.admin_item("recordings", &id)["title"], "locked");
 }
 
 // ---------------------------------------------------------------- PATCH /recordings/:id
@@ -919,7 +889,7 @@ fn patch_requires_authentication_and_ownership() {
     assert_eq!(r.status, 403, "{}", r.body);
     assert_eq!(r.json(), json!({"error": "Forbidden"}));
 
-    let s = stored(&host, &id);
+    let s = host.admin_item("recordings", &id);
     assert_eq!(s["title"], "Original");
     assert_eq!(s["public"], false);
 }
@@ -941,7 +911,7 @@ fn patch_forbidden_on_a_public_recording_of_another_user() {
     let r = host.patch(&path, Some("other"), &json!({"title": "hijack"}));
     assert_eq!(r.status, 403, "{}", r.body);
     assert_eq!(r.json(), json!({"error": "Forbidden"}));
-    assert_eq!(stored(&host, &id)["title"], "Public");
+    assert_eq!(host.admin_item("recordings", &id)["title"], "Public");
 }
 
 #[test]
@@ -983,7 +953,7 @@ fn patch_changes_the_allowed_fields_and_returns_the_updated_recording() {
     ] {
         assert_eq!(u[k], created[k], "{k}");
     }
-    let s = stored(&host, &id);
+    let s = host.admin_item("recordings", &id);
     for k in [
         "title",
         "slug",
@@ -1013,7 +983,7 @@ fn patch_applies_only_fields_that_are_present() {
     // Only the description: nothing else moves, the slug is not regenerated.
     let r = host.patch(&path, Some("owner"), &json!({"description": "changed"}));
     assert_eq!(r.status, 200, "{}", r.body);
-    let s = stored(&host, &id);
+    let s = host.admin_item("recordings", &id);
     assert_eq!(s["description"], "changed");
     assert_eq!(s["title"], "Keep Me");
     assert_eq!(s["slug"], "keep-me");
@@ -1025,13 +995,16 @@ fn patch_applies_only_fields_that_are_present() {
     // An empty body changes nothing.
     let r = host.patch(&path, Some("owner"), &json!({}));
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(stored(&host, &id), s);
+    assert_eq!(host.admin_item("recordings", &id), s);
 
     // linked_video present as null unlinks.
     let r = host.patch(&path, Some("owner"), &json!({"linked_video": null}));
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["linked_video"], Value::Null);
-    assert_eq!(stored(&host, &id)["linked_video"], Value::Null);
+    assert_eq!(
+        host.admin_item("recordings", &id)["linked_video"],
+        Value::Null
+    );
 }
 
 #[test]
@@ -1061,7 +1034,7 @@ fn patch_ignores_fields_that_cannot_be_changed() {
     );
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["id"], json!(id));
-    let s = stored(&host, &id);
+    let s = host.admin_item("recordings", &id);
     assert_eq!(s["description"], "the only change");
     assert_ne!(s["featured"], json!(true));
     for k in [
@@ -1098,7 +1071,7 @@ fn patch_status_is_validated() {
         assert_eq!(r.status, 400, "{status}: {}", r.body);
         assert_eq!(r.json(), json!({"error": "Invalid status"}), "{status}");
     }
-    let s = stored(&host, &id);
+    let s = host.admin_item("recordings", &id);
     assert_eq!(s["status"], "draft");
     assert_eq!(s["title"], "Status", "no partial write");
 }
@@ -1120,7 +1093,7 @@ fn patch_status_moves_between_any_states() {
         let r = host.patch(&path, Some("owner"), &json!({"status": status}));
         assert_eq!(r.status, 200, "{status}: {}", r.body);
         assert_eq!(r.json()["status"], status);
-        assert_eq!(stored(&host, &id)["status"], status);
+        assert_eq!(host.admin_item("recordings", &id)["status"], status);
     }
 }
 
@@ -1136,7 +1109,7 @@ fn patch_of_a_missing_recording_gives_500() {
     assert_eq!(r.status, 500, "{}", r.body);
     assert!(r.json()["error"].is_string(), "{}", r.body);
     assert_eq!(recordings_count(&host), 0);
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 #[test]
@@ -1165,12 +1138,12 @@ fn patch_wrong_types_are_refused_with_4xx_and_nothing_changes() {
         assert!(r.json()["error"].is_string(), "{b}: {}", r.body);
     }
     assert_eq!(stored_snapshot(&host, &created)["id"], json!(id));
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 /// The stored record must still equal what was created.
 fn stored_snapshot(host: &Host, created: &Value) -> Value {
-    let s = stored(host, &id_of(created));
+    let s = host.admin_item("recordings", &id_of(created));
     for k in ["title", "slug", "tags", "public", "description", "status"] {
         assert_eq!(s[k], created[k], "{k} changed");
     }
@@ -1210,7 +1183,7 @@ fn patch_invalid_json_and_non_object_bodies() {
         );
     }
     stored_snapshot(&host, &created);
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 // ---------------------------------------------------------------- DELETE /recordings/:id
@@ -1226,7 +1199,7 @@ fn delete_archives_and_keeps_the_record() {
     let r = host.delete(&format!("/svc/recordings/{id}"), Some("owner"));
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json(), json!({"success": true}));
-    let s = stored(&host, &id);
+    let s = host.admin_item("recordings", &id);
     assert_eq!(s["status"], "archived");
     assert_eq!(s["title"], "To archive");
     assert_eq!(s["events"], created["events"]);
@@ -1260,7 +1233,7 @@ fn delete_requires_authentication_and_ownership() {
         assert_eq!(r.status, 403, "{token}: {}", r.body);
         assert_eq!(r.json(), json!({"error": "Forbidden"}));
     }
-    assert_eq!(stored(&host, &id)["status"], "draft");
+    assert_eq!(host.admin_item("recordings", &id)["status"], "draft");
 }
 
 // ---------------------------------------------------------------- duplicate
@@ -1276,7 +1249,7 @@ fn shared(host: &Host, token: &str, b: &Value) -> Value {
         &json!({"public": true}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    stored(host, &id_of(&c))
+    host.admin_item("recordings", &id_of(&c))
 }
 
 #[test]
@@ -1384,7 +1357,7 @@ fn duplicate_creates_a_private_draft_copy_owned_by_the_caller() {
     assert_ne!(d["featured"], json!(true));
 
     // Stored as answered; the source is untouched.
-    let s = stored(&host, &copy_id);
+    let s = host.admin_item("recordings", &copy_id);
     for k in [
         "title",
         "slug",
@@ -1397,7 +1370,7 @@ fn duplicate_creates_a_private_draft_copy_owned_by_the_caller() {
     ] {
         assert_eq!(s[k], d[k], "{k}");
     }
-    let src_after = stored(&host, &src_id);
+    let src_after = host.admin_item("recordings", &src_id);
     assert_eq!(src_after, src);
     assert_eq!(src_after["user_created"], json!(owner));
     // The copy is the caller's: listed for them.
@@ -1441,7 +1414,10 @@ fn duplicate_of_a_source_with_null_tags_gives_empty_tags() {
     b["public"] = json!(true);
     b["tags"] = Value::Null;
     let src = admin_recordings(&host, vec![b]).remove(0);
-    assert_eq!(stored(&host, &id_of(&src))["tags"], Value::Null);
+    assert_eq!(
+        host.admin_item("recordings", &id_of(&src))["tags"],
+        Value::Null
+    );
     let r = host.post(
         &format!("/svc/recordings/{}/duplicate", id_of(&src)),
         Some("copier"),
@@ -1450,7 +1426,7 @@ fn duplicate_of_a_source_with_null_tags_gives_empty_tags() {
     assert_eq!(r.status, 201, "{}", r.body);
     let d = &r.json()["data"];
     assert_eq!(d["tags"], json!([]));
-    assert_eq!(stored(&host, &id_of(d))["tags"], json!([]));
+    assert_eq!(host.admin_item("recordings", &id_of(d))["tags"], json!([]));
 }
 
 #[test]
@@ -1476,7 +1452,7 @@ fn duplicate_of_a_missing_or_malformed_source_is_a_4xx() {
         assert!(r.json()["error"].is_string());
     }
     assert_eq!(recordings_count(&host), 0);
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 // ---------------------------------------------------------------- community
@@ -1630,24 +1606,6 @@ fn community_items_have_exactly_the_public_fields() {
 
 // ---------------------------------------------------------------- plays
 
-fn play(host: &Host, id: &str, token: Option<&str>) -> String {
-    let r = host.post(&format!("/svc/recordings/{id}/play"), token, &json!({}));
-    assert_eq!(r.status, 200, "{}", r.body);
-    let v = r.json();
-    assert_eq!(v["success"], true, "{v}");
-    let keys: BTreeSet<&str> = v
-        .as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    assert_eq!(keys, ["play_id", "success"].into_iter().collect());
-    v["play_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("play_id: {v}"))
-        .to_string()
-}
-
 fn stored_play(host: &Host, play_id: &str) -> Value {
     let r = host.get(
         &format!("/items/recording_plays/{play_id}"),
@@ -1664,7 +1622,7 @@ fn anonymous_play_is_recorded_with_null_user() {
     // A private draft: the play endpoint only needs the recording to exist.
     let id = id_of(&create(&host, "owner", &body("Played")));
     let before = now_ms();
-    let play_id = play(&host, &id, None);
+    let play_id = host.play_recording(&id, None);
     let p = stored_play(&host, &play_id);
     assert_eq!(p["recording_id"], json!(id));
     assert_eq!(p["user_id"], Value::Null);
@@ -1672,7 +1630,7 @@ fn anonymous_play_is_recorded_with_null_user() {
     assert_eq!(p["completed"], false);
     let created = ts_ms(&p["date_created"]);
     assert!(created >= before - 1000 && created <= now_ms() + 1000);
-    assert_eq!(count(&host, "recording_plays"), 1);
+    assert_eq!(host.admin_count("recording_plays", None), 1);
 }
 
 #[test]
@@ -1682,14 +1640,14 @@ fn authenticated_play_stores_the_caller() {
     let listener = host.user(Some("Viewer"), "listener");
     let owner_id = host.user(Some("Viewer"), "owner2");
     let id = id_of(&shared(&host, "owner", &body("Played")));
-    let p = stored_play(&host, &play(&host, &id, Some("listener")));
+    let p = stored_play(&host, &host.play_recording(&id, Some("listener")));
     assert_eq!(p["user_id"], json!(listener));
     assert_eq!(p["recording_id"], json!(id));
     assert_eq!(p["duration_played"].as_f64(), Some(0.0));
     assert_eq!(p["completed"], false);
-    let p = stored_play(&host, &play(&host, &id, Some("owner2")));
+    let p = stored_play(&host, &host.play_recording(&id, Some("owner2")));
     assert_eq!(p["user_id"], json!(owner_id));
-    assert_eq!(count(&host, "recording_plays"), 2);
+    assert_eq!(host.admin_count("recording_plays", None), 2);
 }
 
 #[test]
@@ -1708,8 +1666,8 @@ fn play_of_a_missing_recording_gives_404() {
             assert_eq!(r.json(), json!({"error": "Recording not found"}));
         }
     }
-    assert_eq!(count(&host, "recording_plays"), 0);
-    assert_serving(&host);
+    assert_eq!(host.admin_count("recording_plays", None), 0);
+    host.assert_serving();
 }
 
 #[test]
@@ -1717,7 +1675,7 @@ fn play_update_sets_duration_completed_and_date_updated() {
     let host = Host::start(HostOptions::svc());
     host.user(Some("Viewer"), "owner");
     let id = id_of(&create(&host, "owner", &body("Played")));
-    let play_id = play(&host, &id, None);
+    let play_id = host.play_recording(&id, None);
     let initial = stored_play(&host, &play_id);
     std::thread::sleep(Duration::from_millis(20));
     let before = now_ms();
@@ -1775,8 +1733,8 @@ fn play_update_of_an_unknown_play_gives_404() {
         assert_eq!(r.status, 404, "{play_id}: {}", r.body);
         assert_eq!(r.json(), json!({"error": "Play record not found"}));
     }
-    assert_eq!(count(&host, "recording_plays"), 0);
-    assert_serving(&host);
+    assert_eq!(host.admin_count("recording_plays", None), 0);
+    host.assert_serving();
 }
 
 #[test]
@@ -1785,7 +1743,7 @@ fn play_update_through_another_recording_gives_404() {
     host.user(Some("Viewer"), "owner");
     let first = id_of(&create(&host, "owner", &body("First")));
     let second = id_of(&create(&host, "owner", &body("Second")));
-    let play_id = play(&host, &first, None);
+    let play_id = host.play_recording(&first, None);
     for rec in [
         second.as_str(),
         "00000000-0000-4000-8000-000000000000",
@@ -1890,8 +1848,11 @@ fn a_body_over_max_payload_gets_413_and_writes_nothing() {
     assert_eq!(r.status, 413, "{}", r.body);
     assert_eq!(r.json(), json!({"error": "Payload too large"}));
     assert_eq!(recordings_count(&host), 1);
-    assert_eq!(stored(&host, &id)["description"], Value::Null);
-    assert_serving(&host);
+    assert_eq!(
+        host.admin_item("recordings", &id)["description"],
+        Value::Null
+    );
+    host.assert_serving();
 }
 
 // ---------------------------------------------------------------- bad input
@@ -1940,7 +1901,7 @@ fn create_with_invalid_utf8_or_non_object_bodies_is_a_400() {
         );
     }
     assert_eq!(recordings_count(&host), 0);
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 #[test]
@@ -1948,7 +1909,7 @@ fn malformed_ids_in_every_route_get_clear_answers() {
     let host = Host::start(HostOptions::svc());
     host.user(Some("Viewer"), "prober");
     let real = id_of(&create(&host, "prober", &body("Real")));
-    let real_play = play(&host, &real, None);
+    let real_play = host.play_recording(&real, None);
     let long = "z".repeat(2000);
     let ids = [
         "not-a-uuid",
@@ -2021,9 +1982,9 @@ fn malformed_ids_in_every_route_get_clear_answers() {
         );
     }
     assert_eq!(recordings_count(&host), 1);
-    assert_eq!(stored(&host, &real)["title"], "Real");
+    assert_eq!(host.admin_item("recordings", &real)["title"], "Real");
     assert_eq!(stored_play(&host, &real_play)["completed"], false);
-    assert_serving(&host);
+    host.assert_serving();
 }
 
 /// SPEC mandates a 500 for a missing record on PATCH only; DELETE says
@@ -2050,5 +2011,5 @@ fn delete_of_a_missing_or_malformed_recording_is_a_4xx() {
         assert!(r.json()["error"].is_string());
     }
     assert_eq!(recordings_count(&host), 0);
-    assert_serving(&host);
+    host.assert_serving();
 }

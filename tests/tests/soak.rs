@@ -16,19 +16,20 @@
 //! The figures printed at the end (requests, clients, duration, answers by
 //! status) go into RELIABILITY.md.
 
-use platform_tests::time::{days_ago, now_ms, ts_ms, DAY_MS};
+use platform_tests::time::{days_ago, now_ms, ts_ms};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use platform_tests::{assert_no_secrets, encode, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::score::weighted;
+use platform_tests::{
+    encode, id_of, int_of, rec_body, str_of, Answer, Client, Host, HostOptions, Rng, ADMIN_TOKEN,
+};
 use serde_json::{json, Value};
 
 const CLIENTS: usize = 64;
 const VIEWERS: usize = 16;
 const VIDEOS: usize = 8;
-const DECAY: f64 = 0.005;
 const REL_TOL: f64 = 1e-9;
 const PAST: &str = "2001-01-01T00:00:00.000Z";
 
@@ -44,74 +45,6 @@ fn soak_duration() -> Duration {
 
 // ---------------------------------------------------------------- client
 
-/// One answer, or the transport error that replaced it.
-type Answer = Result<(u16, String), String>;
-
-/// A keep-alive HTTP client of one soak thread.
-struct Client {
-    agent: ureq::Agent,
-    base: String,
-}
-
-impl Client {
-    fn new(base: &str) -> Self {
-        Self {
-            agent: ureq::AgentBuilder::new()
-                .timeout(Duration::from_secs(60))
-                .build(),
-            base: base.to_string(),
-        }
-    }
-
-    fn call(&self, method: &str, path: &str, token: Option<&str>, body: Option<&Value>) -> Answer {
-        let mut req = self
-            .agent
-            .request(method, &format!("{}{}", self.base, path));
-        if let Some(t) = token {
-            req = req.set("Authorization", &format!("Bearer {t}"));
-        }
-        let result = match body {
-            Some(b) => req
-                .set("Content-Type", "application/json")
-                .send_string(&b.to_string()),
-            None => req.call(),
-        };
-        let response = match result {
-            Ok(r) => r,
-            Err(ureq::Error::Status(_, r)) => r,
-            Err(e) => return Err(format!("{method} {path}: transport error {e}")),
-        };
-        let status = response.status();
-        let mut text = String::new();
-        response
-            .into_reader()
-            .read_to_string(&mut text)
-            .map_err(|e| format!("{method} {path}: reading the answer failed: {e}"))?;
-        assert_no_secrets(method, path, &text);
-        Ok((status, text))
-    }
-}
-
-/// xorshift64*: deterministic per thread, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
-
 // ---------------------------------------------------------------- fixture
 
 struct World {
@@ -124,20 +57,11 @@ struct World {
     recordings: Mutex<Vec<(String, String)>>,
 }
 
-fn id_of(v: &Value) -> String {
-    v["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no id in {v}"))
-        .to_string()
-}
-
-fn rec_body(title: &str, status: &str) -> Value {
-    json!({
-        "title": title, "duration": 2500, "status": status, "tags": ["soak"],
-        "device_info": [{"name": "D", "index": 0, "capabilities": ["Vibrate"]}],
-        "events": [{"timestamp": 0, "deviceIndex": 0, "deviceName": "D",
-                    "actuatorIndex": 0, "actuatorType": "Vibrate", "value": 40}],
-    })
+/// A recording body of the soak, tagged (so writes carry a JSON array).
+fn soak_recording(title: &str, status: &str) -> Value {
+    let mut body = rec_body(title, Some(status));
+    body["tags"] = json!(["soak"]);
+    body
 }
 
 fn setup(host: &Host) -> World {
@@ -199,7 +123,7 @@ fn setup(host: &Host) -> World {
         let r = host.post(
             "/svc/recordings",
             Some(t),
-            &rec_body("Seed wave", "published"),
+            &soak_recording("Seed wave", "published"),
         );
         assert_eq!(r.status, 201, "seed recording: {}", r.body);
         let id = id_of(&r.json());
@@ -340,7 +264,7 @@ fn client_loop(base: &str, world: &World, n: usize, deadline: Instant) -> Tally 
                 "POST",
                 "/svc/recordings",
                 Some(token),
-                Some(&rec_body(&format!("Soak {n} {step}"), status)),
+                Some(&soak_recording(&format!("Soak {n} {step}"), status)),
             );
             if let Some(id) = json_of(&answer).and_then(|v| v["id"].as_str().map(String::from)) {
                 world
@@ -521,43 +445,16 @@ fn client_loop(base: &str, world: &World, n: usize, deadline: Instant) -> Tally 
 
 // ---------------------------------------------------------------- checks
 
-fn all(host: &Host, collection: &str, fields: &str) -> Vec<Value> {
-    let r = host.get(
-        &format!("/items/{collection}?limit=-1&fields={fields}"),
-        Some(ADMIN_TOKEN),
-    );
-    assert_eq!(r.status, 200, "read {collection}: {}", r.body);
-    r.json()["data"].as_array().cloned().expect("rows")
-}
-
-fn s(v: &Value) -> String {
-    v.as_str().unwrap_or_default().to_string()
-}
-
-fn int(v: &Value, what: &str) -> i64 {
-    v.as_i64()
-        .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
-        .unwrap_or_else(|| panic!("{what} is not an integer: {v}"))
-}
-
-/// Rule 2 at instant `at` (epoch ms).
-fn weighted(points: &[(i64, i64)], at: i64) -> f64 {
-    points
-        .iter()
-        .map(|(p, created)| *p as f64 * (-DECAY * (at - created) as f64 / DAY_MS).exp())
-        .sum()
-}
-
 fn check_counters(host: &Host) -> Vec<String> {
     let mut failures = Vec::new();
-    let likes = all(host, "video_likes", "id,video_id,user_id");
-    let plays = all(host, "video_plays", "id,video_id");
+    let likes = host.admin_all("video_likes", "id,video_id,user_id");
+    let plays = host.admin_all("video_plays", "id,video_id");
     let mut like_count: HashMap<String, i64> = HashMap::new();
     let mut pairs: BTreeMap<(String, String), i64> = BTreeMap::new();
     for l in &likes {
-        *like_count.entry(s(&l["video_id"])).or_default() += 1;
+        *like_count.entry(str_of(&l["video_id"])).or_default() += 1;
         *pairs
-            .entry((s(&l["user_id"]), s(&l["video_id"])))
+            .entry((str_of(&l["user_id"]), str_of(&l["video_id"])))
             .or_default() += 1;
     }
     for ((user, video), n) in &pairs {
@@ -567,14 +464,14 @@ fn check_counters(host: &Host) -> Vec<String> {
     }
     let mut play_count: HashMap<String, i64> = HashMap::new();
     for p in &plays {
-        *play_count.entry(s(&p["video_id"])).or_default() += 1;
+        *play_count.entry(str_of(&p["video_id"])).or_default() += 1;
     }
-    let videos = all(host, "videos", "id,slug,likes_count,plays_count");
+    let videos = host.admin_all("videos", "id,slug,likes_count,plays_count");
     for v in &videos {
-        let id = s(&v["id"]);
+        let id = str_of(&v["id"]);
         let stored = (
-            int(&v["likes_count"], "likes_count"),
-            int(&v["plays_count"], "plays_count"),
+            int_of(&v["likes_count"], "likes_count"),
+            int_of(&v["plays_count"], "plays_count"),
         );
         let records = (
             like_count.get(&id).copied().unwrap_or(0),
@@ -583,7 +480,7 @@ fn check_counters(host: &Host) -> Vec<String> {
         if stored != records {
             failures.push(format!(
                 "video {} stores (likes_count, plays_count) = {stored:?} but has {records:?} records",
-                s(&v["slug"])
+                str_of(&v["slug"])
             ));
         }
     }
@@ -598,51 +495,51 @@ fn check_counters(host: &Host) -> Vec<String> {
 
 fn check_stats(host: &Host) -> Vec<String> {
     let mut failures = Vec::new();
-    let recordings = all(host, "recordings", "id,user_created,status");
+    let recordings = host.admin_all("recordings", "id,user_created,status");
     let owner: HashMap<String, String> = recordings
         .iter()
-        .map(|r| (s(&r["id"]), s(&r["user_created"])))
+        .map(|r| (str_of(&r["id"]), str_of(&r["user_created"])))
         .collect();
     let mut points: HashMap<String, Vec<(i64, i64)>> = HashMap::new();
-    for p in all(host, "user_points", "user_id,points,date_created") {
+    for p in host.admin_all("user_points", "user_id,points,date_created") {
         points
-            .entry(s(&p["user_id"]))
+            .entry(str_of(&p["user_id"]))
             .or_default()
-            .push((int(&p["points"], "points"), ts_ms(&p["date_created"])));
+            .push((int_of(&p["points"], "points"), ts_ms(&p["date_created"])));
     }
     let mut published: HashMap<String, i64> = HashMap::new();
     for r in &recordings {
         if r["status"] == "published" {
-            *published.entry(s(&r["user_created"])).or_default() += 1;
+            *published.entry(str_of(&r["user_created"])).or_default() += 1;
         }
     }
     let mut playbacks: HashMap<String, i64> = HashMap::new();
-    let rec_plays = all(host, "recording_plays", "user_id,recording_id");
+    let rec_plays = host.admin_all("recording_plays", "user_id,recording_id");
     for p in &rec_plays {
-        let user = s(&p["user_id"]);
+        let user = str_of(&p["user_id"]);
         if user.is_empty() {
             continue;
         }
-        if owner.get(&s(&p["recording_id"])) != Some(&user) {
+        if owner.get(&str_of(&p["recording_id"])) != Some(&user) {
             *playbacks.entry(user).or_default() += 1;
         }
     }
     let mut comments: HashMap<String, i64> = HashMap::new();
-    for c in all(host, "platform_comments", "user_created,collection") {
+    for c in host.admin_all("platform_comments", "user_created,collection") {
         if c["collection"] == "recordings" {
-            *comments.entry(s(&c["user_created"])).or_default() += 1;
+            *comments.entry(str_of(&c["user_created"])).or_default() += 1;
         }
     }
     let mut unlocked: HashMap<String, i64> = HashMap::new();
-    for a in all(host, "user_achievements", "user_id,date_unlocked") {
+    for a in host.admin_all("user_achievements", "user_id,date_unlocked") {
         if !a["date_unlocked"].is_null() {
-            *unlocked.entry(s(&a["user_id"])).or_default() += 1;
+            *unlocked.entry(str_of(&a["user_id"])).or_default() += 1;
         }
     }
-    let rows = all(host, "user_stats", "*");
+    let rows = host.admin_all("user_stats", "*");
     let mut with_row = BTreeSet::new();
     for row in &rows {
-        let user = s(&row["user_id"]);
+        let user = str_of(&row["user_id"]);
         if !with_row.insert(user.clone()) {
             failures.push(format!("user {user} has two stats rows"));
         }
@@ -657,11 +554,11 @@ fn check_stats(host: &Host) -> Vec<String> {
         );
         let stored = |r: &Value| {
             (
-                int(&r["total_raw_points"], "total_raw_points"),
-                int(&r["recordings_count"], "recordings_count"),
-                int(&r["playbacks_count"], "playbacks_count"),
-                int(&r["comments_count"], "comments_count"),
-                int(&r["achievements_count"], "achievements_count"),
+                int_of(&r["total_raw_points"], "total_raw_points"),
+                int_of(&r["recordings_count"], "recordings_count"),
+                int_of(&r["playbacks_count"], "playbacks_count"),
+                int_of(&r["comments_count"], "comments_count"),
+                int_of(&r["achievements_count"], "achievements_count"),
             )
         };
         if stored(row) != expected {
@@ -689,7 +586,10 @@ fn check_stats(host: &Host) -> Vec<String> {
             ));
         }
         let actual = st["total_weighted_points"].as_f64().unwrap_or(f64::NAN);
-        let (a, b) = (weighted(&pts, t0 - 1), weighted(&pts, t1 + 1));
+        let (a, b) = (
+            weighted(pts.iter().copied(), t0 - 1),
+            weighted(pts.iter().copied(), t1 + 1),
+        );
         let (lo, hi) = (a.min(b), a.max(b));
         let ok =
             actual >= lo - lo.abs() * REL_TOL - 1e-12 && actual <= hi + hi.abs() * REL_TOL + 1e-12;

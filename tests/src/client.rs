@@ -1,0 +1,64 @@
+//! A keep-alive HTTP client for load: its failures are values, not
+//! panics, so a writer can go on, or stop when its host is killed.
+
+use std::io::Read;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::assert_no_secrets;
+
+/// One answer (status, body), or the transport failure that replaced it.
+pub type Answer = Result<(u16, String), String>;
+
+/// A keep-alive client of one host.
+pub struct Client {
+    agent: ureq::Agent,
+    base: String,
+}
+
+impl Client {
+    pub fn new(base: &str) -> Self {
+        Self {
+            agent: ureq::AgentBuilder::new()
+                .timeout(Duration::from_secs(60))
+                .build(),
+            base: base.to_string(),
+        }
+    }
+
+    /// One request; every answer is checked by [`assert_no_secrets`].
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> Answer {
+        let mut req = self
+            .agent
+            .request(method, &format!("{}{}", self.base, path));
+        if let Some(t) = token {
+            req = req.set("Authorization", &format!("Bearer {t}"));
+        }
+        let result = match body {
+            Some(b) => req
+                .set("Content-Type", "application/json")
+                .send_string(&b.to_string()),
+            None => req.call(),
+        };
+        let response = match result {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => return Err(format!("{method} {path}: transport error {e}")),
+        };
+        let status = response.status();
+        let mut text = String::new();
+        response
+            .into_reader()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("{method} {path}: reading the answer failed: {e}"))?;
+        assert_no_secrets(method, path, &text);
+        Ok((status, text))
+    }
+}
