@@ -244,7 +244,15 @@ impl HostServices for ExtServices<'_> {
         }
         let mut events = Vec::new();
         let mut failure: Option<FfiError> = None;
+        let mut ran = false;
         let result = self.platform.store.write(&mut |conn| {
+            // The store runs this again after a conflict with another
+            // process's transaction, but an extension's body runs once
+            // (SDK ≤ 1.5): the caller is told the database is busy.
+            if ran {
+                return Err(StoreError::Busy);
+            }
+            ran = true;
             events.clear();
             let bound = ExtServices::bound(
                 self.platform,

@@ -138,7 +138,9 @@ impl Platform {
         let mut events = Vec::new();
         let mut failure = None;
         let ran = self.store.run_once(owner, id, &mut |conn| {
+            // The store may run this again after a conflict: start afresh.
             events.clear();
+            failure = None;
             let mut session = Session::Tx {
                 conn,
                 events: &mut events,
@@ -248,6 +250,7 @@ impl Platform {
                 let mut out = None;
                 let mut events = Vec::new();
                 let result = self.store.write(&mut |conn| {
+                    // The store may run this again after a conflict.
                     events.clear();
                     let r = work(conn, &mut events);
                     let failed = r.is_err();

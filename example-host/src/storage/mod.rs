@@ -16,14 +16,15 @@
 //!   read connection cannot write (it is a [`Reader`], not a [`Writer`]).
 //! - **Writes** ([`Store::write`]) run in one transaction: all of it or
 //!   nothing, committed when the work returns `Ok`, rolled back on `Err`.
-//!   Its statements see its own writes. Concurrent write transactions (in
-//!   this process or any other) behave as if run one after the other
-//!   (SQLite: writers take turns; PostgreSQL: `SERIALIZABLE`). When the
-//!   database cannot keep that promise it reports a conflict and the
-//!   transaction is run again from the start, so `work` may run more than
-//!   once: it must act only through its connection, or reset what it
-//!   collects at its start. A failed statement changes nothing and the
-//!   transaction goes on (the work decides whether to give up).
+//!   Its statements see its own writes. Concurrent write transactions behave
+//!   as if run one after the other: those of one process take turns (both
+//!   backends); across processes SQLite's file lock makes them take turns,
+//!   and PostgreSQL runs them `SERIALIZABLE`. When PostgreSQL detects a
+//!   conflict with another process's transaction, the transaction is run
+//!   again from the start, so `work` may run more than once: it must act
+//!   only through its connection, or reset what it collects at its start.
+//!   A write refused by a constraint changes nothing and the transaction
+//!   goes on (the work decides whether to give up).
 //! - A thread that holds a write transaction opens no other: a nested write
 //!   is refused (it would wait on itself); use the open transaction.
 //! - **Visibility of other processes' commits**: [`Store::data_version`]

@@ -1,7 +1,8 @@
 //! The PostgreSQL backend: a pool of synchronous clients (called from the
 //! blocking pool, never from an async worker), statements prepared once per
-//! connection, `SERIALIZABLE` write transactions run again on a conflict,
-//! and PostgreSQL's dialect of the shared SQL.
+//! connection, write transactions taking turns within the process and
+//! `SERIALIZABLE` across processes (run again on a conflict), and
+//! PostgreSQL's dialect of the shared SQL.
 //!
 //! Columns hold what SQLite holds (text for strings, timestamps, UUIDs and
 //! JSON documents; `bigint`, `double precision`, `boolean`), text sorts
@@ -430,6 +431,11 @@ struct SnapshotWatch {
 
 pub struct PgStore {
     pool: r2d2::Pool<Manager>,
+    /// Write transactions of this process take turns, as on SQLite: they
+    /// never conflict with each other, only with other processes' (which
+    /// `SERIALIZABLE` detects), and a transaction body an extension runs
+    /// once is never asked to run again because of this host's own load.
+    write_lock: Mutex<()>,
     schema: RwLock<Arc<Schema>>,
     changes: Mutex<SnapshotWatch>,
 }
@@ -451,6 +457,7 @@ impl PgStore {
             .map_err(|e| backend(format!("cannot connect to {}: {e}", redacted(url))))?;
         let store = Self {
             pool,
+            write_lock: Mutex::new(()),
             schema: RwLock::new(Arc::new(Schema::default())),
             changes: Mutex::new(SnapshotWatch {
                 snapshot: String::new(),
@@ -486,6 +493,7 @@ impl PgStore {
         f: &mut dyn FnMut(&mut Pg<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         exclusive_write(|| {
+            let _turn = self.write_lock.lock();
             self.with_client(|client| {
                 let mut attempt = 0;
                 loop {
