@@ -66,6 +66,15 @@ pub fn normalize(field: &Field, value: &Value, lenient: bool) -> Result<Value, S
         return Ok(Value::Null);
     }
     let bad = || Err(type_error(field));
+    // Text is stored as text on every backend, and PostgreSQL's cannot
+    // hold a NUL character: refused everywhere, so both store the same.
+    if !lenient && field.kind != FieldType::Json && value.as_str().is_some_and(|s| s.contains('\0'))
+    {
+        return Err(format!(
+            "\"{}\" must not contain a NUL character",
+            field.field
+        ));
+    }
     match field.kind {
         FieldType::Json if json_depth(value) > MAX_JSON_DEPTH => Err(format!(
             "\"{}\" is nested too deeply (at most {MAX_JSON_DEPTH} levels)",
@@ -168,6 +177,15 @@ mod tests {
         assert_eq!(normalize(&i, &json!("42"), true).unwrap(), json!(42));
         let s = Field::string("s");
         assert!(normalize(&s, &json!(5), false).is_err());
+        assert!(
+            normalize(&s, &json!("a\0b"), false).is_err(),
+            "no NUL stored"
+        );
+        assert!(
+            normalize(&s, &json!("a\0b"), true).is_ok(),
+            "a filter may name one"
+        );
+        assert!(normalize(&Field::json("j"), &json!("a\0b"), false).is_ok());
         assert_eq!(normalize(&s, &Value::Null, false).unwrap(), Value::Null);
     }
 }

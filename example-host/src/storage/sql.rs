@@ -114,6 +114,29 @@ fn condition(
         }
         Filter::Compare { field, op, value } => {
             let field_def = def(field)?;
+            let mut scalar = to_scalar(field_def, value);
+            if let Scalar::Text(text) = &mut scalar {
+                // No stored text holds a NUL (writes refuse it, and
+                // PostgreSQL cannot bind one): decided here, the same on
+                // every backend. Against text without NUL, `p\0…` sorts
+                // just after its prefix `p`.
+                if let Some(nul) = text.find('\0') {
+                    text.truncate(nul);
+                    let col = quote(field);
+                    let bound = match op {
+                        Comparison::Eq => None,
+                        Comparison::Neq => Some(format!("{col} IS NOT NULL")),
+                        Comparison::Lt | Comparison::Lte => {
+                            Some(format!("{col} <= {}", p.push(scalar)))
+                        }
+                        Comparison::Gt | Comparison::Gte => {
+                            Some(format!("{col} > {}", p.push(scalar)))
+                        }
+                    };
+                    sql.push_str(bound.as_deref().unwrap_or("(1 = 0)"));
+                    return Ok(());
+                }
+            }
             let sym = match op {
                 Comparison::Eq => "=",
                 Comparison::Neq => "<>",
@@ -122,7 +145,7 @@ fn condition(
                 Comparison::Gt => ">",
                 Comparison::Gte => ">=",
             };
-            let mark = p.push(to_scalar(field_def, value));
+            let mark = p.push(scalar);
             sql.push_str(&format!("{} {sym} {mark}", quote(field)));
         }
         Filter::In {
@@ -133,7 +156,12 @@ fn condition(
             let field_def = def(field)?;
             // One parameter whatever the list's length: the statement is
             // cached, and no backend's parameter limit is ever reached.
-            let list = values.iter().map(|v| to_scalar(field_def, v)).collect();
+            // A text holding a NUL equals nothing stored (see `Compare`).
+            let list = values
+                .iter()
+                .map(|v| to_scalar(field_def, v))
+                .filter(|s| !matches!(s, Scalar::Text(t) if t.contains('\0')))
+                .collect();
             let mark = p.push(Scalar::List(list));
             sql.push_str(&d.in_list(&quote(field), *negated, &mark));
         }
@@ -155,6 +183,15 @@ fn condition(
         }
         Filter::Text { field, op, text } => {
             def(field)?;
+            if text.contains('\0') {
+                // No stored text holds a NUL (see `Compare`).
+                sql.push_str(if *op == TextMatch::NotContains {
+                    "(1 = 1)"
+                } else {
+                    "(1 = 0)"
+                });
+                return Ok(());
+            }
             sql.push_str(&d.text_match(&quote(field), *op, text, p));
         }
     }
@@ -382,6 +419,9 @@ pub fn update(
     key: &str,
     changes: &Record,
 ) -> Result<bool, StoreError> {
+    if key.contains('\0') {
+        return Ok(false);
+    }
     let mut p = Params::new(conn.dialect());
     if changes.is_empty() {
         let mark = p.push(Scalar::Text(key.to_string()));
@@ -409,6 +449,9 @@ pub fn update(
 }
 
 pub fn delete(conn: &mut dyn SqlConn, c: &CollectionDef, key: &str) -> Result<bool, StoreError> {
+    if key.contains('\0') {
+        return Ok(false);
+    }
     let mut p = Params::new(conn.dialect());
     let key = p.push(Scalar::Text(key.to_string()));
     let sql = format!("DELETE FROM {} WHERE \"id\" = {key}", quote(&c.name));
