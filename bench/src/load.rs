@@ -58,7 +58,9 @@ impl Options {
             scale: 1.0,
             seed,
             warmup: Duration::from_millis(50),
-            measure: Duration::from_millis(250),
+            // Long enough for a slow write (a 1,000-event recording in a
+            // debug build, on either database) to start inside the window.
+            measure: Duration::from_millis(600),
             concurrencies: vec![2],
             growth: 4.0,
             smoke: true,

@@ -97,7 +97,11 @@ fn select_database(args: &mut Vec<String>) -> Result<(), String> {
             std::env::set_var("TEST_DB", "postgres");
             std::env::set_var("TEST_DATABASE_URL", url);
         }
-        other => return Err(format!("--db {other}: use sqlite, postgres or a postgres:// URL")),
+        other => {
+            return Err(format!(
+                "--db {other}: use sqlite, postgres or a postgres:// URL"
+            ))
+        }
     }
     Ok(())
 }

@@ -621,7 +621,15 @@ impl WireQuery {
                         return err(format!("{name}(*) is not supported"));
                     }
                     functions.push((function, None));
-                } else if c.has(&field) {
+                } else if let Some(def) = c.field(&field) {
+                    // Sums and averages are of numbers (booleans count 0/1).
+                    let numeric = matches!(
+                        def.kind,
+                        FieldType::Integer | FieldType::Float | FieldType::Boolean
+                    );
+                    if matches!(function, AggFn::Sum | AggFn::Avg) && !numeric {
+                        return err(format!("{name} of \"{field}\" is not supported: not a number"));
+                    }
                     functions.push((function, Some(field)));
                 } else {
                     return err(format!("unknown field \"{field}\" in {name}"));
