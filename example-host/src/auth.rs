@@ -2,7 +2,7 @@
 //! the accountability a token resolves to, with the policies that apply.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use argon2::password_hash::{rand_core::OsRng, PasswordHasher, SaltString};
 use argon2::Argon2;
@@ -69,6 +69,9 @@ pub struct Auth {
     seen_access_version: AtomicU64,
     tokens: Mutex<HashMap<String, (u64, Accountability)>>,
     public: Mutex<Option<(u64, Vec<String>)>>,
+    /// Off (`--cache false`): every request starts a new generation, so
+    /// nothing cached is ever used again.
+    caching: AtomicBool,
 }
 
 impl Default for Auth {
@@ -89,7 +92,13 @@ impl Auth {
             seen_access_version: AtomicU64::new(u64::MAX),
             tokens: Mutex::new(HashMap::new()),
             public: Mutex::new(None),
+            caching: AtomicBool::new(true),
         }
+    }
+
+    /// Turns the token, public-policy and permission caches on or off.
+    pub fn set_caching(&self, on: bool) {
+        self.caching.store(on, Ordering::SeqCst);
     }
 
     /// Forgets every cached decision (after a write to users, roles,
@@ -107,6 +116,10 @@ impl Auth {
     /// data a decision is made from, so a decision made from data older
     /// than a commit is never served after it.
     pub fn epoch(&self, store: &dyn Store) -> u64 {
+        if !self.caching.load(Ordering::Relaxed) {
+            self.invalidate();
+            return self.current_epoch();
+        }
         let version = store.data_version();
         if self.seen_data_version.load(Ordering::SeqCst) != version {
             match store.tracked_version() {

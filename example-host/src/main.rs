@@ -66,6 +66,7 @@ fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
     if cli.serve.cache {
         registry.attach_runtime(&platform.store);
     }
+    platform.auth.set_caching(cli.serve.cache);
     let registry = Arc::new(registry);
     platform.set_event_sink(registry.clone());
     Ok((platform, registry))

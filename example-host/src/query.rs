@@ -628,7 +628,9 @@ impl WireQuery {
                         FieldType::Integer | FieldType::Float | FieldType::Boolean
                     );
                     if matches!(function, AggFn::Sum | AggFn::Avg) && !numeric {
-                        return err(format!("{name} of \"{field}\" is not supported: not a number"));
+                        return err(format!(
+                            "{name} of \"{field}\" is not supported: not a number"
+                        ));
                     }
                     functions.push((function, Some(field)));
                 } else {
