@@ -6,7 +6,8 @@
 //!
 //! - no answer was a 5xx, and every answer had a status its endpoint may give
 //!   for that call (e.g. 200/400 for a like, 201 for a valid create);
-//! - no body ever mentioned `database is locked` or `busy`;
+//! - no body ever mentioned a contended database: `database is locked` or
+//!   `busy` (SQLite), a serialization failure or a deadlock (PostgreSQL);
 //! - every video's stored `likes_count` / `plays_count` equals its like /
 //!   play records, and no user liked a video twice;
 //! - every `user_stats` row equals a from-scratch recompute written here from
@@ -155,7 +156,8 @@ struct Tally {
     by_op: BTreeMap<&'static str, u64>,
     /// (op, status, body) of answers with a status the endpoint may not give.
     unexpected: Vec<String>,
-    /// Bodies mentioning a locked or busy database.
+    /// Bodies mentioning a contended database (locked, busy, a failed
+    /// serialization, a deadlock).
     locked: Vec<String>,
     transport: Vec<String>,
     latencies_ms: Vec<u32>,
@@ -171,7 +173,13 @@ impl Tally {
             Ok((status, body)) => {
                 *self.by_status.entry(*status).or_default() += 1;
                 let lower = body.to_lowercase();
-                if lower.contains("database is locked") || lower.contains("busy") {
+                let contended = [
+                    "database is locked",
+                    "busy",
+                    "could not serialize",
+                    "deadlock detected",
+                ];
+                if contended.iter().any(|text| lower.contains(text)) {
                     self.locked.push(format!("{op} {status}: {body}"));
                 }
                 if !allowed.contains(status) && self.unexpected.len() < 50 {
