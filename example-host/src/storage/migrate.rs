@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::codec::{Cell, Scalar};
 use super::sql::{self, Params, SqlConn, WriteConn};
-use super::{StoreError, Writer};
+use super::{StoreError, WriteWork, Writer};
 use crate::schema::{CollectionDef, Schema};
 use crate::values;
 
@@ -85,6 +85,22 @@ pub fn record(conn: &mut dyn SqlConn, owner: &str, id: &str) -> Result<(), Store
     );
     conn.execute(&sql, &p.values)?;
     Ok(())
+}
+
+/// Runs `work` unless `owner`/`id` is recorded, and records it; returns
+/// whether it ran. The caller's transaction makes it atomic.
+pub fn run_once(
+    conn: &mut dyn SqlConn,
+    owner: &str,
+    id: &str,
+    work: &mut WriteWork<'_>,
+) -> Result<bool, StoreError> {
+    if recorded(conn, owner, id)? {
+        return Ok(false);
+    }
+    work(&mut WriteConn(conn))?;
+    record(conn, owner, id)?;
+    Ok(true)
 }
 
 /// Applies the steps of one migration unless it is recorded, and records

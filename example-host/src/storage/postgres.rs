@@ -632,14 +632,7 @@ impl Store for PgStore {
         id: &str,
         work: &mut WriteWork<'_>,
     ) -> Result<bool, StoreError> {
-        self.exclusive(|conn| {
-            if migrate::recorded(conn, owner, id)? {
-                return Ok(false);
-            }
-            work(&mut WriteConn(conn))?;
-            migrate::record(conn, owner, id)?;
-            Ok(true)
-        })
+        self.exclusive(|conn| migrate::run_once(conn, owner, id, work))
     }
 
     fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {

@@ -464,47 +464,38 @@ pub struct ReadConn<'a>(pub &'a mut dyn SqlConn);
 /// A connection inside a write transaction.
 pub struct WriteConn<'a>(pub &'a mut dyn SqlConn);
 
-impl Reader for ReadConn<'_> {
-    fn select(&mut self, c: &CollectionDef, q: &ReadQuery) -> Result<Vec<Record>, StoreError> {
-        select(self.0, c, q)
-    }
-    fn select_json(
-        &mut self,
-        c: &CollectionDef,
-        q: &ReadQuery,
-        out: &mut Vec<u8>,
-    ) -> Result<usize, StoreError> {
-        select_json(self.0, c, q, out)
-    }
-    fn aggregate(
-        &mut self,
-        c: &CollectionDef,
-        q: &AggregateQuery,
-    ) -> Result<Vec<Record>, StoreError> {
-        aggregate(self.0, c, q)
-    }
+/// Both connections read with the shared SQL.
+macro_rules! shared_reads {
+    ($conn:ident) => {
+        impl Reader for $conn<'_> {
+            fn select(
+                &mut self,
+                c: &CollectionDef,
+                q: &ReadQuery,
+            ) -> Result<Vec<Record>, StoreError> {
+                select(self.0, c, q)
+            }
+            fn select_json(
+                &mut self,
+                c: &CollectionDef,
+                q: &ReadQuery,
+                out: &mut Vec<u8>,
+            ) -> Result<usize, StoreError> {
+                select_json(self.0, c, q, out)
+            }
+            fn aggregate(
+                &mut self,
+                c: &CollectionDef,
+                q: &AggregateQuery,
+            ) -> Result<Vec<Record>, StoreError> {
+                aggregate(self.0, c, q)
+            }
+        }
+    };
 }
 
-impl Reader for WriteConn<'_> {
-    fn select(&mut self, c: &CollectionDef, q: &ReadQuery) -> Result<Vec<Record>, StoreError> {
-        select(self.0, c, q)
-    }
-    fn select_json(
-        &mut self,
-        c: &CollectionDef,
-        q: &ReadQuery,
-        out: &mut Vec<u8>,
-    ) -> Result<usize, StoreError> {
-        select_json(self.0, c, q, out)
-    }
-    fn aggregate(
-        &mut self,
-        c: &CollectionDef,
-        q: &AggregateQuery,
-    ) -> Result<Vec<Record>, StoreError> {
-        aggregate(self.0, c, q)
-    }
-}
+shared_reads!(ReadConn);
+shared_reads!(WriteConn);
 
 impl Writer for WriteConn<'_> {
     fn insert(&mut self, c: &CollectionDef, record: &Record) -> Result<(), StoreError> {

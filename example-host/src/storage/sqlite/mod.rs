@@ -434,14 +434,7 @@ impl Store for SqliteStore {
         id: &str,
         work: &mut WriteWork<'_>,
     ) -> Result<bool, StoreError> {
-        self.in_write_tx(|conn| {
-            if migrate::recorded(conn, owner, id)? {
-                return Ok(false);
-            }
-            work(&mut WriteConn(conn))?;
-            migrate::record(conn, owner, id)?;
-            Ok(true)
-        })
+        self.in_write_tx(|conn| migrate::run_once(conn, owner, id, work))
     }
 
     fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {
