@@ -97,12 +97,23 @@ pub fn host_binary() -> PathBuf {
 /// `schedule run <extension> <name>`. The folder's host may be stopped or
 /// running.
 pub fn host_command(binary: &Path, data_dir: &Path) -> Command {
-    let mut cmd = Command::new(binary);
+    let mut cmd = host_process(binary);
     cmd.arg("--db")
         .arg(Database::of_data_dir(data_dir).arg())
         .arg("--extensions")
-        .arg(data_dir.join("extensions"))
-        .env("ADMIN_TOKEN", ADMIN_TOKEN);
+        .arg(data_dir.join("extensions"));
+    cmd
+}
+
+/// A host process with the tests' environment: the admin token, and none
+/// of the caller's database variables (`--db` alone says where the
+/// database is).
+fn host_process(binary: &Path) -> Command {
+    let mut cmd = Command::new(binary);
+    cmd.env("ADMIN_TOKEN", ADMIN_TOKEN)
+        .env_remove("DB_CLIENT")
+        .env_remove("DB_FILENAME")
+        .env_remove("DB_CONNECTION_STRING");
     cmd
 }
 
@@ -204,7 +215,7 @@ impl Host {
         }
         let log_path = dir.path().join(format!("host-{}.log", unique()));
         let log = fs::File::create(&log_path).expect("log file");
-        let mut cmd = Command::new(opts.binary.clone().unwrap_or_else(host_binary));
+        let mut cmd = host_process(&opts.binary.clone().unwrap_or_else(host_binary));
         cmd.arg("--db")
             .arg(database.arg())
             .arg("--extensions")
@@ -212,11 +223,7 @@ impl Host {
             .args(["--port", "0"])
             .args(&opts.extra_args)
             .env_remove("RUST_LOG")
-            .env_remove("DB_CLIENT")
-            .env_remove("DB_FILENAME")
-            .env_remove("DB_CONNECTION_STRING")
             .env("LOG_LEVEL", "info")
-            .env("ADMIN_TOKEN", ADMIN_TOKEN)
             .stdout(Stdio::null())
             .stderr(Stdio::from(log));
         for (k, v) in &opts.env {
