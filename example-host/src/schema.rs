@@ -69,6 +69,11 @@ impl Schema {
         self.collections.insert(def.name.clone(), Arc::new(def));
     }
 
+    /// The names of every collection, in no particular order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.collections.keys().map(String::as_str)
+    }
+
     pub fn replace_field(&mut self, collection: &str, field: Field) {
         if let Some(def) = self.collections.get_mut(collection) {
             Arc::make_mut(def).replace_field(field);

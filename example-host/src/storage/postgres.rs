@@ -423,10 +423,57 @@ impl SqlConn for Pg<'_> {
     }
 }
 
-/// The last `pg_current_snapshot()` seen and the version handed out for it.
-struct SnapshotWatch {
-    snapshot: String,
+/// The database's count of committed write transactions, as last seen, and
+/// the version handed out for it.
+struct CommitWatch {
+    commits: i64,
     version: u64,
+}
+
+/// How many commit rows are kept before they are folded into the base.
+const COMMIT_ROWS_KEPT: i64 = 512;
+
+/// The commit counter: every write transaction, whoever runs it (a host,
+/// `schedule run`, an operator's SQL), adds one row to `platform_commits`
+/// from a statement trigger on every table, in its own transaction. The
+/// row becomes visible exactly when the transaction's data does, so the
+/// count moves at each commit and at no other moment; it belongs to this
+/// database alone; and writers never touch a shared row, so they never
+/// wait for or conflict with each other over it. Rows are folded into
+/// `platform_commit_base` now and then, leaving the sum unchanged.
+const COMMIT_COUNTER: &str = "
+    CREATE TABLE IF NOT EXISTS platform_commits (xid BIGINT NOT NULL);
+    CREATE TABLE IF NOT EXISTS platform_commit_base (
+        id INTEGER PRIMARY KEY CHECK (id = 1), commits BIGINT NOT NULL);
+    INSERT INTO platform_commit_base (id, commits) VALUES (1, 0) ON CONFLICT DO NOTHING;
+    CREATE OR REPLACE FUNCTION platform_count_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF current_setting('platform.counted', true) IS DISTINCT FROM txid_current()::text THEN
+            INSERT INTO platform_commits (xid) VALUES (txid_current());
+            PERFORM set_config('platform.counted', txid_current()::text, true);
+        END IF;
+        RETURN NULL;
+    END $$;";
+
+/// Counts the commits that change `table` (idempotent).
+fn count_commits_on(conn: &mut Pg<'_>, table: &str) -> Result<(), StoreError> {
+    conn.execute_batch(&format!(
+        "CREATE OR REPLACE TRIGGER {} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {}
+             FOR EACH STATEMENT EXECUTE FUNCTION platform_count_commit();",
+        sql::quote(&format!("{table}_counted")),
+        sql::quote(table),
+    ))
+}
+
+/// Puts the commit counter on every table of the platform.
+fn count_commits_everywhere(conn: &mut Pg<'_>) -> Result<(), StoreError> {
+    let schema = migrate::load_schema(conn)?;
+    let mut tables: Vec<String> = schema.names().map(String::from).collect();
+    tables.extend(["platform_migrations".into(), "platform_fields".into()]);
+    for table in tables {
+        count_commits_on(conn, &table)?;
+    }
+    Ok(())
 }
 
 pub struct PgStore {
@@ -437,7 +484,7 @@ pub struct PgStore {
     /// once is never asked to run again because of this host's own load.
     write_lock: Mutex<()>,
     schema: RwLock<Arc<Schema>>,
-    changes: Mutex<SnapshotWatch>,
+    commits: Mutex<CommitWatch>,
 }
 
 impl PgStore {
@@ -459,12 +506,16 @@ impl PgStore {
             pool,
             write_lock: Mutex::new(()),
             schema: RwLock::new(Arc::new(Schema::default())),
-            changes: Mutex::new(SnapshotWatch {
-                snapshot: String::new(),
+            commits: Mutex::new(CommitWatch {
+                commits: -1,
                 version: 1,
             }),
         };
-        store.exclusive(|conn| conn.execute_batch(migrate::BOOKKEEPING))?;
+        store.exclusive(|conn| {
+            conn.execute_batch(migrate::BOOKKEEPING)?;
+            conn.execute_batch(COMMIT_COUNTER)?;
+            count_commits_everywhere(conn)
+        })?;
         store.reload_schema()?;
         Ok(store)
     }
@@ -543,6 +594,22 @@ impl PgStore {
     }
 }
 
+/// Folds the commit rows into the base, leaving their sum unchanged for
+/// every reader (one transaction, `READ COMMITTED`: rows committed while it
+/// runs stay for the next fold). A failure only leaves the rows for later.
+fn fold_commit_rows(c: &mut PgClient) {
+    let folded = c.client.batch_execute(
+        "BEGIN ISOLATION LEVEL READ COMMITTED;
+         WITH gone AS (DELETE FROM platform_commits RETURNING 1)
+         UPDATE platform_commit_base SET commits = commits + (SELECT count(*) FROM gone) WHERE id = 1;
+         COMMIT;",
+    );
+    if let Err(e) = folded {
+        let _ = c.client.batch_execute("ROLLBACK");
+        log::debug!("commit rows not folded yet: {e}");
+    }
+}
+
 impl Store for PgStore {
     fn schema(&self) -> Arc<Schema> {
         self.schema.read().clone()
@@ -558,29 +625,38 @@ impl Store for PgStore {
         })
     }
 
-    /// The snapshot lists the transactions in progress and the next
-    /// transaction id: it differs after any transaction that wrote has
-    /// begun or ended, on any connection of any process.
+    /// The count of committed write transactions (see [`COMMIT_COUNTER`]),
+    /// one round trip.
     fn data_version(&self) -> u64 {
-        let snapshot = self.with_client(|c| {
+        let read = self.with_client(|c| {
             let stmt = c
-                .prepare("SELECT CAST(pg_current_snapshot() AS TEXT)")
+                .prepare(
+                    "SELECT commits, (SELECT count(*) FROM platform_commits) \
+                     FROM platform_commit_base WHERE id = 1",
+                )
                 .map_err(map_pg_error)?;
-            c.client
-                .query_one(&stmt, &[])
-                .and_then(|row| row.try_get::<_, String>(0))
-                .map_err(map_pg_error)
+            let row = c.client.query_one(&stmt, &[]).map_err(map_pg_error)?;
+            let (base, rows): (i64, i64) = (
+                row.try_get(0).map_err(map_pg_error)?,
+                row.try_get(1).map_err(map_pg_error)?,
+            );
+            if rows > COMMIT_ROWS_KEPT {
+                fold_commit_rows(c);
+            }
+            Ok(base + rows)
         });
-        let mut watch = self.changes.lock();
-        match snapshot {
-            Ok(s) if s == watch.snapshot => {}
-            Ok(s) => {
-                watch.snapshot = s;
+        let mut watch = self.commits.lock();
+        match read {
+            Ok(commits) if commits == watch.commits => {}
+            Ok(commits) => {
+                watch.commits = commits;
                 watch.version += 1;
             }
+            // Unknown: a number never handed out before, so that nothing
+            // computed earlier is taken for current.
             Err(e) => {
                 log::warn!("cannot read the data version: {e}");
-                watch.snapshot.clear();
+                watch.commits = -1;
                 watch.version += 1;
             }
         }
@@ -636,7 +712,13 @@ impl Store for PgStore {
     }
 
     fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {
-        let applied = self.exclusive(|conn| migrate::apply(conn, owner, id, steps))?;
+        let applied = self.exclusive(|conn| {
+            let applied = migrate::apply(conn, owner, id, steps)?;
+            if applied {
+                count_commits_everywhere(conn)?;
+            }
+            Ok(applied)
+        })?;
         if applied {
             self.reload_schema()?;
         }
