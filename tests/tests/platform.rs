@@ -977,3 +977,70 @@ fn a_token_or_permission_revoked_by_another_process_is_refused_at_once() {
     let r = host.get("/items/recordings", Some("still-allowed"));
     assert_eq!(r.status, 403, "{}", r.body);
 }
+
+/// Hosts started together on one empty database apply each migration and
+/// the first-start seeding once, and serve the same platform. Several
+/// hosts on one database is PostgreSQL's configuration (DECISIONS §8), so
+/// this runs in the PostgreSQL pass only.
+#[test]
+fn hosts_starting_together_on_an_empty_database_set_it_up_once() {
+    if platform_tests::Backend::from_env() != platform_tests::Backend::Postgres {
+        eprintln!("skipped in the SQLite pass: several hosts share a PostgreSQL database");
+        return;
+    }
+    let url = platform_tests::postgres::server().create_database();
+    let folders: Vec<tempfile::TempDir> = (0..3)
+        .map(|_| {
+            let dir = tempfile::tempdir().expect("temp dir");
+            std::fs::write(dir.path().join("database-url"), &url).expect("url file");
+            dir
+        })
+        .collect();
+    let hosts: Vec<Host> = std::thread::scope(|scope| {
+        let starting: Vec<_> = folders
+            .into_iter()
+            .map(|dir| {
+                scope.spawn(move || {
+                    let mut opts = HostOptions::svc().arg("--demo");
+                    opts.data_dir = Some(dir);
+                    Host::start(opts)
+                })
+            })
+            .collect();
+        starting
+            .into_iter()
+            .map(|h| h.join().expect("host started"))
+            .collect()
+    });
+    let db = hosts[0].database();
+    let count = |sql: &str| -> i64 {
+        db.sql_query_one(sql)[0]
+            .as_deref()
+            .and_then(|n| n.parse().ok())
+            .expect("a count")
+    };
+    assert_eq!(
+        count("SELECT count(*) FROM \"platform_users\" WHERE \"email\" = 'admin@example.com'"),
+        1
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM \"platform_roles\" WHERE \"name\" = 'Viewer'"),
+        1
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM \"achievements\""),
+        count("SELECT count(DISTINCT \"code\") FROM \"achievements\""),
+        "the seeded achievements were inserted once"
+    );
+    let applied = count("SELECT count(*) FROM \"platform_migrations\"");
+    let distinct = count(
+        "SELECT count(*) FROM (SELECT DISTINCT \"owner\", \"id\" FROM \"platform_migrations\") AS m",
+    );
+    assert_eq!(applied, distinct);
+    // The demo was seeded once, and every host serves it.
+    for host in &hosts {
+        assert_eq!(host.get("/svc/stats", None).json()["videos_count"], 6);
+        let r = host.get("/items/platform_users?limit=1", Some(ADMIN_TOKEN));
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+}

@@ -491,8 +491,10 @@ impl PgStore {
     /// Connects to the database named by `url` (a `postgres://` URL or a
     /// `key=value` connection string).
     pub fn open(url: &str, pool_max: Option<u32>) -> Result<Self, StoreError> {
-        let config = postgres::Config::from_str(url)
+        let mut config = postgres::Config::from_str(url)
             .map_err(|e| backend(format!("bad connection string {}: {e}", redacted(url))))?;
+        // "already exists, skipping" and the like: not news for the log.
+        config.notice_callback(|notice| log::debug!("PostgreSQL: {}", notice.message()));
         let pool = r2d2::Pool::builder()
             .max_size(pool_max.unwrap_or(DEFAULT_POOL_SIZE).max(1))
             .min_idle(Some(1))
@@ -719,9 +721,8 @@ impl Store for PgStore {
             }
             Ok(applied)
         })?;
-        if applied {
-            self.reload_schema()?;
-        }
+        // Also when another host applied it: its fields are ours now.
+        self.reload_schema()?;
         Ok(applied)
     }
 }

@@ -439,9 +439,8 @@ impl Store for SqliteStore {
 
     fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {
         let applied = self.in_write_tx(|conn| migrate::apply(conn, owner, id, steps))?;
-        if applied {
-            self.reload_schema()?;
-        }
+        // Also when another process applied it: its fields are ours now.
+        self.reload_schema()?;
         Ok(applied)
     }
 }
