@@ -180,12 +180,10 @@ impl Auth {
         let Some(access) = schema.get("platform_access") else {
             return Ok(Vec::new());
         };
-        let mut q = ReadQuery::all_fields(access);
-        q.fields = vec!["policy".into()];
-        q.filter = Some(Filter::And(vec![
-            eq("role", Value::Null),
-            eq("user", Value::Null),
-        ]));
+        let q = ReadQuery::select(
+            &["policy"],
+            Filter::And(vec![eq("role", Value::Null), eq("user", Value::Null)]),
+        );
         let rows = read_with(store, |conn| conn.select(access, &q))?;
         let policies: Vec<String> = rows
             .iter()
@@ -210,13 +208,14 @@ fn lookup_token(
     ) else {
         return Ok(None);
     };
-    let mut q = ReadQuery::all_fields(users);
-    q.fields = vec!["id".into(), "role".into()];
-    q.filter = Some(Filter::And(vec![
-        eq("token", json!(hashed)),
-        eq("status", json!("active")),
-    ]));
-    q.limit = Some(1);
+    let q = ReadQuery::select(
+        &["id", "role"],
+        Filter::And(vec![
+            eq("token", json!(hashed)),
+            eq("status", json!("active")),
+        ]),
+    )
+    .limit(1);
     let Some(user) = conn.select(users, &q)?.into_iter().next() else {
         return Ok(None);
     };
@@ -231,9 +230,7 @@ fn lookup_token(
     if let Some(role) = &role {
         holders.push(eq("role", json!(role)));
     }
-    let mut q = ReadQuery::all_fields(access);
-    q.fields = vec!["policy".into()];
-    q.filter = Some(Filter::Or(holders));
+    let q = ReadQuery::select(&["policy"], Filter::Or(holders));
     let mut policy_ids: Vec<String> = conn
         .select(access, &q)?
         .iter()
@@ -245,19 +242,20 @@ fn lookup_token(
     let admin = if policy_ids.is_empty() {
         false
     } else {
-        let mut q = ReadQuery::all_fields(policies);
-        q.fields = vec!["id".into()];
-        q.filter = Some(Filter::And(vec![
-            Filter::is_in(
-                "id",
-                policy_ids
-                    .iter()
-                    .map(|p| Value::String(p.clone()))
-                    .collect(),
-            ),
-            eq("admin_access", json!(true)),
-        ]));
-        q.limit = Some(1);
+        let q = ReadQuery::select(
+            &["id"],
+            Filter::And(vec![
+                Filter::is_in(
+                    "id",
+                    policy_ids
+                        .iter()
+                        .map(|p| Value::String(p.clone()))
+                        .collect(),
+                ),
+                eq("admin_access", json!(true)),
+            ]),
+        )
+        .limit(1);
         !conn.select(policies, &q)?.is_empty()
     };
     Ok(Some(Accountability {

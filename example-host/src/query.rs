@@ -406,6 +406,23 @@ impl ReadQuery {
             fields: c.fields.iter().map(|f| f.field.clone()).collect(),
         }
     }
+
+    /// `fields` of every item `filter` admits, in no particular order.
+    pub fn select(fields: &[&str], filter: Filter) -> Self {
+        Self {
+            filter: Some(filter),
+            sort: Vec::new(),
+            limit: None,
+            offset: 0,
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+
+    /// At most `n` items.
+    pub fn limit(mut self, n: u64) -> Self {
+        self.limit = Some(n);
+        self
+    }
 }
 
 /// An aggregate function.

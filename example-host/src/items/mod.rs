@@ -283,10 +283,8 @@ impl Platform {
         scope: Option<&Filter>,
         admin: bool,
     ) -> Result<(), ItemsError> {
-        let mut q = ReadQuery::all_fields(def);
-        q.fields = vec!["id".into()];
-        q.filter = Filter::and(Some(key_filter(key)), scope.cloned());
-        q.limit = Some(1);
+        let mut q = ReadQuery::select(&["id"], key_filter(key)).limit(1);
+        q.filter = Filter::and(q.filter.take(), scope.cloned());
         if !conn.select(def, &q)?.is_empty() {
             return Ok(());
         }
@@ -351,10 +349,7 @@ fn known_field<'d>(
 }
 
 fn exists(conn: &mut dyn Reader, def: &CollectionDef, key: &str) -> Result<bool, ItemsError> {
-    let mut q = ReadQuery::all_fields(def);
-    q.fields = vec!["id".into()];
-    q.filter = Some(key_filter(key));
-    q.limit = Some(1);
+    let q = ReadQuery::select(&["id"], key_filter(key)).limit(1);
     Ok(!conn.select(def, &q)?.is_empty())
 }
 

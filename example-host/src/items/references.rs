@@ -33,10 +33,10 @@ impl Platform {
         let outcome = (|| {
             let system = Who::system();
             for (other, field) in referring {
-                let mut q = ReadQuery::all_fields(&other);
-                q.fields = vec!["id".into()];
-                q.filter = Some(Filter::eq(&field.field, Value::String(key.to_string())));
-                q.limit = None;
+                let q = ReadQuery::select(
+                    &["id"],
+                    Filter::eq(&field.field, Value::String(key.to_string())),
+                );
                 let ids: Vec<String> = conn
                     .select(&other, &q)?
                     .into_iter()
