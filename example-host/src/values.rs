@@ -45,6 +45,16 @@ pub fn json_depth(v: &Value) -> usize {
     }
 }
 
+/// Whether a string anywhere in `v` (a key included) holds a NUL character.
+pub fn holds_nul(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+        _ => false,
+    }
+}
+
 /// Why a value does not fit its field.
 pub fn type_error(field: &Field) -> String {
     let expected = match field.kind {
@@ -67,9 +77,9 @@ pub fn normalize(field: &Field, value: &Value, lenient: bool) -> Result<Value, S
     }
     let bad = || Err(type_error(field));
     // Text is stored as text on every backend, and PostgreSQL's cannot
-    // hold a NUL character: refused everywhere, so both store the same.
-    if !lenient && field.kind != FieldType::Json && value.as_str().is_some_and(|s| s.contains('\0'))
-    {
+    // hold a NUL character (nor can its JSON, even escaped): refused
+    // everywhere, so both store the same.
+    if !lenient && holds_nul(value) {
         return Err(format!(
             "\"{}\" must not contain a NUL character",
             field.field
@@ -185,7 +195,10 @@ mod tests {
             normalize(&s, &json!("a\0b"), true).is_ok(),
             "a filter may name one"
         );
-        assert!(normalize(&Field::json("j"), &json!("a\0b"), false).is_ok());
+        let j = Field::json("j");
+        assert!(normalize(&j, &json!({"k": ["a\0b"]}), false).is_err());
+        assert!(normalize(&j, &json!({"a\0": 1}), false).is_err());
+        assert!(normalize(&j, &json!({"k": ["ab"]}), false).is_ok());
         assert_eq!(normalize(&s, &Value::Null, false).unwrap(), Value::Null);
     }
 }

@@ -553,6 +553,12 @@ fn sql_metacharacters_are_bound_or_refused_and_nothing_is_lost() {
     // A value made of metacharacters is stored and matched as a value.
     let stored = "'; DROP TABLE videos; --";
     host.admin_create("videos", &json!({"slug": stored, "title": "evil slug"}));
+    // A recording of the viewer's own, so that the service's filters on
+    // their recordings are evaluated against a row.
+    let mut mine = platform_tests::rec_body("mine", None);
+    mine["tags"] = json!(["tagged"]);
+    let r = host.post("/svc/recordings", Some("h-viewer"), &mine);
+    assert_eq!(r.status, 201, "{}", r.body);
     let before = tables(&host);
     let admin = Some(ADMIN_TOKEN);
     let get = |q: &str, token: Option<&str>| host.get(&format!("/items/videos?{q}"), token);
@@ -676,6 +682,11 @@ fn sql_metacharacters_are_bound_or_refused_and_nothing_is_lost() {
         // In the service's query parameters and path segments.
         for path in [
             format!("/svc/recordings?status={e}&tags={e}&linked_video={e}"),
+            // Each alone too: with another condition false, a database may
+            // never evaluate this one.
+            format!("/svc/recordings?status={e}"),
+            format!("/svc/recordings?tags={e}"),
+            format!("/svc/recordings?linked_video={e}"),
             format!("/svc/videos?model_id={e}"),
         ] {
             let r = host.get(&path, Some("h-viewer"));
