@@ -8,14 +8,14 @@ use serde_json::{json, Value};
 use crate::counters;
 use crate::failure::Failure;
 use crate::likes::ensure_video;
-use crate::play_input::{body_object, play_changes};
+use crate::play_input::{body_fields, play_changes};
 
 const PLAY: Failure = Failure::new("Failed to record play");
 const UPDATE: Failure = Failure::new("Failed to update play");
 
 /// `POST /videos/:id/play`: body `session_id` (string, optional).
 pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
-    let body = body_object(req)?;
+    let body = body_fields(req, &["session_id"])?;
     let session_id = match body.get("session_id") {
         None | Some(Value::Null) => Value::Null,
         Some(Value::String(s)) => Value::String(s.clone()),
