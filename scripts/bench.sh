@@ -4,6 +4,8 @@
 # runs a benchmark and prints its figures. Usage:
 #   scripts/bench.sh [--inprocess] load [--scale 1] [--seed 42] [--duration-secs 5] [--smoke]
 #   scripts/bench.sh gamification [--points 100000] [--users 100000] [--requests 300]
+#   scripts/bench.sh memory
+# Each takes --db sqlite|postgres|postgres://... (the database of the hosts).
 # See BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."

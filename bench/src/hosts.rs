@@ -27,7 +27,8 @@ pub fn inprocess_binary() -> PathBuf {
     inprocess_target_dir().join(profile()).join("example-host")
 }
 
-fn start(what: &str, options: impl FnOnce() -> HostOptions) -> Result<Host, String> {
+/// A host started with `options`; `what` names it in errors.
+pub fn start(what: &str, options: impl FnOnce() -> HostOptions) -> Result<Host, String> {
     catch_unwind(AssertUnwindSafe(|| Host::start(options()))).map_err(|panic| {
         let reason = panic
             .downcast_ref::<String>()

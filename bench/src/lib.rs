@@ -7,7 +7,8 @@
 //! One concern per module: [`dataset`] (generation through the items API),
 //! [`driver`] (the tokio/hyper load driver), [`scenarios`] (the issue's
 //! requests), [`report`] (tables and targets), [`load`] (the `load`
-//! command), [`gamification`] (the play-award benchmark), [`hosts`]
+//! command), [`gamification`] (the play-award benchmark), [`memory`]
+//! (peak memory under hostile bodies), [`hosts`]
 //! (starting hosts), and small helpers.
 
 pub mod api;
@@ -16,6 +17,7 @@ pub mod driver;
 pub mod gamification;
 pub mod hosts;
 pub mod load;
+pub mod memory;
 pub mod report;
 pub mod rng;
 pub mod scenarios;

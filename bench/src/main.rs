@@ -3,12 +3,13 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use platform_bench::{gamification, load};
+use platform_bench::{gamification, load, memory};
 
 fn usage() -> ExitCode {
     eprintln!(
         "usage: platform-bench load [--scale N] [--seed S] [--duration-secs D] [--smoke] [--only ID,..] [--db DB]\n\
          \x20      platform-bench gamification [--points N] [--users N] [--requests N] [--db DB]\n\
+         \x20      platform-bench memory [--db DB]\n\
          \n  load           the issue's scenarios at concurrency 16 and 64 on generated data at\n\
          \x20                scale N and 4N (1 = the issue's default sizes), the ABI's own cost\n\
          \x20                (needs the in-process host), the play award's growth, and the targets\n\
@@ -16,6 +17,8 @@ fn usage() -> ExitCode {
          \x20 --only ID,..   only these scenarios, x1 data only (e.g. to profile one)\n\
          \x20 gamification   play-award latency with 10 vs N prior point actions, and the\n\
          \x20                leaderboard and user summary with N users having stats\n\
+         \x20 memory         the host's peak RSS through 8 concurrent anonymous 14 MiB play\n\
+         \x20                bodies and 2 concurrent 14 MiB recordings (target < 256 MB)\n\
          \x20 --db DB        sqlite (the default), postgres (a throwaway cluster of the installed\n\
          \x20                server binaries) or a postgres://user@host:port/database URL of a\n\
          \x20                server where the user may create databases (one per host started)\n\
@@ -130,6 +133,7 @@ fn main() -> ExitCode {
             gamification::run(&config)
         })(),
         Some("load") => load_options(&args).and_then(|o| load::run(&o)),
+        Some("memory") => check_known(&args, &[]).and_then(|()| memory::run()),
         _ => return usage(),
     };
     match result {
