@@ -103,24 +103,35 @@ pub fn run_once(
     Ok(true)
 }
 
+/// What [`apply`] did, and the schema as stored once it is done.
+pub struct Applied {
+    pub ran: bool,
+    /// Read in the migration's transaction: it holds the fields of this
+    /// migration, and of one another process applied first.
+    pub schema: Schema,
+}
+
 /// Applies the steps of one migration unless it is recorded, and records
-/// it; returns whether it ran. The caller's transaction makes it atomic.
+/// it. The caller's transaction makes it atomic.
 pub fn apply(
     conn: &mut dyn SqlConn,
     owner: &str,
     id: &str,
     steps: &[Step],
-) -> Result<bool, StoreError> {
-    if recorded(conn, owner, id)? {
-        return Ok(false);
+) -> Result<Applied, StoreError> {
+    let ran = !recorded(conn, owner, id)?;
+    if ran {
+        let mut schema = load_schema(conn)?;
+        for step in steps {
+            apply_step(conn, &mut schema, step)
+                .map_err(|e| StoreError::Invalid(format!("migration {owner}/{id}: {e}")))?;
+        }
+        record(conn, owner, id)?;
     }
-    let mut schema = load_schema(conn)?;
-    for step in steps {
-        apply_step(conn, &mut schema, step)
-            .map_err(|e| StoreError::Invalid(format!("migration {owner}/{id}: {e}")))?;
-    }
-    record(conn, owner, id)?;
-    Ok(true)
+    Ok(Applied {
+        ran,
+        schema: load_schema(conn)?,
+    })
 }
 
 fn save_field(

@@ -466,8 +466,7 @@ fn count_commits_on(conn: &mut Pg<'_>, table: &str) -> Result<(), StoreError> {
 }
 
 /// Puts the commit counter on every table of the platform.
-fn count_commits_everywhere(conn: &mut Pg<'_>) -> Result<(), StoreError> {
-    let schema = migrate::load_schema(conn)?;
+fn count_commits_everywhere(conn: &mut Pg<'_>, schema: &Schema) -> Result<(), StoreError> {
     let mut tables: Vec<String> = schema.names().map(String::from).collect();
     tables.extend(["platform_migrations".into(), "platform_fields".into()]);
     for table in tables {
@@ -513,12 +512,14 @@ impl PgStore {
                 version: 1,
             }),
         };
-        store.exclusive(|conn| {
+        let schema = store.exclusive(|conn| {
             conn.execute_batch(migrate::BOOKKEEPING)?;
             conn.execute_batch(COMMIT_COUNTER)?;
-            count_commits_everywhere(conn)
+            let schema = migrate::load_schema(conn)?;
+            count_commits_everywhere(conn, &schema)?;
+            Ok(schema)
         })?;
-        store.reload_schema()?;
+        *store.schema.write() = Arc::new(schema);
         Ok(store)
     }
 
@@ -533,13 +534,8 @@ impl PgStore {
         f(&mut client)
     }
 
-    fn reload_schema(&self) -> Result<(), StoreError> {
-        let schema = self.with_client(|c| migrate::load_schema(&mut Pg::new(c)))?;
-        *self.schema.write() = Arc::new(schema);
-        Ok(())
-    }
-
-    /// Runs `f` in one transaction of `isolation`, committed on `Ok`.
+    /// Runs `f` in one transaction opened by `begin`, committed on `Ok`, run
+    /// again (up to [`MAX_ATTEMPTS`] times) when the database reports a conflict.
     fn in_tx<T>(
         &self,
         begin: &str,
@@ -716,14 +712,13 @@ impl Store for PgStore {
     fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {
         let applied = self.exclusive(|conn| {
             let applied = migrate::apply(conn, owner, id, steps)?;
-            if applied {
-                count_commits_everywhere(conn)?;
+            if applied.ran {
+                count_commits_everywhere(conn, &applied.schema)?;
             }
             Ok(applied)
         })?;
-        // Also when another host applied it: its fields are ours now.
-        self.reload_schema()?;
-        Ok(applied)
+        *self.schema.write() = Arc::new(applied.schema);
+        Ok(applied.ran)
     }
 }
 

@@ -203,7 +203,6 @@ impl Dialect for SqliteDialect {
 
     fn aggregate(&self, f: AggFn, col: Option<(&str, FieldType)>) -> String {
         match (f, col) {
-            (AggFn::Count, None) => "COUNT(*)".into(),
             (AggFn::Count, Some((c, _))) => format!("COUNT({c})"),
             (AggFn::CountDistinct, Some((c, _))) => format!("COUNT(DISTINCT {c})"),
             // TOTAL: a double, and 0.0 over no rows.
@@ -326,8 +325,11 @@ impl SqliteStore {
             schema: RwLock::new(Arc::new(Schema::default())),
             changes: Mutex::new(ChangeWatch::open(path)?),
         };
-        store.in_write_tx(|conn| conn.execute_batch(migrate::BOOKKEEPING))?;
-        store.reload_schema()?;
+        let schema = store.in_write_tx(|conn| {
+            conn.execute_batch(migrate::BOOKKEEPING)?;
+            migrate::load_schema(conn)
+        })?;
+        *store.schema.write() = Arc::new(schema);
         Ok(store)
     }
 
@@ -340,12 +342,6 @@ impl SqliteStore {
             .get()
             .map_err(|e| backend(format!("no connection: {e}")))?;
         f(&mut conn)
-    }
-
-    fn reload_schema(&self) -> Result<(), StoreError> {
-        let schema = self.with_conn(|c| migrate::load_schema(&mut Sqlite(c)))?;
-        *self.schema.write() = Arc::new(schema);
-        Ok(())
     }
 
     /// Runs `f` inside `BEGIN IMMEDIATE … COMMIT`, holding the write lock.
@@ -439,9 +435,8 @@ impl Store for SqliteStore {
 
     fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {
         let applied = self.in_write_tx(|conn| migrate::apply(conn, owner, id, steps))?;
-        // Also when another process applied it: its fields are ours now.
-        self.reload_schema()?;
-        Ok(applied)
+        *self.schema.write() = Arc::new(applied.schema);
+        Ok(applied.ran)
     }
 }
 
