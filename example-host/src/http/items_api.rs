@@ -72,23 +72,22 @@ pub fn parse_query_string(query: Option<&str>) -> Result<WireQuery, HttpError> {
         ("groupBy", Vec::new()),
     ];
     for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        // Directus's bracket forms (what `qs` writes): `groupBy[]=a&groupBy[]=b`,
+        // and below `filter[title][_eq]=x`.
+        let listed = key
+            .strip_suffix("[]")
+            .and_then(|name| lists.iter_mut().find(|(list, _)| *list == name));
+        if let Some((_, items)) = listed {
+            items.push(value.into_owned());
+            continue;
+        }
         match key.as_ref() {
-            // Directus's bracket forms: `filter[title][_eq]=x`,
-            // `groupBy[]=a&groupBy[]=b` (what `qs` writes).
             k if k.starts_with("filter[") => {
                 let path = bracket_path(&k["filter".len()..])
                     .ok_or_else(|| bad_query(format!("\"{k}\" is not a filter path")))?;
                 insert_at(&mut bracketed_filter, &path, value.into_owned()).map_err(|()| {
                     bad_query(format!("\"{k}\" conflicts with another filter parameter"))
                 })?;
-            }
-            k if k.ends_with("[]") && lists.iter().any(|(name, _)| k[..k.len() - 2] == **name) => {
-                if let Some((_, items)) = lists
-                    .iter_mut()
-                    .find(|(name, _)| k[..k.len() - 2] == **name)
-                {
-                    items.push(value.into_owned());
-                }
             }
             "filter" => {
                 q.filter = Some(

@@ -136,28 +136,20 @@ impl Platform {
         mut work: impl FnMut(&mut Session<'_>) -> Result<(), ItemsError>,
     ) -> Result<bool, ItemsError> {
         let mut events = Vec::new();
-        let mut failure = None;
+        let mut kept = Kept::default();
         let ran = self.store.run_once(owner, id, &mut |conn| {
             // The store may run this again after a conflict: start afresh.
             events.clear();
-            failure = None;
             let mut session = Session::Tx {
                 conn,
                 events: &mut events,
             };
-            work(&mut session).map_err(|e| {
-                failure = Some(e);
-                StoreError::Aborted
-            })
+            kept.keep(work(&mut session))
         });
-        match (ran, failure) {
-            (_, Some(e)) => Err(e),
-            (Err(e), None) => Err(e.into()),
-            (Ok(ran), None) => {
-                self.dispatch(events);
-                Ok(ran)
-            }
-        }
+        // Not run at all when it already was, in an earlier life.
+        let (ran, _) = kept.settle(ran)?;
+        self.dispatch(events);
+        Ok(ran)
     }
 
     fn collection(&self, who: &Who, name: &str) -> Result<Arc<CollectionDef>, ItemsError> {
@@ -219,22 +211,10 @@ impl Platform {
         match session {
             Session::Tx { conn, .. } => work(&mut **conn as &mut dyn Reader),
             Session::Auto => {
-                let mut out = None;
-                let result = self.store.read(&mut |conn| {
-                    let r = work(conn);
-                    let failed = r.is_err();
-                    out = Some(r);
-                    if failed {
-                        Err(StoreError::Aborted)
-                    } else {
-                        Ok(())
-                    }
-                });
-                match (result, out) {
-                    (_, Some(r)) => r,
-                    (Err(e), None) => Err(e.into()),
-                    (Ok(()), None) => Err(ItemsError::Internal("read did not run".into())),
-                }
+                let mut kept = Kept::default();
+                let result = self.store.read(&mut |conn| kept.keep(work(conn)));
+                let ((), value) = kept.settle(result)?;
+                value.ok_or_else(|| ItemsError::Internal("read did not run".into()))
             }
         }
     }
@@ -247,29 +227,18 @@ impl Platform {
         match session {
             Session::Tx { conn, events } => work(&mut **conn, events),
             Session::Auto => {
-                let mut out = None;
+                let mut kept = Kept::default();
                 let mut events = Vec::new();
                 let result = self.store.write(&mut |conn| {
                     // The store may run this again after a conflict.
                     events.clear();
-                    let r = work(conn, &mut events);
-                    let failed = r.is_err();
-                    out = Some(r);
-                    if failed {
-                        Err(StoreError::Aborted)
-                    } else {
-                        Ok(())
-                    }
+                    kept.keep(work(conn, &mut events))
                 });
-                match (result, out) {
-                    (Ok(()), Some(Ok(v))) => {
-                        self.dispatch(events);
-                        Ok(v)
-                    }
-                    (_, Some(Err(e))) => Err(e),
-                    (Err(e), _) => Err(e.into()),
-                    (Ok(()), None) => Err(ItemsError::Internal("write did not run".into())),
-                }
+                let ((), value) = kept.settle(result)?;
+                let value =
+                    value.ok_or_else(|| ItemsError::Internal("write did not run".into()))?;
+                self.dispatch(events);
+                Ok(value)
             }
         }
     }
@@ -346,6 +315,40 @@ fn known_field<'d>(
             def.name
         ))
     })
+}
+
+/// The outcome of items work run inside one of the store's callbacks,
+/// which speak `StoreError`: the work's own error is kept whole (the latest
+/// run's, when the store runs the work again) and only aborts the store.
+struct Kept<T>(Option<Result<T, ItemsError>>);
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<T> Kept<T> {
+    /// Keeps `outcome`; an error tells the store to give up.
+    fn keep(&mut self, outcome: Result<T, ItemsError>) -> Result<(), StoreError> {
+        let failed = outcome.is_err();
+        self.0 = Some(outcome);
+        if failed {
+            Err(StoreError::Aborted)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The work's error first, then the store's (a commit that failed);
+    /// else the store's value and the work's, `None` when it never ran.
+    fn settle<U>(self, store: Result<U, StoreError>) -> Result<(U, Option<T>), ItemsError> {
+        match (store, self.0) {
+            (_, Some(Err(e))) => Err(e),
+            (Err(e), _) => Err(e.into()),
+            (Ok(u), value) => Ok((u, value.and_then(Result::ok))),
+        }
+    }
 }
 
 fn exists(conn: &mut dyn Reader, def: &CollectionDef, key: &str) -> Result<bool, ItemsError> {
