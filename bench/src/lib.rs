@@ -8,10 +8,12 @@
 //! [`driver`] (the tokio/hyper load driver), [`scenarios`] (the issue's
 //! requests), [`report`] (tables and targets), [`load`] (the `load`
 //! command), [`gamification`] (the play-award benchmark), [`memory`]
-//! (peak memory under hostile bodies), [`hosts`]
+//! (peak memory under hostile bodies), [`compare`] (the table against
+//! Directus on the same data, cache on, off and signed in), [`hosts`]
 //! (starting hosts), and small helpers.
 
 pub mod api;
+pub mod compare;
 pub mod dataset;
 pub mod driver;
 pub mod gamification;

@@ -3,13 +3,14 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use platform_bench::{gamification, load, memory};
+use platform_bench::{compare, gamification, load, memory};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: platform-bench load [--scale N] [--seed S] [--duration-secs D] [--smoke] [--only ID,..] [--db DB]\n\
+        "usage: platform-bench load [--scale N] [--seed S] [--duration-secs D] [--smoke] [--only ID,..] [--keep] [--db DB]\n\
          \x20      platform-bench gamification [--points N] [--users N] [--requests N] [--db DB]\n\
          \x20      platform-bench memory [--db DB]\n\
+         \x20      platform-bench compare [--seed S] [--duration-secs D] [--only ID,..] [--keep] [--db DB]\n\
          \n  load           the issue's scenarios at concurrency 16 and 64 on generated data at\n\
          \x20                scale N and 4N (1 = the issue's default sizes), the ABI's own cost\n\
          \x20                (needs the in-process host), the play award's growth, and the targets\n\
@@ -19,6 +20,9 @@ fn usage() -> ExitCode {
          \x20                leaderboard and user summary with N users having stats\n\
          \x20 memory         the host's peak RSS through 8 concurrent anonymous 14 MiB play\n\
          \x20                bodies and 2 concurrent 14 MiB recordings (target < 256 MB)\n\
+         \x20 compare        the table against Directus 11 on the same data (2,000 videos, 20,000\n\
+         \x20                likes, 50,000 plays, 10,000 stats rows): answer cache on, cache off,\n\
+         \x20                signed in; a fresh host per row (default 10 s measured per row)\n\
          \x20 --db DB        sqlite (the default), postgres (a throwaway cluster of the installed\n\
          \x20                server binaries) or a postgres://user@host:port/database URL of a\n\
          \x20                server where the user may create databases (one per host started)\n\
@@ -42,7 +46,7 @@ fn check_known(args: &[String], known: &[&str]) -> Result<(), String> {
     let mut i = 1;
     while i < args.len() {
         let a = args[i].as_str();
-        if a == "--smoke" {
+        if a == "--smoke" || a == "--keep" {
             i += 1;
         } else if known.contains(&a) {
             i += 2;
@@ -53,18 +57,22 @@ fn check_known(args: &[String], known: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-fn load_options(args: &[String]) -> Result<load::Options, String> {
-    check_known(args, &["--scale", "--seed", "--duration-secs", "--only"])?;
-    let seed = option(args, "--seed", 42u64)?;
-    let only = args
-        .iter()
+/// `--only ID,..`, split.
+fn only_ids(args: &[String]) -> Result<Option<Vec<String>>, String> {
+    args.iter()
         .position(|a| a == "--only")
         .map(|i| {
             args.get(i + 1)
                 .map(|v| v.split(',').map(String::from).collect::<Vec<_>>())
                 .ok_or_else(|| "--only takes scenario ids, comma-separated".to_string())
         })
-        .transpose()?;
+        .transpose()
+}
+
+fn load_options(args: &[String]) -> Result<load::Options, String> {
+    check_known(args, &["--scale", "--seed", "--duration-secs", "--only"])?;
+    let seed = option(args, "--seed", 42u64)?;
+    let only = only_ids(args)?;
     if args.iter().any(|a| a == "--smoke") {
         return Ok(load::Options {
             only,
@@ -133,6 +141,21 @@ fn main() -> ExitCode {
             gamification::run(&config)
         })(),
         Some("load") => load_options(&args).and_then(|o| load::run(&o)),
+        Some("compare") => (|| {
+            check_known(&args, &["--seed", "--duration-secs", "--only"])?;
+            let seconds: f64 = option(&args, "--duration-secs", 10.0)?;
+            if seconds.is_nan() || seconds <= 0.0 {
+                return Err("--duration-secs must be positive".to_string());
+            }
+            compare::run(&compare::Options {
+                only: only_ids(&args)?,
+                keep: args.iter().any(|a| a == "--keep"),
+                ..compare::Options::new(
+                    option(&args, "--seed", 42u64)?,
+                    Duration::from_secs_f64(seconds),
+                )
+            })
+        })(),
         Some("memory") => check_known(&args, &[]).and_then(|()| memory::run()),
         _ => return usage(),
     };

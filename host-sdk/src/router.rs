@@ -36,6 +36,9 @@ pub struct Route {
     auth: bool,
     /// Whether anonymous answers are kept until the data changes.
     cached: bool,
+    /// Whether the answer is the same whoever asks (signed-in callers
+    /// share the kept answers too).
+    same_for_every_caller: bool,
     handler: Handler,
 }
 
@@ -76,11 +79,23 @@ impl Route {
     /// Only for handlers whose anonymous answer depends on nothing but the
     /// path, the query, the stored data and, where the handler says so, the
     /// clock: not on headers, not on state outside the database. Answers
-    /// other than 200, and every authenticated request, bypass the cache.
+    /// other than 200, and authenticated requests (unless the route is
+    /// [`Route::same_for_every_caller`]), bypass the cache.
     /// Without a host that reports its data version (SDK 1.3), nothing is
     /// kept.
     pub fn cached(&mut self) -> &mut Self {
         self.cached = true;
+        self
+    }
+
+    /// Declares that the answer does not depend on who asks: the handler
+    /// reads no accountability and reads items as the extension itself
+    /// ([`Context::as_admin`](crate::Context::as_admin)), never as the
+    /// caller. With [`Route::cached`], signed-in callers are then served
+    /// the same kept answers as anonymous ones (their credentials are still
+    /// checked by the host first: a bad token never reaches the route).
+    pub fn same_for_every_caller(&mut self) -> &mut Self {
+        self.same_for_every_caller = true;
         self
     }
 
@@ -160,6 +175,7 @@ impl Router {
             responses: Vec::new(),
             auth: false,
             cached: false,
+            same_for_every_caller: false,
             handler: Box::new(handler),
         });
         let last = self.routes.len() - 1;
@@ -207,8 +223,9 @@ impl Router {
             if let Some(params) = route.matches(request.method(), request.path()) {
                 request.set_params(params);
                 // Only a cacheable request pays for reading the version.
-                let cacheable =
-                    route.cached && request.method() == "GET" && ctx.accountability().is_none();
+                let cacheable = route.cached
+                    && request.method() == "GET"
+                    && (route.same_for_every_caller || ctx.accountability().is_none());
                 let Some(version) = cacheable.then(|| ctx.data_version()).flatten() else {
                     return run(route, &request, ctx).into();
                 };

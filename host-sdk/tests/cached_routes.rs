@@ -73,11 +73,13 @@ struct Fixture {
 
 /// `/count` (cached) answers how often its handler ran; `/plain` is not
 /// cached; `/soon` is cached but expires 500 ms after it was computed;
-/// `/kept` (cached) answers whether the handler's answer is to be kept.
+/// `/kept` (cached) answers whether the handler's answer is to be kept;
+/// `/public` is cached and the same for every caller, and counts its runs
+/// too.
 fn fixture(attach: bool) -> Fixture {
     let runs = Arc::new(AtomicUsize::new(0));
     let version = Arc::new(AtomicU64::new(1));
-    let (a, b, c) = (runs.clone(), runs.clone(), runs.clone());
+    let (a, b, c, d) = (runs.clone(), runs.clone(), runs.clone(), runs.clone());
     let ext = Extension::new("t", "T", "0.1.0").routes(move |r| {
         r.get("/count", move |req, _| {
             let n = a.fetch_add(1, Ordering::SeqCst) + 1;
@@ -101,6 +103,14 @@ fn fixture(attach: bool) -> Fixture {
             ))
         })
         .cached();
+        r.get("/public", move |_, _| {
+            Ok(Response::text(
+                200,
+                (d.fetch_add(1, Ordering::SeqCst) + 1).to_string(),
+            ))
+        })
+        .cached()
+        .same_for_every_caller();
         r.get("/kept", |_, ctx| {
             Ok(Response::text(200, ctx.answer_is_kept().to_string()))
         })
@@ -156,6 +166,20 @@ fn callers_and_uncached_routes_always_run_the_handler() {
     assert_eq!(get(&f, "/count", Some("u1")), "3 ");
     assert_eq!(get(&f, "/plain", None), "4");
     assert_eq!(get(&f, "/plain", None), "5");
+}
+
+#[test]
+fn answers_the_same_for_every_caller_are_shared_by_callers() {
+    let f = fixture(true);
+    assert_eq!(get(&f, "/public", Some("u1")), "1");
+    assert_eq!(get(&f, "/public", None), "1");
+    assert_eq!(get(&f, "/public", Some("u2")), "1");
+    f.version.store(2, Ordering::SeqCst);
+    assert_eq!(get(&f, "/public", Some("u2")), "2");
+    assert_eq!(get(&f, "/public", Some("u1")), "2");
+    // A route without the promise still runs for every caller.
+    assert_eq!(get(&f, "/count", Some("u1")), "3 ");
+    assert_eq!(get(&f, "/count", Some("u1")), "4 ");
 }
 
 #[test]

@@ -84,32 +84,38 @@ fn routes(r: &mut Router) {
     });
     r.get("/stats", stats::handler)
         .cached()
+        .same_for_every_caller()
         .summary("Site-wide counts")
         .response(200, "{models_count, viewers_count, videos_count}");
     r.get("/models", models::list)
         .cached()
+        .same_for_every_caller()
         .summary("Models, newest id first")
         .query("limit", "integer")
         .query("featured", "string")
         .response(200, "Model user records");
     r.get("/models/:slug", models::one)
         .cached()
+        .same_for_every_caller()
         .summary("One model by slug")
         .response(200, "A model user record")
         .response(404, "Model not found");
     r.get("/videos", videos::list)
         .cached()
+        .same_for_every_caller()
         .summary("Published videos, newest first")
         .query("model_id", "string")
         .query("limit", "integer")
         .response(200, "Videos with models, movie and live counts");
     r.get("/videos/:slug", videos::one)
         .cached()
+        .same_for_every_caller()
         .summary("One published video by slug")
         .response(200, "A video")
         .response(404, "Video not found");
     r.get("/articles", articles::list)
         .cached()
+        .same_for_every_caller()
         .summary("Featured published articles")
         .query("limit", "integer")
         .query("featured", "string")
@@ -189,6 +195,7 @@ fn routes(r: &mut Router) {
         .response(403, "Recording is not publicly shared");
     r.get("/community-recordings", community::list)
         .cached()
+        .same_for_every_caller()
         .summary("Published public recordings, newest first")
         .query("limit", "integer")
         .query("offset", "integer")

@@ -69,6 +69,43 @@ fn a_kept_answer_reads_nothing_and_a_write_through_the_api_replaces_it() {
 }
 
 #[test]
+fn signed_in_callers_share_the_kept_public_answers() {
+    let host = Host::start(HostOptions::svc());
+    host.admin_video("first", Some(&iso(now_ms() - 60_000)));
+    host.user(Some("Viewer"), "viewer-token");
+    let signed_in = |path: &str| {
+        let r = host.get(path, Some("viewer-token"));
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        r.body
+    };
+    let anonymous = host.get("/svc/videos", None).body;
+    let before = items_calls(&host);
+    for path in ["/svc/videos", "/svc/videos", "/svc/videos/first"] {
+        let _ = signed_in(path);
+    }
+    assert_eq!(signed_in("/svc/videos"), anonymous);
+    let after_one_computation = items_calls(&host);
+    assert!(
+        after_one_computation > before,
+        "/svc/videos/first computed once"
+    );
+    for path in ["/svc/videos", "/svc/videos/first", "/svc/videos/first"] {
+        let _ = signed_in(path);
+    }
+    assert_eq!(
+        items_calls(&host),
+        after_one_computation,
+        "kept answers served to a signed-in caller read no items"
+    );
+    // A bad token is still refused before the route.
+    assert_eq!(host.get("/svc/videos", Some("no-such-token")).status, 401);
+    // A write replaces the answer for everyone.
+    host.admin_video("second", Some(&iso(now_ms() - 30_000)));
+    let body = signed_in("/svc/videos");
+    assert!(body.contains("\"second\""), "{body}");
+}
+
+#[test]
 fn a_write_by_another_process_replaces_kept_answers() {
     let host = Host::start(HostOptions::svc());
     host.admin_video("clip", Some(&iso(now_ms() - 60_000)));
