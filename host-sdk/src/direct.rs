@@ -54,6 +54,12 @@ impl Extension {
             .into_response()
     }
 
+    /// What the route a request would reach accepts as a body (the host
+    /// checks it before reading the body; see [`crate::Route::max_body`]).
+    pub fn body_rule(&self, method: &str, path: &str) -> crate::BodyRule {
+        self.router.body_rule(method, path)
+    }
+
     /// [`Extension::handle_direct`] with the body shared: a kept answer is
     /// not copied.
     pub fn handle_direct_shared(

@@ -10,9 +10,9 @@ use abi_stable::std_types::{RArc, RErr, ROk, RResult, RStr, RString, RVec};
 use once_cell::sync::OnceCell;
 
 use crate::abi::{
-    ExtensionModule, ExtensionModuleRef, FfiContext, FfiError, FfiEventInterest, FfiInit,
-    FfiItemEvent, FfiManifest, FfiMigration, FfiRequest, FfiResponse, FfiSchedule, FfiScheduleSpec,
-    FfiSharedResponse, HostRuntime_TO,
+    ExtensionModule, ExtensionModuleRef, FfiBodyRule, FfiContext, FfiError, FfiEventInterest,
+    FfiInit, FfiItemEvent, FfiManifest, FfiMigration, FfiRequest, FfiResponse, FfiSchedule,
+    FfiScheduleSpec, FfiSharedResponse, HostRuntime_TO,
 };
 use crate::context::{Accountability, Context};
 use crate::error::ApiError;
@@ -42,6 +42,7 @@ pub fn root_module(build: fn() -> Extension) -> ExtensionModuleRef {
         handle_shared,
         before_commit_interest,
         before_commit,
+        body_rule,
     }
     .leak_into_prefix()
 }
@@ -130,6 +131,24 @@ extern "C" fn handle(request: &FfiRequest, ctx: &FfiContext<'_>) -> FfiResponse 
 
 extern "C" fn handle_shared(request: &FfiRequest, ctx: &FfiContext<'_>) -> FfiSharedResponse {
     answer(request, ctx).into_ffi()
+}
+
+extern "C" fn body_rule(method: RStr<'_>, path: RStr<'_>) -> FfiBodyRule {
+    // A panic cannot come from matching routes; if one did, the host's
+    // own limits apply.
+    catch_unwind(AssertUnwindSafe(|| {
+        extension().router.body_rule(method.as_str(), path.as_str())
+    }))
+    .map_or(
+        FfiBodyRule {
+            max_bytes: u64::MAX,
+            max_depth: 0,
+        },
+        |rule| FfiBodyRule {
+            max_bytes: rule.max_bytes.unwrap_or(u64::MAX),
+            max_depth: rule.max_depth,
+        },
+    )
 }
 
 extern "C" fn on_event(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<(), FfiError> {

@@ -48,7 +48,7 @@ pub use extension::{Extension, Schedule};
 pub use http::{Request, Response, SharedBody, SharedResponse};
 pub use items::{Access, Items, Query};
 pub use memo::{Memo, MemoMap};
-pub use router::{Route, Router};
+pub use router::{BodyRule, Route, Router};
 
 /// The SDK version an extension is built against; travels in its manifest.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -39,6 +39,8 @@ pub struct Route {
     /// Whether the answer is the same whoever asks (signed-in callers
     /// share the kept answers too).
     same_for_every_caller: bool,
+    /// What the route accepts as a body.
+    body_rule: BodyRule,
     handler: Handler,
 }
 
@@ -99,6 +101,38 @@ impl Route {
         self
     }
 
+    /// Refuses bodies over `bytes` (413, from the host, before it reads
+    /// them); by default a route takes what the host takes.
+    pub fn max_body(&mut self, bytes: u64) -> &mut Self {
+        self.body_rule.max_bytes = Some(bytes);
+        self
+    }
+
+    /// Refuses JSON bodies nested deeper than `levels` arrays and objects
+    /// (400, from the host, before the handler parses them); by default
+    /// [`BodyRule::DEFAULT_MAX_DEPTH`].
+    pub fn max_depth(&mut self, levels: u32) -> &mut Self {
+        self.body_rule.max_depth = levels;
+        self
+    }
+
+    /// Whether a request of `method` for `path` reaches this route (the
+    /// check of [`Route::matches`], without collecting the parameters).
+    fn reaches(&self, method: &str, path: &str) -> bool {
+        if self.method != method {
+            return false;
+        }
+        let mut parts = path.trim_matches('/').split('/').filter(|s| !s.is_empty());
+        self.segments
+            .iter()
+            .all(|segment| match (segment, parts.next()) {
+                (Segment::Literal(lit), Some(part)) => lit == part,
+                (Segment::Param(_), Some(_)) => true,
+                (_, None) => false,
+            })
+            && parts.next().is_none()
+    }
+
     fn matches(&self, method: &str, path: &str) -> Option<HashMap<String, String>> {
         if self.method != method {
             return None;
@@ -133,6 +167,36 @@ fn percent_decode(s: &str) -> String {
     percent_encoding::percent_decode_str(s)
         .decode_utf8_lossy()
         .into_owned()
+}
+
+/// What a route accepts as a request body; the host enforces it before
+/// the extension sees the body (SDK 1.6 hosts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyRule {
+    /// The largest body in bytes; `None`: the host's own limit.
+    pub max_bytes: Option<u64>,
+    /// The deepest nesting of JSON arrays and objects.
+    pub max_depth: u32,
+}
+
+impl BodyRule {
+    /// The nesting a route accepts unless it says otherwise: far more than
+    /// any JSON document a handler reads, far less than what would make a
+    /// parser recurse dangerously.
+    pub const DEFAULT_MAX_DEPTH: u32 = 32;
+
+    /// A request that reaches no route is answered 404 whatever it sends:
+    /// its body is refused beyond this size rather than read whole.
+    pub const UNROUTED_MAX_BYTES: u64 = 64 * 1024;
+}
+
+impl Default for BodyRule {
+    fn default() -> Self {
+        Self {
+            max_bytes: None,
+            max_depth: Self::DEFAULT_MAX_DEPTH,
+        }
+    }
 }
 
 /// Where the host's data version comes from (see [`crate::cache`]).
@@ -176,6 +240,7 @@ impl Router {
             auth: false,
             cached: false,
             same_for_every_caller: false,
+            body_rule: BodyRule::default(),
             handler: Box::new(handler),
         });
         let last = self.routes.len() - 1;
@@ -242,6 +307,22 @@ impl Router {
             }
         }
         Response::error(&ApiError::not_found("Route not found")).into()
+    }
+
+    /// What the route a request of `method` for `path` would reach accepts
+    /// as a body (the first route that matches, as [`Router::answer`]
+    /// picks it).
+    pub fn body_rule(&self, method: &str, path: &str) -> BodyRule {
+        self.routes
+            .iter()
+            .find(|route| route.reaches(method, path))
+            .map_or(
+                BodyRule {
+                    max_bytes: Some(BodyRule::UNROUTED_MAX_BYTES),
+                    max_depth: BodyRule::DEFAULT_MAX_DEPTH,
+                },
+                |route| route.body_rule,
+            )
     }
 
     /// Lets cached routes keep answers, versioned by `source` (called by the

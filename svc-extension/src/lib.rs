@@ -70,6 +70,12 @@ pub fn extension() -> Extension {
         .routes(routes)
 }
 
+/// The largest body of a route that reads a few fields (a play, a like):
+/// anything bigger is refused by the host before it is read.
+const SMALL_BODY: u64 = 64 * 1024;
+/// The deepest nesting such a body needs (its fields are scalars).
+const SMALL_DEPTH: u32 = 8;
+
 /// Every route of SPEC.md, with what the OpenAPI document says of it.
 fn routes(r: &mut Router) {
     let recording_body = json!({
@@ -121,6 +127,8 @@ fn routes(r: &mut Router) {
         .query("featured", "string")
         .response(200, "Articles with author");
     r.post("/videos/:id/like", likes::like)
+        .max_body(SMALL_BODY)
+        .max_depth(SMALL_DEPTH)
         .summary("Like a video")
         .authenticated()
         .response(200, "{liked: true, likes_count}")
@@ -128,6 +136,8 @@ fn routes(r: &mut Router) {
         .response(401, "Unauthorized")
         .response(404, "Video not found");
     r.delete("/videos/:id/like", likes::unlike)
+        .max_body(SMALL_BODY)
+        .max_depth(SMALL_DEPTH)
         .summary("Unlike a video")
         .authenticated()
         .response(200, "{liked: false, likes_count}")
@@ -138,11 +148,15 @@ fn routes(r: &mut Router) {
         .summary("Whether the caller likes a video")
         .response(200, "{liked}");
     r.post("/videos/:id/play", video_plays::record)
+        .max_body(SMALL_BODY)
+        .max_depth(SMALL_DEPTH)
         .summary("Record a play of a video")
         .body(json!({"type": "object", "properties": {"session_id": {"type": "string"}}}))
         .response(200, "{success, play_id, plays_count}")
         .response(404, "Video not found");
     r.patch("/videos/:id/play/:playId", video_plays::update)
+        .max_body(SMALL_BODY)
+        .max_depth(SMALL_DEPTH)
         .summary("Update a play of a video")
         .body(json!({"type": "object", "properties": {"duration_watched": {"type": "number"}, "completed": {"type": "boolean"}}}))
         .response(200, "{success: true}")
@@ -182,12 +196,16 @@ fn routes(r: &mut Router) {
         .response(200, "The updated recording")
         .response(403, "Forbidden");
     r.delete("/recordings/:id", recordings::archive)
+        .max_body(SMALL_BODY)
+        .max_depth(SMALL_DEPTH)
         .summary("Archive an own recording")
         .authenticated()
         .response(200, "{success: true}")
         .response(403, "Forbidden")
         .response(404, "Recording not found");
     r.post("/recordings/:id/duplicate", recordings::duplicate)
+        .max_body(SMALL_BODY)
+        .max_depth(SMALL_DEPTH)
         .summary("Copy a publicly shared recording")
         .authenticated()
         .response(201, "{data: the copy}")
@@ -201,10 +219,14 @@ fn routes(r: &mut Router) {
         .query("offset", "integer")
         .response(200, "{data: [...]}");
     r.post("/recordings/:id/play", recording_plays::record)
+        .max_body(SMALL_BODY)
+        .max_depth(SMALL_DEPTH)
         .summary("Record a play of a recording")
         .response(200, "{success, play_id}")
         .response(404, "Recording not found");
     r.patch("/recordings/:id/play/:playId", recording_plays::update)
+        .max_body(SMALL_BODY)
+        .max_depth(SMALL_DEPTH)
         .summary("Update a play of a recording")
         .body(json!({"type": "object", "properties": {"duration_played": {"type": "number"}, "completed": {"type": "boolean"}}}))
         .response(200, "{success: true}")

@@ -621,6 +621,15 @@ impl Host {
         str_of(&v["play_id"])
     }
 
+    /// A counter of `/server/metrics` (e.g. `extension_calls`, `items_calls`).
+    pub fn metric(&self, name: &str) -> u64 {
+        let r = self.get("/server/metrics", Some(ADMIN_TOKEN));
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()["data"][name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no metric {name}: {}", r.body))
+    }
+
     /// The host still answers: `/server/ping` and (svc) `/svc/stats`.
     pub fn assert_serving(&self) {
         let r = self.get("/server/ping", None);

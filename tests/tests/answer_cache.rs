@@ -20,18 +20,11 @@ fn slugs(host: &Host) -> Vec<String> {
 }
 
 fn extension_calls(host: &Host) -> u64 {
-    let r = host.get("/server/metrics", Some(ADMIN_TOKEN));
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.json()["data"]["extension_calls"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("metrics: {}", r.body))
+    host.metric("extension_calls")
 }
 
 fn items_calls(host: &Host) -> u64 {
-    let r = host.get("/server/metrics", Some(ADMIN_TOKEN));
-    r.json()["data"]["items_calls"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("metrics: {}", r.body))
+    host.metric("items_calls")
 }
 
 #[test]

@@ -12,10 +12,11 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use platform_tests::{encode, Backend, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{encode, id_of, Backend, Host, HostOptions, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 const TOO_LARGE: &str = r#"{"error":"Payload too large"}"#;
+const TOO_DEEP: &str = "Request body nested too deeply";
 
 // ---------------------------------------------------------------- helpers
 
@@ -228,6 +229,76 @@ fn the_default_limit_is_16_mib() {
     host.assert_serving();
 }
 
+/// Each route says what body it takes (svc: 64 KiB and 8 levels for a
+/// play or a like; the host's limit and 32 levels for a recording). The
+/// host refuses a body past its route's rule before the extension is
+/// called, so nothing ever parses it: no extension call is counted.
+#[test]
+fn a_body_past_its_routes_rule_is_refused_before_the_extension_sees_it() {
+    let host = viewer_host(HostOptions::svc());
+    let video = host.admin_video("rules", Some("2024-01-01T00:00:00Z"));
+    let play = format!("/svc/videos/{}/play", id_of(&video));
+    let nested = |levels: usize| {
+        format!(
+            r#"{{"title":"t","duration":1,"events":{}1{}}}"#,
+            "[".repeat(levels - 1),
+            "]".repeat(levels - 1)
+        )
+    };
+    let calls = host.metric("extension_calls");
+
+    // Over 64 KiB for a play: refused whole, declared or not.
+    let big_play = format!(r#"{{"session_id":"s","junk":"{}"}}"#, "x".repeat(64 * 1024));
+    let r = host.request("POST", &play, None, Some(big_play.as_bytes()));
+    assert_eq!((r.status, r.body.as_str()), (413, TOO_LARGE));
+    let mut req = head("POST", &play, &["Transfer-Encoding: chunked"]);
+    req.extend_from_slice(&chunked(big_play.as_bytes()));
+    assert_eq!(raw(&host, &req).status, Some(413));
+    // Nested past the route's depth: a play takes 8 levels, a recording 32.
+    let deep_play = format!(r#"{{"session_id":{}"s"{}}}"#, "[".repeat(8), "]".repeat(8));
+    let r = host.request("POST", &play, None, Some(deep_play.as_bytes()));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"], TOO_DEEP);
+    let r = host.request(
+        "POST",
+        "/svc/recordings",
+        Some("h-viewer"),
+        Some(nested(33).as_bytes()),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"], TOO_DEEP);
+    // Brackets inside strings are text, not nesting.
+    let r = host.request(
+        "POST",
+        &play,
+        None,
+        Some(format!(r#"{{"session_id":"{}"}}"#, "[".repeat(50)).as_bytes()),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        host.metric("extension_calls"),
+        calls + 1,
+        "only the acceptable body reached the extension"
+    );
+
+    // Within the rules, the route answers as before.
+    let r = host.request("POST", &play, None, Some(br#"{"session_id":"ok"}"#));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = host.request(
+        "POST",
+        "/svc/recordings",
+        Some("h-viewer"),
+        Some(nested(32).as_bytes()),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_ne!(r.json()["error"], TOO_DEEP, "32 levels reach the handler");
+    assert_eq!(host.metric("extension_calls"), calls + 3);
+    // A route that does not exist reads no large body either.
+    let r = host.request("POST", "/svc/nowhere", None, Some(big_play.as_bytes()));
+    assert_eq!(r.status, 413, "{}", r.body);
+    host.assert_serving();
+}
+
 // ---------------------------------------------------------------- nesting
 
 #[test]
@@ -242,7 +313,10 @@ fn deeply_nested_json_is_a_clear_400_never_a_crash() {
         .to_string();
     let deep_array = "[".repeat(100_000).into_bytes();
     let deep_object = "{\"a\":".repeat(100_000).into_bytes();
-    for body in [&deep_array, &deep_object] {
+    // 100,000 levels are too deep for a recording, and too large for a
+    // play (64 KiB); 1,000 levels are small enough and too deep for both.
+    let shallow_array = "[".repeat(1_000).into_bytes();
+    for body in [&deep_array, &deep_object, &shallow_array] {
         for (method, path) in [
             ("POST", "/svc/recordings".to_string()),
             ("PATCH", "/svc/recordings/x".to_string()),
@@ -250,8 +324,16 @@ fn deeply_nested_json_is_a_clear_400_never_a_crash() {
             ("PATCH", format!("/svc/videos/{video}/play/x")),
         ] {
             let r = host.request(method, &path, Some("h-viewer"), Some(body));
-            assert_eq!(r.status, 400, "{method} {path}: {}", r.body);
-            assert_eq!(r.json()["error"], "Invalid JSON body");
+            if path.contains("play") && body.len() > 64 * 1024 {
+                assert_eq!(
+                    (r.status, r.body.as_str()),
+                    (413, TOO_LARGE),
+                    "{method} {path}"
+                );
+            } else {
+                assert_eq!(r.status, 400, "{method} {path}: {}", r.body);
+                assert_eq!(r.json()["error"], TOO_DEEP);
+            }
         }
         let r = host.request("POST", "/items/recordings", Some(ADMIN_TOKEN), Some(body));
         assert_eq!(r.status, 400, "{}", r.body);

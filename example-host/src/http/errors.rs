@@ -21,6 +21,9 @@ pub enum HttpError {
     ExtensionInvalidToken,
     #[error("Payload too large")]
     PayloadTooLarge,
+    /// A body nested deeper than its route accepts.
+    #[error("Request body nested too deeply")]
+    BodyTooDeep,
     /// The client sent its body too slowly.
     #[error("Request body timed out")]
     BodyTimeout,
@@ -92,6 +95,7 @@ impl IntoResponse for HttpError {
             }
             HttpError::ExtensionInvalidToken => simple_body(StatusCode::UNAUTHORIZED, &message),
             HttpError::PayloadTooLarge => simple_body(StatusCode::PAYLOAD_TOO_LARGE, &message),
+            HttpError::BodyTooDeep => simple_body(StatusCode::BAD_REQUEST, &message),
             HttpError::BodyTimeout => simple_body(StatusCode::REQUEST_TIMEOUT, &message),
             HttpError::ExtensionTimeout => simple_body(StatusCode::GATEWAY_TIMEOUT, &message),
             HttpError::InvalidPayload(_) => {

@@ -6,7 +6,9 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
-use super::{authenticate, blocking, credentials, read_body, AppState, HttpError};
+use super::{
+    authenticate, blocking, credentials, json_depth, read_body_within, AppState, HttpError,
+};
 use crate::auth::AuthError;
 use crate::extensions::{ExtRequest, Registry};
 
@@ -41,11 +43,16 @@ pub async fn dispatch(
     body: Body,
 ) -> Result<Response, HttpError> {
     let (id, sub_path) = split_mount(uri.path());
-    if state.registry.get(id).is_none() {
+    let Some(ext) = state.registry.get(id) else {
         return Err(HttpError::RouteNotFound(uri.path().to_string()));
-    }
+    };
+    // The route's own rule bounds what is read, before any of it is.
+    let rule = ext.code.body_rule(method.as_str(), &sub_path);
+    let limit = rule
+        .max_bytes
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
     let id = id.to_string();
-    let bytes = read_body(body, &headers, &state.limits).await?;
+    let bytes = read_body_within(body, &headers, &state.limits, limit).await?;
     let token = credentials(&headers, &uri);
     let request = ExtRequest {
         method: method.as_str().to_string(),
@@ -61,12 +68,18 @@ pub async fn dispatch(
                     .map(|v| (name.as_str().to_string(), v.to_string()))
             })
             .collect(),
-        body: bytes.to_vec(),
+        body: bytes,
     };
     let platform = state.platform.clone();
     let registry = state.registry.clone();
     let call = format!("[{id}] {method} {}", uri.path());
     let work = blocking(move || {
+        if rule
+            .max_depth
+            .is_some_and(|max| json_depth::exceeds(&request.body, max))
+        {
+            return Err(HttpError::BodyTooDeep);
+        }
         let accountability = match authenticate(&platform, &token) {
             Ok(acc) => acc,
             Err(AuthError::InvalidToken) => return Err(HttpError::ExtensionInvalidToken),

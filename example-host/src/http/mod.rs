@@ -4,6 +4,7 @@
 mod errors;
 mod extension_api;
 mod items_api;
+mod json_depth;
 mod server_api;
 
 use std::net::SocketAddr;
@@ -161,7 +162,21 @@ pub async fn read_body(
     headers: &HeaderMap,
     limits: &Limits,
 ) -> Result<Bytes, HttpError> {
-    let limit = limits.max_payload;
+    read_body_within(body, headers, limits, limits.max_payload)
+        .await
+        .map(Bytes::from)
+}
+
+/// The body, refused (413) past `limit` bytes or the host's own limit,
+/// whichever is smaller: a body declared larger is refused before any of it
+/// is read, and the buffer is sized once from the declared length.
+pub async fn read_body_within(
+    body: Body,
+    headers: &HeaderMap,
+    limits: &Limits,
+    limit: usize,
+) -> Result<Vec<u8>, HttpError> {
+    let limit = limit.min(limits.max_payload);
     let declared = headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -169,7 +184,8 @@ pub async fn read_body(
     if declared.is_some_and(|n| n > (limit + DRAIN_LIMIT) as u64) {
         return Err(HttpError::PayloadTooLarge);
     }
-    tokio::time::timeout(limits.body_timeout, collect_within(body, limit))
+    let expected = declared.map_or(0, |n| (n as usize).min(limit));
+    tokio::time::timeout(limits.body_timeout, collect_within(body, limit, expected))
         .await
         .map_err(|_| HttpError::BodyTimeout)?
 }
@@ -181,8 +197,12 @@ const DRAIN_LIMIT: usize = 1024 * 1024;
 
 /// Collects the body, or reads up to [`DRAIN_LIMIT`] past `limit` and
 /// refuses it.
-async fn collect_within(mut body: Body, limit: usize) -> Result<Bytes, HttpError> {
-    let mut data = Vec::new();
+async fn collect_within(
+    mut body: Body,
+    limit: usize,
+    expected: usize,
+) -> Result<Vec<u8>, HttpError> {
+    let mut data = Vec::with_capacity(expected);
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
         let frame = frame
@@ -201,7 +221,7 @@ async fn collect_within(mut body: Body, limit: usize) -> Result<Bytes, HttpError
     if seen > limit {
         return Err(HttpError::PayloadTooLarge);
     }
-    Ok(Bytes::from(data))
+    Ok(data)
 }
 
 /// What a request presents as credentials.

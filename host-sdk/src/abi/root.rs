@@ -10,8 +10,8 @@ use abi_stable::{
 };
 
 use super::types::{
-    FfiContext, FfiError, FfiEventInterest, FfiInit, FfiItemEvent, FfiManifest, FfiMigration,
-    FfiRequest, FfiResponse, FfiSchedule, FfiSharedResponse, HostRuntime_TO,
+    FfiBodyRule, FfiContext, FfiError, FfiEventInterest, FfiInit, FfiItemEvent, FfiManifest,
+    FfiMigration, FfiRequest, FfiResponse, FfiSchedule, FfiSharedResponse, HostRuntime_TO,
 };
 
 /// The extension's entry points.
@@ -88,6 +88,13 @@ pub struct ExtensionModule {
     /// transaction back and the writer gets the error.
     pub before_commit:
         extern "C" fn(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<(), FfiError>,
+
+    // ---- 1.6 ----
+    /// What the route a request would reach accepts as a body, asked by the
+    /// host before it reads the body (`path` below the mount). Libraries of
+    /// earlier minor versions lack it: their routes take any body up to
+    /// the host's limit.
+    pub body_rule: extern "C" fn(method: RStr<'_>, path: RStr<'_>) -> FfiBodyRule,
 }
 
 impl RootModule for ExtensionModuleRef {

@@ -133,6 +133,18 @@ pub struct FfiEventInterest {
     pub collections: RVec<RString>,
 }
 
+/// What a route accepts as a request body (SDK 1.6): the host reads no
+/// more than this and checks the nesting before the extension is called,
+/// so an oversized or too-deep body is refused before anything parses it.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FfiBodyRule {
+    /// The largest body in bytes; `u64::MAX`: the host's own limit.
+    pub max_bytes: u64,
+    /// The deepest nesting of JSON arrays and objects; 0: unchecked.
+    pub max_depth: u32,
+}
+
 /// When a schedule runs.
 #[repr(C, u8)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
