@@ -52,13 +52,19 @@ fn concurrently(api: &Api, path: &str, tokens: &[Option<&str>], body: &[u8]) -> 
             .into_iter()
             .map(|s| match s.join() {
                 Ok(Ok(_)) => "2xx".to_string(),
-                // The status and error text, after the request line.
-                Ok(Err(e)) => e
-                    .split_once(": ")
-                    .map_or(e.as_str(), |(_, rest)| rest)
-                    .chars()
-                    .take(60)
-                    .collect(),
+                // The status and error text (or the transport's error: a
+                // host refusing a declared size answers before the body
+                // is sent, and the client's write fails), after the
+                // request line.
+                Ok(Err(e)) => {
+                    let what = e.strip_prefix(&format!("POST {path}: ")).unwrap_or(&e);
+                    // A transport error names the URL first.
+                    let what = match what.strip_prefix("http") {
+                        Some(rest) => rest.rsplit_once(": ").map_or(what, |(_, e)| e),
+                        None => what,
+                    };
+                    what.chars().take(60).collect()
+                }
                 Err(_) => "panicked".into(),
             })
             .collect()

@@ -166,6 +166,14 @@ impl Response {
         }
     }
 
+    /// 201 with JSON text as it is (see [`Response::ok_raw`]).
+    pub fn created_raw(raw: Box<serde_json::value::RawValue>) -> Self {
+        Self {
+            status: 201,
+            ..Self::ok_raw(raw)
+        }
+    }
+
     /// 201 with a JSON body.
     pub fn created<T: Serialize + ?Sized>(value: &T) -> Self {
         Self::json(201, value)

@@ -36,6 +36,7 @@ mod extension;
 mod hooks;
 mod http;
 mod items;
+pub mod json;
 mod logging;
 mod memo;
 mod router;

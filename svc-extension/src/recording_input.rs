@@ -1,7 +1,13 @@
 //! Validation of recording bodies, as plain functions: the rules of
 //! POST /recordings in their order, and the fields PATCH may change.
 
+use std::collections::BTreeMap;
+
+use host_sdk::json::nests_deeper_than;
 use host_sdk::ApiError;
+use serde::de::IgnoredAny;
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::slug::slugify;
@@ -12,22 +18,91 @@ pub const STATUSES: [&str; 3] = ["draft", "published", "archived"];
 
 /// How deep `events`, `device_info` and `tags` may nest (the platform's
 /// limit for JSON fields).
-pub const MAX_DEPTH: usize = 64;
+pub const MAX_DEPTH: u32 = 64;
 
-fn depth(v: &Value) -> usize {
+fn shallow(field: &str, text: Option<&RawValue>) -> Result<(), ApiError> {
+    match text {
+        Some(t) if nests_deeper_than(t.get().as_bytes(), MAX_DEPTH) => Err(ApiError::bad_request(
+            format!("{field} is nested too deeply"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The members of a POST body, each as its JSON text: the few small ones
+/// are parsed when a rule reads them; `events` (thousands of objects) and
+/// `device_info` are checked as text and passed on as text, never built
+/// into a tree.
+struct Members<'a>(BTreeMap<String, &'a RawValue>);
+
+impl<'a> Members<'a> {
+    /// An empty body reads as `{}`, and a JSON value other than an object
+    /// as an object without members (the rules then refuse it); anything
+    /// else (not JSON, not UTF-8) is 400 `Invalid JSON body`.
+    fn parse(body: &'a [u8]) -> Result<Self, ApiError> {
+        let invalid = || ApiError::bad_request("Invalid JSON body");
+        // JSON is UTF-8 throughout, skipped strings included.
+        let text = std::str::from_utf8(body).map_err(|_| invalid())?;
+        if text.trim().is_empty() {
+            return Ok(Self(BTreeMap::new()));
+        }
+        match serde_json::from_str(text) {
+            Ok(members) => Ok(Self(members)),
+            Err(_) if serde_json::from_str::<IgnoredAny>(text).is_ok() => Ok(Self(BTreeMap::new())),
+            Err(_) => Err(invalid()),
+        }
+    }
+
+    fn raw(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.get(key).copied()
+    }
+
+    /// A member parsed (for the small ones the rules read).
+    fn value(&self, key: &str) -> Option<Value> {
+        self.raw(key)
+            .map(|t| serde_json::from_str(t.get()).unwrap_or(Value::Null))
+    }
+
+    /// JavaScript truthiness, read from the text: an array or an object is
+    /// truthy without being parsed.
+    fn truthy(&self, key: &str) -> bool {
+        match self.raw(key).map(|t| t.get().as_bytes().first()) {
+            None | Some(None) => false,
+            Some(Some(b'[' | b'{')) => true,
+            Some(Some(_)) => truthy(self.value(key).as_ref()),
+        }
+    }
+
+    /// Whether the member is a non-empty array, from its text.
+    fn nonempty_array(&self, key: &str) -> bool {
+        self.raw(key).is_some_and(|t| {
+            let text = t.get().trim_start();
+            text.starts_with('[') && !text[1..].trim_start().starts_with(']')
+        })
+    }
+}
+
+/// A recording to create: what the item service gets, with the events and
+/// device info as the caller's JSON text.
+#[derive(Debug, Serialize)]
+pub struct NewRecording<'a> {
+    title: String,
+    slug: String,
+    description: Value,
+    duration: Value,
+    events: &'a RawValue,
+    device_info: &'a RawValue,
+    tags: Value,
+    linked_video: Value,
+    status: String,
+    public: bool,
+}
+
+fn depth(v: &Value) -> u32 {
     match v {
         Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
         Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
         _ => 0,
-    }
-}
-
-fn shallow(field: &str, v: Option<&Value>) -> Result<(), ApiError> {
-    match v {
-        Some(v) if depth(v) > MAX_DEPTH => Err(ApiError::bad_request(format!(
-            "{field} is nested too deeply"
-        ))),
-        _ => Ok(()),
     }
 }
 
@@ -80,50 +155,44 @@ fn description_of(v: Option<&Value>) -> Result<Value, ApiError> {
 
 /// The item to create from a POST body, or the first rule it breaks.
 /// `public` is always false; the owner is set by the platform.
-pub fn new_recording(body: &Value) -> Result<Map<String, Value>, ApiError> {
-    let get = |k: &str| body.get(k);
+pub fn new_recording(body: &[u8]) -> Result<NewRecording<'_>, ApiError> {
+    let members = Members::parse(body)?;
+    let (Some(events), Some(device_info)) = (members.raw("events"), members.raw("device_info"))
+    else {
+        return Err(ApiError::bad_request(MISSING));
+    };
     if !["title", "duration", "events", "device_info"]
         .iter()
-        .all(|k| truthy(get(k)))
+        .all(|k| members.truthy(k))
     {
         return Err(ApiError::bad_request(MISSING));
     }
-    if get("events")
-        .and_then(Value::as_array)
-        .is_none_or(|e| e.is_empty())
-    {
+    if !members.nonempty_array("events") {
         return Err(ApiError::bad_request(EVENTS));
     }
-    let Some(title) = get("title").and_then(Value::as_str) else {
+    let Some(Value::String(title)) = members.value("title") else {
         return Err(ApiError::bad_request("title must be a string"));
     };
-    crate::duration::checked("duration", get("duration").unwrap_or(&Value::Null))?;
-    let tags = tags_of(get("tags"))?;
-    let status = status_of(get("status"))?.unwrap_or_else(|| "draft".into());
+    let duration = members.value("duration").unwrap_or(Value::Null);
+    crate::duration::checked("duration", &duration)?;
+    let tags_value = members.value("tags");
+    let tags = tags_of(tags_value.as_ref())?;
+    let status = status_of(members.value("status").as_ref())?.unwrap_or_else(|| "draft".into());
     for field in ["events", "device_info", "tags"] {
-        shallow(field, get(field))?;
+        shallow(field, members.raw(field))?;
     }
-    let mut item = Map::new();
-    item.insert("title".into(), Value::String(title.to_string()));
-    item.insert("slug".into(), Value::String(slugify(title)));
-    item.insert("description".into(), description_of(get("description"))?);
-    item.insert(
-        "duration".into(),
-        get("duration").cloned().unwrap_or(Value::Null),
-    );
-    item.insert(
-        "events".into(),
-        get("events").cloned().unwrap_or(Value::Null),
-    );
-    item.insert(
-        "device_info".into(),
-        get("device_info").cloned().unwrap_or(Value::Null),
-    );
-    item.insert("tags".into(), tags);
-    item.insert("linked_video".into(), linked_video_of(get("linked_video"))?);
-    item.insert("status".into(), Value::String(status));
-    item.insert("public".into(), Value::Bool(false));
-    Ok(item)
+    Ok(NewRecording {
+        slug: slugify(&title),
+        title,
+        description: description_of(members.value("description").as_ref())?,
+        duration,
+        events,
+        device_info,
+        tags,
+        linked_video: linked_video_of(members.value("linked_video").as_ref())?,
+        status,
+        public: false,
+    })
 }
 
 /// The changes a PATCH body asks for: only `title` (with its slug),
@@ -151,7 +220,9 @@ pub fn recording_changes(body: &Value) -> Result<Map<String, Value>, ApiError> {
         if !tags.is_array() {
             return Err(ApiError::bad_request("tags must be an array"));
         }
-        shallow("tags", Some(tags))?;
+        if depth(tags) > MAX_DEPTH {
+            return Err(ApiError::bad_request("tags is nested too deeply"));
+        }
         changes.insert("tags".into(), tags.clone());
     }
     if body.contains_key("status") {
@@ -184,11 +255,13 @@ mod tests {
         json!({"title": "My Take", "duration": 1500.5, "events": [{"timestamp": 0}], "device_info": []})
     }
 
+    fn created(body: &Value) -> Result<Value, ApiError> {
+        let text = body.to_string();
+        new_recording(text.as_bytes()).map(|item| serde_json::to_value(item).unwrap())
+    }
+
     fn error_of(body: Value) -> String {
-        new_recording(&body)
-            .err()
-            .map(|e| e.message)
-            .unwrap_or_default()
+        created(&body).err().map(|e| e.message).unwrap_or_default()
     }
 
     #[test]
@@ -211,7 +284,7 @@ mod tests {
         // `{}` and `[]` are present.
         let mut b = valid();
         b["device_info"] = json!({});
-        assert!(new_recording(&b).is_ok());
+        assert!(created(&b).is_ok());
     }
 
     #[test]
@@ -252,16 +325,27 @@ mod tests {
         b["public"] = json!(true);
         b["featured"] = json!(true);
         b["user_created"] = json!("someone");
-        let item = new_recording(&b).unwrap();
+        let item = created(&b).unwrap();
         assert_eq!(item["slug"], "my-take");
         assert_eq!(item["status"], "draft");
         assert_eq!(item["public"], false);
         assert_eq!(item["tags"], json!([]));
         assert_eq!(item["linked_video"], Value::Null);
-        assert!(!item.contains_key("featured") && !item.contains_key("user_created"));
+        assert!(item.get("featured").is_none() && item.get("user_created").is_none());
         let mut b = valid();
         b["status"] = json!("published");
-        assert_eq!(new_recording(&b).unwrap()["status"], "published");
+        assert_eq!(created(&b).unwrap()["status"], "published");
+    }
+
+    #[test]
+    fn bodies_that_are_not_json_objects() {
+        let error = |body: &[u8]| new_recording(body).err().map(|e| e.message);
+        for invalid in [&b"\xff"[..], b"{\"title\": \"\xc3\x28\"}", b"{", b"[] x"] {
+            assert_eq!(error(invalid).as_deref(), Some("Invalid JSON body"));
+        }
+        for empty in [&b""[..], b"  ", b"[]", b"null", b"42", b"\"s\""] {
+            assert_eq!(error(empty).as_deref(), Some(MISSING));
+        }
     }
 
     #[test]

@@ -84,26 +84,28 @@ pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     Ok(Response::ok_raw(recording))
 }
 
-/// `POST /recordings`: 201 with the created recording.
+/// `POST /recordings`: 201 with the created recording. The events pass
+/// from the body to the item service and back to the answer as text.
 pub fn create(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     require_user(ctx)?;
-    let body: Value = req.json()?;
-    let item = new_recording(&body)?;
+    let item = new_recording(req.body())?;
     let items = ctx.as_caller();
     let id = items
         .create_one("recordings", &item)
         .map_err(|e| CREATE.with_details(e))?;
     // A caller may create what they cannot read back; answer with what was
     // stored then.
-    let created = match items.read_one("recordings", &id) {
-        Ok(Some(r)) => r,
+    let created = match items.read_one_raw("recordings", &id) {
+        Ok(Some(r)) => Some(r),
         _ => ctx
             .as_admin()
-            .read_one("recordings", &id)
-            .map_err(|e| CREATE.with_details(e))?
-            .unwrap_or(Value::Null),
+            .read_one_raw("recordings", &id)
+            .map_err(|e| CREATE.with_details(e))?,
     };
-    Ok(Response::created(&created))
+    Ok(match created {
+        Some(raw) => Response::created_raw(raw),
+        None => Response::created(&Value::Null),
+    })
 }
 
 /// Whether the caller may read recordings at all. A member who may, but is

@@ -272,7 +272,9 @@ proptest! {
 
     #[test]
     fn create_accepts_exactly_the_valid_bodies(body in body()) {
-        let got = new_recording(&body);
+        let text = body.to_string();
+        let got = new_recording(text.as_bytes())
+            .map(|item| serde_json::to_value(item).expect("serializes"));
         match (expected_create(&body), got) {
             (Ok(()), Ok(item)) => {
                 let title = body["title"].as_str().expect("title");
@@ -295,7 +297,7 @@ proptest! {
                 let description = body.get("description").cloned().unwrap_or(Value::Null);
                 prop_assert_eq!(&item["description"], &description);
                 // Nothing the caller may not set gets through.
-                for k in item.keys() {
+                for k in item.as_object().expect("an object").keys() {
                     prop_assert!(
                         ["title", "slug", "description", "duration", "events", "device_info",
                          "tags", "linked_video", "status", "public"].contains(&k.as_str()),
@@ -355,7 +357,7 @@ proptest! {
 
     #[test]
     fn any_json_value_never_panics_the_validation(body in value()) {
-        let _ = new_recording(&body);
+        let _ = new_recording(body.to_string().as_bytes());
         let _ = recording_changes(&body);
     }
 }

@@ -6,9 +6,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
-use super::{
-    authenticate, blocking, credentials, json_depth, read_body_within, AppState, HttpError,
-};
+use super::{authenticate, blocking, credentials, read_body_within, AppState, HttpError};
 use crate::auth::AuthError;
 use crate::extensions::{ExtRequest, Registry};
 
@@ -76,7 +74,7 @@ pub async fn dispatch(
     let work = blocking(move || {
         if rule
             .max_depth
-            .is_some_and(|max| json_depth::exceeds(&request.body, max))
+            .is_some_and(|max| host_sdk::json::nests_deeper_than(&request.body, max))
         {
             return Err(HttpError::BodyTooDeep);
         }

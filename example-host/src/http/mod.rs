@@ -4,7 +4,6 @@
 mod errors;
 mod extension_api;
 mod items_api;
-mod json_depth;
 mod server_api;
 
 use std::net::SocketAddr;

@@ -1,11 +1,12 @@
-//! How deeply a JSON body nests, found by scanning its bytes (no tree, no
-//! allocation), so a route's depth rule is checked before anything parses
-//! the body.
+//! JSON text inspected without building it into a tree: how deeply it
+//! nests (the host checks a route's depth rule with it before anything
+//! parses a body; an extension checks a field it passes on as text).
 
-/// Whether `body` nests arrays and objects deeper than `max` levels.
-/// Brackets inside strings do not count; a malformed body is left to the
-/// parser to refuse.
-pub fn exceeds(body: &[u8], max: u32) -> bool {
+/// Whether `text` nests arrays and objects deeper than `max` levels, found
+/// by scanning its bytes (no tree, no allocation). Brackets inside strings
+/// do not count; malformed JSON is left to a parser to refuse.
+pub fn nests_deeper_than(text: &[u8], max: u32) -> bool {
+    let body = text;
     let mut depth = 0u32;
     let mut in_string = false;
     let mut escaped = false;
@@ -36,7 +37,7 @@ pub fn exceeds(body: &[u8], max: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::exceeds;
+    use super::nests_deeper_than as exceeds;
 
     #[test]
     fn counts_nesting_of_arrays_and_objects() {
