@@ -5,6 +5,7 @@
 #   scripts/bench.sh [--inprocess] load [--scale 1] [--seed 42] [--duration-secs 5] [--smoke]
 #   scripts/bench.sh gamification [--points 100000] [--users 100000] [--requests 300]
 #   scripts/bench.sh memory
+#   scripts/bench.sh compare [--duration-secs 10] [--only ID,..] [--keep]
 # Each takes --db sqlite|postgres|postgres://... (the database of the hosts).
 # See BENCHMARKS.md.
 set -euo pipefail
