@@ -195,8 +195,8 @@ pub struct Generator<'a> {
     quiet: bool,
 }
 
-/// Which video, user and when, for likes and plays (kept to set the
-/// videos' counters to the real counts).
+/// Which video, user and when, for likes and plays (the plays also set
+/// the videos' view counts).
 struct Interactions {
     likes: Vec<(usize, usize, f64)>,
     plays: Vec<(usize, Option<usize>, f64)>,
@@ -425,11 +425,7 @@ impl<'a> Generator<'a> {
 
     fn videos(&self, importer: &Importer, interactions: &Interactions) -> Result<(), String> {
         let s = &self.sizes;
-        let mut likes = vec![0u64; s.videos];
         let mut plays = vec![0u64; s.videos];
-        for &(v, _, _) in &interactions.likes {
-            likes[v] += 1;
-        }
         for &(v, _, _) in &interactions.plays {
             plays[v] += 1;
         }
@@ -450,8 +446,10 @@ impl<'a> Generator<'a> {
                 upload_date: self.at(upload),
                 featured: rng.chance(0.1),
                 premium: rng.chance(0.2),
-                likes_count: likes[i],
-                plays_count: plays[i],
+                // svc's counter hook counts the likes and plays as they
+                // are imported after the videos.
+                likes_count: 0,
+                plays_count: 0,
                 views_count: plays[i] * 3 + rng.below(100) as u64,
             }
         })?;
