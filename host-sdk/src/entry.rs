@@ -139,16 +139,8 @@ extern "C" fn body_rule(method: RStr<'_>, path: RStr<'_>) -> FfiBodyRule {
     catch_unwind(AssertUnwindSafe(|| {
         extension().router.body_rule(method.as_str(), path.as_str())
     }))
-    .map_or(
-        FfiBodyRule {
-            max_bytes: u64::MAX,
-            max_depth: 0,
-        },
-        |rule| FfiBodyRule {
-            max_bytes: rule.max_bytes.unwrap_or(u64::MAX),
-            max_depth: rule.max_depth,
-        },
-    )
+    .unwrap_or(crate::BodyRule::HOST_LIMITS)
+    .into()
 }
 
 extern "C" fn on_event(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<(), FfiError> {

@@ -6,11 +6,10 @@
 /// by scanning its bytes (no tree, no allocation). Brackets inside strings
 /// do not count; malformed JSON is left to a parser to refuse.
 pub fn nests_deeper_than(text: &[u8], max: u32) -> bool {
-    let body = text;
     let mut depth = 0u32;
     let mut in_string = false;
     let mut escaped = false;
-    for &b in body {
+    for &b in text {
         if in_string {
             match b {
                 _ if escaped => escaped = false,

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use once_cell::sync::OnceCell;
 use serde_json::{json, Map, Value};
 
+use crate::abi::FfiBodyRule;
 use crate::cache::{AnswerCache, Lookup};
 
 use crate::context::Context;
@@ -112,13 +113,14 @@ impl Route {
     /// (400, from the host, before the handler parses them); by default
     /// [`BodyRule::DEFAULT_MAX_DEPTH`].
     pub fn max_depth(&mut self, levels: u32) -> &mut Self {
-        self.body_rule.max_depth = levels;
+        self.body_rule.max_depth = Some(levels);
         self
     }
 
-    /// Whether a request of `method` for `path` reaches this route (the
-    /// check of [`Route::matches`], without collecting the parameters).
-    fn reaches(&self, method: &str, path: &str) -> bool {
+    /// Walks `path` along the route's segments, handing each parameter's
+    /// part to `param`; whether a request of `method` for `path` reaches
+    /// this route.
+    fn walk<'p>(&self, method: &str, path: &'p str, mut param: impl FnMut(&str, &'p str)) -> bool {
         if self.method != method {
             return false;
         }
@@ -127,32 +129,27 @@ impl Route {
             .iter()
             .all(|segment| match (segment, parts.next()) {
                 (Segment::Literal(lit), Some(part)) => lit == part,
-                (Segment::Param(_), Some(_)) => true,
+                (Segment::Param(name), Some(part)) => {
+                    param(name, part);
+                    true
+                }
                 (_, None) => false,
             })
             && parts.next().is_none()
     }
 
+    /// Whether a request reaches this route (no parameters collected).
+    fn reaches(&self, method: &str, path: &str) -> bool {
+        self.walk(method, path, |_, _| {})
+    }
+
+    /// The route's parameters, percent-decoded, when the request reaches it.
     fn matches(&self, method: &str, path: &str) -> Option<HashMap<String, String>> {
-        if self.method != method {
-            return None;
-        }
-        let mut parts = path.trim_matches('/').split('/').filter(|s| !s.is_empty());
         let mut params = HashMap::new();
-        for segment in &self.segments {
-            let part = parts.next()?;
-            match segment {
-                Segment::Literal(lit) if lit == part => {}
-                Segment::Literal(_) => return None,
-                Segment::Param(name) => {
-                    params.insert(name.clone(), percent_decode(part));
-                }
-            }
-        }
-        if parts.next().is_some() {
-            return None;
-        }
-        Some(params)
+        self.walk(method, path, |name, part| {
+            params.insert(name.to_string(), percent_decode(part));
+        })
+        .then_some(params)
     }
 }
 
@@ -175,8 +172,8 @@ fn percent_decode(s: &str) -> String {
 pub struct BodyRule {
     /// The largest body in bytes; `None`: the host's own limit.
     pub max_bytes: Option<u64>,
-    /// The deepest nesting of JSON arrays and objects.
-    pub max_depth: u32,
+    /// The deepest nesting of JSON arrays and objects; `None`: unchecked.
+    pub max_depth: Option<u32>,
 }
 
 impl BodyRule {
@@ -188,13 +185,38 @@ impl BodyRule {
     /// A request that reaches no route is answered 404 whatever it sends:
     /// its body is refused beyond this size rather than read whole.
     pub const UNROUTED_MAX_BYTES: u64 = 64 * 1024;
+
+    /// The host's limits alone: what a library without rules (SDK before
+    /// 1.6) gets.
+    pub const HOST_LIMITS: BodyRule = BodyRule {
+        max_bytes: None,
+        max_depth: None,
+    };
 }
 
 impl Default for BodyRule {
     fn default() -> Self {
         Self {
             max_bytes: None,
-            max_depth: Self::DEFAULT_MAX_DEPTH,
+            max_depth: Some(Self::DEFAULT_MAX_DEPTH),
+        }
+    }
+}
+
+impl From<BodyRule> for FfiBodyRule {
+    fn from(rule: BodyRule) -> Self {
+        Self {
+            max_bytes: rule.max_bytes.unwrap_or(u64::MAX),
+            max_depth: rule.max_depth.unwrap_or(u32::MAX),
+        }
+    }
+}
+
+impl From<FfiBodyRule> for BodyRule {
+    fn from(rule: FfiBodyRule) -> Self {
+        Self {
+            max_bytes: (rule.max_bytes != u64::MAX).then_some(rule.max_bytes),
+            max_depth: (rule.max_depth != u32::MAX).then_some(rule.max_depth),
         }
     }
 }
@@ -319,7 +341,7 @@ impl Router {
             .map_or(
                 BodyRule {
                     max_bytes: Some(BodyRule::UNROUTED_MAX_BYTES),
-                    max_depth: BodyRule::DEFAULT_MAX_DEPTH,
+                    ..BodyRule::default()
                 },
                 |route| route.body_rule,
             )

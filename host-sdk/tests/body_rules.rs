@@ -17,7 +17,7 @@ fn the_rule_is_the_one_of_the_route_the_request_reaches() {
     let r = router();
     let small = BodyRule {
         max_bytes: Some(1024),
-        max_depth: 4,
+        max_depth: Some(4),
     };
     assert_eq!(r.body_rule("POST", "/small/x"), small);
     assert_eq!(r.body_rule("POST", "/small/x/"), small);
@@ -43,5 +43,24 @@ fn a_request_that_reaches_no_route_reads_little() {
             Some(BodyRule::UNROUTED_MAX_BYTES),
             "{method} {path}"
         );
+    }
+}
+
+#[test]
+fn a_rule_crosses_the_boundary_unchanged() {
+    use host_sdk::abi::FfiBodyRule;
+    for rule in [
+        BodyRule::default(),
+        BodyRule::HOST_LIMITS,
+        BodyRule {
+            max_bytes: Some(0),
+            max_depth: Some(0),
+        },
+        BodyRule {
+            max_bytes: Some(1024),
+            max_depth: None,
+        },
+    ] {
+        assert_eq!(BodyRule::from(FfiBodyRule::from(rule)), rule, "{rule:?}");
     }
 }

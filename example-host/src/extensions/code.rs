@@ -5,6 +5,7 @@
 use abi_stable::std_types::{RString, RVec, Tuple2};
 use bytes::Bytes;
 use host_sdk::abi::{ExtensionModuleRef, FfiItemEvent, FfiRequest};
+use host_sdk::BodyRule;
 
 use super::services::{ffi_accountability_opt, ExtServices};
 use super::ExtRequest;
@@ -96,47 +97,17 @@ fn facade_event(event: &ItemEvent) -> host_sdk::ItemEvent {
     }
 }
 
-/// What a route accepts as a request body: checked by the HTTP layer
-/// before the body is read whole (size) and before the extension is called
-/// (nesting).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BodyRule {
-    /// At most this many bytes; `None`: the host's limit.
-    pub max_bytes: Option<u64>,
-    /// At most this deep; `None`: unchecked.
-    pub max_depth: Option<u32>,
-}
-
-impl BodyRule {
-    /// What a library without rules (SDK before 1.6) gets.
-    const HOST_LIMITS: BodyRule = BodyRule {
-        max_bytes: None,
-        max_depth: None,
-    };
-}
-
 impl Code {
-    /// What the route a request of `method` for `path` would reach accepts.
+    /// What the route a request of `method` for `path` would reach accepts
+    /// as a body: checked by the HTTP layer before the body is read whole
+    /// (size) and before the extension is called (nesting).
     pub fn body_rule(&self, method: &str, path: &str) -> BodyRule {
         match self {
-            Code::Library(module) => match module.body_rule() {
-                Some(rule) => {
-                    let rule = rule(method.into(), path.into());
-                    BodyRule {
-                        max_bytes: (rule.max_bytes != u64::MAX).then_some(rule.max_bytes),
-                        max_depth: (rule.max_depth != 0).then_some(rule.max_depth),
-                    }
-                }
-                None => BodyRule::HOST_LIMITS,
-            },
+            Code::Library(module) => module.body_rule().map_or(BodyRule::HOST_LIMITS, |rule| {
+                rule(method.into(), path.into()).into()
+            }),
             #[cfg(feature = "inprocess")]
-            Code::Linked(ext) => {
-                let rule = ext.body_rule(method, path);
-                BodyRule {
-                    max_bytes: rule.max_bytes,
-                    max_depth: Some(rule.max_depth),
-                }
-            }
+            Code::Linked(ext) => ext.body_rule(method, path),
         }
     }
 

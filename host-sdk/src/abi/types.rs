@@ -141,7 +141,7 @@ pub struct FfiEventInterest {
 pub struct FfiBodyRule {
     /// The largest body in bytes; `u64::MAX`: the host's own limit.
     pub max_bytes: u64,
-    /// The deepest nesting of JSON arrays and objects; 0: unchecked.
+    /// The deepest nesting of JSON arrays and objects; `u32::MAX`: unchecked.
     pub max_depth: u32,
 }
 
