@@ -1,9 +1,9 @@
 //! A blocking HTTP client for setting up data (bulk imports, lookups), with
 //! errors returned, never panics: the load itself goes through `driver`.
 
-use std::io::Read;
 use std::time::Duration;
 
+use platform_tests::exchange;
 use serde_json::Value;
 
 /// Talks to one host over keep-alive.
@@ -35,26 +35,7 @@ impl Api {
         token: Option<&str>,
         body: Option<&[u8]>,
     ) -> Result<Value, String> {
-        let mut req = self
-            .agent
-            .request(method, &format!("{}{}", self.base, path));
-        if let Some(t) = token {
-            req = req.set("Authorization", &format!("Bearer {t}"));
-        }
-        let result = match body {
-            Some(b) => req.set("Content-Type", "application/json").send_bytes(b),
-            None => req.call(),
-        };
-        let (status, response) = match result {
-            Ok(r) => (r.status(), r),
-            Err(ureq::Error::Status(code, r)) => (code, r),
-            Err(e) => return Err(format!("{method} {path}: {e}")),
-        };
-        let mut text = String::new();
-        response
-            .into_reader()
-            .read_to_string(&mut text)
-            .map_err(|e| format!("{method} {path}: reading the answer: {e}"))?;
+        let (status, text) = exchange(&self.agent, &self.base, method, path, token, body)?;
         if !(200..300).contains(&status) {
             return Err(format!("{method} {path}: {status} {}", excerpt(&text)));
         }

@@ -59,7 +59,7 @@ fn concurrently(api: &Api, path: &str, tokens: &[Option<&str>], body: &[u8]) -> 
                 Ok(Err(e)) => {
                     let what = e.strip_prefix(&format!("POST {path}: ")).unwrap_or(&e);
                     // A transport error names the URL first.
-                    let what = match what.strip_prefix("http") {
+                    let what = match what.strip_prefix("transport error http") {
                         Some(rest) => rest.rsplit_once(": ").map_or(what, |(_, e)| e),
                         None => what,
                     };

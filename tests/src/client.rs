@@ -35,30 +35,49 @@ impl Client {
         token: Option<&str>,
         body: Option<&Value>,
     ) -> Answer {
-        let mut req = self
-            .agent
-            .request(method, &format!("{}{}", self.base, path));
-        if let Some(t) = token {
-            req = req.set("Authorization", &format!("Bearer {t}"));
-        }
-        let result = match body {
-            Some(b) => req
-                .set("Content-Type", "application/json")
-                .send_string(&b.to_string()),
-            None => req.call(),
-        };
-        let response = match result {
-            Ok(r) => r,
-            Err(ureq::Error::Status(_, r)) => r,
-            Err(e) => return Err(format!("{method} {path}: transport error {e}")),
-        };
-        let status = response.status();
-        let mut text = String::new();
-        response
-            .into_reader()
-            .read_to_string(&mut text)
-            .map_err(|e| format!("{method} {path}: reading the answer failed: {e}"))?;
+        let body = body.map(Value::to_string);
+        let (status, text) = exchange(
+            &self.agent,
+            &self.base,
+            method,
+            path,
+            token,
+            body.as_deref().map(str::as_bytes),
+        )?;
         assert_no_secrets(method, path, &text);
         Ok((status, text))
     }
+}
+
+/// Sends one request to `base` + `path` over `agent` (a JSON body, a
+/// bearer token): the answer's status and text whatever the status, or the
+/// transport failure that replaced it (`{method} {path}: transport error …`).
+pub fn exchange(
+    agent: &ureq::Agent,
+    base: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&[u8]>,
+) -> Answer {
+    let mut req = agent.request(method, &format!("{base}{path}"));
+    if let Some(t) = token {
+        req = req.set("Authorization", &format!("Bearer {t}"));
+    }
+    let result = match body {
+        Some(b) => req.set("Content-Type", "application/json").send_bytes(b),
+        None => req.call(),
+    };
+    let response = match result {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => return Err(format!("{method} {path}: transport error {e}")),
+    };
+    let status = response.status();
+    let mut text = String::new();
+    response
+        .into_reader()
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{method} {path}: reading the answer failed: {e}"))?;
+    Ok((status, text))
 }

@@ -19,7 +19,7 @@ pub mod score;
 mod sqlite;
 pub mod time;
 
-pub use client::{Answer, Client};
+pub use client::{exchange, Answer, Client};
 pub use database::{Backend, Database};
 pub use rng::Rng;
 
