@@ -102,7 +102,8 @@ impl ItemsError {
         }
     }
 
-    pub(crate) fn decode(what: &str, e: serde_json::Error) -> Self {
+    /// The host answered with text that is not what was asked for.
+    pub fn decode(what: &str, e: serde_json::Error) -> Self {
         ItemsError::Other {
             code: "INTERNAL".into(),
             message: format!("could not decode {what}: {e}"),

@@ -166,6 +166,15 @@ impl Response {
         }
     }
 
+    /// 200 with the JSON text a [`JsonOut`](crate::raw::JsonOut) wrote.
+    pub fn ok_written(out: crate::raw::JsonOut) -> Self {
+        Self {
+            status: 200,
+            content_type: "application/json".into(),
+            body: out.into_bytes(),
+        }
+    }
+
     /// 201 with JSON text as it is (see [`Response::ok_raw`]).
     pub fn created_raw(raw: Box<serde_json::value::RawValue>) -> Self {
         Self {

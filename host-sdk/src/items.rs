@@ -213,13 +213,23 @@ impl<'a> Items<'a> {
         collection: &str,
         query: &Query,
     ) -> Result<Vec<T>, ItemsError> {
+        decode("records", self.read_rstring(collection, query)?)
+    }
+
+    /// Records matching `query` as the host's JSON text (an array of
+    /// objects), unparsed: read it with
+    /// [`RawRecord::parse_list`](crate::raw::RawRecord::parse_list) to
+    /// borrow the members instead of building trees of them.
+    pub fn read_text(&self, collection: &str, query: &Query) -> Result<String, ItemsError> {
+        Ok(self.read_rstring(collection, query)?.into_string())
+    }
+
+    fn read_rstring(&self, collection: &str, query: &Query) -> Result<RString, ItemsError> {
         let q = query.to_json();
-        let out = self
-            .services
+        self.services
             .read_by_query(self.access(), collection.into(), q.as_str().into())
             .into_result()
-            .map_err(ItemsError::from_ffi)?;
-        decode("records", out)
+            .map_err(ItemsError::from_ffi)
     }
 
     /// The item with this key, or `None`.
@@ -335,13 +345,21 @@ impl<'a> Items<'a> {
     /// Aggregate rows for a query with [`Query::aggregate`] (and optionally
     /// [`Query::group_by`]).
     pub fn aggregate(&self, collection: &str, query: &Query) -> Result<Vec<Value>, ItemsError> {
+        decode("aggregate", self.aggregate_rstring(collection, query)?)
+    }
+
+    /// [`Items::aggregate`]'s rows as the host's JSON text, unparsed (see
+    /// [`Items::read_text`]).
+    pub fn aggregate_text(&self, collection: &str, query: &Query) -> Result<String, ItemsError> {
+        Ok(self.aggregate_rstring(collection, query)?.into_string())
+    }
+
+    fn aggregate_rstring(&self, collection: &str, query: &Query) -> Result<RString, ItemsError> {
         let q = query.to_json();
-        let out = self
-            .services
+        self.services
             .aggregate(self.access(), collection.into(), q.as_str().into())
             .into_result()
-            .map_err(ItemsError::from_ffi)?;
-        decode("aggregate", out)
+            .map_err(ItemsError::from_ffi)
     }
 
     /// Number of items matching `filter` (`None`: all items).

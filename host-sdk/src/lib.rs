@@ -39,6 +39,7 @@ mod items;
 pub mod json;
 mod logging;
 mod memo;
+pub mod raw;
 mod router;
 pub mod schema;
 

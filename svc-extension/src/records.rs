@@ -1,9 +1,12 @@
 //! Reading the records the public endpoints expand: users (without private
 //! fields) and files, always in batches.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 
+use host_sdk::raw::{JsonOut, RawRecord};
 use host_sdk::{Items, ItemsError, Query};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 /// Fields of a user record never shown by the public endpoints.
@@ -17,6 +20,67 @@ pub fn public_user(mut record: Value) -> Value {
         }
     }
     record
+}
+
+/// The text of a user record as the public endpoints show it.
+pub fn public_user_text(record: &RawRecord<'_>) -> String {
+    let mut members: Vec<(&str, Cow<str>)> = record
+        .members()
+        .filter(|(name, _)| !PRIVATE_USER_FIELDS.contains(name))
+        .map(|(name, value)| (name, Cow::Borrowed(value.get())))
+        .collect();
+    let mut out = JsonOut::default();
+    out.object(&mut members);
+    out.as_str().to_string()
+}
+
+/// Distinct non-null string values of `field` over raw `records`, in order.
+pub fn raw_ids_of(records: &[RawRecord<'_>], field: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
+    records
+        .iter()
+        .filter_map(|r| r.str(field))
+        .filter(|id| seen.insert(id.clone()))
+        .map(Cow::into_owned)
+        .collect()
+}
+
+/// Parses the host's text of a list of records.
+pub fn raw_list<'t>(what: &str, text: &'t str) -> Result<Vec<RawRecord<'t>>, ItemsError> {
+    RawRecord::parse_list(text).map_err(|e| ItemsError::decode(what, e))
+}
+
+/// The text of `collection`'s records with these ids, one call whatever
+/// their number (`"[]"` for none): parse it with [`raw_list`].
+pub fn by_id_text(
+    items: &Items<'_>,
+    collection: &str,
+    ids: &[String],
+) -> Result<String, ItemsError> {
+    if ids.is_empty() {
+        return Ok("[]".into());
+    }
+    items.read_text(
+        collection,
+        &Query::new().filter(json!({"id": {"_in": ids}})),
+    )
+}
+
+/// Each record's own text by its `id`, from the host's text of a list.
+pub fn texts_by_id<'t>(
+    what: &str,
+    text: &'t str,
+) -> Result<HashMap<Cow<'t, str>, &'t str>, ItemsError> {
+    let records: Vec<&RawValue> =
+        serde_json::from_str(text).map_err(|e| ItemsError::decode(what, e))?;
+    let mut by_id = HashMap::with_capacity(records.len());
+    for record in records {
+        let parsed = RawRecord::parse(record.get()).map_err(|e| ItemsError::decode(what, e))?;
+        if let Some(id) = parsed.str("id") {
+            by_id.insert(id, record.get());
+        }
+    }
+    Ok(by_id)
 }
 
 /// The string value of a field.
@@ -101,18 +165,18 @@ pub fn counts_by_filtered(
     if values.is_empty() {
         return Ok(HashMap::new());
     }
-    let rows = items.aggregate(
+    let text = items.aggregate_text(
         collection,
         &Query::new()
             .filter(json!({"_and": [{ field: {"_in": values} }, extra]}))
             .aggregate("count", &["*"])
             .group_by(&[field]),
     )?;
-    Ok(rows
+    Ok(raw_list("aggregate", &text)?
         .iter()
         .filter_map(|row| {
-            let key = str_field(row, field)?.to_string();
-            Some((key, row.get("count").and_then(Value::as_u64).unwrap_or(0)))
+            let key = row.str(field)?.into_owned();
+            Some((key, row.i64("count").unwrap_or(0).max(0) as u64))
         })
         .collect())
 }

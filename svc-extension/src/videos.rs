@@ -1,14 +1,18 @@
 //! `GET /videos` and `GET /videos/:slug`: published videos (upload date at
 //! or before now), newest first, with `models`, `movie` and live counts.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
+use host_sdk::raw::{JsonOut, RawRecord};
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
 use serde_json::{json, Value};
 
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{by_id, counts_by, expand_file, ids_of, str_field, users_by_id};
+use crate::records::{
+    by_id_text, counts_by, ids_of, public_user_text, raw_ids_of, raw_list, texts_by_id,
+};
 use crate::upcoming;
 
 const LIST: Failure = Failure::new("Failed to fetch videos");
@@ -19,12 +23,13 @@ pub fn visible() -> Value {
     json!({"upload_date": {"_lte": "$NOW"}})
 }
 
-/// Visible videos matching `extra`, newest first, expanded.
-pub fn find_videos(
+/// Visible videos matching `extra`, newest first, as the text of the
+/// host's list (parse it with [`raw_list`]).
+fn find_videos_text(
     items: &Items<'_>,
     extra: Option<Value>,
     limit: Option<u64>,
-) -> Result<Vec<Value>, ItemsError> {
+) -> Result<String, ItemsError> {
     let mut filter = vec![visible()];
     filter.extend(extra);
     let mut query = Query::new()
@@ -33,8 +38,7 @@ pub fn find_videos(
     if let Some(n) = limit {
         query = query.limit(n as i64);
     }
-    let videos = items.read_by_query("videos", &query)?;
-    expand_videos(items, videos)
+    items.read_text("videos", &query)
 }
 
 /// Ids of the videos linked to a user through `videos_models`.
@@ -48,58 +52,98 @@ pub fn videos_of(items: &Items<'_>, user: &str) -> Result<Vec<String>, ItemsErro
     Ok(ids_of(&links, "videos_id"))
 }
 
-/// Adds `models` (user records, in link order), replaces `movie` by its file
-/// record and `likes_count`/`plays_count` by live counts: five calls for any
-/// number of videos.
-pub fn expand_videos(items: &Items<'_>, videos: Vec<Value>) -> Result<Vec<Value>, ItemsError> {
-    if videos.is_empty() {
-        return Ok(videos);
-    }
-    let ids = ids_of(&videos, "id");
-    let links = items.read_by_query(
-        "videos_models",
-        &Query::new()
-            .filter(json!({"videos_id": {"_in": ids}}))
-            .sort(&["id"]),
+/// Writes `videos` with `models` (public user records, in link order),
+/// `movie` replaced by its file record (null when the file is gone) and
+/// `likes_count`/`plays_count` by live counts: five calls for any number
+/// of videos. The records pass through as the host's text: only the
+/// replaced members are written anew.
+fn write_expanded(
+    items: &Items<'_>,
+    videos: &[RawRecord<'_>],
+    out: &mut JsonOut,
+    shape: Shape,
+) -> Result<(), ItemsError> {
+    let ids = raw_ids_of(videos, "id");
+    let links_text = if ids.is_empty() {
+        "[]".to_string()
+    } else {
+        items.read_text(
+            "videos_models",
+            &Query::new()
+                .filter(json!({"videos_id": {"_in": ids}}))
+                .fields(&["videos_id", "platform_users_id"])
+                .sort(&["id"]),
+        )?
+    };
+    let links = raw_list("links", &links_text)?;
+    let users_text = by_id_text(
+        items,
+        "platform_users",
+        &raw_ids_of(&links, "platform_users_id"),
     )?;
-    let users = users_by_id(items, &ids_of(&links, "platform_users_id"))?;
-    let files = by_id(items, "platform_files", &ids_of(&videos, "movie"))?;
+    let users = raw_list("users", &users_text)?;
+    let files_text = by_id_text(items, "platform_files", &raw_ids_of(videos, "movie"))?;
+    let files = texts_by_id("files", &files_text)?;
     let likes = counts_by(items, "video_likes", "video_id", &ids)?;
     let plays = counts_by(items, "video_plays", "video_id", &ids)?;
 
-    let mut models_of: HashMap<&str, Vec<Value>> = HashMap::new();
+    let public_users: HashMap<Cow<str>, String> = users
+        .iter()
+        .filter_map(|u| Some((u.str("id")?, public_user_text(u))))
+        .collect();
+    let mut models_of: HashMap<Cow<str>, Vec<&str>> = HashMap::new();
     for link in &links {
-        if let (Some(video), Some(user)) = (
-            str_field(link, "videos_id"),
-            str_field(link, "platform_users_id"),
-        ) {
-            if let Some(record) = users.get(user) {
-                models_of.entry(video).or_default().push(record.clone());
+        if let (Some(video), Some(user)) = (link.str("videos_id"), link.str("platform_users_id")) {
+            if let Some(text) = public_users.get(&user) {
+                models_of.entry(video).or_default().push(text);
             }
         }
     }
-    Ok(videos
-        .into_iter()
-        .map(|mut video| {
-            let id = str_field(&video, "id").unwrap_or_default().to_string();
-            expand_file(&mut video, "movie", &files);
-            if let Some(map) = video.as_object_mut() {
-                map.insert(
-                    "models".into(),
-                    Value::Array(models_of.get(id.as_str()).cloned().unwrap_or_default()),
-                );
-                map.insert(
-                    "likes_count".into(),
-                    json!(likes.get(&id).copied().unwrap_or(0)),
-                );
-                map.insert(
-                    "plays_count".into(),
-                    json!(plays.get(&id).copied().unwrap_or(0)),
-                );
+
+    let write_one = |out: &mut JsonOut, video: &RawRecord<'_>| {
+        let id = video.str("id").unwrap_or_default();
+        let mut models = JsonOut::default();
+        let linked = models_of.get(&id).map(Vec::as_slice).unwrap_or_default();
+        models.array(linked, |o, text| o.raw(text));
+        let count = |counts: &HashMap<String, u64>| counts.get(id.as_ref()).copied().unwrap_or(0);
+        let mut members: Vec<(&str, Cow<str>)> = video
+            .members()
+            .filter(|(name, _)| !matches!(*name, "models" | "likes_count" | "plays_count"))
+            .map(|(name, value)| {
+                let text = match name {
+                    "movie" => match video.str("movie") {
+                        Some(file) => match files.get(&file) {
+                            Some(record) => Cow::Borrowed(*record),
+                            None => Cow::Borrowed("null"),
+                        },
+                        None => Cow::Borrowed(value.get()),
+                    },
+                    _ => Cow::Borrowed(value.get()),
+                };
+                (name, text)
+            })
+            .collect();
+        members.push(("models", Cow::Owned(models.as_str().to_string())));
+        members.push(("likes_count", Cow::Owned(count(&likes).to_string())));
+        members.push(("plays_count", Cow::Owned(count(&plays).to_string())));
+        out.object(&mut members);
+    };
+    match shape {
+        Shape::List => out.array(videos, write_one),
+        Shape::First => {
+            if let Some(video) = videos.first() {
+                write_one(out, video);
             }
-            video
-        })
-        .collect())
+        }
+    }
+    Ok(())
+}
+
+/// What [`write_expanded`] writes: every video as a list, or the first.
+#[derive(Clone, Copy)]
+enum Shape {
+    List,
+    First,
 }
 
 /// `GET /videos`: `model_id` keeps the videos linked to that user; `limit`.
@@ -116,8 +160,11 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         }
         None => None,
     };
-    let videos = find_videos(&items, extra, params::limit(req)).map_err(LIST.of())?;
-    Ok(Response::ok(&videos))
+    let text = find_videos_text(&items, extra, params::limit(req)).map_err(LIST.of())?;
+    let videos = raw_list("videos", &text).map_err(LIST.of())?;
+    let mut out = JsonOut::with_capacity(text.len() * 2);
+    write_expanded(&items, &videos, &mut out, Shape::List).map_err(LIST.of())?;
+    Ok(Response::ok_written(out))
 }
 
 /// `GET /videos/:slug`: a visible video by exact slug, 404 `Video not found`.
@@ -126,9 +173,12 @@ pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let filter = json!({"slug": {"_eq": req.param("slug")}});
     // Only this video's own date can change the answer by the clock.
     upcoming::mark(ctx, &items, "videos", "upload_date", Some(filter.clone())).map_err(ONE.of())?;
-    let found = find_videos(&items, Some(filter), Some(1)).map_err(ONE.of())?;
-    match found.into_iter().next() {
-        Some(video) => Ok(Response::ok(&video)),
-        None => Err(ApiError::not_found("Video not found")),
+    let text = find_videos_text(&items, Some(filter), Some(1)).map_err(ONE.of())?;
+    let found = raw_list("videos", &text).map_err(ONE.of())?;
+    if found.is_empty() {
+        return Err(ApiError::not_found("Video not found"));
     }
+    let mut out = JsonOut::default();
+    write_expanded(&items, &found, &mut out, Shape::First).map_err(ONE.of())?;
+    Ok(Response::ok_written(out))
 }

@@ -1,0 +1,228 @@
+//! Records as the host's JSON text, and answers spliced from it.
+//!
+//! A [`RawRecord`] borrows its members from the text the host answered
+//! with ([`Items::read_text`](crate::Items::read_text)): reading a list of
+//! records builds no tree and copies no value. A [`JsonOut`] writes an
+//! answer from such members and values of the extension's own, so a record
+//! passes from the database to the client as the same bytes.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// A JSON object's members, in the order of its text (the host prints a
+/// record's fields sorted by name), each value the text it was written as.
+#[derive(Debug, Clone, Default)]
+pub struct RawRecord<'a> {
+    members: Vec<(&'a str, &'a RawValue)>,
+}
+
+impl<'a> RawRecord<'a> {
+    /// The value of `field`, as JSON text.
+    pub fn get(&self, field: &str) -> Option<&'a RawValue> {
+        self.members
+            .iter()
+            .find(|(name, _)| *name == field)
+            .map(|(_, value)| *value)
+    }
+
+    /// The value of `field` when it is a string (borrowed unless it holds
+    /// escapes).
+    pub fn str(&self, field: &str) -> Option<Cow<'a, str>> {
+        self.get(field).and_then(string_of)
+    }
+
+    /// The value of `field` when it is an integer.
+    pub fn i64(&self, field: &str) -> Option<i64> {
+        self.get(field).and_then(|v| v.get().parse().ok())
+    }
+
+    /// The members, in the order of the text.
+    pub fn members(&self) -> impl Iterator<Item = (&'a str, &'a RawValue)> + '_ {
+        self.members.iter().copied()
+    }
+
+    /// Parses one object.
+    pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// Parses an array of objects.
+    pub fn parse_list(text: &'a str) -> Result<Vec<Self>, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
+
+/// A JSON string's value, borrowed from its text unless it holds escapes;
+/// `None` for any other JSON value.
+pub fn string_of(value: &RawValue) -> Option<Cow<'_, str>> {
+    let text = value.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawRecord<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Members<'a> {
+            type Value = RawRecord<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(16));
+                // Field names are borrowed: a name with escapes in it (no
+                // schema has one) is refused rather than copied.
+                while let Some(entry) = map.next_entry::<&'de str, &'de RawValue>()? {
+                    members.push(entry);
+                }
+                Ok(RawRecord { members })
+            }
+        }
+        deserializer.deserialize_map(Members(std::marker::PhantomData))
+    }
+}
+
+/// JSON text written piece by piece. Values given as text
+/// ([`JsonOut::raw`]) are trusted to be JSON: they come from a parsed
+/// [`RawValue`] or from this writer.
+#[derive(Debug, Default)]
+pub struct JsonOut {
+    bytes: Vec<u8>,
+}
+
+impl JsonOut {
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            bytes: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Appends JSON text as it is.
+    pub fn raw(&mut self, json: &str) {
+        self.bytes.extend_from_slice(json.as_bytes());
+    }
+
+    /// Appends a punctuation byte (`[`, `,`, `{`, ...).
+    pub fn byte(&mut self, b: u8) {
+        self.bytes.push(b);
+    }
+
+    /// Appends `text` as a JSON string.
+    pub fn string(&mut self, text: &str) {
+        // Writing a `str` into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut self.bytes, text);
+    }
+
+    /// Appends an integer.
+    pub fn int(&mut self, n: i64) {
+        self.bytes.extend_from_slice(n.to_string().as_bytes());
+    }
+
+    /// Appends an object of `members`, sorted by name (as the host prints
+    /// records, and as a `serde_json` map prints), each value JSON text.
+    pub fn object<'m>(&mut self, members: &mut [(&'m str, Cow<'m, str>)]) {
+        members.sort_by(|a, b| a.0.cmp(b.0));
+        self.byte(b'{');
+        for (n, (name, value)) in members.iter().enumerate() {
+            if n > 0 {
+                self.byte(b',');
+            }
+            self.string(name);
+            self.byte(b':');
+            self.raw(value);
+        }
+        self.byte(b'}');
+    }
+
+    /// Appends an array whose elements `each` writes, separated by commas.
+    pub fn array<T>(
+        &mut self,
+        elements: impl IntoIterator<Item = T>,
+        mut each: impl FnMut(&mut Self, T),
+    ) {
+        self.byte(b'[');
+        for (n, element) in elements.into_iter().enumerate() {
+            if n > 0 {
+                self.byte(b',');
+            }
+            each(self, element);
+        }
+        self.byte(b']');
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The text written so far.
+    pub fn as_str(&self) -> &str {
+        // Only `str` pieces were appended.
+        std::str::from_utf8(&self.bytes).unwrap_or_default()
+    }
+
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_are_borrowed_in_order() {
+        let text = r#"{"b":[1,{"x":2}],"a":"h\"i","c":null,"n":-12}"#;
+        let r = RawRecord::parse(text).unwrap();
+        let names: Vec<&str> = r.members().map(|(n, _)| n).collect();
+        assert_eq!(names, ["b", "a", "c", "n"]);
+        assert_eq!(r.get("b").unwrap().get(), r#"[1,{"x":2}]"#);
+        assert_eq!(r.str("a").as_deref(), Some("h\"i"));
+        assert!(r.str("c").is_none());
+        assert!(r.str("b").is_none());
+        assert_eq!(r.i64("n"), Some(-12));
+        assert!(r.get("z").is_none());
+    }
+
+    #[test]
+    fn plain_strings_are_not_copied() {
+        let text = r#"{"id":"abc"}"#;
+        let r = RawRecord::parse(text).unwrap();
+        assert!(matches!(r.str("id"), Some(Cow::Borrowed("abc"))));
+    }
+
+    #[test]
+    fn a_list_that_is_not_objects_is_refused() {
+        assert!(RawRecord::parse_list(r#"[{"a":1},2]"#).is_err());
+        assert_eq!(RawRecord::parse_list("[]").unwrap().len(), 0);
+    }
+
+    #[test]
+    fn objects_are_written_sorted_and_parse_back() {
+        let text = r#"{"z":1,"a":{"k":[true]}}"#;
+        let r = RawRecord::parse(text).unwrap();
+        let mut members: Vec<(&str, Cow<str>)> = r
+            .members()
+            .map(|(n, v)| (n, Cow::Borrowed(v.get())))
+            .collect();
+        members.push(("m\"q", Cow::Owned("7".into())));
+        let mut out = JsonOut::default();
+        out.array([1, 2], |out, _| out.object(&mut members.clone()));
+        let back: serde_json::Value = serde_json::from_str(out.as_str()).unwrap();
+        let one = serde_json::json!({"a": {"k": [true]}, "m\"q": 7, "z": 1});
+        assert_eq!(back, serde_json::json!([one.clone(), one]));
+        assert!(out
+            .as_str()
+            .starts_with(r#"[{"a":{"k":[true]},"m\"q":7,"z":1}"#));
+    }
+}
