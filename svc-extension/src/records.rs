@@ -144,6 +144,11 @@ pub fn expand_file(record: &mut Value, field: &str, files: &HashMap<String, Valu
     }
 }
 
+/// How many values a batch read looks up one by one (`_in`); past it, one
+/// pass over the whole collection costs less, and the wanted records are
+/// picked from it.
+pub const LOOKUPS_AT_MOST: usize = 256;
+
 /// Counts of `collection` records per value of `field`, for the given values.
 pub fn counts_by(
     items: &Items<'_>,
@@ -165,18 +170,34 @@ pub fn counts_by_filtered(
     if values.is_empty() {
         return Ok(HashMap::new());
     }
+    // Past a few hundred values, one pass over the whole index costs less
+    // than a lookup per value (and a filter of them to send and check):
+    // every group is counted and the wanted ones kept.
+    let whole = values.len() > LOOKUPS_AT_MOST;
+    let filter = if whole {
+        extra
+    } else {
+        json!({"_and": [{ field: {"_in": values} }, extra]})
+    };
     let text = items.aggregate_text(
         collection,
         &Query::new()
-            .filter(json!({"_and": [{ field: {"_in": values} }, extra]}))
+            .filter(filter)
             .aggregate("count", &["*"])
             .group_by(&[field]),
     )?;
+    let wanted: Option<HashSet<&str>> = whole.then(|| values.iter().map(String::as_str).collect());
     Ok(raw_list("aggregate", &text)?
         .iter()
         .filter_map(|row| {
-            let key = row.str(field)?.into_owned();
-            Some((key, row.i64("count").unwrap_or(0).max(0) as u64))
+            let key = row.str(field)?;
+            if wanted.as_ref().is_some_and(|w| !w.contains(key.as_ref())) {
+                return None;
+            }
+            Some((
+                key.into_owned(),
+                row.i64("count").unwrap_or(0).max(0) as u64,
+            ))
         })
         .collect())
 }

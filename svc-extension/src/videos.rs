@@ -12,6 +12,7 @@ use crate::failure::Failure;
 use crate::params;
 use crate::records::{
     by_id_text, counts_by, ids_of, public_user_text, raw_ids_of, raw_list, texts_by_id,
+    LOOKUPS_AT_MOST,
 };
 use crate::upcoming;
 
@@ -67,13 +68,15 @@ fn write_expanded(
     let links_text = if ids.is_empty() {
         "[]".to_string()
     } else {
-        items.read_text(
-            "videos_models",
-            &Query::new()
-                .filter(json!({"videos_id": {"_in": ids}}))
-                .fields(&["videos_id", "platform_users_id"])
-                .sort(&["id"]),
-        )?
+        // For a long list, every link (links of other videos find no
+        // video below) costs less than a lookup per video.
+        let mut query = Query::new()
+            .fields(&["videos_id", "platform_users_id"])
+            .sort(&["id"]);
+        if ids.len() <= LOOKUPS_AT_MOST {
+            query = query.filter(json!({"videos_id": {"_in": ids}}));
+        }
+        items.read_text("videos_models", &query)?
     };
     let links = raw_list("links", &links_text)?;
     let users_text = by_id_text(

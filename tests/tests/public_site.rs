@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use platform_tests::{assert_error, encode, id_of, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{assert_error, encode, id_of, int_of, Host, HostOptions, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------
@@ -650,6 +650,47 @@ fn videos_report_live_like_and_play_counts() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["likes_count"], 2, "{}", r.body);
     assert_eq!(r.json()["plays_count"], 3, "{}", r.body);
+}
+
+/// A long list counts every group at once instead of looking each video
+/// up: the counts must be the same either way.
+#[test]
+fn long_video_lists_report_the_same_live_counts_as_short_ones() {
+    let host = Host::start(HostOptions::svc());
+    let rows: Vec<Value> = (0..300)
+        .map(|i| json!({"slug": format!("v{i:03}"), "title": "t", "upload_date": iso_at(now_unix() - 1000 - i)}))
+        .collect();
+    let videos: Vec<String> = host
+        .admin_create_many("videos", &rows)
+        .iter()
+        .map(id_of)
+        .collect();
+    let hidden = id_of(&host.admin_video("later", Some(&from_now(86_400))));
+    likes(&host, &videos[0], 2, "a");
+    likes(&host, &videos[299], 1, "b");
+    plays(&host, &videos[7], 3);
+    plays(&host, &hidden, 4);
+    let all = array(&host.get("/svc/videos", None), "videos");
+    assert_eq!(all.len(), 300);
+    let counts = |list: &[Value], slug: &str| {
+        let v = list
+            .iter()
+            .find(|v| v["slug"] == slug)
+            .unwrap_or_else(|| panic!("{slug}"));
+        (
+            int_of(&v["likes_count"], "likes"),
+            int_of(&v["plays_count"], "plays"),
+        )
+    };
+    assert_eq!(counts(&all, "v000"), (2, 0));
+    assert_eq!(counts(&all, "v299"), (1, 0));
+    assert_eq!(counts(&all, "v007"), (0, 3));
+    assert_eq!(counts(&all, "v100"), (0, 0));
+    let short = array(&host.get("/svc/videos?limit=10", None), "videos");
+    for v in &short {
+        let slug = v["slug"].as_str().unwrap_or_default();
+        assert_eq!(counts(&short, slug), counts(&all, slug), "{slug}");
+    }
 }
 
 #[test]
