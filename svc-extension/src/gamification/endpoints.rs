@@ -2,12 +2,13 @@
 //! `/gamification/achievements` (public). Weighted points are reported as
 //! of the read (DECISIONS §7); ordering by the anchored sum is exact.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use host_sdk::raw::{JsonOut, RawRecord};
 use host_sdk::{ApiError, Context, Items, ItemsError, Memo, MemoMap, Query, Request, Response};
-use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::ledger::anchor;
@@ -15,7 +16,7 @@ use super::time::now_ms;
 use super::{ranks, score};
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{by_id, ids_of, keyed_by_id, str_field};
+use crate::records::{keyed_by_id, raw_ids_of, raw_list, str_field};
 
 const LEADERBOARD: Failure = Failure::new("Failed to get leaderboard");
 const USER: Failure = Failure::new("Failed to get user gamification data");
@@ -39,12 +40,22 @@ fn live_points(
 static ANCHOR: Memo<DateTime<Utc>> = Memo::new();
 /// Every achievement by id (a small table), once per data version.
 static ACHIEVEMENT_DEFS: Memo<Arc<HashMap<String, Value>>> = Memo::new();
-/// Leaderboard pages (stats rows and their users) by (limit, offset), once
-/// per data version; the live points are worked out at each read.
-static PAGES: MemoMap<(u64, u64), Arc<Page>> = MemoMap::new(64);
+/// Leaderboard pages by (limit, offset), once per data version; the live
+/// points are worked out at each read.
+static PAGES: MemoMap<(u64, u64), Arc<Vec<KeptRow>>> = MemoMap::new(64);
 
-/// Stats rows of a leaderboard page and their users by id.
-type Page = (Vec<Value>, HashMap<String, Value>);
+/// A leaderboard row as kept: each shown value as its JSON text (copied
+/// from the host's answer), and the sum the live points come from.
+struct KeptRow {
+    user_id: String,
+    achievements_count: String,
+    playbacks_count: String,
+    recordings_count: String,
+    total_raw_points: String,
+    avatar: String,
+    display_name: String,
+    decay_sum: f64,
+}
 
 fn current_anchor(ctx: &Context<'_>, items: &Items<'_>) -> Result<DateTime<Utc>, ItemsError> {
     ANCHOR.get_or_try(ctx, || anchor(items))
@@ -60,12 +71,10 @@ fn achievement_defs(
     })
 }
 
-fn page_rows(
-    items: &Items<'_>,
-    limit: u64,
-    offset: u64,
-) -> Result<(Vec<Value>, HashMap<String, Value>), ItemsError> {
-    let rows = items.read_by_query(
+/// A leaderboard page: the stats rows in rank order and the two fields
+/// shown of each user; read as text, nothing built into trees.
+fn page_rows(items: &Items<'_>, limit: u64, offset: u64) -> Result<Vec<KeptRow>, ItemsError> {
+    let rows_text = items.read_text(
         "user_stats",
         &Query::new()
             .fields(&[
@@ -80,38 +89,54 @@ fn page_rows(
             .limit(limit as i64)
             .offset(offset),
     )?;
-    let users = by_id(items, "platform_users", &ids_of(&rows, "user_id"))?;
-    Ok((rows, users))
+    let rows = raw_list("stats", &rows_text)?;
+    let ids = raw_ids_of(&rows, "user_id");
+    let users_text = if ids.is_empty() {
+        "[]".to_string()
+    } else {
+        items.read_text(
+            "platform_users",
+            &Query::new().filter(json!({"id": {"_in": ids}})).fields(&[
+                "id",
+                "avatar",
+                "artist_name",
+            ]),
+        )?
+    };
+    let users = raw_list("users", &users_text)?;
+    let users: HashMap<_, _> = users
+        .iter()
+        .filter_map(|u| Some((u.str("id")?, u)))
+        .collect();
+    let text = |record: Option<&RawRecord<'_>>, name: &str| {
+        record
+            .and_then(|r| r.get(name))
+            .map_or("null", |v| v.get())
+            .to_string()
+    };
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let user = row.str("user_id").and_then(|id| users.get(&id).copied());
+            KeptRow {
+                user_id: text(Some(row), "user_id"),
+                achievements_count: text(Some(row), "achievements_count"),
+                playbacks_count: text(Some(row), "playbacks_count"),
+                recordings_count: text(Some(row), "recordings_count"),
+                total_raw_points: text(Some(row), "total_raw_points"),
+                avatar: text(user, "avatar"),
+                display_name: text(user, "artist_name"),
+                decay_sum: row
+                    .get("decay_sum")
+                    .and_then(|v| v.get().parse().ok())
+                    .unwrap_or(0.0),
+            }
+        })
+        .collect())
 }
 
-/// One leaderboard row as answered, borrowed from the kept page; fields in
-/// the order a JSON object of them prints.
-#[derive(Serialize)]
-struct Entry<'a> {
-    achievements_count: &'a Value,
-    avatar: &'a Value,
-    display_name: &'a Value,
-    playbacks_count: &'a Value,
-    rank: u64,
-    recordings_count: &'a Value,
-    total_raw_points: &'a Value,
-    total_weighted_points: Value,
-    user_id: &'a Value,
-}
-
-#[derive(Serialize)]
-struct Leaderboard<'a> {
-    data: Vec<Entry<'a>>,
-}
-
-static NULL: Value = Value::Null;
-
-fn field<'a>(record: Option<&'a Value>, name: &str) -> &'a Value {
-    record.and_then(|r| r.get(name)).unwrap_or(&NULL)
-}
-
-/// A leaderboard page: the kept rows, with the points live as of now.
-/// Written straight from the kept page, without a tree per row.
+/// A leaderboard page: the kept rows, with the points live as of now,
+/// written as `{"data": [...]}` with each row's fields in name order.
 fn leaderboard_answer(
     ctx: &Context<'_>,
     items: &Items<'_>,
@@ -121,27 +146,39 @@ fn leaderboard_answer(
     let page = PAGES.get_or_try(ctx, &(limit, offset), || {
         page_rows(items, limit, offset).map(Arc::new)
     })?;
-    let (rows, users) = (&page.0, &page.1);
     let (anchor, now) = (current_anchor(ctx, items)?, now_ms());
-    let data = rows
-        .iter()
-        .enumerate()
-        .map(|(position, row)| {
-            let user = str_field(row, "user_id").and_then(|u| users.get(u));
-            Entry {
-                achievements_count: field(Some(row), "achievements_count"),
-                avatar: field(user, "avatar"),
-                display_name: field(user, "artist_name"),
-                playbacks_count: field(Some(row), "playbacks_count"),
-                rank: offset + position as u64 + 1,
-                recordings_count: field(Some(row), "recordings_count"),
-                total_raw_points: field(Some(row), "total_raw_points"),
-                total_weighted_points: live_points(row, anchor, now),
-                user_id: field(Some(row), "user_id"),
-            }
-        })
-        .collect();
-    Ok(Response::ok(&Leaderboard { data }))
+    let mut out = JsonOut::with_capacity(64 + page.len() * 256);
+    out.raw("{\"data\":");
+    out.array(page.iter().enumerate(), |out, (position, row)| {
+        let rank = (offset + position as u64 + 1).to_string();
+        let points =
+            crate::analytics::js_number(score::weighted_at(row.decay_sum, anchor, now)).to_string();
+        out.object(&mut [
+            (
+                "achievements_count",
+                Cow::Borrowed(row.achievements_count.as_str()),
+            ),
+            ("avatar", Cow::Borrowed(row.avatar.as_str())),
+            ("display_name", Cow::Borrowed(row.display_name.as_str())),
+            (
+                "playbacks_count",
+                Cow::Borrowed(row.playbacks_count.as_str()),
+            ),
+            ("rank", Cow::Owned(rank)),
+            (
+                "recordings_count",
+                Cow::Borrowed(row.recordings_count.as_str()),
+            ),
+            (
+                "total_raw_points",
+                Cow::Borrowed(row.total_raw_points.as_str()),
+            ),
+            ("total_weighted_points", Cow::Owned(points)),
+            ("user_id", Cow::Borrowed(row.user_id.as_str())),
+        ]);
+    });
+    out.byte(b'}');
+    Ok(Response::ok_written(out))
 }
 
 /// `GET /gamification/leaderboard`: `limit`, `offset`.
