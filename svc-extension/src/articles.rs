@@ -1,34 +1,56 @@
 //! `GET /articles`: featured articles published at or before now, newest
 //! first, with `author` expanded.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use host_sdk::raw::JsonOut;
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{ids_of, str_field, users_by_id};
+use crate::records::{by_id_text, public_user_text, raw_ids_of, raw_list};
 use crate::upcoming;
 
 const LIST: Failure = Failure::new("Failed to fetch articles");
 
-pub fn find_articles(items: &Items<'_>, limit: Option<u64>) -> Result<Vec<Value>, ItemsError> {
+/// Writes the featured articles published by now, newest first, with
+/// `author` replaced by the public user record (null when the user is
+/// gone): the records pass through as the host's text.
+pub fn write_articles(
+    items: &Items<'_>,
+    limit: Option<u64>,
+    out: &mut JsonOut,
+) -> Result<(), ItemsError> {
     let mut query = Query::new()
         .filter(json!({"_and": [{"publish_date": {"_lte": "$NOW"}}, {"featured": {"_eq": true}}]}))
         .sort(&["-publish_date"]);
     if let Some(n) = limit {
         query = query.limit(n as i64);
     }
-    let articles = items.read_by_query("articles", &query)?;
-    let authors = users_by_id(items, &ids_of(&articles, "author"))?;
-    Ok(articles
-        .into_iter()
-        .map(|mut article| {
-            if let Some(id) = str_field(&article, "author").map(String::from) {
-                article["author"] = authors.get(&id).cloned().unwrap_or(Value::Null);
-            }
-            article
-        })
-        .collect())
+    let articles_text = items.read_text("articles", &query)?;
+    let articles = raw_list("articles", &articles_text)?;
+    let users_text = by_id_text(items, "platform_users", &raw_ids_of(&articles, "author"))?;
+    let users = raw_list("users", &users_text)?;
+    let authors: HashMap<Cow<str>, String> = users
+        .iter()
+        .filter_map(|u| Some((u.str("id")?, public_user_text(u))))
+        .collect();
+    out.array(&articles, |out, article| {
+        let mut members: Vec<(&str, Cow<str>)> = article
+            .members()
+            .map(|(name, value)| {
+                let author = (name == "author")
+                    .then(|| article.str("author"))
+                    .flatten()
+                    .map(|id| authors.get(&id).map_or("null", String::as_str));
+                (name, Cow::Borrowed(author.unwrap_or(value.get())))
+            })
+            .collect();
+        out.object(&mut members);
+    });
+    Ok(())
 }
 
 /// `GET /articles`: `limit`; `featured` is accepted and ignored.
@@ -36,6 +58,7 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let items = ctx.as_admin();
     let featured = Some(json!({"featured": {"_eq": true}}));
     upcoming::mark(ctx, &items, "articles", "publish_date", featured).map_err(LIST.of())?;
-    let articles = find_articles(&items, params::limit(req)).map_err(LIST.of())?;
-    Ok(Response::ok(&articles))
+    let mut out = JsonOut::default();
+    write_articles(&items, params::limit(req), &mut out).map_err(LIST.of())?;
+    Ok(Response::ok_written(out))
 }

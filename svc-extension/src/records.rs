@@ -123,17 +123,6 @@ pub fn keyed_by_id(records: Vec<Value>) -> HashMap<String, Value> {
         .collect()
 }
 
-/// Public user records by id.
-pub fn users_by_id(
-    items: &Items<'_>,
-    ids: &[String],
-) -> Result<HashMap<String, Value>, ItemsError> {
-    Ok(by_id(items, "platform_users", ids)?
-        .into_iter()
-        .map(|(id, r)| (id, public_user(r)))
-        .collect())
-}
-
 /// Replaces the file id in `field` by its file record (null when the file
 /// is gone); leaves null as null.
 pub fn expand_file(record: &mut Value, field: &str, files: &HashMap<String, Value>) {
