@@ -5,6 +5,28 @@
 //! records builds no tree and copies no value. A [`JsonOut`] writes an
 //! answer from such members and values of the extension's own, so a record
 //! passes from the database to the client as the same bytes.
+//!
+//! ```
+//! use std::borrow::Cow;
+//! use host_sdk::raw::{JsonOut, RawRecord};
+//!
+//! // As `items.read_text("articles", &query)?` would give it.
+//! let text = r#"[{"id":"a","title":"T"},{"id":"b","title":"U"}]"#;
+//! let list = RawRecord::parse_list(text).unwrap();
+//! let mut out = JsonOut::default();
+//! out.array(&list, |out, article| {
+//!     let mut members: Vec<(&str, Cow<str>)> = article
+//!         .members()
+//!         .map(|(name, value)| (name, Cow::Borrowed(value.get())))
+//!         .collect();
+//!     members.push(("stars", Cow::Owned(5.to_string())));
+//!     out.object(&mut members);
+//! });
+//! assert_eq!(
+//!     out.as_str(),
+//!     r#"[{"id":"a","stars":5,"title":"T"},{"id":"b","stars":5,"title":"U"}]"#
+//! );
+//! ```
 
 use std::borrow::Cow;
 use std::fmt;
