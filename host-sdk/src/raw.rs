@@ -38,7 +38,7 @@ use serde_json::value::RawValue;
 /// record's fields sorted by name), each value the text it was written as.
 #[derive(Debug, Clone, Default)]
 pub struct RawRecord<'a> {
-    members: Vec<(&'a str, &'a RawValue)>,
+    members: Vec<(Name<'a>, &'a RawValue)>,
 }
 
 impl<'a> RawRecord<'a> {
@@ -46,7 +46,7 @@ impl<'a> RawRecord<'a> {
     pub fn get(&self, field: &str) -> Option<&'a RawValue> {
         self.members
             .iter()
-            .find(|(name, _)| *name == field)
+            .find(|(name, _)| name.0 == field)
             .map(|(_, value)| *value)
     }
 
@@ -62,8 +62,10 @@ impl<'a> RawRecord<'a> {
     }
 
     /// The members, in the order of the text.
-    pub fn members(&self) -> impl Iterator<Item = (&'a str, &'a RawValue)> + '_ {
-        self.members.iter().copied()
+    pub fn members(&self) -> impl Iterator<Item = (&str, &'a RawValue)> + '_ {
+        self.members
+            .iter()
+            .map(|(name, value)| (name.0.as_ref(), *value))
     }
 
     /// Parses one object.
@@ -99,15 +101,36 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawRecord<'a> {
             }
             fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
                 let mut members = Vec::with_capacity(map.size_hint().unwrap_or(16));
-                // Field names are borrowed: a name with escapes in it (no
-                // schema has one) is refused rather than copied.
-                while let Some(entry) = map.next_entry::<&'de str, &'de RawValue>()? {
+                while let Some(entry) = map.next_entry::<Name<'de>, &'de RawValue>()? {
                     members.push(entry);
                 }
                 Ok(RawRecord { members })
             }
         }
         deserializer.deserialize_map(Members(std::marker::PhantomData))
+    }
+}
+
+/// A member's name: borrowed from the text unless it holds escapes.
+#[derive(Debug, Clone)]
+struct Name<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Name<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Name<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(Name(Cow::Borrowed(text)))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(Name(Cow::Owned(text.to_string())))
+            }
+        }
+        deserializer.deserialize_str(Text)
     }
 }
 
@@ -204,10 +227,11 @@ mod tests {
 
     #[test]
     fn members_are_borrowed_in_order() {
-        let text = r#"{"b":[1,{"x":2}],"a":"h\"i","c":null,"n":-12}"#;
+        let text = r#"{"b":[1,{"x":2}],"a":"h\"i","c":null,"n":-12,"q\"t":1}"#;
         let r = RawRecord::parse(text).unwrap();
         let names: Vec<&str> = r.members().map(|(n, _)| n).collect();
-        assert_eq!(names, ["b", "a", "c", "n"]);
+        assert_eq!(names, ["b", "a", "c", "n", "q\"t"]);
+        assert_eq!(r.i64("q\"t"), Some(1));
         assert_eq!(r.get("b").unwrap().get(), r#"[1,{"x":2}]"#);
         assert_eq!(r.str("a").as_deref(), Some("h\"i"));
         assert!(r.str("c").is_none());
