@@ -60,6 +60,21 @@ pub fn exchange(
     token: Option<&str>,
     body: Option<&[u8]>,
 ) -> Answer {
+    let response = send(agent, base, method, path, token, body)?;
+    let status = response.status();
+    Ok((status, read_text(method, path, response)?))
+}
+
+/// [`exchange`]'s request: the response whatever its status (its headers
+/// still to read), or the transport failure that replaced it.
+pub fn send(
+    agent: &ureq::Agent,
+    base: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&[u8]>,
+) -> Result<ureq::Response, String> {
     let mut req = agent.request(method, &format!("{base}{path}"));
     if let Some(t) = token {
         req = req.set("Authorization", &format!("Bearer {t}"));
@@ -68,16 +83,19 @@ pub fn exchange(
         Some(b) => req.set("Content-Type", "application/json").send_bytes(b),
         None => req.call(),
     };
-    let response = match result {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => return Err(format!("{method} {path}: transport error {e}")),
-    };
-    let status = response.status();
+    match result {
+        Ok(r) => Ok(r),
+        Err(ureq::Error::Status(_, r)) => Ok(r),
+        Err(e) => Err(format!("{method} {path}: transport error {e}")),
+    }
+}
+
+/// A response's whole text (`into_string` would stop at 10 MiB).
+pub fn read_text(method: &str, path: &str, response: ureq::Response) -> Result<String, String> {
     let mut text = String::new();
     response
         .into_reader()
         .read_to_string(&mut text)
         .map_err(|e| format!("{method} {path}: reading the answer failed: {e}"))?;
-    Ok((status, text))
+    Ok(text)
 }

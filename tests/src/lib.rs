@@ -394,29 +394,14 @@ impl Host {
         let agent = ureq::AgentBuilder::new()
             .timeout(Duration::from_secs(120))
             .build();
-        let mut req = agent.request(method, &format!("{}{}", self.base, path));
-        if let Some(t) = token {
-            req = req.set("Authorization", &format!("Bearer {t}"));
-        }
-        let result = match body {
-            Some(b) => req.set("Content-Type", "application/json").send_bytes(b),
-            None => req.call(),
-        };
-        let response = match result {
-            Ok(r) => r,
-            Err(ureq::Error::Status(_, r)) => r,
-            Err(e) => panic!("{method} {path}: transport error {e}"),
-        };
+        let response = client::send(&agent, &self.base, method, path, token, body)
+            .unwrap_or_else(|e| panic!("{e}"));
         let status = response.status();
         let content_type = response
             .header("content-type")
             .unwrap_or_default()
             .to_string();
-        // Read whole answers: `into_string` stops at 10 MiB.
-        let mut body = String::new();
-        if let Err(e) = response.into_reader().read_to_string(&mut body) {
-            panic!("{method} {path}: reading the answer failed: {e}");
-        }
+        let body = client::read_text(method, path, response).unwrap_or_else(|e| panic!("{e}"));
         assert_no_secrets(method, path, &body);
         Resp {
             status,

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use platform_tests::{assert_no_secrets, encode, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{assert_no_secrets, encode, exchange, Host, HostOptions, ADMIN_TOKEN};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value};
@@ -36,21 +36,8 @@ fn send(
     let agent = ureq::AgentBuilder::new()
         .timeout(Duration::from_secs(10))
         .build();
-    let mut req = agent.request(method, &format!("{}{}", host.base, path));
-    if let Some(t) = token {
-        req = req.set("Authorization", &format!("Bearer {t}"));
-    }
-    let result = match body {
-        Some(b) => req.set("Content-Type", "application/json").send_bytes(b),
-        None => req.call(),
-    };
-    let response = match result {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{method} {path}: transport error (hang or crash?): {e}"),
-    };
-    let status = response.status();
-    let body = response.into_string().unwrap_or_default();
+    let (status, body) = exchange(&agent, &host.base, method, path, token, body)
+        .unwrap_or_else(|e| panic!("{e} (hang or crash?)"));
     assert_no_secrets(method, path, &body);
     (status, body)
 }
