@@ -165,11 +165,6 @@ impl JsonOut {
         let _ = serde_json::to_writer(&mut self.bytes, text);
     }
 
-    /// Appends an integer.
-    pub fn int(&mut self, n: i64) {
-        self.bytes.extend_from_slice(n.to_string().as_bytes());
-    }
-
     /// Appends an object of `members`, sorted by name (as the host prints
     /// records, and as a `serde_json` map prints), each value JSON text.
     pub fn object<'m>(&mut self, members: &mut [(&'m str, Cow<'m, str>)]) {
@@ -218,6 +213,12 @@ impl JsonOut {
 
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
+    }
+
+    /// The text written.
+    pub fn into_string(self) -> String {
+        // Only `str` pieces were appended.
+        String::from_utf8(self.bytes).unwrap_or_default()
     }
 }
 

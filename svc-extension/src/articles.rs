@@ -2,7 +2,6 @@
 //! first, with `author` expanded.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use host_sdk::raw::JsonOut;
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
@@ -10,7 +9,7 @@ use serde_json::json;
 
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{by_id_text, public_user_text, raw_ids_of, raw_list};
+use crate::records::{public_users_by_id, raw_ids_of, raw_list};
 use crate::upcoming;
 
 const LIST: Failure = Failure::new("Failed to fetch articles");
@@ -31,12 +30,7 @@ pub fn write_articles(
     }
     let articles_text = items.read_text("articles", &query)?;
     let articles = raw_list("articles", &articles_text)?;
-    let users_text = by_id_text(items, "platform_users", &raw_ids_of(&articles, "author"))?;
-    let users = raw_list("users", &users_text)?;
-    let authors: HashMap<Cow<str>, String> = users
-        .iter()
-        .filter_map(|u| Some((u.str("id")?, public_user_text(u))))
-        .collect();
+    let authors = public_users_by_id(items, &raw_ids_of(&articles, "author"))?;
     out.array(&articles, |out, article| {
         let mut members: Vec<(&str, Cow<str>)> = article
             .members()
@@ -44,7 +38,7 @@ pub fn write_articles(
                 let author = (name == "author")
                     .then(|| article.str("author"))
                     .flatten()
-                    .map(|id| authors.get(&id).map_or("null", String::as_str));
+                    .map(|id| authors.get(id.as_ref()).map_or("null", String::as_str));
                 (name, Cow::Borrowed(author.unwrap_or(value.get())))
             })
             .collect();

@@ -23,7 +23,7 @@ pub fn public_user(mut record: Value) -> Value {
 }
 
 /// The text of a user record as the public endpoints show it.
-pub fn public_user_text(record: &RawRecord<'_>) -> String {
+fn public_user_text(record: &RawRecord<'_>) -> String {
     let mut members: Vec<(&str, Cow<str>)> = record
         .members()
         .filter(|(name, _)| !PRIVATE_USER_FIELDS.contains(name))
@@ -31,7 +31,19 @@ pub fn public_user_text(record: &RawRecord<'_>) -> String {
         .collect();
     let mut out = JsonOut::default();
     out.object(&mut members);
-    out.as_str().to_string()
+    out.into_string()
+}
+
+/// The public text of each of these users, by id: one call.
+pub fn public_users_by_id(
+    items: &Items<'_>,
+    ids: &[String],
+) -> Result<HashMap<String, String>, ItemsError> {
+    let text = by_id_text(items, "platform_users", ids, Query::new())?;
+    Ok(raw_list("users", &text)?
+        .iter()
+        .filter_map(|u| Some((u.str("id")?.into_owned(), public_user_text(u))))
+        .collect())
 }
 
 /// Distinct non-null string values of `field` over raw `records`, in order.
@@ -50,20 +62,27 @@ pub fn raw_list<'t>(what: &str, text: &'t str) -> Result<Vec<RawRecord<'t>>, Ite
     RawRecord::parse_list(text).map_err(|e| ItemsError::decode(what, e))
 }
 
-/// The text of `collection`'s records with these ids, one call whatever
-/// their number (`"[]"` for none): parse it with [`raw_list`].
+/// The text of `collection`'s records with these ids (with `query`'s
+/// fields), one call whatever their number (`"[]"` for none): parse it
+/// with [`raw_list`].
 pub fn by_id_text(
     items: &Items<'_>,
     collection: &str,
     ids: &[String],
+    query: Query,
 ) -> Result<String, ItemsError> {
     if ids.is_empty() {
         return Ok("[]".into());
     }
-    items.read_text(
-        collection,
-        &Query::new().filter(json!({"id": {"_in": ids}})),
-    )
+    items.read_text(collection, &query.filter(json!({"id": {"_in": ids}})))
+}
+
+/// The filter of a batch read of the records whose `field` is one of
+/// `values`: `None` past [`LOOKUPS_AT_MOST`] values, where reading every
+/// record and picking the wanted ones costs less than a lookup per value
+/// (and a filter of them to send and check).
+pub fn lookup_filter(field: &str, values: &[String]) -> Option<Value> {
+    (values.len() <= LOOKUPS_AT_MOST).then(|| json!({ field: {"_in": values} }))
 }
 
 /// Each record's own text by its `id`, from the host's text of a list.
@@ -105,13 +124,8 @@ pub fn by_id(
     collection: &str,
     ids: &[String],
 ) -> Result<HashMap<String, Value>, ItemsError> {
-    if ids.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let records = items.read_by_query(
-        collection,
-        &Query::new().filter(json!({"id": {"_in": ids}})),
-    )?;
+    let text = by_id_text(items, collection, ids, Query::new())?;
+    let records = serde_json::from_str(&text).map_err(|e| ItemsError::decode("records", e))?;
     Ok(keyed_by_id(records))
 }
 
@@ -136,7 +150,7 @@ pub fn expand_file(record: &mut Value, field: &str, files: &HashMap<String, Valu
 /// How many values a batch read looks up one by one (`_in`); past it, one
 /// pass over the whole collection costs less, and the wanted records are
 /// picked from it.
-pub const LOOKUPS_AT_MOST: usize = 256;
+const LOOKUPS_AT_MOST: usize = 256;
 
 /// Counts of `collection` records per value of `field`, for the given values.
 pub fn counts_by(
@@ -159,14 +173,12 @@ pub fn counts_by_filtered(
     if values.is_empty() {
         return Ok(HashMap::new());
     }
-    // Past a few hundred values, one pass over the whole index costs less
-    // than a lookup per value (and a filter of them to send and check):
-    // every group is counted and the wanted ones kept.
-    let whole = values.len() > LOOKUPS_AT_MOST;
-    let filter = if whole {
-        extra
-    } else {
-        json!({"_and": [{ field: {"_in": values} }, extra]})
+    // Without a lookup filter every group is counted and the wanted ones kept.
+    let lookup = lookup_filter(field, values);
+    let whole = lookup.is_none();
+    let filter = match lookup {
+        Some(lookup) => json!({"_and": [lookup, extra]}),
+        None => extra,
     };
     let text = items.aggregate_text(
         collection,

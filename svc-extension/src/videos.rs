@@ -2,7 +2,7 @@
 //! or before now), newest first, with `models`, `movie` and live counts.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use host_sdk::raw::{JsonOut, RawRecord};
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use crate::failure::Failure;
 use crate::params;
 use crate::records::{
-    by_id_text, counts_by, ids_of, public_user_text, raw_ids_of, raw_list, texts_by_id,
-    LOOKUPS_AT_MOST,
+    by_id_text, counts_by, ids_of, lookup_filter, public_users_by_id, raw_ids_of, raw_list,
+    texts_by_id,
 };
 use crate::upcoming;
 
@@ -68,36 +68,36 @@ fn write_expanded(
     let links_text = if ids.is_empty() {
         "[]".to_string()
     } else {
-        // For a long list, every link (links of other videos find no
-        // video below) costs less than a lookup per video.
         let mut query = Query::new()
             .fields(&["videos_id", "platform_users_id"])
             .sort(&["id"]);
-        if ids.len() <= LOOKUPS_AT_MOST {
-            query = query.filter(json!({"videos_id": {"_in": ids}}));
+        if let Some(filter) = lookup_filter("videos_id", &ids) {
+            query = query.filter(filter);
         }
         items.read_text("videos_models", &query)?
     };
-    let links = raw_list("links", &links_text)?;
-    let users_text = by_id_text(
+    let mut links = raw_list("links", &links_text)?;
+    // Without the lookup filter, every video's links came.
+    let listed: HashSet<&str> = ids.iter().map(String::as_str).collect();
+    links.retain(|link| {
+        link.str("videos_id")
+            .is_some_and(|v| listed.contains(v.as_ref()))
+    });
+    let public_users = public_users_by_id(items, &raw_ids_of(&links, "platform_users_id"))?;
+    let files_text = by_id_text(
         items,
-        "platform_users",
-        &raw_ids_of(&links, "platform_users_id"),
+        "platform_files",
+        &raw_ids_of(videos, "movie"),
+        Query::new(),
     )?;
-    let users = raw_list("users", &users_text)?;
-    let files_text = by_id_text(items, "platform_files", &raw_ids_of(videos, "movie"))?;
     let files = texts_by_id("files", &files_text)?;
     let likes = counts_by(items, "video_likes", "video_id", &ids)?;
     let plays = counts_by(items, "video_plays", "video_id", &ids)?;
 
-    let public_users: HashMap<Cow<str>, String> = users
-        .iter()
-        .filter_map(|u| Some((u.str("id")?, public_user_text(u))))
-        .collect();
     let mut models_of: HashMap<Cow<str>, Vec<&str>> = HashMap::new();
     for link in &links {
         if let (Some(video), Some(user)) = (link.str("videos_id"), link.str("platform_users_id")) {
-            if let Some(text) = public_users.get(&user) {
+            if let Some(text) = public_users.get(user.as_ref()) {
                 models_of.entry(video).or_default().push(text);
             }
         }
@@ -109,24 +109,19 @@ fn write_expanded(
         let linked = models_of.get(&id).map(Vec::as_slice).unwrap_or_default();
         models.array(linked, |o, text| o.raw(text));
         let count = |counts: &HashMap<String, u64>| counts.get(id.as_ref()).copied().unwrap_or(0);
+        let movie = video.str("movie");
         let mut members: Vec<(&str, Cow<str>)> = video
             .members()
             .filter(|(name, _)| !matches!(*name, "models" | "likes_count" | "plays_count"))
             .map(|(name, value)| {
-                let text = match name {
-                    "movie" => match video.str("movie") {
-                        Some(file) => match files.get(&file) {
-                            Some(record) => Cow::Borrowed(*record),
-                            None => Cow::Borrowed("null"),
-                        },
-                        None => Cow::Borrowed(value.get()),
-                    },
-                    _ => Cow::Borrowed(value.get()),
+                let text = match (name, &movie) {
+                    ("movie", Some(file)) => files.get(file).copied().unwrap_or("null"),
+                    _ => value.get(),
                 };
-                (name, text)
+                (name, Cow::Borrowed(text))
             })
             .collect();
-        members.push(("models", Cow::Owned(models.as_str().to_string())));
+        members.push(("models", Cow::Owned(models.into_string())));
         members.push(("likes_count", Cow::Owned(count(&likes).to_string())));
         members.push(("plays_count", Cow::Owned(count(&plays).to_string())));
         out.object(&mut members);

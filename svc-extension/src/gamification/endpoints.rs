@@ -16,7 +16,7 @@ use super::time::now_ms;
 use super::{ranks, score};
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{keyed_by_id, raw_ids_of, raw_list, str_field};
+use crate::records::{by_id_text, keyed_by_id, raw_ids_of, raw_list, str_field};
 
 const LEADERBOARD: Failure = Failure::new("Failed to get leaderboard");
 const USER: Failure = Failure::new("Failed to get user gamification data");
@@ -90,19 +90,12 @@ fn page_rows(items: &Items<'_>, limit: u64, offset: u64) -> Result<Vec<KeptRow>,
             .offset(offset),
     )?;
     let rows = raw_list("stats", &rows_text)?;
-    let ids = raw_ids_of(&rows, "user_id");
-    let users_text = if ids.is_empty() {
-        "[]".to_string()
-    } else {
-        items.read_text(
-            "platform_users",
-            &Query::new().filter(json!({"id": {"_in": ids}})).fields(&[
-                "id",
-                "avatar",
-                "artist_name",
-            ]),
-        )?
-    };
+    let users_text = by_id_text(
+        items,
+        "platform_users",
+        &raw_ids_of(&rows, "user_id"),
+        Query::new().fields(&["id", "avatar", "artist_name"]),
+    )?;
     let users = raw_list("users", &users_text)?;
     let users: HashMap<_, _> = users
         .iter()
