@@ -55,6 +55,70 @@ pub fn holds_nul(v: &Value) -> bool {
     }
 }
 
+/// A JSON field's value given as JSON text (already known to be JSON),
+/// checked and made ready to store without building it into a tree: the
+/// same rules as [`normalize`] (nesting, no NUL character), whitespace
+/// between tokens dropped, members kept in the order written. `None` for
+/// `null`. A recording's thousands of events pass through here as one
+/// scan of their text.
+pub fn json_document(field: &Field, text: &str) -> Result<Option<String>, String> {
+    let text = text.trim();
+    if text == "null" {
+        return Ok(None);
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        i += 1;
+        if in_string {
+            out.push(b);
+            match b {
+                b'"' => in_string = false,
+                b'\\' => {
+                    let escaped = bytes.get(i).copied();
+                    if escaped == Some(b'u') && bytes.get(i + 1..i + 5) == Some(b"0000".as_slice())
+                    {
+                        return Err(format!(
+                            "\"{}\" must not contain a NUL character",
+                            field.field
+                        ));
+                    }
+                    if let Some(e) = escaped {
+                        out.push(e);
+                        i += 1;
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b' ' | b'\t' | b'\n' | b'\r' => continue,
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return Err(format!(
+                        "\"{}\" is nested too deeply (at most {MAX_JSON_DEPTH} levels)",
+                        field.field
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        out.push(b);
+    }
+    // Only whole bytes of valid UTF-8 input were copied, in order.
+    String::from_utf8(out)
+        .map(Some)
+        .map_err(|_| format!("\"{}\" must be JSON", field.field))
+}
+
 /// Why a value does not fit its field.
 pub fn type_error(field: &Field) -> String {
     let expected = match field.kind {
@@ -149,6 +213,40 @@ pub fn normalize(field: &Field, value: &Value, lenient: bool) -> Result<Value, S
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn json_documents_are_stored_compact_as_written() {
+        let f = Field::json("j");
+        let text = "{ \"b\" : [1, 2.50, \"a b\\\" [\"],\n\t\"a\": {} }";
+        let stored = json_document(&f, text).unwrap().unwrap();
+        assert_eq!(stored, r#"{"b":[1,2.50,"a b\" ["],"a":{}}"#);
+        let parsed: Value = serde_json::from_str(&stored).unwrap();
+        assert_eq!(parsed, serde_json::from_str::<Value>(text).unwrap());
+        assert_eq!(json_document(&f, " null ").unwrap(), None);
+        assert_eq!(
+            json_document(&f, "\"x\"").unwrap().as_deref(),
+            Some("\"x\"")
+        );
+    }
+
+    #[test]
+    fn json_documents_follow_the_rules_of_json_values() {
+        let f = Field::json("j");
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(json_document(&f, &deep(MAX_JSON_DEPTH)).is_ok());
+        assert!(normalize(
+            &f,
+            &serde_json::from_str(&deep(MAX_JSON_DEPTH + 1)).unwrap(),
+            false
+        )
+        .is_err());
+        let err = json_document(&f, &deep(MAX_JSON_DEPTH + 1)).unwrap_err();
+        assert!(err.contains("nested too deeply"), "{err}");
+        let err = json_document(&f, r#"{"a":"x\u0000y"}"#).unwrap_err();
+        assert!(err.contains("NUL"), "{err}");
+        // An escaped backslash before "u0000" is not a NUL.
+        assert!(json_document(&f, r#"["\\u0000"]"#).is_ok());
+    }
 
     #[test]
     fn timestamps_are_normalised_to_utc_millis() {

@@ -38,13 +38,8 @@ pub enum Code {
     Linked(&'static host_sdk::Extension),
 }
 
-fn records_json(
-    records: &Option<Vec<crate::storage::Record>>,
-) -> abi_stable::std_types::ROption<RString> {
-    records
-        .as_ref()
-        .map(|r| RString::from(serde_json::to_string(r).unwrap_or_else(|_| "[]".into())))
-        .into()
+fn records_json(records: &Option<std::sync::Arc<str>>) -> abi_stable::std_types::ROption<RString> {
+    records.as_deref().map(RString::from).into()
 }
 
 #[cfg(feature = "inprocess")]
@@ -64,7 +59,7 @@ fn ffi_event(event: &ItemEvent) -> FfiItemEvent {
         keys: serde_json::to_string(&event.keys)
             .unwrap_or_default()
             .into(),
-        payload: event.payload.to_string().into(),
+        payload: (*event.payload).into(),
         before: records_json(&event.before),
         after: records_json(&event.after),
         accountability: ffi_accountability_opt(event.accountability.as_ref()),
@@ -75,12 +70,10 @@ fn ffi_event(event: &ItemEvent) -> FfiItemEvent {
 #[cfg(feature = "inprocess")]
 fn facade_event(event: &ItemEvent) -> host_sdk::ItemEvent {
     use crate::items::EventKind;
-    let records = |r: &Option<Vec<crate::storage::Record>>| -> Vec<serde_json::Value> {
-        r.iter()
-            .flatten()
-            .cloned()
-            .map(serde_json::Value::Object)
-            .collect()
+    let records = |r: &Option<std::sync::Arc<str>>| -> Vec<serde_json::Value> {
+        r.as_deref()
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default()
     };
     host_sdk::ItemEvent {
         kind: match event.kind {
@@ -90,7 +83,7 @@ fn facade_event(event: &ItemEvent) -> host_sdk::ItemEvent {
         },
         collection: event.collection.clone(),
         keys: event.keys.clone(),
-        payload: event.payload.clone(),
+        payload: serde_json::from_str(&event.payload).unwrap_or_default(),
         before: records(&event.before),
         after: records(&event.after),
         accountability: event.accountability.as_ref().map(facade_accountability),

@@ -9,7 +9,6 @@ use host_sdk::abi::{
     TransactionBody_TO,
 };
 use parking_lot::Mutex;
-use serde_json::Value;
 
 use crate::auth::Accountability;
 use crate::items::{ItemEvent, ItemsError, Platform, Session, Who};
@@ -42,11 +41,6 @@ fn ffi_error(e: &ItemsError) -> FfiError {
         code: e.code().into(),
         message: e.to_string().into(),
     }
-}
-
-fn parse_json(text: RStr<'_>, what: &str) -> Result<Value, ItemsError> {
-    serde_json::from_str(text.as_str())
-        .map_err(|e| ItemsError::InvalidPayload(format!("invalid {what} JSON: {e}")))
 }
 
 fn to_text<T: serde::Serialize>(value: &T) -> Result<RString, ItemsError> {
@@ -184,8 +178,7 @@ impl HostServices for ExtServices<'_> {
         data: RStr<'_>,
     ) -> RResult<RString, FfiError> {
         self.run(access, |p, s, who| {
-            let data = parse_json(data, "payload")?;
-            p.create_one(s, who, collection.as_str(), &data)
+            p.create_one_json(s, who, collection.as_str(), data.as_str())
         })
     }
 
@@ -196,8 +189,7 @@ impl HostServices for ExtServices<'_> {
         data: RStr<'_>,
     ) -> RResult<RString, FfiError> {
         self.run(access, |p, s, who| {
-            let data = parse_json(data, "payload")?;
-            p.create_many(s, who, collection.as_str(), &data)
+            p.create_many_json(s, who, collection.as_str(), data.as_str())
         })
     }
 
@@ -209,8 +201,7 @@ impl HostServices for ExtServices<'_> {
         data: RStr<'_>,
     ) -> RResult<RString, FfiError> {
         self.run(access, |p, s, who| {
-            let data = parse_json(data, "payload")?;
-            p.update_one(s, who, collection.as_str(), key.as_str(), &data)
+            p.update_one_json(s, who, collection.as_str(), key.as_str(), data.as_str())
         })
     }
 

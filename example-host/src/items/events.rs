@@ -21,15 +21,22 @@ impl EventKind {
     }
 }
 
-/// One committed write.
+/// One committed write. The payload and the records are JSON text, as
+/// they cross to extensions: a write of a large JSON document is never
+/// built into a tree for its event (and shared, not copied, when the
+/// store runs a write again).
 #[derive(Debug, Clone)]
 pub struct ItemEvent {
     pub kind: EventKind,
     pub collection: String,
     pub keys: Vec<String>,
-    pub payload: Value,
-    pub before: Option<Vec<Record>>,
-    pub after: Option<Vec<Record>>,
+    /// The payload given to the write (an object; the keys for a delete),
+    /// without secrets.
+    pub payload: Arc<str>,
+    /// The records before the write (update, delete): a JSON array.
+    pub before: Option<Arc<str>>,
+    /// The records after the write (create, update): a JSON array.
+    pub after: Option<Arc<str>>,
     pub accountability: Option<Accountability>,
 }
 

@@ -19,7 +19,7 @@ pub use events::{EventKind, EventSink, ItemEvent};
 use std::sync::Arc;
 
 use once_cell::sync::OnceCell;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::auth::{self, Accountability, Auth};
 use crate::permissions::{Action, Grant, Permissions};
@@ -300,11 +300,6 @@ fn check_queried_fields(
     Ok(())
 }
 
-fn as_object(data: &Value) -> Result<&Map<String, Value>, ItemsError> {
-    data.as_object()
-        .ok_or_else(|| ItemsError::InvalidPayload("payload must be an object".into()))
-}
-
 fn known_field<'d>(
     def: &'d CollectionDef,
     name: &str,
@@ -354,21 +349,4 @@ impl<T> Kept<T> {
 fn exists(conn: &mut dyn Reader, def: &CollectionDef, key: &str) -> Result<bool, ItemsError> {
     let q = ReadQuery::select(&["id"], key_filter(key)).limit(1);
     Ok(!conn.select(def, &q)?.is_empty())
-}
-
-fn select_full(
-    conn: &mut dyn Reader,
-    def: &CollectionDef,
-    key: &str,
-) -> Result<Vec<Record>, ItemsError> {
-    let mut q = ReadQuery::all_fields(def);
-    q.filter = Some(key_filter(key));
-    q.limit = Some(1);
-    Ok(conn.select(def, &q)?)
-}
-
-/// A record without its secrets.
-pub fn public_view(def: &CollectionDef, mut record: Record) -> Record {
-    record.retain(|k, _| !is_secret(&def.name, k));
-    record
 }

@@ -85,10 +85,10 @@ pub(super) fn check_references(
     schema: &crate::schema::Schema,
     conn: &mut dyn Writer,
     def: &CollectionDef,
-    values: &Map<String, Value>,
+    values: &crate::storage::Columns,
 ) -> Result<(), ItemsError> {
     for (name, value) in values {
-        let Some(key) = value.as_str() else {
+        let crate::storage::codec::Scalar::Text(key) = value else {
             continue;
         };
         let Some(target) = def.field(name).and_then(|f| f.references.as_deref()) else {

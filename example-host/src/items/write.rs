@@ -1,11 +1,63 @@
 //! Writes: creates, updates and deletes under the caller's grant, with the
 //! host's own fields, hashed secrets, checked values and references, and
 //! the item events of each write.
+//!
+//! A payload arrives as JSON text and stays text where it is large: its
+//! members are borrowed from it ([`Payload`]), a JSON field's document is
+//! checked and stored as text ([`values::json_document`]), and the item
+//! event carries the payload and the records as text. Only the small
+//! members (strings, numbers) are parsed.
+
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
 
 use super::references::check_references;
 use super::*;
+use crate::schema::{Field, FieldType};
+use crate::storage::codec::{self, Cell, Scalar};
+use crate::storage::Columns;
+
+/// A write's payload: the members of a JSON object, each still its text.
+struct Payload<'a>(BTreeMap<String, &'a RawValue>);
+
+impl<'a> Payload<'a> {
+    fn parse(text: &'a str) -> Result<Self, ItemsError> {
+        Self::of(json_text(text)?)
+    }
+
+    fn of(raw: &'a RawValue) -> Result<Self, ItemsError> {
+        if !raw.get().starts_with('{') {
+            return Err(ItemsError::InvalidPayload(
+                "payload must be an object".into(),
+            ));
+        }
+        serde_json::from_str(raw.get())
+            .map(Self)
+            .map_err(|e| ItemsError::InvalidPayload(format!("invalid payload JSON: {e}")))
+    }
+
+    /// The payload as hooks see it: the members as given, without the
+    /// collection's secrets.
+    fn reported(&self, collection: &str) -> String {
+        let shown: BTreeMap<&str, &RawValue> = self
+            .0
+            .iter()
+            .filter(|(name, _)| !is_secret(collection, name))
+            .map(|(name, raw)| (name.as_str(), *raw))
+            .collect();
+        serde_json::to_string(&shown).unwrap_or_else(|_| "{}".into())
+    }
+}
+
+/// `text` as one JSON value, unparsed.
+fn json_text(text: &str) -> Result<&RawValue, ItemsError> {
+    serde_json::from_str(text.trim())
+        .map_err(|e| ItemsError::InvalidPayload(format!("invalid payload JSON: {e}")))
+}
 
 impl Platform {
+    /// Creates one item from a payload given as a JSON value.
     pub fn create_one(
         &self,
         session: &mut Session<'_>,
@@ -13,26 +65,45 @@ impl Platform {
         collection: &str,
         data: &Value,
     ) -> Result<String, ItemsError> {
-        let keys = self.create(session, who, collection, std::slice::from_ref(data))?;
+        self.create_one_json(session, who, collection, &data.to_string())
+    }
+
+    /// Creates one item from a payload given as JSON text (an object).
+    pub fn create_one_json(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        data: &str,
+    ) -> Result<String, ItemsError> {
+        let payload = Payload::parse(data)?;
+        let keys = self.create(session, who, collection, vec![payload])?;
         keys.into_iter()
             .next()
             .ok_or_else(|| ItemsError::Internal("nothing was created".into()))
     }
 
-    /// Creates every item or none.
-    pub fn create_many(
+    /// Creates every item or none, from a JSON array of payloads.
+    pub fn create_many_json(
         &self,
         session: &mut Session<'_>,
         who: &Who,
         collection: &str,
-        data: &Value,
+        data: &str,
     ) -> Result<Vec<String>, ItemsError> {
-        let Value::Array(items) = data else {
+        let raw = json_text(data)?;
+        if !raw.get().starts_with('[') {
             return Err(ItemsError::InvalidPayload(
                 "payload must be an array".into(),
             ));
-        };
-        self.create(session, who, collection, items)
+        }
+        let items: Vec<&RawValue> = serde_json::from_str(raw.get())
+            .map_err(|e| ItemsError::InvalidPayload(format!("invalid payload JSON: {e}")))?;
+        let payloads = items
+            .into_iter()
+            .map(Payload::of)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.create(session, who, collection, payloads)
     }
 
     fn create(
@@ -40,61 +111,70 @@ impl Platform {
         session: &mut Session<'_>,
         who: &Who,
         collection: &str,
-        items: &[Value],
+        items: Vec<Payload<'_>>,
     ) -> Result<Vec<String>, ItemsError> {
         let def = self.collection(who, collection)?;
         let grant = self.grant(who, collection, Action::Create)?;
-        let records = items
+        let rows = items
             .iter()
             .map(|item| self.build_create(who, &def, grant.as_ref(), item))
             .collect::<Result<Vec<_>, _>>()?;
+        let wanted = self.wants_events(&def.name);
+        // What hooks see, made once even if the store runs the write again.
+        let reported: Vec<Option<(Arc<str>, Arc<str>)>> = rows
+            .iter()
+            .zip(&items)
+            .map(|(row, item)| {
+                wanted.then(|| {
+                    (
+                        Arc::from(item.reported(&def.name)),
+                        Arc::from(format!("[{}]", public_json(&def, row))),
+                    )
+                })
+            })
+            .collect();
         self.run_write(session, |conn, events| {
-            let mut keys = Vec::with_capacity(records.len());
-            let wanted = self.wants_events(&def.name);
+            let mut keys = Vec::with_capacity(rows.len());
             let schema = self.store.schema();
-            for (record, payload) in &records {
-                check_references(&schema, conn, &def, record)?;
-                conn.insert(&def, record)?;
-                let key = record
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                if !wanted {
-                    keys.push(key);
-                    continue;
+            for (row, shown) in rows.iter().zip(&reported) {
+                check_references(&schema, conn, &def, row)?;
+                conn.insert(&def, row)?;
+                let key = match row.get("id") {
+                    Some(Scalar::Text(key)) => key.clone(),
+                    _ => String::new(),
+                };
+                if let Some((payload, after)) = shown {
+                    self.record_event(
+                        conn,
+                        events,
+                        ItemEvent {
+                            kind: EventKind::Create,
+                            collection: def.name.clone(),
+                            keys: vec![key.clone()],
+                            payload: payload.clone(),
+                            before: None,
+                            after: Some(after.clone()),
+                            accountability: who.accountability.clone(),
+                        },
+                    )?;
                 }
-                self.record_event(
-                    conn,
-                    events,
-                    ItemEvent {
-                        kind: EventKind::Create,
-                        collection: def.name.clone(),
-                        keys: vec![key.clone()],
-                        payload: Value::Object(payload.clone()),
-                        before: None,
-                        after: Some(vec![public_view(&def, record.clone())]),
-                        accountability: who.accountability.clone(),
-                    },
-                )?;
                 keys.push(key);
             }
             Ok(keys)
         })
     }
 
-    /// The record to insert and the payload to report, from a create payload.
+    /// The values to insert, from a create payload.
     fn build_create(
         &self,
         who: &Who,
         def: &CollectionDef,
         grant: Option<&Grant>,
-        item: &Value,
-    ) -> Result<(Record, Map<String, Value>), ItemsError> {
-        let payload = as_object(item)?;
+        payload: &Payload<'_>,
+    ) -> Result<Columns, ItemsError> {
         let admin = who.is_admin();
-        let mut record = Map::new();
-        for (name, value) in payload {
+        let mut row = Columns::new();
+        for (name, raw) in &payload.0 {
             let field = known_field(def, name)?;
             // The host owns these unless an admin imports them.
             if !admin
@@ -108,9 +188,7 @@ impl Platform {
             if grant.is_some_and(|g| !g.allows_field(name)) {
                 return Err(ItemsError::forbidden());
             }
-            let value =
-                values::normalize(field, value, false).map_err(ItemsError::InvalidPayload)?;
-            record.insert(name.clone(), self.store_value(def, name, value)?);
+            row.insert(name.clone(), self.column_value(def, field, raw)?);
         }
         if let Some(g) = grant {
             for (name, value) in &g.presets {
@@ -118,44 +196,56 @@ impl Platform {
                     let value = who.vars_resolve(value);
                     let value = values::normalize(field, &value, false)
                         .map_err(ItemsError::InvalidPayload)?;
-                    record.insert(name.clone(), value);
+                    row.insert(name.clone(), codec::to_scalar(field, &value));
                 }
             }
         }
-        if !record.get("id").is_some_and(Value::is_string) {
-            record.insert("id".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+        if !matches!(row.get("id"), Some(Scalar::Text(_))) {
+            row.insert("id".into(), Scalar::Text(uuid::Uuid::new_v4().to_string()));
         }
-        if def.has("date_created") && record.get("date_created").is_none_or(Value::is_null) {
-            record.insert(
-                "date_created".into(),
-                Value::String(values::now_timestamp()),
-            );
+        if def.has("date_created") && matches!(row.get("date_created"), None | Some(Scalar::Null)) {
+            row.insert("date_created".into(), Scalar::Text(values::now_timestamp()));
         }
-        if def.has("user_created") && !record.contains_key("user_created") {
+        if def.has("user_created") && !row.contains_key("user_created") {
             if let Some(acc) = &who.accountability {
-                record.insert("user_created".into(), Value::String(acc.user.clone()));
+                row.insert("user_created".into(), Scalar::Text(acc.user.clone()));
             }
         }
         for field in &def.fields {
-            if !record.contains_key(&field.field) {
+            if !row.contains_key(&field.field) {
                 if let Some(default) = &field.default {
-                    record.insert(field.field.clone(), default.clone());
+                    row.insert(field.field.clone(), codec::to_scalar(field, default));
                 }
             }
-            if !field.nullable && record.get(&field.field).is_none_or(Value::is_null) {
+            if !field.nullable && matches!(row.get(&field.field), None | Some(Scalar::Null)) {
                 return Err(ItemsError::InvalidPayload(format!(
                     "\"{}\" is required",
                     field.field
                 )));
             }
         }
-        let mut reported = payload.clone();
-        for secret in ["password", "token"] {
-            if is_secret(&def.name, secret) {
-                reported.remove(secret);
-            }
+        Ok(row)
+    }
+
+    /// What the column of `field` stores for a member given as `raw`: a
+    /// JSON document as its checked text, anything else parsed, checked
+    /// against its type, and hashed when it is a secret.
+    fn column_value(
+        &self,
+        def: &CollectionDef,
+        field: &Field,
+        raw: &RawValue,
+    ) -> Result<Scalar, ItemsError> {
+        if field.kind == FieldType::Json {
+            let stored =
+                values::json_document(field, raw.get()).map_err(ItemsError::InvalidPayload)?;
+            return Ok(stored.map_or(Scalar::Null, Scalar::Text));
         }
-        Ok((record, reported))
+        let value: Value = serde_json::from_str(raw.get())
+            .map_err(|e| ItemsError::InvalidPayload(format!("invalid payload JSON: {e}")))?;
+        let value = values::normalize(field, &value, false).map_err(ItemsError::InvalidPayload)?;
+        let value = self.store_value(def, &field.field, value)?;
+        Ok(codec::to_scalar(field, &value))
     }
 
     /// Hashes secrets before they are stored.
@@ -177,6 +267,7 @@ impl Platform {
         }
     }
 
+    /// Updates one item from a payload given as a JSON value.
     pub fn update_one(
         &self,
         session: &mut Session<'_>,
@@ -185,15 +276,27 @@ impl Platform {
         key: &str,
         data: &Value,
     ) -> Result<String, ItemsError> {
+        self.update_one_json(session, who, collection, key, &data.to_string())
+    }
+
+    /// Updates one item from a payload given as JSON text (an object).
+    pub fn update_one_json(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        key: &str,
+        data: &str,
+    ) -> Result<String, ItemsError> {
         let def = self.collection(who, collection)?;
         let grant = self.grant(who, collection, Action::Update)?;
-        let payload = as_object(data)?;
+        let payload = Payload::parse(data)?;
         let admin = who.is_admin();
-        let mut changes = Map::new();
-        for (name, value) in payload {
+        let mut changes = Columns::new();
+        for (name, raw) in &payload.0 {
             let field = known_field(&def, name)?;
             if name == "id" {
-                if value.as_str() == Some(key) {
+                if serde_json::from_str::<&str>(raw.get()).ok() == Some(key) {
                     continue;
                 }
                 return Err(ItemsError::InvalidPayload(
@@ -206,36 +309,36 @@ impl Platform {
             if grant.as_ref().is_some_and(|g| !g.allows_field(name)) {
                 return Err(ItemsError::forbidden());
             }
-            let value =
-                values::normalize(field, value, false).map_err(ItemsError::InvalidPayload)?;
-            if !field.nullable && value.is_null() {
+            let value = self.column_value(&def, field, raw)?;
+            if !field.nullable && value == Scalar::Null {
                 return Err(ItemsError::InvalidPayload(format!(
                     "\"{name}\" is required"
                 )));
             }
-            changes.insert(name.clone(), self.store_value(&def, name, value)?);
+            changes.insert(name.clone(), value);
         }
         if def.has("date_updated") && !changes.contains_key("date_updated") {
-            changes.insert(
-                "date_updated".into(),
-                Value::String(values::now_timestamp()),
-            );
+            changes.insert("date_updated".into(), Scalar::Text(values::now_timestamp()));
         }
         let scope = self.grant_filter(&def, grant.as_ref(), &who.vars())?;
-        let mut reported = payload.clone();
-        reported.remove("password");
-        reported.remove("token");
+        let wanted = self.wants_events(&def.name);
+        let reported: Arc<str> = if wanted {
+            payload.reported(&def.name).into()
+        } else {
+            Arc::from("")
+        };
+        drop(payload);
         self.run_write(session, |conn, events| {
             self.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
             check_references(&self.store.schema(), conn, &def, &changes)?;
             // Nobody listening: no before/after reads, no event.
-            if !self.wants_events(&def.name) {
+            if !wanted {
                 conn.update(&def, key, &changes)?;
                 return Ok(key.to_string());
             }
-            let before = select_full(conn, &def, key)?;
+            let before = public_records_json(conn, &def, key)?;
             conn.update(&def, key, &changes)?;
-            let after = select_full(conn, &def, key)?;
+            let after = public_records_json(conn, &def, key)?;
             self.record_event(
                 conn,
                 events,
@@ -243,9 +346,9 @@ impl Platform {
                     kind: EventKind::Update,
                     collection: def.name.clone(),
                     keys: vec![key.to_string()],
-                    payload: Value::Object(reported.clone()),
-                    before: Some(before.into_iter().map(|r| public_view(&def, r)).collect()),
-                    after: Some(after.into_iter().map(|r| public_view(&def, r)).collect()),
+                    payload: reported.clone(),
+                    before: Some(before.into()),
+                    after: Some(after.into()),
                     accountability: who.accountability.clone(),
                 },
             )?;
@@ -271,7 +374,7 @@ impl Platform {
                 conn.delete(&def, key)?;
                 return Ok(key.to_string());
             }
-            let before = select_full(conn, &def, key)?;
+            let before = public_records_json(conn, &def, key)?;
             conn.delete(&def, key)?;
             self.record_event(
                 conn,
@@ -280,8 +383,8 @@ impl Platform {
                     kind: EventKind::Delete,
                     collection: def.name.clone(),
                     keys: vec![key.to_string()],
-                    payload: json!([key]),
-                    before: Some(before.into_iter().map(|r| public_view(&def, r)).collect()),
+                    payload: json!([key]).to_string().into(),
+                    before: Some(before.into()),
                     after: None,
                     accountability: who.accountability.clone(),
                 },
@@ -289,4 +392,59 @@ impl Platform {
             Ok(key.to_string())
         })
     }
+}
+
+/// The record a create writes, as a read prints it (members in name
+/// order, stored JSON documents as stored), without its secrets.
+fn public_json(def: &CollectionDef, row: &Columns) -> String {
+    let mut out = Vec::with_capacity(row.values().map(scalar_len).sum::<usize>() + 64);
+    out.push(b'{');
+    let shown = row.iter().filter(|(name, _)| !is_secret(&def.name, name));
+    for (i, (name, value)) in shown.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        codec::push_str(&mut out, name);
+        out.push(b':');
+        let kind = def.field(name).map(|f| f.kind);
+        codec::push_cell(&mut out, kind, scalar_cell(value));
+    }
+    out.push(b'}');
+    // Written from strings and JSON printing only.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+fn scalar_len(value: &Scalar) -> usize {
+    match value {
+        Scalar::Text(t) => t.len() + 2,
+        _ => 8,
+    }
+}
+
+/// A scalar to write, as the column it becomes reads back.
+fn scalar_cell(value: &Scalar) -> Cell<'_> {
+    match value {
+        Scalar::Null | Scalar::List(_) => Cell::Null,
+        Scalar::Int(i) => Cell::Int(*i),
+        Scalar::Real(f) => Cell::Real(*f),
+        Scalar::Bool(b) => Cell::Bool(*b),
+        Scalar::Text(t) => Cell::Text(t.as_bytes()),
+    }
+}
+
+/// The item with `key` as a JSON array of its public record (empty when
+/// it does not exist), read on the writing connection.
+fn public_records_json(
+    conn: &mut dyn Writer,
+    def: &CollectionDef,
+    key: &str,
+) -> Result<String, ItemsError> {
+    let mut q = ReadQuery::all_fields(def);
+    q.fields.retain(|f| !is_secret(&def.name, f));
+    q.filter = Some(key_filter(key));
+    q.limit = Some(1);
+    let mut out = vec![b'['];
+    conn.select_json(def, &q, &mut out)?;
+    out.push(b']');
+    String::from_utf8(out).map_err(|e| ItemsError::Internal(e.to_string()))
 }

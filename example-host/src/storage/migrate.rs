@@ -5,11 +5,11 @@
 //! its write transactions that excludes other migrations.
 
 use host_sdk::schema::{Field, Index, Step};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::codec::{Cell, Scalar};
+use super::codec::{self, Cell, Scalar};
 use super::sql::{self, Params, SqlConn, WriteConn};
-use super::{StoreError, WriteWork, Writer};
+use super::{Columns, StoreError, WriteWork, Writer};
 use crate::schema::{CollectionDef, Schema};
 use crate::values;
 
@@ -270,11 +270,7 @@ fn apply_step(conn: &mut dyn SqlConn, schema: &mut Schema, step: &Step) -> Resul
 
 /// A seeded item as stored: values normalised to their fields, with an id,
 /// `date_created` and the fields' defaults filled in.
-fn seed_record(
-    def: &CollectionDef,
-    item: &Value,
-    now: &str,
-) -> Result<Map<String, Value>, StoreError> {
+fn seed_record(def: &CollectionDef, item: &Value, now: &str) -> Result<Columns, StoreError> {
     let collection = &def.name;
     let Value::Object(given) = item else {
         return Err(StoreError::Invalid(format!(
@@ -286,7 +282,7 @@ fn seed_record(
             "seed item of {collection} has unknown field {key}"
         )));
     }
-    let mut record = Map::new();
+    let mut record = Columns::new();
     for field in &def.fields {
         let value = match given.get(&field.field) {
             Some(v) => values::normalize(field, v, false).map_err(StoreError::Invalid)?,
@@ -297,7 +293,7 @@ fn seed_record(
                 None => continue,
             },
         };
-        record.insert(field.field.clone(), value);
+        record.insert(field.field.clone(), codec::to_scalar(field, &value));
     }
     Ok(record)
 }

@@ -54,6 +54,10 @@ use crate::schema::{CollectionDef, Schema};
 /// A record as stored: field name → JSON value.
 pub type Record = Map<String, Value>;
 
+/// The values a write sets: field name → the scalar its column stores
+/// ([`codec::to_scalar`], or a JSON document's text as it came).
+pub type Columns = std::collections::BTreeMap<String, codec::Scalar>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A unique constraint refused the write: the collection and the
@@ -99,13 +103,13 @@ pub trait Reader: Send {
 /// A connection inside a write transaction: reads see the transaction's
 /// own writes.
 pub trait Writer: Reader {
-    fn insert(&mut self, c: &CollectionDef, record: &Record) -> Result<(), StoreError>;
+    fn insert(&mut self, c: &CollectionDef, values: &Columns) -> Result<(), StoreError>;
     /// Returns whether an item with that key existed.
     fn update(
         &mut self,
         c: &CollectionDef,
         key: &str,
-        changes: &Record,
+        changes: &Columns,
     ) -> Result<bool, StoreError>;
     /// Returns whether an item with that key existed.
     fn delete(&mut self, c: &CollectionDef, key: &str) -> Result<bool, StoreError>;

@@ -9,7 +9,7 @@ use host_sdk::schema::{Field, FieldType, Index};
 use serde_json::{Map, Value};
 
 use super::codec::{self, to_scalar, Cell, Scalar};
-use super::{Reader, Record, StoreError, Writer};
+use super::{Columns, Reader, Record, StoreError, Writer};
 use crate::query::{AggFn, AggregateQuery, Comparison, Filter, ReadQuery, TextMatch};
 use crate::schema::CollectionDef;
 use crate::values;
@@ -399,15 +399,15 @@ fn field_of<'c>(c: &'c CollectionDef, name: &str) -> Result<&'c Field, StoreErro
 pub fn insert(
     conn: &mut dyn SqlConn,
     c: &CollectionDef,
-    record: &Record,
+    values: &Columns,
 ) -> Result<(), StoreError> {
     let mut p = Params::new(conn.dialect());
-    let mut cols = Vec::with_capacity(record.len());
-    let mut marks = Vec::with_capacity(record.len());
-    for (name, value) in record {
-        let field = field_of(c, name)?;
+    let mut cols = Vec::with_capacity(values.len());
+    let mut marks = Vec::with_capacity(values.len());
+    for (name, value) in values {
+        field_of(c, name)?;
         cols.push(quote(name));
-        marks.push(p.push(to_scalar(field, value)));
+        marks.push(p.push(value.clone()));
     }
     let sql = format!(
         "INSERT INTO {} ({}) VALUES ({})",
@@ -423,7 +423,7 @@ pub fn update(
     conn: &mut dyn SqlConn,
     c: &CollectionDef,
     key: &str,
-    changes: &Record,
+    changes: &Columns,
 ) -> Result<bool, StoreError> {
     if key.contains('\0') {
         return Ok(false);
@@ -441,8 +441,8 @@ pub fn update(
     }
     let mut sets = Vec::with_capacity(changes.len());
     for (name, value) in changes {
-        let field = field_of(c, name)?;
-        let mark = p.push(to_scalar(field, value));
+        field_of(c, name)?;
+        let mark = p.push(value.clone());
         sets.push(format!("{} = {mark}", quote(name)));
     }
     let key = p.push(Scalar::Text(key.to_string()));
@@ -504,14 +504,14 @@ shared_reads!(ReadConn);
 shared_reads!(WriteConn);
 
 impl Writer for WriteConn<'_> {
-    fn insert(&mut self, c: &CollectionDef, record: &Record) -> Result<(), StoreError> {
-        insert(self.0, c, record)
+    fn insert(&mut self, c: &CollectionDef, values: &Columns) -> Result<(), StoreError> {
+        insert(self.0, c, values)
     }
     fn update(
         &mut self,
         c: &CollectionDef,
         key: &str,
-        changes: &Record,
+        changes: &Columns,
     ) -> Result<bool, StoreError> {
         update(self.0, c, key, changes)
     }
