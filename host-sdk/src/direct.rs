@@ -13,9 +13,9 @@ pub use crate::items::Services;
 use crate::context::{Accountability, Context};
 use crate::error::ApiError;
 use crate::error::ItemsError;
-use crate::events::ItemEvent;
+use crate::events::{ItemEvent, RawItemEvent};
 use crate::extension::{Extension, Schedule};
-use crate::hooks::{panic_text, run_before_commit};
+use crate::hooks::{panic_text, run_after_commit, run_before_commit, EventText, EventViews};
 use crate::http::{Request, Response, SharedResponse};
 
 impl Extension {
@@ -77,21 +77,25 @@ impl Extension {
 
     /// Delivers one item event to every hook.
     pub fn deliver_direct(&self, event: &ItemEvent, services: &dyn Services) -> Result<(), String> {
-        let ctx = Context::new(event.accountability.clone(), services);
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            let failures: Vec<String> = self
-                .hooks
-                .iter()
-                .filter(|hook| hook.wants(&event.collection))
-                .filter_map(|hook| (hook.run)(event, &ctx).err().map(|e| e.to_string()))
-                .collect();
-            failures
-        }));
-        match outcome {
-            Ok(failures) if failures.is_empty() => Ok(()),
-            Ok(failures) => Err(failures.join("; ")),
-            Err(p) => Err(format!("hook panicked: {}", panic_text(&*p))),
-        }
+        let text = EventText::of(event);
+        self.deliver(&text.views(event), services)
+    }
+
+    /// [`Extension::deliver_direct`] with the event as the host's text:
+    /// hooks that read text get it as it is, and it is parsed into trees
+    /// only for hooks that take trees.
+    pub fn deliver_direct_raw(
+        &self,
+        event: &RawItemEvent<'_>,
+        services: &dyn Services,
+    ) -> Result<(), String> {
+        self.deliver(&EventViews::of_text(event.clone()), services)
+    }
+
+    fn deliver(&self, event: &EventViews<'_>, services: &dyn Services) -> Result<(), String> {
+        let ctx = Context::new(event.accountability(), services);
+        catch_unwind(AssertUnwindSafe(|| run_after_commit(self, event, &ctx)))
+            .unwrap_or_else(|p| Err(format!("hook panicked: {}", panic_text(&*p))))
     }
 
     /// Runs the in-transaction hooks on one write; `services` must be bound
@@ -104,11 +108,29 @@ impl Extension {
         if self.before_commit.is_empty() {
             return Ok(());
         }
-        run_before_commit(
-            self,
-            event,
-            &Context::new(event.accountability.clone(), services),
-        )
+        let text = EventText::of(event);
+        self.run_before_commit(&text.views(event), services)
+    }
+
+    /// [`Extension::before_commit_direct`] with the event as the host's
+    /// text.
+    pub fn before_commit_direct_raw(
+        &self,
+        event: &RawItemEvent<'_>,
+        services: &dyn Services,
+    ) -> Result<(), ItemsError> {
+        if self.before_commit.is_empty() {
+            return Ok(());
+        }
+        self.run_before_commit(&EventViews::of_text(event.clone()), services)
+    }
+
+    fn run_before_commit(
+        &self,
+        event: &EventViews<'_>,
+        services: &dyn Services,
+    ) -> Result<(), ItemsError> {
+        run_before_commit(self, event, &Context::new(event.accountability(), services))
     }
 
     /// Runs one registered job by name.

@@ -16,9 +16,9 @@ use crate::abi::{
 };
 use crate::context::{Accountability, Context};
 use crate::error::ApiError;
-use crate::events::ItemEvent;
+use crate::events::RawItemEvent;
 use crate::extension::{Extension, Schedule};
-use crate::hooks::{panic_text, run_before_commit};
+use crate::hooks::{panic_text, run_after_commit, run_before_commit, EventViews};
 use crate::http::{Request, Response, SharedResponse};
 
 /// The extension of this library (one per cdylib: each has its own statics).
@@ -149,21 +149,10 @@ extern "C" fn on_event(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<()
         if ext.hooks.is_empty() {
             return Ok(());
         }
-        let Some(event) = ItemEvent::from_ffi(event) else {
+        let Some(event) = RawItemEvent::from_ffi(event) else {
             return Ok(());
         };
-        let ctx = context(ctx);
-        let mut failures = Vec::new();
-        for hook in ext.hooks.iter().filter(|h| h.wants(&event.collection)) {
-            if let Err(e) = (hook.run)(&event, &ctx) {
-                failures.push(e.to_string());
-            }
-        }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(failures.join("; "))
-        }
+        run_after_commit(ext, &EventViews::of_text(event), &context(ctx))
     }));
     match result {
         Ok(Ok(())) => ROk(()),
@@ -255,8 +244,8 @@ extern "C" fn before_commit(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResu
         if ext.before_commit.is_empty() {
             return Ok(());
         }
-        match ItemEvent::from_ffi(event) {
-            Some(event) => run_before_commit(ext, &event, &context(ctx)),
+        match RawItemEvent::from_ffi(event) {
+            Some(event) => run_before_commit(ext, &EventViews::of_text(event), &context(ctx)),
             None => Ok(()),
         }
     }));

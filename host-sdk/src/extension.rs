@@ -5,17 +5,27 @@ use std::time::Duration;
 
 use crate::context::Context;
 use crate::error::BoxError;
-use crate::events::ItemEvent;
+use crate::events::{ItemEvent, RawItemEvent};
 use crate::router::Router;
 use crate::schema::Step;
 
-pub(crate) type HookFn =
-    Box<dyn Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync>;
+type ParsedHook = dyn Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync;
+type RawHook = dyn Fn(&RawItemEvent<'_>, &Context<'_>) -> Result<(), BoxError> + Send + Sync;
+
+/// What a hook is: a function of the parsed event, or of its text.
+pub(crate) enum HookFn {
+    Parsed(Box<ParsedHook>),
+    Raw(Box<RawHook>),
+}
 
 /// A hook and the collections it watches (`None`: all).
 pub(crate) struct Hook {
     pub collections: Option<Vec<String>>,
     pub run: HookFn,
+}
+
+fn named<S: AsRef<str>>(collections: &[S]) -> Option<Vec<String>> {
+    Some(collections.iter().map(|c| c.as_ref().to_string()).collect())
 }
 
 impl Hook {
@@ -109,7 +119,7 @@ impl Extension {
     {
         self.hooks.push(Hook {
             collections: None,
-            run: Box::new(hook),
+            run: HookFn::Parsed(Box::new(hook)),
         });
         self
     }
@@ -122,8 +132,22 @@ impl Extension {
         S: AsRef<str>,
     {
         self.hooks.push(Hook {
-            collections: Some(collections.iter().map(|c| c.as_ref().to_string()).collect()),
-            run: Box::new(hook),
+            collections: named(collections),
+            run: HookFn::Parsed(Box::new(hook)),
+        });
+        self
+    }
+
+    /// [`Extension::on_event_in`] with the event as the host's JSON text
+    /// ([`RawItemEvent`]): nothing is parsed into trees for this hook.
+    pub fn on_event_raw_in<H, S>(mut self, collections: &[S], hook: H) -> Self
+    where
+        H: Fn(&RawItemEvent<'_>, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+        S: AsRef<str>,
+    {
+        self.hooks.push(Hook {
+            collections: named(collections),
+            run: HookFn::Raw(Box::new(hook)),
         });
         self
     }
@@ -147,7 +171,7 @@ impl Extension {
     {
         self.before_commit.push(Hook {
             collections: None,
-            run: Box::new(hook),
+            run: HookFn::Parsed(Box::new(hook)),
         });
         self
     }
@@ -160,8 +184,24 @@ impl Extension {
         S: AsRef<str>,
     {
         self.before_commit.push(Hook {
-            collections: Some(collections.iter().map(|c| c.as_ref().to_string()).collect()),
-            run: Box::new(hook),
+            collections: named(collections),
+            run: HookFn::Parsed(Box::new(hook)),
+        });
+        self
+    }
+
+    /// [`Extension::before_commit_in`] with the event as the host's JSON
+    /// text ([`RawItemEvent`]): for hooks on writes of large JSON
+    /// documents, which read a few fields and should not build the
+    /// documents into trees.
+    pub fn before_commit_raw_in<H, S>(mut self, collections: &[S], hook: H) -> Self
+    where
+        H: Fn(&RawItemEvent<'_>, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+        S: AsRef<str>,
+    {
+        self.before_commit.push(Hook {
+            collections: named(collections),
+            run: HookFn::Raw(Box::new(hook)),
         });
         self
     }

@@ -2,12 +2,99 @@
 //! way the host calls them (through the ABI or linked in), and turning what
 //! they return into the error that refuses the write.
 
+use std::cell::OnceCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::context::Context;
 use crate::error::{ApiError, BoxError, ItemsError};
-use crate::events::ItemEvent;
-use crate::extension::Extension;
+use crate::events::{ItemEvent, RawItemEvent};
+use crate::extension::{Extension, Hook, HookFn};
+
+/// One event as the hooks are given it: the host's text, and the trees
+/// parsed from it once, for the first hook that takes trees.
+pub(crate) struct EventViews<'e> {
+    raw: RawItemEvent<'e>,
+    given: Option<&'e ItemEvent>,
+    parsed: OnceCell<ItemEvent>,
+}
+
+impl<'e> EventViews<'e> {
+    pub fn of_text(raw: RawItemEvent<'e>) -> Self {
+        Self {
+            raw,
+            given: None,
+            parsed: OnceCell::new(),
+        }
+    }
+
+    /// Views of an event a host gave already parsed (`raw` holds its text).
+    pub fn of_parsed(raw: RawItemEvent<'e>, parsed: &'e ItemEvent) -> Self {
+        Self {
+            raw,
+            given: Some(parsed),
+            parsed: OnceCell::new(),
+        }
+    }
+
+    pub fn collection(&self) -> &str {
+        self.raw.collection
+    }
+
+    pub fn accountability(&self) -> Option<crate::context::Accountability> {
+        self.raw.accountability.clone()
+    }
+
+    fn tree(&self) -> &ItemEvent {
+        match self.given {
+            Some(event) => event,
+            None => self.parsed.get_or_init(|| self.raw.parse()),
+        }
+    }
+}
+
+impl Hook {
+    /// Runs the hook on the view of the event it takes.
+    pub(crate) fn call(&self, event: &EventViews<'_>, ctx: &Context<'_>) -> Result<(), BoxError> {
+        match &self.run {
+            HookFn::Parsed(run) => run(event.tree(), ctx),
+            HookFn::Raw(run) => run(&event.raw, ctx),
+        }
+    }
+}
+
+/// The text of an event given parsed, for hooks that read text.
+pub(crate) struct EventText {
+    payload: String,
+    before: Option<String>,
+    after: Option<String>,
+}
+
+impl EventText {
+    pub fn of(event: &ItemEvent) -> Self {
+        let list = |records: &Vec<serde_json::Value>, wanted: bool| {
+            wanted.then(|| serde_json::Value::from(records.clone()).to_string())
+        };
+        use crate::events::EventKind::*;
+        Self {
+            payload: event.payload.to_string(),
+            before: list(&event.before, event.kind != Create),
+            after: list(&event.after, event.kind != Delete),
+        }
+    }
+
+    pub fn views<'e>(&'e self, event: &'e ItemEvent) -> EventViews<'e> {
+        let raw = RawItemEvent::new(
+            event.kind,
+            &event.collection,
+            event.keys.clone(),
+            &self.payload,
+            self.before.as_deref(),
+            self.after.as_deref(),
+            event.accountability.clone(),
+        );
+        EventViews::of_parsed(raw, event)
+    }
+}
 
 /// The code of a refusal that is neither an items error nor a client error.
 pub const HOOK_FAILED: &str = "HOOK_FAILED";
@@ -17,16 +104,16 @@ pub const HOOK_FAILED: &str = "HOOK_FAILED";
 /// refusal of the write.
 pub(crate) fn run_before_commit(
     ext: &Extension,
-    event: &ItemEvent,
+    event: &EventViews<'_>,
     ctx: &Context<'_>,
 ) -> Result<(), ItemsError> {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         for hook in ext
             .before_commit
             .iter()
-            .filter(|h| h.wants(&event.collection))
+            .filter(|h| h.wants(event.collection()))
         {
-            (hook.run)(event, ctx).map_err(refusal)?;
+            hook.call(event, ctx).map_err(refusal)?;
         }
         Ok(())
     }));
@@ -36,6 +123,26 @@ pub(crate) fn run_before_commit(
             message: format!("hook panicked: {}", panic_text(&*p)),
         })
     })
+}
+
+/// Runs every after-commit hook watching the event's collection, each
+/// whatever the others did; the failures, joined.
+pub(crate) fn run_after_commit(
+    ext: &Extension,
+    event: &EventViews<'_>,
+    ctx: &Context<'_>,
+) -> Result<(), String> {
+    let failures: Vec<String> = ext
+        .hooks
+        .iter()
+        .filter(|hook| hook.wants(event.collection()))
+        .filter_map(|hook| hook.call(event, ctx).err().map(|e| e.to_string()))
+        .collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
 }
 
 /// What a hook's error tells the writer: an items error keeps its code (a

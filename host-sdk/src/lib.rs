@@ -45,7 +45,7 @@ pub mod schema;
 
 pub use context::{Accountability, Context};
 pub use error::{ApiError, BoxError, ItemsError};
-pub use events::{EventKind, ItemEvent};
+pub use events::{EventKind, ItemEvent, RawItemEvent};
 pub use extension::{Extension, Schedule};
 pub use http::{Request, Response, SharedBody, SharedResponse};
 pub use items::{Access, Items, Query};
@@ -59,7 +59,8 @@ pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub mod prelude {
     pub use crate::{
         schema, Access, Accountability, ApiError, BoxError, Context, EventKind, Extension,
-        ItemEvent, Items, ItemsError, Memo, Query, Request, Response, Router, Schedule,
+        ItemEvent, Items, ItemsError, Memo, Query, RawItemEvent, Request, Response, Router,
+        Schedule,
     };
 }
 

@@ -58,7 +58,7 @@ pub fn extension() -> Extension {
         ext = ext.migration(id, steps);
     }
     ext.before_commit_in(&counters::WATCHED, counters::before_commit)
-        .before_commit_in(
+        .before_commit_raw_in(
             &gamification::hooks::WATCHED,
             gamification::hooks::before_commit,
         )

@@ -421,6 +421,52 @@ fn deeply_nested_stored_json_does_not_break_later_reads() {
     host.assert_serving();
 }
 
+// ---------------------------------------------------------------- documents
+
+/// A JSON field's document goes from the body to the database as text, in
+/// both write paths: it is stored as written (members in the caller's
+/// order, whitespace between tokens dropped), which a round trip through
+/// a tree (members sorted by name) would not keep. The hook watching the
+/// write still reads the record it needs (a published recording earns
+/// RECORDING_CREATE).
+#[test]
+fn json_documents_are_stored_as_written_never_rebuilt_as_trees() {
+    let host = Host::start(HostOptions::svc());
+    let viewer = host.user(Some("Viewer"), "h-viewer");
+    let body = br#"{"title":"order","duration":5,"status":"published",
+        "events":[ {"value":0.5, "timestamp":1} ],"device_info":{"z":1, "a":[2, 3]}}"#;
+    let r = host.request("POST", "/svc/recordings", Some("h-viewer"), Some(body));
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["id"].as_str().expect("id").to_string();
+    for text in [
+        r#""events":[{"value":0.5,"timestamp":1}]"#,
+        r#""device_info":{"z":1,"a":[2,3]}"#,
+    ] {
+        assert!(r.body.contains(text), "{text} in {}", r.body);
+        let read = host.get(&format!("/items/recordings/{id}"), Some(ADMIN_TOKEN));
+        assert!(read.body.contains(text), "{text} in {}", read.body);
+    }
+    let created = host
+        .admin_all("user_points", "*")
+        .into_iter()
+        .filter(|p| p["user_id"] == viewer.as_str() && p["action"] == "RECORDING_CREATE")
+        .count();
+    assert_eq!(created, 1, "the hook saw the published recording");
+
+    let r = host.request(
+        "PATCH",
+        &format!("/items/recordings/{id}"),
+        Some(ADMIN_TOKEN),
+        Some(br#"{"device_info": {"y" : true, "b" : null}}"#),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body.contains(r#""device_info":{"y":true,"b":null}"#),
+        "{}",
+        r.body
+    );
+}
+
 // ---------------------------------------------------------------- UTF-8
 
 #[test]

@@ -66,28 +66,24 @@ fn ffi_event(event: &ItemEvent) -> FfiItemEvent {
     }
 }
 
-/// An item event as a linked extension's facade takes it.
+/// An item event as a linked extension's facade takes it: the host's
+/// text, borrowed.
 #[cfg(feature = "inprocess")]
-fn facade_event(event: &ItemEvent) -> host_sdk::ItemEvent {
+fn facade_event(event: &ItemEvent) -> host_sdk::RawItemEvent<'_> {
     use crate::items::EventKind;
-    let records = |r: &Option<std::sync::Arc<str>>| -> Vec<serde_json::Value> {
-        r.as_deref()
-            .and_then(|text| serde_json::from_str(text).ok())
-            .unwrap_or_default()
-    };
-    host_sdk::ItemEvent {
-        kind: match event.kind {
+    host_sdk::RawItemEvent::new(
+        match event.kind {
             EventKind::Create => host_sdk::EventKind::Create,
             EventKind::Update => host_sdk::EventKind::Update,
             EventKind::Delete => host_sdk::EventKind::Delete,
         },
-        collection: event.collection.clone(),
-        keys: event.keys.clone(),
-        payload: serde_json::from_str(&event.payload).unwrap_or_default(),
-        before: records(&event.before),
-        after: records(&event.after),
-        accountability: event.accountability.as_ref().map(facade_accountability),
-    }
+        &event.collection,
+        event.keys.clone(),
+        &event.payload,
+        event.before.as_deref(),
+        event.after.as_deref(),
+        event.accountability.as_ref().map(facade_accountability),
+    )
 }
 
 impl Code {
@@ -170,7 +166,7 @@ impl Code {
                     .map_err(|e| e.message.into_string())
             }
             #[cfg(feature = "inprocess")]
-            Code::Linked(ext) => ext.deliver_direct(&facade_event(event), services),
+            Code::Linked(ext) => ext.deliver_direct_raw(&facade_event(event), services),
         }
     }
 
@@ -194,7 +190,7 @@ impl Code {
             }
             #[cfg(feature = "inprocess")]
             Code::Linked(ext) => ext
-                .before_commit_direct(&facade_event(event), services)
+                .before_commit_direct_raw(&facade_event(event), services)
                 .map_err(|e| (e.code().to_string(), e.to_string())),
         }
     }

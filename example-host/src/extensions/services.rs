@@ -154,7 +154,7 @@ impl HostServices for ExtServices<'_> {
     ) -> RResult<RString, FfiError> {
         self.run_json(access, |p, s, who| {
             let q = WireQuery::from_json(query.as_str())?;
-            p.read_by_query_json(s, who, collection.as_str(), &q)
+            p.read_by_query_json(s, who, collection.as_str(), &q, None)
         })
     }
 
@@ -168,6 +168,7 @@ impl HostServices for ExtServices<'_> {
         self.run_json(access, |p, s, who| {
             let q = WireQuery::from_json(query.as_str())?;
             p.read_one_json(s, who, collection.as_str(), key.as_str(), &q)
+                .map(|found| found.unwrap_or_else(|| b"null".to_vec()))
         })
     }
 

@@ -194,6 +194,20 @@ fn data(value: impl serde::Serialize) -> Response {
     Json(json!({ "data": value })).into_response()
 }
 
+/// `{"data": …}` around JSON text the items service wrote (records are
+/// not built into trees on their way out).
+fn data_text(json: &[u8]) -> Response {
+    let mut body = Vec::with_capacity(json.len() + 9);
+    body.extend_from_slice(b"{\"data\":");
+    body.extend_from_slice(json);
+    body.push(b'}');
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
 pub async fn read_many(
     State(state): State<AppState>,
     ItemPath(collection): ItemPath<String>,
@@ -213,7 +227,7 @@ pub async fn read_many(
                 &q,
             )?))
         } else {
-            Ok(data(platform.read_by_query(
+            Ok(data_text(&platform.read_by_query_json(
                 &mut session,
                 &who,
                 &collection,
@@ -245,8 +259,8 @@ pub async fn read_one(
     blocking(move || {
         let who = caller(&platform, &headers, &uri)?;
         let q = parse_query_string(uri.query())?;
-        match platform.read_one(&mut Session::Auto, &who, &collection, &id, &q)? {
-            Some(record) => Ok(data(record)),
+        match platform.read_one_json(&mut Session::Auto, &who, &collection, &id, &q)? {
+            Some(record) => Ok(data_text(&record)),
             None => Err(missing(&who, &id)),
         }
     })
@@ -264,8 +278,8 @@ fn read_back(
 ) -> Result<Response, HttpError> {
     let mut records = Vec::with_capacity(keys.len());
     for key in keys {
-        match platform.read_one(&mut Session::Auto, who, collection, key, q) {
-            Ok(Some(r)) => records.push(Value::Object(r)),
+        match platform.read_one_json(&mut Session::Auto, who, collection, key, q) {
+            Ok(Some(r)) => records.push(r),
             Ok(None) | Err(ItemsError::Forbidden(_)) => {
                 return Ok(StatusCode::NO_CONTENT.into_response())
             }
@@ -273,10 +287,26 @@ fn read_back(
         }
     }
     if many {
-        Ok(data(records))
+        Ok(data_text(&json_array(&records)))
     } else {
-        Ok(data(records.into_iter().next().unwrap_or(Value::Null)))
+        Ok(data_text(
+            records.first().map_or(b"null".as_slice(), Vec::as_slice),
+        ))
     }
+}
+
+/// JSON texts as one array.
+fn json_array(texts: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(texts.iter().map(|t| t.len() + 1).sum::<usize>() + 2);
+    out.push(b'[');
+    for (i, text) in texts.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(text);
+    }
+    out.push(b']');
+    out
 }
 
 /// A write's body as JSON text, checked to be one JSON value without

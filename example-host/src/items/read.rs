@@ -59,17 +59,19 @@ impl Platform {
     }
 
     /// [`Platform::read_by_query`] as a JSON array, written without
-    /// building records (for the extension boundary, where records cross
-    /// as text).
+    /// building records (stored JSON documents are copied as stored): for
+    /// the extension boundary and the HTTP API, where records leave as
+    /// text.
     pub fn read_by_query_json(
         &self,
         session: &mut Session<'_>,
         who: &Who,
         collection: &str,
         wire: &WireQuery,
+        default_limit: Option<u64>,
     ) -> Result<Vec<u8>, ItemsError> {
         let def = self.collection(who, collection)?;
-        let q = self.plan_read(who, &def, wire, None)?;
+        let q = self.plan_read(who, &def, wire, default_limit)?;
         self.run_read(session, |conn| {
             let mut out = vec![b'['];
             conn.select_json(&def, &q, &mut out)?;
@@ -78,23 +80,9 @@ impl Platform {
         })
     }
 
-    /// The item with this key; `None` when it does not exist. An item that
-    /// exists but is outside the caller's permissions is `Forbidden`.
-    pub fn read_one(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-        collection: &str,
-        key: &str,
-        wire: &WireQuery,
-    ) -> Result<Option<Record>, ItemsError> {
-        self.read_one_by(session, who, collection, key, wire, |conn, def, q| {
-            Ok(conn.select(def, q)?.into_iter().next())
-        })
-    }
-
-    /// [`Platform::read_one`] as JSON text (`null` when there is no such
-    /// item), written without building the record.
+    /// The item with this key as JSON text, written without building the
+    /// record; `None` when it does not exist. An item that exists but is
+    /// outside the caller's permissions is `Forbidden`.
     pub fn read_one_json(
         &self,
         session: &mut Session<'_>,
@@ -102,12 +90,11 @@ impl Platform {
         collection: &str,
         key: &str,
         wire: &WireQuery,
-    ) -> Result<Vec<u8>, ItemsError> {
-        let found = self.read_one_by(session, who, collection, key, wire, |conn, def, q| {
+    ) -> Result<Option<Vec<u8>>, ItemsError> {
+        self.read_one_by(session, who, collection, key, wire, |conn, def, q| {
             let mut out = Vec::new();
             Ok((conn.select_json(def, q, &mut out)? > 0).then_some(out))
-        })?;
-        Ok(found.unwrap_or_else(|| b"null".to_vec()))
+        })
     }
 
     /// The read of one item by key, with `fetch` running the planned query.

@@ -115,35 +115,31 @@ impl Platform {
     ) -> Result<Vec<String>, ItemsError> {
         let def = self.collection(who, collection)?;
         let grant = self.grant(who, collection, Action::Create)?;
-        let rows = items
+        // Checked before the write starts. Each row is dropped once
+        // inserted (a large JSON document is not kept through the hooks),
+        // and built again if the store runs the write again.
+        let mut rows = items
             .iter()
-            .map(|item| self.build_create(who, &def, grant.as_ref(), item))
+            .map(|item| self.build_create(who, &def, grant.as_ref(), item).map(Some))
             .collect::<Result<Vec<_>, _>>()?;
         let wanted = self.wants_events(&def.name);
-        // What hooks see, made once even if the store runs the write again.
-        let reported: Vec<Option<(Arc<str>, Arc<str>)>> = rows
-            .iter()
-            .zip(&items)
-            .map(|(row, item)| {
-                wanted.then(|| {
-                    (
-                        Arc::from(item.reported(&def.name)),
-                        Arc::from(format!("[{}]", public_json(&def, row))),
-                    )
-                })
-            })
-            .collect();
         self.run_write(session, |conn, events| {
             let mut keys = Vec::with_capacity(rows.len());
             let schema = self.store.schema();
-            for (row, shown) in rows.iter().zip(&reported) {
-                check_references(&schema, conn, &def, row)?;
-                conn.insert(&def, row)?;
+            for (row, item) in rows.iter_mut().zip(&items) {
+                let row = match row.take() {
+                    Some(row) => row,
+                    None => self.build_create(who, &def, grant.as_ref(), item)?,
+                };
+                check_references(&schema, conn, &def, &row)?;
+                conn.insert(&def, &row)?;
                 let key = match row.get("id") {
                     Some(Scalar::Text(key)) => key.clone(),
                     _ => String::new(),
                 };
-                if let Some((payload, after)) = shown {
+                if wanted {
+                    let after = format!("[{}]", public_json(&def, &row));
+                    drop(row);
                     self.record_event(
                         conn,
                         events,
@@ -151,9 +147,9 @@ impl Platform {
                             kind: EventKind::Create,
                             collection: def.name.clone(),
                             keys: vec![key.clone()],
-                            payload: payload.clone(),
+                            payload: item.reported(&def.name).into(),
                             before: None,
-                            after: Some(after.clone()),
+                            after: Some(after.into()),
                             accountability: who.accountability.clone(),
                         },
                     )?;

@@ -9,7 +9,8 @@
 //! The endpoints only write the records and make the awards SPEC places on
 //! them (plays); every count follows from here, so nothing counts twice.
 
-use host_sdk::{BoxError, Context, EventKind, ItemEvent, ItemsError};
+use host_sdk::raw::RawRecord;
+use host_sdk::{BoxError, Context, EventKind, ItemEvent, ItemsError, RawItemEvent};
 use serde_json::{json, Value};
 
 use super::awards::{self, Action};
@@ -29,10 +30,6 @@ fn is_true(record: Option<&Value>, name: &str) -> bool {
     field(record, name).and_then(Value::as_bool) == Some(true)
 }
 
-fn published(record: Option<&Value>) -> bool {
-    text(record, "status") == Some("published")
-}
-
 /// The collections whose writes the hook follows.
 pub const WATCHED: [&str; 6] = [
     "recordings",
@@ -43,17 +40,22 @@ pub const WATCHED: [&str; 6] = [
     "user_stats",
 ];
 
-/// In the writing transaction, before its commit.
-pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
+/// In the writing transaction, before its commit. A recording's write is
+/// read as the host's text (its events are never built into a tree); the
+/// other collections' small records are parsed.
+pub fn before_commit(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), BoxError> {
+    if event.collection == "recordings" {
+        return recordings(event, ctx).map_err(BoxError::from);
+    }
+    let event = event.parse();
     let outcome = match event.collection.as_str() {
-        "recordings" => recordings(event, ctx),
-        "recording_plays" => plays(event, ctx),
-        "platform_comments" => comments(event, ctx),
+        "recording_plays" => plays(&event, ctx),
+        "platform_comments" => comments(&event, ctx),
         // The ledger accounts for its own writes.
         _ if own_writes::active() => Ok(()),
-        "user_points" => points(event, ctx),
-        "user_achievements" => user_achievements(event, ctx),
-        "user_stats" => stats_rows(event, ctx),
+        "user_points" => points(&event, ctx),
+        "user_achievements" => user_achievements(&event, ctx),
+        "user_stats" => stats_rows(&event, ctx),
         _ => Ok(()),
     };
     outcome.map_err(BoxError::from)
@@ -69,28 +71,47 @@ fn users_of<'a>(before: Option<&'a Value>, after: Option<&'a Value>, name: &str)
     users
 }
 
-fn recordings(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
+fn recordings(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), ItemsError> {
+    let (before_all, after_all) = (event.before(), event.after());
+    let find = |records: &'_ [RawRecord<'_>], key: &str| {
+        records
+            .iter()
+            .position(|r| r.str("id").as_deref() == Some(key))
+    };
+    let published =
+        |r: Option<&RawRecord<'_>>| r.and_then(|r| r.str("status")).as_deref() == Some("published");
+    let featured = |r: Option<&RawRecord<'_>>| {
+        r.and_then(|r| r.get("featured")).map(|v| v.get()) == Some("true")
+    };
+    // Whose plays count as "on others' recordings" changes when a
+    // recording appears under an id its owner's plays already named (an
+    // import).
+    let imported =
+        event.kind == EventKind::Create && event.payload().is_some_and(|p| p.get("id").is_some());
     for key in &event.keys {
-        let (before, after) = (event.before_of(key), event.after_of(key));
-        let owner_before = text(before, "user_created");
-        let owner_after = text(after, "user_created");
-        // Whose plays count as "on others' recordings" changes when a
-        // recording changes owner, disappears, or appears under an id its
-        // owner's plays already named (an import): recount from scratch.
-        let imported = event.kind == EventKind::Create && event.payload.get("id").is_some();
+        let before = find(&before_all, key).map(|i| &before_all[i]);
+        let after = find(&after_all, key).map(|i| &after_all[i]);
+        let owner_before = before.and_then(|r| r.str("user_created"));
+        let owner_after = after.and_then(|r| r.str("user_created"));
+        // It changes too when a recording changes owner or disappears:
+        // recount from scratch.
         if owner_before != owner_after || event.kind == EventKind::Delete || imported {
-            for owner in users_of(before, after, "user_created") {
+            let mut owners: Vec<&str> = [owner_before.as_deref(), owner_after.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect();
+            owners.dedup();
+            for owner in owners {
                 awards::refresh(ctx, owner)?;
             }
         }
-        let Some(owner) = owner_after else {
+        let Some(owner) = owner_after.as_deref() else {
             continue;
         };
         let became_published =
             event.kind != EventKind::Delete && published(after) && !published(before);
-        let became_featured = event.kind == EventKind::Update
-            && is_true(after, "featured")
-            && !is_true(before, "featured");
+        let became_featured =
+            event.kind == EventKind::Update && featured(after) && !featured(before);
         if became_published {
             awards::recording_promoted(ctx, owner, key, Action::RecordingCreate)?;
         }
