@@ -66,39 +66,23 @@ pub fn json_document(field: &Field, text: &str) -> Result<Option<String>, String
     if text == "null" {
         return Ok(None);
     }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
+    if check_document(field, text.as_bytes())? {
+        Ok(Some(compact(text)))
+    } else {
+        // Written compact already (the usual case): one copy.
+        Ok(Some(text.to_owned()))
+    }
+}
+
+/// Checks nesting and NUL characters in one scan (strings skipped with
+/// `memchr`); returns whether whitespace lies between tokens.
+fn check_document(field: &Field, bytes: &[u8]) -> Result<bool, String> {
     let mut depth = 0usize;
-    let mut in_string = false;
+    let mut spaced = false;
     let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
-        i += 1;
-        if in_string {
-            out.push(b);
-            match b {
-                b'"' => in_string = false,
-                b'\\' => {
-                    let escaped = bytes.get(i).copied();
-                    if escaped == Some(b'u') && bytes.get(i + 1..i + 5) == Some(b"0000".as_slice())
-                    {
-                        return Err(format!(
-                            "\"{}\" must not contain a NUL character",
-                            field.field
-                        ));
-                    }
-                    if let Some(e) = escaped {
-                        out.push(e);
-                        i += 1;
-                    }
-                }
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b' ' | b'\t' | b'\n' | b'\r' => continue,
-            b'"' => in_string = true,
+        match bytes[i] {
+            b'"' => i = string_end(field, bytes, i + 1)?,
             b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_JSON_DEPTH {
@@ -109,14 +93,65 @@ pub fn json_document(field: &Field, text: &str) -> Result<Option<String>, String
                 }
             }
             b']' | b'}' => depth = depth.saturating_sub(1),
+            b' ' | b'\t' | b'\n' | b'\r' => spaced = true,
             _ => {}
         }
-        out.push(b);
+        i += 1;
     }
-    // Only whole bytes of valid UTF-8 input were copied, in order.
-    String::from_utf8(out)
-        .map(Some)
-        .map_err(|_| format!("\"{}\" must be JSON", field.field))
+    Ok(spaced)
+}
+
+/// The index of the quote closing the string whose text starts at `i`;
+/// refuses an escaped NUL.
+fn string_end(field: &Field, bytes: &[u8], mut i: usize) -> Result<usize, String> {
+    while let Some(at) = memchr::memchr2(b'"', b'\\', bytes.get(i..).unwrap_or_default()) {
+        i += at;
+        if bytes[i] == b'"' {
+            return Ok(i);
+        }
+        if bytes.get(i + 1..i + 6) == Some(b"u0000".as_slice()) {
+            return Err(format!(
+                "\"{}\" must not contain a NUL character",
+                field.field
+            ));
+        }
+        i += 2;
+    }
+    Ok(bytes.len())
+}
+
+/// `text` (valid JSON) without whitespace between tokens.
+fn compact(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(bytes.len());
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                // Strings are copied whole; their end is found as above.
+                let mut j = i + 1;
+                while let Some(at) =
+                    memchr::memchr2(b'"', b'\\', bytes.get(j..).unwrap_or_default())
+                {
+                    j += at;
+                    if bytes[j] == b'"' {
+                        break;
+                    }
+                    j += 2;
+                }
+                i = j + 1;
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                out.push_str(&text[start..i]);
+                i += 1;
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(text.get(start..).unwrap_or_default());
+    out
 }
 
 /// Why a value does not fit its field.
@@ -223,6 +258,15 @@ mod tests {
         let parsed: Value = serde_json::from_str(&stored).unwrap();
         assert_eq!(parsed, serde_json::from_str::<Value>(text).unwrap());
         assert_eq!(json_document(&f, " null ").unwrap(), None);
+        let compact = r#"{"a":"x \" y","b":[1,{}]}"#;
+        assert_eq!(
+            json_document(&f, compact).unwrap().as_deref(),
+            Some(compact)
+        );
+        assert_eq!(
+            json_document(&f, "[1,\"\\\\\" , 2 ]").unwrap().as_deref(),
+            Some(r#"[1,"\\",2]"#)
+        );
         assert_eq!(
             json_document(&f, "\"x\"").unwrap().as_deref(),
             Some("\"x\"")

@@ -23,6 +23,13 @@ struct Payload<'a>(BTreeMap<String, &'a RawValue>);
 
 impl<'a> Payload<'a> {
     fn parse(text: &'a str) -> Result<Self, ItemsError> {
+        let text = text.trim();
+        if text.starts_with('{') {
+            // One scan: the members are found as the text is checked.
+            return serde_json::from_str(text)
+                .map(Self)
+                .map_err(|e| ItemsError::InvalidPayload(format!("invalid payload JSON: {e}")));
+        }
         Self::of(json_text(text)?)
     }
 
@@ -402,8 +409,13 @@ fn public_json(def: &CollectionDef, row: &Columns) -> String {
         }
         codec::push_str(&mut out, name);
         out.push(b':');
-        let kind = def.field(name).map(|f| f.kind);
-        codec::push_cell(&mut out, kind, scalar_cell(value));
+        match (def.field(name).map(|f| f.kind), value) {
+            // Checked as it was stored (`values::json_document`).
+            (Some(FieldType::Json), Scalar::Text(document)) => {
+                out.extend_from_slice(document.as_bytes())
+            }
+            (kind, value) => codec::push_cell(&mut out, kind, scalar_cell(value)),
+        }
     }
     out.push(b'}');
     // Written from strings and JSON printing only.
