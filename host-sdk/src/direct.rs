@@ -77,7 +77,7 @@ impl Extension {
 
     /// Delivers one item event to every hook.
     pub fn deliver_direct(&self, event: &ItemEvent, services: &dyn Services) -> Result<(), String> {
-        let text = EventText::of(event);
+        let text = EventText::of(event, &self.hooks);
         self.deliver(&text.views(event), services)
     }
 
@@ -108,7 +108,7 @@ impl Extension {
         if self.before_commit.is_empty() {
             return Ok(());
         }
-        let text = EventText::of(event);
+        let text = EventText::of(event, &self.before_commit);
         self.run_before_commit(&text.views(event), services)
     }
 

@@ -70,9 +70,21 @@ pub(crate) struct EventText {
 }
 
 impl EventText {
-    pub fn of(event: &ItemEvent) -> Self {
-        let list = |records: &Vec<serde_json::Value>, wanted: bool| {
-            wanted.then(|| serde_json::Value::from(records.clone()).to_string())
+    /// The text of `event`, written only when one of `hooks` that reads
+    /// text watches its collection; otherwise empty, as nothing reads it.
+    pub fn of(event: &ItemEvent, hooks: &[Hook]) -> Self {
+        let read = hooks
+            .iter()
+            .any(|h| matches!(h.run, HookFn::Raw(_)) && h.wants(&event.collection));
+        if !read {
+            return Self {
+                payload: String::new(),
+                before: None,
+                after: None,
+            };
+        }
+        let list = |records: &[serde_json::Value], wanted: bool| {
+            wanted.then(|| serde_json::to_string(records).unwrap_or_else(|_| "[]".into()))
         };
         use crate::events::EventKind::*;
         Self {

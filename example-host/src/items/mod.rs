@@ -346,6 +346,18 @@ impl<T> Kept<T> {
     }
 }
 
+/// The rows of `q` as one JSON array, written without building records.
+fn select_json_array(
+    conn: &mut dyn Reader,
+    def: &CollectionDef,
+    q: &ReadQuery,
+) -> Result<Vec<u8>, ItemsError> {
+    let mut out = vec![b'['];
+    conn.select_json(def, q, &mut out)?;
+    out.push(b']');
+    Ok(out)
+}
+
 fn exists(conn: &mut dyn Reader, def: &CollectionDef, key: &str) -> Result<bool, ItemsError> {
     let q = ReadQuery::select(&["id"], key_filter(key)).limit(1);
     Ok(!conn.select(def, &q)?.is_empty())

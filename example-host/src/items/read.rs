@@ -72,12 +72,7 @@ impl Platform {
     ) -> Result<Vec<u8>, ItemsError> {
         let def = self.collection(who, collection)?;
         let q = self.plan_read(who, &def, wire, default_limit)?;
-        self.run_read(session, |conn| {
-            let mut out = vec![b'['];
-            conn.select_json(&def, &q, &mut out)?;
-            out.push(b']');
-            Ok(out)
-        })
+        self.run_read(session, |conn| select_json_array(conn, &def, &q))
     }
 
     /// The item with this key as JSON text, written without building the

@@ -15,33 +15,25 @@ use serde_json::value::RawValue;
 use super::references::check_references;
 use super::*;
 use crate::schema::{Field, FieldType};
-use crate::storage::codec::{self, Cell, Scalar};
+use crate::storage::codec::{self, Scalar};
 use crate::storage::Columns;
 
 /// A write's payload: the members of a JSON object, each still its text.
 struct Payload<'a>(BTreeMap<String, &'a RawValue>);
 
 impl<'a> Payload<'a> {
+    /// The members of a JSON object, found as the text is checked (one
+    /// scan). Text that is not JSON is refused as such before any other
+    /// JSON value is refused for not being an object.
     fn parse(text: &'a str) -> Result<Self, ItemsError> {
         let text = text.trim();
-        if text.starts_with('{') {
-            // One scan: the members are found as the text is checked.
-            return serde_json::from_str(text)
-                .map(Self)
-                .map_err(|e| ItemsError::InvalidPayload(format!("invalid payload JSON: {e}")));
-        }
-        Self::of(json_text(text)?)
-    }
-
-    fn of(raw: &'a RawValue) -> Result<Self, ItemsError> {
-        if !raw.get().starts_with('{') {
+        if !text.starts_with('{') {
+            check_json(text)?;
             return Err(ItemsError::InvalidPayload(
                 "payload must be an object".into(),
             ));
         }
-        serde_json::from_str(raw.get())
-            .map(Self)
-            .map_err(|e| ItemsError::InvalidPayload(format!("invalid payload JSON: {e}")))
+        serde_json::from_str(text).map(Self).map_err(invalid_json)
     }
 
     /// The payload as hooks see it: the members as given, without the
@@ -57,10 +49,15 @@ impl<'a> Payload<'a> {
     }
 }
 
-/// `text` as one JSON value, unparsed.
-fn json_text(text: &str) -> Result<&RawValue, ItemsError> {
-    serde_json::from_str(text.trim())
-        .map_err(|e| ItemsError::InvalidPayload(format!("invalid payload JSON: {e}")))
+/// Refuses text that is not one JSON value.
+fn check_json(text: &str) -> Result<(), ItemsError> {
+    serde_json::from_str::<serde::de::IgnoredAny>(text)
+        .map(drop)
+        .map_err(invalid_json)
+}
+
+fn invalid_json(e: serde_json::Error) -> ItemsError {
+    ItemsError::InvalidPayload(format!("invalid payload JSON: {e}"))
 }
 
 impl Platform {
@@ -98,17 +95,17 @@ impl Platform {
         collection: &str,
         data: &str,
     ) -> Result<Vec<String>, ItemsError> {
-        let raw = json_text(data)?;
-        if !raw.get().starts_with('[') {
+        let data = data.trim();
+        if !data.starts_with('[') {
+            check_json(data)?;
             return Err(ItemsError::InvalidPayload(
                 "payload must be an array".into(),
             ));
         }
-        let items: Vec<&RawValue> = serde_json::from_str(raw.get())
-            .map_err(|e| ItemsError::InvalidPayload(format!("invalid payload JSON: {e}")))?;
+        let items: Vec<&RawValue> = serde_json::from_str(data).map_err(invalid_json)?;
         let payloads = items
             .into_iter()
-            .map(Payload::of)
+            .map(|item| Payload::parse(item.get()))
             .collect::<Result<Vec<_>, _>>()?;
         self.create(session, who, collection, payloads)
     }
@@ -244,8 +241,7 @@ impl Platform {
                 values::json_document(field, raw.get()).map_err(ItemsError::InvalidPayload)?;
             return Ok(stored.map_or(Scalar::Null, Scalar::Text));
         }
-        let value: Value = serde_json::from_str(raw.get())
-            .map_err(|e| ItemsError::InvalidPayload(format!("invalid payload JSON: {e}")))?;
+        let value: Value = serde_json::from_str(raw.get()).map_err(invalid_json)?;
         let value = values::normalize(field, &value, false).map_err(ItemsError::InvalidPayload)?;
         let value = self.store_value(def, &field.field, value)?;
         Ok(codec::to_scalar(field, &value))
@@ -400,7 +396,11 @@ impl Platform {
 /// The record a create writes, as a read prints it (members in name
 /// order, stored JSON documents as stored), without its secrets.
 fn public_json(def: &CollectionDef, row: &Columns) -> String {
-    let mut out = Vec::with_capacity(row.values().map(scalar_len).sum::<usize>() + 64);
+    let size = row.values().map(|v| match v {
+        Scalar::Text(t) => t.len() + 2,
+        _ => 8,
+    });
+    let mut out = Vec::with_capacity(size.sum::<usize>() + 64);
     out.push(b'{');
     let shown = row.iter().filter(|(name, _)| !is_secret(&def.name, name));
     for (i, (name, value)) in shown.enumerate() {
@@ -409,35 +409,11 @@ fn public_json(def: &CollectionDef, row: &Columns) -> String {
         }
         codec::push_str(&mut out, name);
         out.push(b':');
-        match (def.field(name).map(|f| f.kind), value) {
-            // Checked as it was stored (`values::json_document`).
-            (Some(FieldType::Json), Scalar::Text(document)) => {
-                out.extend_from_slice(document.as_bytes())
-            }
-            (kind, value) => codec::push_cell(&mut out, kind, scalar_cell(value)),
-        }
+        codec::push_written(&mut out, def.field(name).map(|f| f.kind), value);
     }
     out.push(b'}');
     // Written from strings and JSON printing only.
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-fn scalar_len(value: &Scalar) -> usize {
-    match value {
-        Scalar::Text(t) => t.len() + 2,
-        _ => 8,
-    }
-}
-
-/// A scalar to write, as the column it becomes reads back.
-fn scalar_cell(value: &Scalar) -> Cell<'_> {
-    match value {
-        Scalar::Null | Scalar::List(_) => Cell::Null,
-        Scalar::Int(i) => Cell::Int(*i),
-        Scalar::Real(f) => Cell::Real(*f),
-        Scalar::Bool(b) => Cell::Bool(*b),
-        Scalar::Text(t) => Cell::Text(t.as_bytes()),
-    }
 }
 
 /// The item with `key` as a JSON array of its public record (empty when
@@ -451,8 +427,6 @@ fn public_records_json(
     q.fields.retain(|f| !is_secret(&def.name, f));
     q.filter = Some(key_filter(key));
     q.limit = Some(1);
-    let mut out = vec![b'['];
-    conn.select_json(def, &q, &mut out)?;
-    out.push(b']');
+    let out = select_json_array(conn, def, &q)?;
     String::from_utf8(out).map_err(|e| ItemsError::Internal(e.to_string()))
 }

@@ -122,6 +122,24 @@ pub fn push_cell(out: &mut Vec<u8>, kind: Option<FieldType>, cell: Cell<'_>) {
     }
 }
 
+/// A value about to be written, as [`push_cell`] writes the column it
+/// becomes; a JSON document is copied as it is, being checked when it was
+/// encoded (`values::json_document`, [`to_scalar`]).
+pub fn push_written(out: &mut Vec<u8>, kind: Option<FieldType>, value: &Scalar) {
+    let cell = match value {
+        Scalar::Text(document) if kind == Some(FieldType::Json) => {
+            out.extend_from_slice(document.as_bytes());
+            return;
+        }
+        Scalar::Null | Scalar::List(_) => Cell::Null,
+        Scalar::Int(i) => Cell::Int(*i),
+        Scalar::Real(f) => Cell::Real(*f),
+        Scalar::Bool(b) => Cell::Bool(*b),
+        Scalar::Text(t) => Cell::Text(t.as_bytes()),
+    };
+    push_cell(out, kind, cell);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,12 +72,6 @@ fn users_of<'a>(before: Option<&'a Value>, after: Option<&'a Value>, name: &str)
 }
 
 fn recordings(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), ItemsError> {
-    let (before_all, after_all) = (event.before(), event.after());
-    let find = |records: &'_ [RawRecord<'_>], key: &str| {
-        records
-            .iter()
-            .position(|r| r.str("id").as_deref() == Some(key))
-    };
     let published =
         |r: Option<&RawRecord<'_>>| r.and_then(|r| r.str("status")).as_deref() == Some("published");
     let featured = |r: Option<&RawRecord<'_>>| {
@@ -89,8 +83,8 @@ fn recordings(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), ItemsEr
     let imported =
         event.kind == EventKind::Create && event.payload().is_some_and(|p| p.get("id").is_some());
     for key in &event.keys {
-        let before = find(&before_all, key).map(|i| &before_all[i]);
-        let after = find(&after_all, key).map(|i| &after_all[i]);
+        let (before, after) = (event.before_of(key), event.after_of(key));
+        let (before, after) = (before.as_ref(), after.as_ref());
         let owner_before = before.and_then(|r| r.str("user_created"));
         let owner_after = after.and_then(|r| r.str("user_created"));
         // It changes too when a recording changes owner or disappears:
