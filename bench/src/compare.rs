@@ -35,6 +35,10 @@ pub struct Options {
     /// Keep the data folder at the end (its path is printed), to start a
     /// host on it by hand (profiling).
     pub keep: bool,
+    /// Threads of the load client: 1, as `wrk -t1` measured Directus and
+    /// the figures, so the ping the targets divide by is bounded
+    /// the same way.
+    pub client_threads: usize,
 }
 
 impl Options {
@@ -46,6 +50,7 @@ impl Options {
             concurrency: 16,
             only: None,
             keep: false,
+            client_threads: 1,
         }
     }
 }
@@ -200,6 +205,7 @@ fn measure(
         warmup: opts.warmup,
         measure: opts.measure,
         paired: false,
+        client_threads: Some(opts.client_threads),
     };
     let requests: Vec<Req> = (0..opts.concurrency).map(req).collect();
     let outcome = driver::run(
@@ -233,10 +239,11 @@ fn measure(
 pub fn run(opts: &Options) -> Result<(), String> {
     let started = Instant::now();
     println!(
-        "platform-bench compare: {} host, seed {}, c={}, {:.0} s measured per row after {:.0} s warm-up, a fresh host per row",
+        "platform-bench compare: {} host, seed {}, c={} on {} client thread(s), {:.0} s measured per row after {:.0} s warm-up, a fresh host per row",
         platform_tests::profile(),
         opts.seed,
         opts.concurrency,
+        opts.client_threads,
         opts.measure.as_secs_f64(),
         opts.warmup.as_secs_f64(),
     );

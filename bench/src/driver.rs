@@ -70,6 +70,9 @@ pub struct Load {
     /// Requests come in pairs (like, unlike): a worker always completes a
     /// pair, after the window if need be (not measured).
     pub paired: bool,
+    /// Threads of the load client; `None` for one per core. Comparisons
+    /// with figures measured by `wrk -t1` use one, as wrk did.
+    pub client_threads: Option<usize>,
 }
 
 /// What one run measured.
@@ -125,7 +128,11 @@ fn authority(base: &str) -> Result<String, String> {
 pub fn run(base: &str, load: Load, source: Source) -> Result<Outcome, String> {
     let authority = authority(base)?;
     // A runtime per run: nothing of the driver runs between scenarios.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = load.client_threads {
+        builder.worker_threads(threads.max(1));
+    }
+    let runtime = builder
         .enable_all()
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;

@@ -127,6 +127,7 @@ fn run_scenarios(
                 warmup: opts.warmup,
                 measure: opts.measure,
                 paired: s.paired,
+                client_threads: None,
             };
             let outcome = driver::run(&host.base, load, s.source.clone())
                 .map_err(|e| format!("{} (c={concurrency}): {e}", s.id))?;
