@@ -135,13 +135,65 @@ impl<'a> Context<'a> {
     /// the context it receives is committed together when it returns `Ok`,
     /// and none is when it returns `Err` or panics. Item events of the writes
     /// are delivered after the commit.
+    ///
+    /// `work` runs once. When the database refuses the transaction because
+    /// it conflicted with one of another host (PostgreSQL with several
+    /// hosts on one database), the caller gets an error with the code
+    /// `SERVICE_UNAVAILABLE`; [`Context::retryable_transaction`]
+    /// runs the work again instead, and is what most writes want.
     pub fn transaction<T, E, F>(&self, work: F) -> Result<T, E>
     where
         F: FnOnce(&Context<'_>) -> Result<T, E>,
         E: From<ItemsError>,
     {
+        let mut work = Some(work);
+        self.run_transaction(&mut |ctx| work.take().map(|work| work(ctx)))
+    }
+
+    /// Like [`Context::transaction`], but when the database asks for the
+    /// transaction to be run again (it conflicted with a concurrent one of
+    /// another host: a serialization failure, a deadlock), the host rolls
+    /// it back and runs `work` again from the start, a few times with
+    /// random pauses, before it gives up with `SERVICE_UNAVAILABLE`.
+    ///
+    /// `work` must act only through the context it receives (or reset what
+    /// it collects at its start): a run that was rolled back left nothing
+    /// in the database, and must leave nothing behind in memory either.
+    /// The value of the run that committed is returned.
+    ///
+    /// ```no_run
+    /// # use host_sdk::{Context, ItemsError};
+    /// # use serde_json::json;
+    /// # fn f(ctx: &Context<'_>, video: &str) -> Result<(), ItemsError> {
+    /// ctx.retryable_transaction(|tx| {
+    ///     let items = tx.as_admin();
+    ///     items.create_one("video_plays", &json!({ "video_id": video }))?;
+    ///     Ok::<_, ItemsError>(())
+    /// })
+    /// # }
+    /// ```
+    ///
+    /// Hosts before SDK 1.7 run a transaction's work once, whichever
+    /// method started it.
+    pub fn retryable_transaction<T, E, F>(&self, mut work: F) -> Result<T, E>
+    where
+        F: FnMut(&Context<'_>) -> Result<T, E>,
+        E: From<ItemsError>,
+    {
+        self.run_transaction(&mut |ctx| Some(work(ctx)))
+    }
+
+    /// Hands `work` to the host's transaction; `work` answers `None` when
+    /// it may not run again.
+    fn run_transaction<T, E>(
+        &self,
+        work: &mut dyn FnMut(&Context<'_>) -> Option<Result<T, E>>,
+    ) -> Result<T, E>
+    where
+        E: From<ItemsError>,
+    {
         let mut body = Body {
-            work: Some(work),
+            work,
             accountability: self.accountability.clone(),
             outcome: None,
             panic: None,
@@ -168,32 +220,26 @@ impl<'a> Context<'a> {
     }
 }
 
-struct Body<F, T, E> {
-    work: Option<F>,
+struct Body<'w, T, E> {
+    work: &'w mut dyn FnMut(&Context<'_>) -> Option<Result<T, E>>,
     accountability: Option<Accountability>,
+    /// The outcome of the last run.
     outcome: Option<Result<T, E>>,
     panic: Option<Box<dyn Any + Send>>,
 }
 
-impl<F, T, E> TransactionBody for Body<F, T, E>
-where
-    F: FnOnce(&Context<'_>) -> Result<T, E>,
-{
+impl<T, E> TransactionBody for Body<'_, T, E> {
     fn run(&mut self, tx: HostServices_TO<'_, RRef<'_, ()>>) -> RResult<(), FfiError> {
-        let Some(work) = self.work.take() else {
-            return RErr(FfiError {
-                code: "INTERNAL".into(),
-                message: "transaction body run twice".into(),
-            });
-        };
         // No data version inside: what the work reads may never commit.
         let ctx = Context::new(self.accountability.clone(), &tx);
+        let work = &mut self.work;
         match catch_unwind(AssertUnwindSafe(|| work(&ctx))) {
-            Ok(Ok(value)) => {
+            Ok(None) => RErr(FfiError::run_once_refusal()),
+            Ok(Some(Ok(value))) => {
                 self.outcome = Some(Ok(value));
                 ROk(())
             }
-            Ok(Err(e)) => {
+            Ok(Some(Err(e))) => {
                 self.outcome = Some(Err(e));
                 RErr(FfiError {
                     code: "ROLLBACK".into(),

@@ -48,7 +48,7 @@ fn own_like(items: &Items<'_>, video: &str) -> Result<Option<String>, ItemsError
 pub fn like(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let user = require_user(ctx)?.to_string();
     let video = req.param("id");
-    let likes_count = ctx.transaction(|tx| {
+    let likes_count = ctx.retryable_transaction(|tx| {
         ensure_video(&tx.as_admin(), video, LIKE)?;
         let created = tx.as_caller().create_one(
             "video_likes",
@@ -70,7 +70,7 @@ pub fn like(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
 pub fn unlike(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     require_user(ctx)?;
     let video = req.param("id");
-    let likes_count = ctx.transaction(|tx| {
+    let likes_count = ctx.retryable_transaction(|tx| {
         ensure_video(&tx.as_admin(), video, UNLIKE)?;
         let Some(like) = own_like(&tx.as_caller(), video).map_err(UNLIKE.of())? else {
             return Err(ApiError::bad_request("Not liked"));

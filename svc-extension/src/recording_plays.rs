@@ -19,7 +19,7 @@ const UPDATE: Failure = Failure::new("Failed to update play");
 pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let recording = req.param("id");
     let user = ctx.user_id();
-    let play_id = ctx.transaction(|tx| {
+    let play_id = ctx.retryable_transaction(|tx| {
         let admin = tx.as_admin();
         let found: Option<Value> = admin
             .read_one_with("recordings", recording, &Query::new().fields(&["id", "user_created"]))
@@ -47,7 +47,7 @@ pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let (recording, play) = (req.param("id"), req.param("playId"));
     let completes = changes.get("completed") == Some(&Value::Bool(true));
     let caller = ctx.user_id();
-    ctx.transaction(|tx| {
+    ctx.retryable_transaction(|tx| {
         let admin = tx.as_admin();
         let found: Option<Value> = admin
             .read_one_with(

@@ -23,7 +23,7 @@ pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     };
     let video = req.param("id");
     let user = ctx.user_id().map(String::from);
-    let (play_id, plays_count) = ctx.transaction(|tx| {
+    let (play_id, plays_count) = ctx.retryable_transaction(|tx| {
         let admin = tx.as_admin();
         ensure_video(&admin, video, PLAY)?;
         let play_id = admin

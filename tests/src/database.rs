@@ -38,6 +38,9 @@ pub enum Database {
 
 /// The file of a data folder that holds the URL of its PostgreSQL database.
 const URL_FILE: &str = "database-url";
+/// The file of a data folder that names the SQLite file of another folder
+/// (a second host on a first host's database).
+const SHARED_FILE: &str = "database-file";
 
 fn sqlite_file(dir: &Path) -> PathBuf {
     dir.join("data").join("platform.db")
@@ -47,17 +50,34 @@ impl Database {
     /// The database of a host's data folder: the PostgreSQL database its
     /// `database-url` file names, else its SQLite file `data/platform.db`.
     pub fn of_data_dir(dir: &Path) -> Database {
-        match fs::read_to_string(dir.join(URL_FILE)) {
-            Ok(url) => Database::Postgres(url.trim().to_string()),
+        if let Ok(url) = fs::read_to_string(dir.join(URL_FILE)) {
+            return Database::Postgres(url.trim().to_string());
+        }
+        match fs::read_to_string(dir.join(SHARED_FILE)) {
+            Ok(path) => Database::Sqlite(PathBuf::from(path.trim())),
             Err(_) => Database::Sqlite(sqlite_file(dir)),
         }
+    }
+
+    /// Makes `dir` (a new data folder) name this database, so that a host
+    /// started on it shares the database with this one's hosts.
+    pub(crate) fn share_into(&self, dir: &Path) {
+        let (file, content) = match self {
+            Database::Postgres(url) => (URL_FILE, url.clone()),
+            Database::Sqlite(path) => (SHARED_FILE, path.to_string_lossy().into_owned()),
+        };
+        fs::write(dir.join(file), content)
+            .unwrap_or_else(|e| panic!("write {}: {e}", dir.join(file).display()));
     }
 
     /// The database of a host starting on `dir`: the one the folder
     /// already has (a restart), or else a new one on `backend` (on
     /// PostgreSQL, a new database whose URL the folder keeps).
     pub(crate) fn for_data_dir(dir: &Path, backend: Backend) -> Database {
-        if dir.join(URL_FILE).exists() || sqlite_file(dir).exists() {
+        if dir.join(URL_FILE).exists()
+            || dir.join(SHARED_FILE).exists()
+            || sqlite_file(dir).exists()
+        {
             return Database::of_data_dir(dir);
         }
         match backend {

@@ -173,6 +173,9 @@ pub struct Host {
     pub base: String,
     dir: Option<tempfile::TempDir>,
     database: Database,
+    /// The database is another host's ([`Host::start_beside`]): it is
+    /// not dropped with this one.
+    borrows_database: bool,
     log_path: PathBuf,
 }
 
@@ -235,11 +238,38 @@ impl Host {
             base: String::new(),
             dir: Some(dir),
             database,
+            borrows_database: false,
             log_path,
         };
         host.base = host.wait_listening();
         host.assert_on_its_database();
         host
+    }
+
+    /// Another host on this host's database, with a data folder and
+    /// extensions of its own (`opts.data_dir` and `opts.backend` must be
+    /// unset): several hosts serving one platform, as behind a load
+    /// balancer (DECISIONS §8). The database outlives this host; it goes
+    /// with the first one.
+    pub fn start_beside(&self, mut opts: HostOptions) -> Host {
+        assert!(
+            opts.data_dir.is_none() && opts.backend.is_none(),
+            "a host beside another runs on that one's database"
+        );
+        let dir = tempfile::tempdir().expect("temp dir");
+        self.database.share_into(dir.path());
+        opts.data_dir = Some(dir);
+        let mut host = Host::start(opts);
+        host.borrows_database = true;
+        host
+    }
+
+    /// Kills the host at once (SIGKILL): no graceful shutdown, nothing
+    /// flushed that was not already; the database stays for the others.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.borrows_database = true;
     }
 
     /// A host given a PostgreSQL URL created its schema there (a host
@@ -641,7 +671,7 @@ impl Drop for Host {
         if self.child.try_wait().ok().flatten().is_none() {
             self.terminate();
         }
-        if self.dir.is_some() {
+        if self.dir.is_some() && !self.borrows_database {
             self.database.discard();
         }
     }

@@ -236,16 +236,14 @@ impl HostServices for ExtServices<'_> {
         }
         let mut events = Vec::new();
         let mut failure: Option<FfiError> = None;
-        let mut ran = false;
         let result = self.platform.store.write(&mut |conn| {
-            // The store runs this again after a conflict with another
-            // process's transaction, but an extension's body runs once
-            // (SDK ≤ 1.5): the caller is told the database is busy.
-            if ran {
-                return Err(StoreError::Busy);
-            }
-            ran = true;
+            // The store runs this again from the start after a conflict
+            // with another process's transaction (see the storage
+            // contract): the body runs again, unless it may run only once
+            // (`Context::transaction`, SDK ≤ 1.6), and then the caller is
+            // told the database is busy.
             events.clear();
+            failure = None;
             let bound = ExtServices::bound(
                 self.platform,
                 self.accountability.clone(),
@@ -254,6 +252,7 @@ impl HostServices for ExtServices<'_> {
             );
             match body.run(HostServices_TO::from_ptr(RRef::new(&bound), TD_Opaque)) {
                 ROk(()) => Ok(()),
+                RErr(e) if e.is_run_once_refusal() => Err(StoreError::Busy),
                 RErr(e) => {
                     failure = Some(e);
                     Err(StoreError::Aborted)

@@ -552,6 +552,10 @@ impl PgStore {
                     conn.in_tx = true;
                     let result = f(&mut conn);
                     let outcome: Result<T, StoreError> = match result {
+                        // The work went on past a conflict (an extension
+                        // that swallowed the error): the transaction is
+                        // aborted, and COMMIT would roll it back quietly.
+                        Ok(_) if conn.conflict => Err(StoreError::Busy),
                         Ok(value) => match conn.c.client.batch_execute("COMMIT") {
                             Ok(()) => return Ok(value),
                             Err(e) => Err(conn.fail(e)),

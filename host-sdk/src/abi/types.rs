@@ -265,11 +265,33 @@ pub trait HostServices: Sync {
 }
 
 /// The work of one transaction, called back by the host with services bound
-/// to the open transaction.
+/// to the open transaction. The host may call `run` again after rolling
+/// back a run the database asked to repeat (SDK 1.7); a body that may run
+/// only once answers [`FfiError::run_once_refusal`] and does nothing.
 #[sabi_trait]
 pub trait TransactionBody {
     #[sabi(last_prefix_field)]
     fn run(&mut self, tx: HostServices_TO<'_, RRef<'_, ()>>) -> RResult<(), FfiError>;
+}
+
+/// What every SDK's one-shot transaction body answers to a second run
+/// (SDKs before 1.7: every body).
+const RUN_ONCE_REFUSAL: &str = "transaction body run twice";
+
+impl FfiError {
+    /// A transaction body's answer to a second run when it may run only
+    /// once.
+    pub fn run_once_refusal() -> Self {
+        FfiError {
+            code: "INTERNAL".into(),
+            message: RUN_ONCE_REFUSAL.into(),
+        }
+    }
+
+    /// Whether this is [`FfiError::run_once_refusal`].
+    pub fn is_run_once_refusal(&self) -> bool {
+        self.code.as_str() == "INTERNAL" && self.message.as_str() == RUN_ONCE_REFUSAL
+    }
 }
 
 /// What every call into an extension receives besides its arguments.
