@@ -84,6 +84,16 @@ pub struct ServeArgs {
         global = true
     )]
     pub extension_timeout_ms: u64,
+    /// How long a host's claim on a schedule's period holds unless renewed
+    /// (every third of it while the job runs): when a host dies mid-run,
+    /// another takes the run over this long after.
+    #[arg(
+        long = "schedule-lease-secs",
+        env = "SCHEDULE_LEASE_SECS",
+        default_value_t = 30,
+        global = true
+    )]
+    pub schedule_lease_secs: u64,
     /// Keep the answers of extension routes marked cacheable until the
     /// stored data changes (`--cache false` computes every answer afresh).
     #[arg(

@@ -150,7 +150,10 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
     };
     let result = runtime.block_on(async move {
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-        extensions::schedules::spawn_all(registry, platform, shutdown_rx);
+        let claims = Arc::new(extensions::Claims::new(std::time::Duration::from_secs(
+            cli.serve.schedule_lease_secs,
+        )));
+        extensions::schedules::spawn_all(registry, platform, claims, shutdown_rx);
         http::serve(state, addr, shutdown_tx).await
     });
     // Extension calls that outlived their timeout may still be running on

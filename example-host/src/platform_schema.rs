@@ -9,8 +9,29 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
     vec![
         ("0001_core", core()),
         ("0002_reference_rules", reference_rules()),
+        ("0003_schedule_runs", schedule_runs()),
     ]
 }
+
+/// Which host runs which period of a schedule (see
+/// `extensions::claims`): one row per period run, claimed by inserting
+/// it; `run` (`extension/schedule/period start`) is unique, so that two
+/// hosts cannot both claim one period.
+fn schedule_runs() -> Vec<Step> {
+    vec![Collection::new(SCHEDULE_RUNS)
+        .field(Field::string("run").not_null().unique())
+        .field(Field::string("extension").not_null())
+        .field(Field::string("schedule").not_null())
+        .field(Field::timestamp("period").not_null())
+        .field(Field::string("host").not_null())
+        .field(Field::timestamp("lease_until").not_null())
+        .field(Field::timestamp("finished_on"))
+        .index(&["extension", "schedule", "finished_on"])
+        .build()]
+}
+
+/// The collection of schedule runs.
+pub const SCHEDULE_RUNS: &str = "platform_schedule_runs";
 
 /// What deleting a role, user or policy does to what refers to it: the
 /// links of access and the permissions of a policy go with it; every other

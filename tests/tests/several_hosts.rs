@@ -238,3 +238,144 @@ fn a_host_killed_mid_load_loses_nothing_it_acknowledged() {
     let count = int_of(&r.json()["plays_count"], "plays_count");
     assert_eq!(count as usize, stored.len() + 1);
 }
+
+/// Hosts with the fixture extension (its `tick` schedule runs every 2 s)
+/// on one new database, with `env` and `args`.
+fn fixture_hosts(env: &[(&str, &str)], args: &[&str]) -> (Host, Host) {
+    let opts = || {
+        let mut opts = HostOptions::with(vec![platform_tests::library("fixture_ext")]);
+        opts.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        args.iter().fold(opts, |opts, a| opts.arg(a))
+    };
+    let first = Host::start(opts());
+    let second = first.start_beside(opts());
+    (first, second)
+}
+
+/// The comments a schedule of the fixture wrote on `collection`.
+fn comments(host: &Host, collection: &str, comment: Option<&str>) -> u64 {
+    let mut filter = json!({"collection": {"_eq": collection}});
+    if let Some(c) = comment {
+        filter["comment"] = json!({"_eq": c});
+    }
+    host.admin_count("platform_comments", Some(&filter))
+}
+
+/// The claimed runs of a schedule of the fixture, oldest first.
+fn runs(host: &Host, schedule: &str) -> Vec<Value> {
+    let mut rows = host.admin_find(
+        "platform_schedule_runs",
+        &json!({"extension": {"_eq": "fixture"}, "schedule": {"_eq": schedule}}),
+    );
+    rows.sort_by_key(|r| str_of(&r["period"]));
+    rows
+}
+
+#[test]
+fn a_schedule_runs_once_per_period_across_hosts() {
+    let (a, b) = fixture_hosts(&[], &[]);
+    let started = Instant::now();
+    let first = Instant::now() + Duration::from_secs(20);
+    while comments(&a, "ticks", None) == 0 && Instant::now() < first {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let before = comments(&a, "ticks", None);
+    assert!(before >= 1, "no tick ran; logs:\n{}\n{}", a.log(), b.log());
+    // A run finished long ago: forgotten after the next run.
+    let old = a.admin_create(
+        "platform_schedule_runs",
+        &json!({"run": "fixture/tick/old", "extension": "fixture", "schedule": "tick",
+                "period": PAST, "host": "gone", "lease_until": PAST, "finished_on": PAST}),
+    );
+    let window = Instant::now();
+    std::thread::sleep(Duration::from_secs(9));
+    let r = a.get(
+        &format!("/items/platform_schedule_runs/{}", id_of(&old)),
+        Some(platform_tests::ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 404, "an old finished run was kept: {}", r.body);
+    let ticks = comments(&b, "ticks", None) - before;
+    let periods = window.elapsed().as_secs_f64() / 2.0;
+    // One run per 2 s period between the hosts; two hosts each running
+    // every period would make twice as many.
+    assert!(
+        ticks as f64 <= periods + 1.0 && ticks as f64 >= periods - 2.0,
+        "{ticks} ticks in {periods:.1} periods"
+    );
+    // Every tick had its period's claim, and each period one claim.
+    let claimed = runs(&a, "tick");
+    let total = comments(&a, "ticks", None);
+    let finished = claimed
+        .iter()
+        .filter(|r| !r["finished_on"].is_null())
+        .count() as u64;
+    assert!(
+        finished == total || finished + 1 == total,
+        "{total} ticks, {finished} finished claims: {claimed:#?}"
+    );
+    let mut periods: Vec<String> = claimed.iter().map(|r| str_of(&r["period"])).collect();
+    periods.dedup();
+    assert_eq!(periods.len(), claimed.len(), "a period claimed twice");
+    // Both hosts took part over time or one did all: either way, the two
+    // hosts' runs add up to one per period.
+    let hosts: std::collections::BTreeSet<String> =
+        claimed.iter().map(|r| str_of(&r["host"])).collect();
+    assert!(!hosts.is_empty() && hosts.len() <= 2, "{hosts:?}");
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn a_run_left_unfinished_by_a_killed_host_is_taken_over() {
+    // A 3 s job period whose work takes 2 s, with 1 s leases.
+    let (a, b) = fixture_hosts(
+        &[("FIXTURE_SLOW_JOB_MS", "3000")],
+        &["--schedule-lease-secs", "1"],
+    );
+    // Wait for a run in progress, and find its host.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let running = loop {
+        let open = runs(&a, "slow")
+            .into_iter()
+            .find(|r| r["finished_on"].is_null());
+        if let Some(run) = open {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "no slow run started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let holder = str_of(&running["host"]);
+    let (victim, survivor) = if holder.starts_with(&format!("pid {} ", a.pid())) {
+        (a, b)
+    } else {
+        assert!(
+            holder.starts_with(&format!("pid {} ", b.pid())),
+            "{holder} is neither host"
+        );
+        (b, a)
+    };
+    victim.kill();
+    // The survivor takes the run over once the lease lapses, and finishes it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let run = survivor.admin_item("platform_schedule_runs", &id_of(&running));
+        if !run["finished_on"].is_null() {
+            assert_ne!(str_of(&run["host"]), holder, "{run}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run was not taken over: {run}\n{}",
+            survivor.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        survivor.log().contains("lapsed unfinished"),
+        "{}",
+        survivor.log()
+    );
+    assert!(comments(&survivor, "slow-job", Some("finished")) >= 1);
+}

@@ -2,11 +2,14 @@
 
 #[cfg(feature = "inprocess")]
 mod builtin;
+mod claims;
 mod code;
 mod loader;
 mod logger;
 mod runtime;
 pub mod schedules;
+
+pub use claims::Claims;
 pub mod services;
 
 use std::cell::Cell;

@@ -1,21 +1,125 @@
-//! The background runner of extension schedules.
+//! The background runner of extension schedules: each period of each
+//! schedule runs once across every host on the database, on whichever
+//! host claims it first ([`super::claims`]).
+//!
+//! Periods are the same on every host: `Every(d)` periods start at the
+//! multiples of `d` since the Unix epoch, cron periods at the expression's
+//! times. At each start every host tries to claim the period; between
+//! starts, each looks for a claim left unfinished past its lease (a host
+//! died mid-run) and takes it over.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
+use super::claims::{Claimed, Claims};
 use super::{Registry, When};
 use crate::items::Platform;
 
-fn next_delay(when: &When) -> Option<Duration> {
+/// The start of the first period after `now`.
+fn next_period(when: &When, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     match when {
-        When::Every(d) => Some(*d),
-        When::Cron(schedule) => {
-            let next = schedule.upcoming(Utc).next()?;
-            (next - Utc::now()).to_std().ok().or(Some(Duration::ZERO))
+        When::Every(d) => {
+            let step = i64::try_from(d.as_millis()).ok()?.max(1);
+            let now_ms = now.timestamp_millis();
+            let next = (now_ms.div_euclid(step) + 1).checked_mul(step)?;
+            DateTime::from_timestamp_millis(next)
+        }
+        When::Cron(schedule) => schedule.after(&now).next(),
+    }
+}
+
+/// One schedule of one extension, as the runner sees it.
+#[derive(Clone)]
+struct Job {
+    registry: Arc<Registry>,
+    platform: Arc<Platform>,
+    claims: Arc<Claims>,
+    extension: usize,
+    schedule: usize,
+    /// Never two runs of the same schedule at once on this host.
+    running: Arc<AtomicBool>,
+}
+
+impl Job {
+    fn names(&self) -> (String, String) {
+        let ext = &self.registry.all()[self.extension];
+        (ext.id.clone(), ext.schedules[self.schedule].name.clone())
+    }
+
+    /// Claims (blocking): the period starting at `period`, or, without
+    /// one, a lapsed claim of another host.
+    fn claim(&self, period: Option<DateTime<Utc>>) -> Option<Claimed> {
+        let (ext, name) = self.names();
+        let claimed = match period {
+            Some(p) => self.claims.claim(&self.platform, &ext, &name, p),
+            None => self.claims.take_over_lapsed(&self.platform, &ext, &name),
+        };
+        claimed.unwrap_or_else(|e| {
+            log::warn!("[{ext}] schedule `{name}`: cannot claim a run: {e}");
+            None
+        })
+    }
+
+    /// Claims and, when this host won, runs, renewing the lease meanwhile.
+    async fn claim_and_run(&self, period: Option<DateTime<Utc>>) {
+        if self.running.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let job = self.clone();
+        let claimed = tokio::task::spawn_blocking(move || job.claim(period))
+            .await
+            .ok()
+            .flatten();
+        if let Some(claimed) = claimed {
+            self.run(claimed).await;
+        }
+        self.running.store(false, Ordering::SeqCst);
+    }
+
+    async fn run(&self, claimed: Claimed) {
+        let (ext, name) = self.names();
+        let job = self.clone();
+        let run = if claimed.taken_over {
+            format!("{}, taken over", claimed.run)
+        } else {
+            claimed.run.clone()
+        };
+        let mut work = tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            match job.registry.run_schedule(&job.platform, &ext, &name) {
+                Ok(()) => log::info!(
+                    "[{ext}] schedule `{name}` finished in {:.1?} ({run})",
+                    started.elapsed()
+                ),
+                Err(e) => log::error!("[{ext}] schedule `{name}` failed: {e} ({run})"),
+            }
+        });
+        let renew_every = self.claims.lease() / 3;
+        loop {
+            tokio::select! {
+                _ = &mut work => break,
+                _ = tokio::time::sleep(renew_every) => {
+                    let job = self.clone();
+                    let held = claimed.clone();
+                    let renewed = tokio::task::spawn_blocking(move || {
+                        job.claims.renew(&job.platform, &held)
+                    })
+                    .await;
+                    if let Ok(Err(e)) = renewed {
+                        log::warn!("schedule run {}: lease not renewed: {e}", claimed.run);
+                    }
+                }
+            }
+        }
+        let job = self.clone();
+        let finished =
+            tokio::task::spawn_blocking(move || job.claims.finish(&job.platform, &claimed)).await;
+        if let Ok(Err(e)) = finished {
+            log::warn!("a schedule run could not be marked finished: {e}");
         }
     }
 }
@@ -24,50 +128,80 @@ fn next_delay(when: &When) -> Option<Duration> {
 pub fn spawn_all(
     registry: Arc<Registry>,
     platform: Arc<Platform>,
+    claims: Arc<Claims>,
     shutdown: watch::Receiver<bool>,
 ) {
     for (ei, ext) in registry.all().iter().enumerate() {
         for (si, schedule) in ext.schedules.iter().enumerate() {
-            let registry = registry.clone();
-            let platform = platform.clone();
-            let mut shutdown = shutdown.clone();
-            let running = Arc::new(AtomicBool::new(false));
             log::info!("[{}] schedule `{}` registered", ext.id, schedule.name);
+            let job = Job {
+                registry: registry.clone(),
+                platform: platform.clone(),
+                claims: claims.clone(),
+                extension: ei,
+                schedule: si,
+                running: Arc::new(AtomicBool::new(false)),
+            };
+            let mut shutdown = shutdown.clone();
             tokio::spawn(async move {
                 loop {
-                    let Some(delay) = next_delay(&registry.all()[ei].schedules[si].when) else {
+                    let when = &job.registry.all()[ei].schedules[si].when;
+                    let Some(next) = next_period(when, Utc::now()) else {
                         return;
                     };
-                    tokio::select! {
-                        _ = tokio::time::sleep(delay) => {}
-                        _ = shutdown.changed() => return,
-                    }
-                    if *shutdown.borrow() {
-                        return;
-                    }
-                    // Never two runs of the same schedule at once.
-                    if running.swap(true, Ordering::SeqCst) {
-                        continue;
-                    }
-                    let registry = registry.clone();
-                    let platform = platform.clone();
-                    let running = running.clone();
-                    tokio::task::spawn_blocking(move || {
-                        let ext = &registry.all()[ei];
-                        let name = &ext.schedules[si].name;
-                        let started = Instant::now();
-                        match registry.run_schedule(&platform, &ext.id, name) {
-                            Ok(()) => log::info!(
-                                "[{}] schedule `{name}` finished in {:.1?}",
-                                ext.id,
-                                started.elapsed()
-                            ),
-                            Err(e) => log::error!("[{}] schedule `{name}` failed: {e}", ext.id),
+                    // Until the period starts, look for lapsed claims at
+                    // every lease.
+                    loop {
+                        let left = (next - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+                        let wait = left.min(job.claims.lease());
+                        tokio::select! {
+                            _ = tokio::time::sleep(wait) => {}
+                            _ = shutdown.changed() => return,
                         }
-                        running.store(false, Ordering::SeqCst);
-                    });
+                        if *shutdown.borrow() {
+                            return;
+                        }
+                        if Utc::now() >= next {
+                            break;
+                        }
+                        spawn_run(&job, None);
+                    }
+                    spawn_run(&job, Some(next));
                 }
             });
         }
+    }
+}
+
+/// Claims and runs in a task of its own, so that a long run never delays
+/// the claims of the next periods (which a busy schedule skips).
+fn spawn_run(job: &Job, period: Option<DateTime<Utc>>) {
+    let job = job.clone();
+    tokio::spawn(async move { job.claim_and_run(period).await });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_periods_start_at_multiples_of_their_length() {
+        let when = When::Every(Duration::from_secs(10));
+        let at = |ms| DateTime::from_timestamp_millis(ms).expect("time");
+        assert_eq!(next_period(&when, at(1_000)), Some(at(10_000)));
+        assert_eq!(next_period(&when, at(9_999)), Some(at(10_000)));
+        // A period start itself is past: the next one follows.
+        assert_eq!(next_period(&when, at(10_000)), Some(at(20_000)));
+    }
+
+    #[test]
+    fn cron_periods_are_the_expressions_times() {
+        let schedule: cron::Schedule = "0 */5 * * * *".parse().expect("cron");
+        let when = When::Cron(Box::new(schedule));
+        let now = DateTime::parse_from_rfc3339("2026-11-22T10:02:30Z")
+            .expect("time")
+            .with_timezone(&Utc);
+        let next = next_period(&when, now).expect("next");
+        assert_eq!(next.to_rfc3339(), "2026-11-22T10:05:00+00:00");
     }
 }

@@ -31,9 +31,14 @@ use crate::query::{AggFn, TextMatch};
 use crate::schema::Schema;
 
 const DEFAULT_POOL_SIZE: u32 = 16;
-/// How many times a write transaction runs before the caller is told the
-/// database is busy.
-const MAX_ATTEMPTS: u32 = 40;
+/// How long a write transaction that keeps conflicting with other hosts'
+/// transactions is run again before the caller is told the database is
+/// busy. On small tables PostgreSQL's predicate locks cover whole tables
+/// (they are scanned, not searched), so that under a burst of writes from
+/// several hosts one transaction may lose many times in a row.
+const RETRY_FOR: Duration = Duration::from_secs(10);
+/// The longest random pause between two runs of a conflicting transaction.
+const MAX_PAUSE_MS: u64 = 50;
 /// Statements kept prepared per connection.
 const STATEMENT_CACHE: usize = 512;
 /// The advisory lock that makes migrations and first-start work run one
@@ -545,6 +550,7 @@ impl PgStore {
             let _turn = self.write_lock.lock();
             self.with_client(|client| {
                 let mut attempt = 0;
+                let started = std::time::Instant::now();
                 loop {
                     attempt += 1;
                     let mut conn = Pg::new(client);
@@ -568,13 +574,13 @@ impl PgStore {
                     if !conflict {
                         return Err(error);
                     }
-                    if attempt >= MAX_ATTEMPTS {
+                    if started.elapsed() >= RETRY_FOR {
                         log::warn!("a write transaction kept conflicting; gave up after {attempt} attempts");
                         return Err(StoreError::Busy);
                     }
                     // Back off a little, at random, so that the
                     // transactions that collided do not collide again.
-                    let ceiling = 1u64 << attempt.min(6);
+                    let ceiling = (1u64 << attempt.min(6)).min(MAX_PAUSE_MS);
                     let pause = rand::thread_rng().gen_range(0..=ceiling);
                     std::thread::sleep(Duration::from_millis(pause));
                 }
