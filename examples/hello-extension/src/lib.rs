@@ -22,10 +22,11 @@ fn extension() -> Extension {
                     .ok_or_else(|| ApiError::not_found("Note not found"))
             })
             .summary("One note");
-            // POST /hello/notes — two writes, atomically.
+            // POST /hello/notes — two writes, atomically (run again from the
+            // start if the database asks: a conflict with another host).
             r.post("/notes", |req, ctx| {
                 let body: serde_json::Value = req.json()?; // 400 "Invalid JSON body"
-                let id = ctx.transaction(|tx| {
+                let id = ctx.retryable_transaction(|tx| {
                     let id = tx
                         .as_admin()
                         .create_one("notes", &json!({"body": body["body"]}))?;
