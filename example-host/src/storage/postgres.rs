@@ -540,7 +540,7 @@ impl PgStore {
     }
 
     /// Runs `f` in one transaction opened by `begin`, committed on `Ok`, run
-    /// again (up to [`MAX_ATTEMPTS`] times) when the database reports a conflict.
+    /// again (for up to [`RETRY_FOR`]) when the database reports a conflict.
     fn in_tx<T>(
         &self,
         begin: &str,
