@@ -87,7 +87,7 @@ fn get(f: &Fixture, target: &str, caller: Option<&str>) -> String {
     });
     let answer = f
         .ext
-        .handle_direct(Request::new("GET", target, ""), acc, &NoServices);
+        .handle_direct(Request::new("GET", target, ""), acc, &NoServices::default());
     assert_eq!(answer.status, 200);
     String::from_utf8(answer.body).expect("utf-8")
 }
@@ -169,7 +169,11 @@ fn a_kept_answer_is_served_by_sharing_its_bytes() {
     let f = fixture(true);
     let shared = |target: &str| {
         f.ext
-            .handle_direct_shared(Request::new("GET", target, ""), None, &NoServices)
+            .handle_direct_shared(
+                Request::new("GET", target, ""),
+                None,
+                &NoServices::default(),
+            )
             .body
     };
     let first = shared("/count");

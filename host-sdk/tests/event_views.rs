@@ -51,7 +51,8 @@ fn a_host_handing_over_text_reaches_both_kinds_of_hooks() {
         Some(r#"[{"id":"n1","status":"published"}]"#),
         None,
     );
-    ext.before_commit_direct_raw(&event, &NoServices).unwrap();
+    ext.before_commit_direct_raw(&event, &NoServices::default())
+        .unwrap();
     assert_eq!(
         *seen.lock().unwrap(),
         [
@@ -82,7 +83,8 @@ fn a_host_handing_over_trees_reaches_both_kinds_of_hooks() {
         after: vec![json!({"id": "n1", "status": "draft"})],
         accountability: None,
     };
-    ext.before_commit_direct(&event, &NoServices).unwrap();
+    ext.before_commit_direct(&event, &NoServices::default())
+        .unwrap();
     assert_eq!(
         *seen.lock().unwrap(),
         [
@@ -95,6 +97,7 @@ fn a_host_handing_over_trees_reaches_both_kinds_of_hooks() {
         collection: "tasks".into(),
         ..event
     };
-    ext.before_commit_direct(&other, &NoServices).unwrap();
+    ext.before_commit_direct(&other, &NoServices::default())
+        .unwrap();
     assert_eq!(seen.lock().unwrap().len(), 2);
 }
