@@ -48,7 +48,8 @@ fn sqlite_file(dir: &Path) -> PathBuf {
 
 impl Database {
     /// The database of a host's data folder: the PostgreSQL database its
-    /// `database-url` file names, else its SQLite file `data/platform.db`.
+    /// `database-url` file names, else the SQLite file its `database-file`
+    /// names (a host beside another), else its own `data/platform.db`.
     pub fn of_data_dir(dir: &Path) -> Database {
         if let Ok(url) = fs::read_to_string(dir.join(URL_FILE)) {
             return Database::Postgres(url.trim().to_string());

@@ -157,20 +157,32 @@ impl Claims {
 
     /// Renews the lease of a period this host runs.
     pub fn renew(&self, platform: &Platform, claimed: &Claimed) -> Result<(), ItemsError> {
-        self.set(platform, claimed, json!({"lease_until": self.lease_end()}))
+        platform.transaction(|session| {
+            platform
+                .update_one(
+                    session,
+                    &Who::system(),
+                    SCHEDULE_RUNS,
+                    &claimed.id,
+                    &json!({"lease_until": self.lease_end()}),
+                )
+                .map(drop)
+        })
     }
 
     /// Marks a period this host ran as done (whatever the job answered: a
     /// failed run is not run again by another host), and forgets finished
     /// runs of the schedule older than [`KEPT_FOR`].
     pub fn finish(&self, platform: &Platform, claimed: &Claimed) -> Result<(), ItemsError> {
-        self.set(
-            platform,
-            claimed,
-            json!({"finished_on": format_timestamp(Utc::now())}),
-        )?;
         let before = format_timestamp(Utc::now() - KEPT_FOR);
         platform.transaction(|session| {
+            platform.update_one(
+                session,
+                &Who::system(),
+                SCHEDULE_RUNS,
+                &claimed.id,
+                &json!({"finished_on": format_timestamp(Utc::now())}),
+            )?;
             let old = self.rows(
                 platform,
                 session,
@@ -188,25 +200,6 @@ impl Claims {
                 }
             }
             Ok(())
-        })
-    }
-
-    fn set(
-        &self,
-        platform: &Platform,
-        claimed: &Claimed,
-        changes: Value,
-    ) -> Result<(), ItemsError> {
-        platform.transaction(|session| {
-            platform
-                .update_one(
-                    session,
-                    &Who::system(),
-                    SCHEDULE_RUNS,
-                    &claimed.id,
-                    &changes,
-                )
-                .map(drop)
         })
     }
 

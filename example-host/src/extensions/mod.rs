@@ -8,8 +8,6 @@ mod loader;
 mod logger;
 mod runtime;
 pub mod schedules;
-
-pub use claims::Claims;
 pub mod services;
 
 use std::cell::Cell;
@@ -22,6 +20,7 @@ use crate::items::{EventSink, ItemEvent, ItemsError, Platform};
 use crate::storage::Writer;
 use services::ExtServices;
 
+pub use claims::Claims;
 pub use code::ExtResponse;
 pub use loader::libraries_in;
 
