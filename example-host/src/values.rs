@@ -82,7 +82,16 @@ fn check_document(field: &Field, bytes: &[u8]) -> Result<bool, String> {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'"' => i = string_end(field, bytes, i + 1)?,
+            b'"' => {
+                let (end, holds_nul) = string_end(bytes, i + 1);
+                if holds_nul {
+                    return Err(format!(
+                        "\"{}\" must not contain a NUL character",
+                        field.field
+                    ));
+                }
+                i = end;
+            }
             b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_JSON_DEPTH {
@@ -101,23 +110,19 @@ fn check_document(field: &Field, bytes: &[u8]) -> Result<bool, String> {
     Ok(spaced)
 }
 
-/// The index of the quote closing the string whose text starts at `i`;
-/// refuses an escaped NUL.
-fn string_end(field: &Field, bytes: &[u8], mut i: usize) -> Result<usize, String> {
+/// The index of the quote closing the string whose text starts at `i`
+/// (found with `memchr`), and whether the string holds an escaped NUL.
+fn string_end(bytes: &[u8], mut i: usize) -> (usize, bool) {
+    let mut holds_nul = false;
     while let Some(at) = memchr::memchr2(b'"', b'\\', bytes.get(i..).unwrap_or_default()) {
         i += at;
         if bytes[i] == b'"' {
-            return Ok(i);
+            return (i, holds_nul);
         }
-        if bytes.get(i + 1..i + 6) == Some(b"u0000".as_slice()) {
-            return Err(format!(
-                "\"{}\" must not contain a NUL character",
-                field.field
-            ));
-        }
+        holds_nul |= bytes.get(i + 1..i + 6) == Some(b"u0000".as_slice());
         i += 2;
     }
-    Ok(bytes.len())
+    (bytes.len(), holds_nul)
 }
 
 /// `text` (valid JSON) without whitespace between tokens.
@@ -128,20 +133,8 @@ fn compact(text: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'"' => {
-                // Strings are copied whole; their end is found as above.
-                let mut j = i + 1;
-                while let Some(at) =
-                    memchr::memchr2(b'"', b'\\', bytes.get(j..).unwrap_or_default())
-                {
-                    j += at;
-                    if bytes[j] == b'"' {
-                        break;
-                    }
-                    j += 2;
-                }
-                i = j + 1;
-            }
+            // Strings are copied whole.
+            b'"' => i = string_end(bytes, i + 1).0 + 1,
             b' ' | b'\t' | b'\n' | b'\r' => {
                 out.push_str(&text[start..i]);
                 i += 1;
