@@ -88,6 +88,9 @@ pub struct Outcome {
     pub errors: u64,
     /// Expected non-2xx answers (see [`Req::tolerated`]).
     pub tolerated: u64,
+    /// Answers received over the whole run (warm-up and the completion of
+    /// pairs included): what the hosts served.
+    pub answers: u64,
     /// Mean answer size in bytes.
     pub mean_bytes: f64,
     pub first_error: Option<String>,
@@ -126,7 +129,19 @@ fn authority(base: &str) -> Result<String, String> {
 
 /// Drives `source` against the host at `base` and measures it.
 pub fn run(base: &str, load: Load, source: Source) -> Result<Outcome, String> {
-    let authority = authority(base)?;
+    run_across(&[base], load, source)
+}
+
+/// Drives `source` against several hosts of one platform, as a balancer
+/// spreading connections would: worker `w` talks to host `w % n`.
+pub fn run_across(bases: &[&str], load: Load, source: Source) -> Result<Outcome, String> {
+    if bases.is_empty() {
+        return Err("no host to drive".into());
+    }
+    let authorities = bases
+        .iter()
+        .map(|b| authority(b))
+        .collect::<Result<Vec<_>, _>>()?;
     // A runtime per run: nothing of the driver runs between scenarios.
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = load.client_threads {
@@ -144,7 +159,7 @@ pub fn run(base: &str, load: Load, source: Source) -> Result<Outcome, String> {
             .map(|w| {
                 let worker = Worker {
                     id: w,
-                    authority: authority.clone(),
+                    authority: authorities[w % authorities.len()].clone(),
                     source: source.clone(),
                     paired: load.paired,
                     warm_end,
@@ -164,6 +179,7 @@ pub fn run(base: &str, load: Load, source: Source) -> Result<Outcome, String> {
         Ok(Outcome {
             requests: total.histogram.len(),
             window: window.max(Duration::from_millis(1)),
+            answers: total.answers,
             mean_bytes: total.bytes as f64 / total.answers.max(1) as f64,
             histogram: total.histogram,
             errors: total.errors,

@@ -30,12 +30,35 @@ pub fn inprocess_binary() -> PathBuf {
 /// A host started with `options`; `what` names it in errors.
 pub fn start(what: &str, options: impl FnOnce() -> HostOptions) -> Result<Host, String> {
     catch_unwind(AssertUnwindSafe(|| Host::start(options()))).map_err(|panic| {
-        let reason = panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "unknown failure".into());
-        format!("starting the {what} host ({} profile): {reason}", profile())
+        format!(
+            "starting the {what} host ({} profile): {}",
+            profile(),
+            panic_message(panic.as_ref())
+        )
+    })
+}
+
+/// The message a panic of the harness carried.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown failure".into())
+}
+
+/// Another host on `first`'s database (see [`Host::start_beside`]).
+pub fn start_beside(
+    what: &str,
+    first: &Host,
+    options: impl FnOnce() -> HostOptions,
+) -> Result<Host, String> {
+    catch_unwind(AssertUnwindSafe(|| first.start_beside(options()))).map_err(|panic| {
+        format!(
+            "starting the {what} host ({} profile): {}",
+            profile(),
+            panic_message(panic.as_ref())
+        )
     })
 }
 

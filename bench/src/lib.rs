@@ -9,7 +9,8 @@
 //! requests), [`report`] (tables and targets), [`load`] (the `load`
 //! command), [`gamification`] (the play-award benchmark), [`memory`]
 //! (peak memory under hostile bodies), [`compare`] (the table against
-//! Directus on the same data, cache on, off and signed in), [`hosts`]
+//! Directus on the same data, cache on, off and signed in),
+//! [`several_hosts`] (two hosts on one database against one), [`hosts`]
 //! (starting hosts), and small helpers.
 
 pub mod api;
@@ -23,5 +24,6 @@ pub mod memory;
 pub mod report;
 pub mod rng;
 pub mod scenarios;
+pub mod several_hosts;
 pub mod stats;
 pub mod time;

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use platform_bench::{compare, gamification, load, memory};
+use platform_bench::{compare, gamification, load, memory, several_hosts};
 
 fn usage() -> ExitCode {
     eprintln!(
@@ -11,6 +11,7 @@ fn usage() -> ExitCode {
          \x20      platform-bench gamification [--points N] [--users N] [--requests N] [--db DB]\n\
          \x20      platform-bench memory [--db DB]\n\
          \x20      platform-bench compare [--seed S] [--duration-secs D] [--only ID,..] [--client-threads N] [--keep] [--db DB]\n\
+         \x20      platform-bench several-hosts [--seed S] [--duration-secs D] [--concurrency N] [--db DB]\n\
          \n  load           the issue's scenarios at concurrency 16 and 64 on generated data at\n\
          \x20                scale N and 4N (1 = the issue's default sizes), the ABI's own cost\n\
          \x20                (needs the in-process host), the play award's growth, and the targets\n\
@@ -23,6 +24,9 @@ fn usage() -> ExitCode {
          \x20 compare        the table against Directus 11 on the same data (2,000 videos, 20,000\n\
          \x20                likes, 50,000 plays, 10,000 stats rows): answer cache on, cache off,\n\
          \x20                signed in; a fresh host per row (default 10 s measured per row)\n\
+         \x20 several-hosts  two hosts on one database against one host, for a read mix (cache on\n\
+         \x20                and off) and a write mix, with database round trips per request, on\n\
+         \x20                the compare data (default 10 s measured per row, c=16)\n\
          \x20 --client-threads N  threads of the load client (compare: 1, as wrk -t1 measured\n\
          \x20                Directus; the ping the targets divide by is bounded by it)\n\
          \x20 --db DB        sqlite (the default), postgres (a throwaway cluster of the installed\n\
@@ -157,6 +161,20 @@ fn main() -> ExitCode {
                 keep: args.iter().any(|a| a == "--keep"),
                 client_threads: option(&args, "--client-threads", 1usize)?.max(1),
                 ..compare::Options::new(
+                    option(&args, "--seed", 42u64)?,
+                    Duration::from_secs_f64(seconds),
+                )
+            })
+        })(),
+        Some("several-hosts") => (|| {
+            check_known(&args, &["--seed", "--duration-secs", "--concurrency"])?;
+            let seconds: f64 = option(&args, "--duration-secs", 10.0)?;
+            if seconds.is_nan() || seconds <= 0.0 {
+                return Err("--duration-secs must be positive".to_string());
+            }
+            several_hosts::run(&several_hosts::Options {
+                concurrency: option(&args, "--concurrency", 16usize)?.max(1),
+                ..several_hosts::Options::new(
                     option(&args, "--seed", 42u64)?,
                     Duration::from_secs_f64(seconds),
                 )

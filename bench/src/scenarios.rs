@@ -70,7 +70,7 @@ pub const IDS: [&str; 14] = [
 ];
 
 /// A pseudo-random pick in `0..n`, different per worker and iteration.
-fn pick(worker: usize, iteration: u64, n: usize) -> usize {
+pub fn pick(worker: usize, iteration: u64, n: usize) -> usize {
     (mix(((worker as u64) << 40) ^ iteration) % n.max(1) as u64) as usize
 }
 

@@ -1044,3 +1044,37 @@ fn hosts_starting_together_on_an_empty_database_set_it_up_once() {
         assert_eq!(r.status, 200, "{}", r.body);
     }
 }
+
+/// `database_round_trips` of `/server/metrics`.
+fn round_trips(host: &Host) -> u64 {
+    let r = host.get("/server/metrics", Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["data"]["database_round_trips"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no database_round_trips in {}", r.body))
+}
+
+#[test]
+fn metrics_count_the_database_round_trips_of_requests() {
+    // A lease far away: no claim is looked at while the test counts.
+    let host = Host::start(HostOptions::svc().arg("--schedule-lease-secs").arg("3600"));
+    // What asking costs, measured the way the asking below is.
+    let first = round_trips(&host);
+    let own = round_trips(&host) - first;
+    let before = round_trips(&host);
+    assert_eq!(host.get("/svc/stats", None).status, 200);
+    let computed = round_trips(&host) - before - own;
+    assert!(computed > 1, "an answer computed from the database: {computed}");
+    let before = round_trips(&host);
+    for _ in 0..10 {
+        assert_eq!(host.get("/svc/stats", None).status, 200);
+    }
+    let kept = round_trips(&host) - before - own;
+    assert_eq!(kept, 10, "a kept answer costs one data-version check");
+    let before = round_trips(&host);
+    host.admin_create("videos", &json!({"slug": "counted", "title": "Counted"}));
+    assert!(
+        round_trips(&host) - before - own > 2,
+        "a write begins, writes and commits"
+    );
+}

@@ -73,6 +73,7 @@ pub async fn metrics(
         "extension_calls": load(&m.extension_calls),
         "events_delivered": load(&m.events_delivered),
         "events_before_commit": load(&m.events_before_commit),
+        "database_round_trips": state.platform.store.round_trips(),
     }})))
 }
 

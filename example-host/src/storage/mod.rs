@@ -131,6 +131,11 @@ pub trait Store: Send + Sync {
     /// A number that changes after every commit to the database, by this
     /// process or any other; never goes back.
     fn data_version(&self) -> u64;
+    /// Requests this process has made of the database since it opened it:
+    /// exchanges with the server (a statement, a batch, a prepare), or on
+    /// an embedded database the statements run. The figure that predicts
+    /// how a database shared by several hosts scales.
+    fn round_trips(&self) -> u64;
     /// Starts counting, in the database itself, the commits that change any
     /// of `collections`, whoever makes them (this process, another one, SQL
     /// by hand); [`Store::tracked_version`] reads the count. Idempotent.

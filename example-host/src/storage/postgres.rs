@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -297,17 +298,25 @@ impl Row for PgRow<'_> {
     }
 }
 
-/// A pooled client and its prepared statements.
+/// A pooled client and its prepared statements. Every exchange with the
+/// server goes through its methods, which count them (see
+/// [`Store::round_trips`]).
 pub struct PgClient {
     client: Client,
     statements: HashMap<String, Statement>,
+    round_trips: Arc<AtomicU64>,
 }
 
 impl PgClient {
+    fn trip(&self) {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+    }
+
     fn prepare(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
         if let Some(stmt) = self.statements.get(sql) {
             return Ok(stmt.clone());
         }
+        self.trip();
         let stmt = self.client.prepare(sql)?;
         if self.statements.len() >= STATEMENT_CACHE {
             self.statements.clear();
@@ -315,10 +324,40 @@ impl PgClient {
         self.statements.insert(sql.to_string(), stmt.clone());
         Ok(stmt)
     }
+
+    fn query(
+        &mut self,
+        stmt: &Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, postgres::Error> {
+        self.trip();
+        self.client.query(stmt, params)
+    }
+
+    fn query_one(&mut self, stmt: &Statement) -> Result<postgres::Row, postgres::Error> {
+        self.trip();
+        self.client.query_one(stmt, &[])
+    }
+
+    fn execute(
+        &mut self,
+        stmt: &Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, postgres::Error> {
+        self.trip();
+        self.client.execute(stmt, params)
+    }
+
+    /// Statements without parameters, sent together: one round trip.
+    fn batch_execute(&mut self, sql: &str) -> Result<(), postgres::Error> {
+        self.trip();
+        self.client.batch_execute(sql)
+    }
 }
 
 struct Manager {
     config: postgres::Config,
+    round_trips: Arc<AtomicU64>,
 }
 
 impl r2d2::ManageConnection for Manager {
@@ -330,11 +369,12 @@ impl r2d2::ManageConnection for Manager {
         Ok(PgClient {
             client,
             statements: HashMap::new(),
+            round_trips: self.round_trips.clone(),
         })
     }
 
     fn is_valid(&self, conn: &mut PgClient) -> Result<(), postgres::Error> {
-        conn.client.simple_query("").map(|_| ())
+        conn.batch_execute("")
     }
 
     fn has_broken(&self, conn: &mut PgClient) -> bool {
@@ -389,7 +429,6 @@ impl SqlConn for Pg<'_> {
         let stmt = self.c.prepare(sql).map_err(|e| self.fail(e))?;
         let rows = self
             .c
-            .client
             .query(&stmt, &Self::refs(params))
             .map_err(|e| self.fail(e))?;
         for row in &rows {
@@ -407,16 +446,15 @@ impl SqlConn for Pg<'_> {
                 "SAVEPOINT w"
             };
             self.c
-                .client
                 .batch_execute(mark)
                 .map_err(|e| self.fail(e))?;
             self.savepoint = true;
         }
-        match self.c.client.execute(&stmt, &Self::refs(params)) {
+        match self.c.execute(&stmt, &Self::refs(params)) {
             Ok(n) => Ok(n),
             Err(e) => {
                 if self.in_tx && !is_conflict(&e) {
-                    let _ = self.c.client.batch_execute("ROLLBACK TO SAVEPOINT w");
+                    let _ = self.c.batch_execute("ROLLBACK TO SAVEPOINT w");
                 }
                 Err(self.fail(e))
             }
@@ -424,7 +462,7 @@ impl SqlConn for Pg<'_> {
     }
 
     fn execute_batch(&mut self, sql: &str) -> Result<(), StoreError> {
-        self.c.client.batch_execute(sql).map_err(|e| self.fail(e))
+        self.c.batch_execute(sql).map_err(|e| self.fail(e))
     }
 }
 
@@ -489,6 +527,8 @@ pub struct PgStore {
     write_lock: Mutex<()>,
     schema: RwLock<Arc<Schema>>,
     commits: Mutex<CommitWatch>,
+    /// Exchanges with the server, by every pooled client.
+    round_trips: Arc<AtomicU64>,
 }
 
 impl PgStore {
@@ -499,6 +539,7 @@ impl PgStore {
             .map_err(|e| backend(format!("bad connection string {}: {e}", redacted(url))))?;
         // "already exists, skipping" and the like: not news for the log.
         config.notice_callback(|notice| log::debug!("PostgreSQL: {}", notice.message()));
+        let round_trips = Arc::new(AtomicU64::new(0));
         let pool = r2d2::Pool::builder()
             .max_size(pool_max.unwrap_or(DEFAULT_POOL_SIZE).max(1))
             .min_idle(Some(1))
@@ -506,7 +547,10 @@ impl PgStore {
             // when used and replaced.
             .test_on_check_out(false)
             .connection_timeout(Duration::from_secs(30))
-            .build(Manager { config })
+            .build(Manager {
+                config,
+                round_trips: round_trips.clone(),
+            })
             .map_err(|e| backend(format!("cannot connect to {}: {e}", redacted(url))))?;
         let store = Self {
             pool,
@@ -516,6 +560,7 @@ impl PgStore {
                 commits: -1,
                 version: 1,
             }),
+            round_trips,
         };
         let schema = store.exclusive(|conn| {
             conn.execute_batch(migrate::BOOKKEEPING)?;
@@ -562,14 +607,14 @@ impl PgStore {
                         // that swallowed the error): the transaction is
                         // aborted, and COMMIT would roll it back quietly.
                         Ok(_) if conn.conflict => Err(StoreError::Busy),
-                        Ok(value) => match conn.c.client.batch_execute("COMMIT") {
+                        Ok(value) => match conn.c.batch_execute("COMMIT") {
                             Ok(()) => return Ok(value),
                             Err(e) => Err(conn.fail(e)),
                         },
                         Err(e) => Err(e),
                     };
                     let conflict = conn.conflict;
-                    let _ = conn.c.client.batch_execute("ROLLBACK");
+                    let _ = conn.c.batch_execute("ROLLBACK");
                     let error = outcome.err().unwrap_or(StoreError::Aborted);
                     if !conflict {
                         return Err(error);
@@ -606,14 +651,14 @@ impl PgStore {
 /// every reader (one transaction, `READ COMMITTED`: rows committed while it
 /// runs stay for the next fold). A failure only leaves the rows for later.
 fn fold_commit_rows(c: &mut PgClient) {
-    let folded = c.client.batch_execute(
+    let folded = c.batch_execute(
         "BEGIN ISOLATION LEVEL READ COMMITTED;
          WITH gone AS (DELETE FROM platform_commits RETURNING 1)
          UPDATE platform_commit_base SET commits = commits + (SELECT count(*) FROM gone) WHERE id = 1;
          COMMIT;",
     );
     if let Err(e) = folded {
-        let _ = c.client.batch_execute("ROLLBACK");
+        let _ = c.batch_execute("ROLLBACK");
         log::debug!("commit rows not folded yet: {e}");
     }
 }
@@ -643,7 +688,7 @@ impl Store for PgStore {
                      FROM platform_commit_base WHERE id = 1",
                 )
                 .map_err(map_pg_error)?;
-            let row = c.client.query_one(&stmt, &[]).map_err(map_pg_error)?;
+            let row = c.query_one(&stmt).map_err(map_pg_error)?;
             let (base, rows): (i64, i64) = (
                 row.try_get(0).map_err(map_pg_error)?,
                 row.try_get(1).map_err(map_pg_error)?,
@@ -669,6 +714,10 @@ impl Store for PgStore {
             }
         }
         watch.version
+    }
+
+    fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
     }
 
     fn track_changes(&self, collections: &[&str]) -> Result<(), StoreError> {
@@ -702,8 +751,7 @@ impl Store for PgStore {
             let stmt = c
                 .prepare("SELECT version FROM platform_tracked_changes WHERE id = 1")
                 .map_err(map_pg_error)?;
-            c.client
-                .query_one(&stmt, &[])
+            c.query_one(&stmt)
                 .and_then(|row| row.try_get::<_, i64>(0))
                 .map(|v| v as u64)
                 .map_err(map_pg_error)

@@ -3,6 +3,7 @@
 //! lock), and SQLite's dialect of the shared SQL.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +32,8 @@ pub struct SqliteStore {
     write_lock: Mutex<()>,
     schema: RwLock<Arc<Schema>>,
     changes: Mutex<ChangeWatch>,
+    /// Statements run, by every connection (see [`Store::round_trips`]).
+    statements: AtomicU64,
 }
 
 /// A connection of its own that never writes, so that SQLite's
@@ -259,8 +262,15 @@ impl Row for rusqlite::Row<'_> {
     }
 }
 
-/// A pooled connection driven by the shared SQL.
-struct Sqlite<'a>(&'a mut Connection);
+/// A pooled connection driven by the shared SQL, and the store's count of
+/// statements run.
+struct Sqlite<'a>(&'a mut Connection, &'a AtomicU64);
+
+impl Sqlite<'_> {
+    fn count(&self) {
+        self.1.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 impl SqlConn for Sqlite<'_> {
     fn dialect(&self) -> &'static dyn Dialect {
@@ -273,6 +283,7 @@ impl SqlConn for Sqlite<'_> {
         params: &[Scalar],
         each: &mut dyn FnMut(&dyn Row) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
+        self.count();
         let mut stmt = self.0.prepare_cached(sql).map_err(map_sql_error)?;
         let mut rows = stmt
             .query(params_from_iter(params.iter().map(Bound)))
@@ -284,6 +295,7 @@ impl SqlConn for Sqlite<'_> {
     }
 
     fn execute(&mut self, sql: &str, params: &[Scalar]) -> Result<u64, StoreError> {
+        self.count();
         let mut stmt = self.0.prepare_cached(sql).map_err(map_sql_error)?;
         let n = stmt
             .execute(params_from_iter(params.iter().map(Bound)))
@@ -292,6 +304,7 @@ impl SqlConn for Sqlite<'_> {
     }
 
     fn execute_batch(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.count();
         self.0.execute_batch(sql).map_err(map_sql_error)
     }
 }
@@ -324,6 +337,7 @@ impl SqliteStore {
             write_lock: Mutex::new(()),
             schema: RwLock::new(Arc::new(Schema::default())),
             changes: Mutex::new(ChangeWatch::open(path)?),
+            statements: AtomicU64::new(0),
         };
         let schema = store.in_write_tx(|conn| {
             conn.execute_batch(migrate::BOOKKEEPING)?;
@@ -356,7 +370,9 @@ impl SqliteStore {
             self.with_conn(|conn| {
                 conn.execute_batch("BEGIN IMMEDIATE")
                     .map_err(map_sql_error)?;
-                match f(&mut Sqlite(conn)) {
+                // BEGIN, and COMMIT or ROLLBACK.
+                self.statements.fetch_add(2, Ordering::Relaxed);
+                match f(&mut Sqlite(conn, &self.statements)) {
                     Ok(value) => match conn.execute_batch("COMMIT") {
                         Ok(()) => Ok(value),
                         Err(e) => {
@@ -380,7 +396,7 @@ impl Store for SqliteStore {
     }
 
     fn read(&self, work: &mut ReadWork<'_>) -> Result<(), StoreError> {
-        self.with_conn(|conn| work(&mut ReadConn(&mut Sqlite(conn))))
+        self.with_conn(|conn| work(&mut ReadConn(&mut Sqlite(conn, &self.statements))))
     }
 
     fn write(&self, work: &mut WriteWork<'_>) -> Result<(), StoreError> {
@@ -388,7 +404,12 @@ impl Store for SqliteStore {
     }
 
     fn data_version(&self) -> u64 {
+        self.statements.fetch_add(1, Ordering::Relaxed);
         self.changes.lock().version()
+    }
+
+    fn round_trips(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
     }
 
     fn track_changes(&self, collections: &[&str]) -> Result<(), StoreError> {
@@ -416,6 +437,7 @@ impl Store for SqliteStore {
     }
 
     fn tracked_version(&self) -> Result<u64, StoreError> {
+        self.statements.fetch_add(1, Ordering::Relaxed);
         self.with_conn(|c| {
             c.prepare_cached("SELECT version FROM platform_tracked_changes WHERE id = 1")
                 .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
