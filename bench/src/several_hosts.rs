@@ -103,7 +103,9 @@ fn write_source(data: &Dataset) -> Source {
             1 => Req::new(Method::DELETE, format!("/svc/videos/{video}/like"))
                 .token(token)
                 .tolerate(400),
-            2 => Req::new(Method::POST, format!("/svc/videos/{video}/play")).body(play_body.clone()),
+            2 => {
+                Req::new(Method::POST, format!("/svc/videos/{video}/play")).body(play_body.clone())
+            }
             _ => {
                 let id = &data.public_recordings[pick(w, i, data.public_recordings.len())];
                 Req::new(Method::POST, format!("/svc/recordings/{id}/play")).token(token)

@@ -1064,7 +1064,10 @@ fn metrics_count_the_database_round_trips_of_requests() {
     let before = round_trips(&host);
     assert_eq!(host.get("/svc/stats", None).status, 200);
     let computed = round_trips(&host) - before - own;
-    assert!(computed > 1, "an answer computed from the database: {computed}");
+    assert!(
+        computed > 1,
+        "an answer computed from the database: {computed}"
+    );
     let before = round_trips(&host);
     for _ in 0..10 {
         assert_eq!(host.get("/svc/stats", None).status, 200);

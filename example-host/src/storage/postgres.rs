@@ -426,6 +426,7 @@ impl SqlConn for Pg<'_> {
         params: &[Scalar],
         each: &mut dyn FnMut(&dyn Row) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
+        log::trace!("{sql}");
         let stmt = self.c.prepare(sql).map_err(|e| self.fail(e))?;
         let rows = self
             .c
@@ -438,6 +439,7 @@ impl SqlConn for Pg<'_> {
     }
 
     fn execute(&mut self, sql: &str, params: &[Scalar]) -> Result<u64, StoreError> {
+        log::trace!("{sql}");
         let stmt = self.c.prepare(sql).map_err(|e| self.fail(e))?;
         if self.in_tx {
             let mark = if self.savepoint {
@@ -445,9 +447,7 @@ impl SqlConn for Pg<'_> {
             } else {
                 "SAVEPOINT w"
             };
-            self.c
-                .batch_execute(mark)
-                .map_err(|e| self.fail(e))?;
+            self.c.batch_execute(mark).map_err(|e| self.fail(e))?;
             self.savepoint = true;
         }
         match self.c.execute(&stmt, &Self::refs(params)) {
@@ -462,6 +462,7 @@ impl SqlConn for Pg<'_> {
     }
 
     fn execute_batch(&mut self, sql: &str) -> Result<(), StoreError> {
+        log::trace!("{sql}");
         self.c.batch_execute(sql).map_err(|e| self.fail(e))
     }
 }

@@ -284,6 +284,7 @@ impl SqlConn for Sqlite<'_> {
         each: &mut dyn FnMut(&dyn Row) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         self.count();
+        log::trace!("{sql}");
         let mut stmt = self.0.prepare_cached(sql).map_err(map_sql_error)?;
         let mut rows = stmt
             .query(params_from_iter(params.iter().map(Bound)))
@@ -296,6 +297,7 @@ impl SqlConn for Sqlite<'_> {
 
     fn execute(&mut self, sql: &str, params: &[Scalar]) -> Result<u64, StoreError> {
         self.count();
+        log::trace!("{sql}");
         let mut stmt = self.0.prepare_cached(sql).map_err(map_sql_error)?;
         let n = stmt
             .execute(params_from_iter(params.iter().map(Bound)))
@@ -305,6 +307,7 @@ impl SqlConn for Sqlite<'_> {
 
     fn execute_batch(&mut self, sql: &str) -> Result<(), StoreError> {
         self.count();
+        log::trace!("{sql}");
         self.0.execute_batch(sql).map_err(map_sql_error)
     }
 }
