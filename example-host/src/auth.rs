@@ -3,15 +3,18 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use argon2::password_hash::{rand_core::OsRng, PasswordHasher, SaltString};
 use argon2::Argon2;
+use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use rand::RngCore;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::query::{Filter, ReadQuery};
+use crate::signin::jwt::{looks_like_jwt, Signer};
 use crate::storage::{read_with, Reader, Store, StoreError};
 
 /// The authenticated caller.
@@ -72,6 +75,10 @@ pub struct Auth {
     /// Off (`--cache false`): every request starts a new generation, so
     /// nothing cached is ever used again.
     caching: AtomicBool,
+    /// Checks access tokens, once sign-in is set up.
+    signer: OnceCell<Arc<Signer>>,
+    /// The name of the cookie that carries a session's access token.
+    session_cookie: OnceCell<String>,
 }
 
 impl Default for Auth {
@@ -93,7 +100,21 @@ impl Auth {
             tokens: Mutex::new(HashMap::new()),
             public: Mutex::new(None),
             caching: AtomicBool::new(true),
+            signer: OnceCell::new(),
+            session_cookie: OnceCell::new(),
         }
+    }
+
+    /// Accepts access tokens signed by `signer` from now on, also from
+    /// the cookie called `session_cookie`.
+    pub fn set_signer(&self, signer: Arc<Signer>, session_cookie: &str) {
+        let _ = self.signer.set(signer);
+        let _ = self.session_cookie.set(session_cookie.to_string());
+    }
+
+    /// The session cookie's name, once sign-in is set up.
+    pub fn session_cookie(&self) -> Option<&str> {
+        self.session_cookie.get().map(String::as_str)
     }
 
     /// Turns the token, public-policy and permission caches on or off.
@@ -144,27 +165,51 @@ impl Auth {
         self.epoch.load(Ordering::SeqCst)
     }
 
-    /// The accountability of a token; `InvalidToken` when it matches no
-    /// active user.
+    /// The accountability of a token (a user's static token, or an access
+    /// token of an open session); `InvalidToken` when it matches no active
+    /// user.
     pub fn authenticate(
         &self,
         store: &dyn Store,
         token: &str,
     ) -> Result<Accountability, AuthError> {
+        if let Some(signer) = self.signer.get().filter(|_| looks_like_jwt(token)) {
+            let claims = signer
+                .verify(token, false)
+                .map_err(|_| AuthError::InvalidToken)?;
+            // Keyed by session: every token of a session resolves alike.
+            let key = format!("session {} {}", claims.session, claims.id);
+            return self.resolve(store, key, |conn| {
+                lookup_session(store, conn, &claims.session, &claims.id)
+            });
+        }
         let hashed = hash_token(token);
+        self.resolve(store, hashed.clone(), |conn| {
+            lookup_token(store, conn, &hashed)
+        })
+    }
+
+    /// The accountability cached under `key` in this generation, or read
+    /// by `lookup` and cached.
+    fn resolve(
+        &self,
+        store: &dyn Store,
+        key: String,
+        mut lookup: impl FnMut(&mut dyn Reader) -> Result<Option<Accountability>, StoreError>,
+    ) -> Result<Accountability, AuthError> {
         let epoch = self.epoch(store);
-        if let Some((e, acc)) = self.tokens.lock().get(&hashed) {
+        if let Some((e, acc)) = self.tokens.lock().get(&key) {
             if *e == epoch {
                 return Ok(acc.clone());
             }
         }
-        let found = read_with(store, |conn| lookup_token(store, conn, &hashed))?;
+        let found = read_with(store, |conn| lookup(conn))?;
         let acc = found.ok_or(AuthError::InvalidToken)?;
         let mut cache = self.tokens.lock();
         if cache.len() >= CACHE_LIMIT {
             cache.clear();
         }
-        cache.insert(hashed, (epoch, acc.clone()));
+        cache.insert(key, (epoch, acc.clone()));
         Ok(acc)
     }
 
@@ -200,6 +245,32 @@ fn lookup_token(
     conn: &mut dyn Reader,
     hashed: &str,
 ) -> Result<Option<Accountability>, StoreError> {
+    lookup_user(store, conn, eq("token", json!(hashed)))
+}
+
+/// The user of an open session, active, and their policies.
+fn lookup_session(
+    store: &dyn Store,
+    conn: &mut dyn Reader,
+    session: &str,
+    user: &str,
+) -> Result<Option<Accountability>, StoreError> {
+    let schema = store.schema();
+    let Some(sessions) = schema.get(crate::platform_schema::SESSIONS) else {
+        return Ok(None);
+    };
+    if !crate::signin::sessions::is_open(conn, sessions, session, user)? {
+        return Ok(None);
+    }
+    lookup_user(store, conn, eq("id", json!(user)))
+}
+
+/// The active user `which` finds, and their policies.
+pub fn lookup_user(
+    store: &dyn Store,
+    conn: &mut dyn Reader,
+    which: Filter,
+) -> Result<Option<Accountability>, StoreError> {
     let schema = store.schema();
     let (Some(users), Some(access), Some(policies)) = (
         schema.get("platform_users"),
@@ -210,10 +281,7 @@ fn lookup_token(
     };
     let q = ReadQuery::select(
         &["id", "role"],
-        Filter::And(vec![
-            eq("token", json!(hashed)),
-            eq("status", json!("active")),
-        ]),
+        Filter::And(vec![which, eq("status", json!("active"))]),
     )
     .limit(1);
     let Some(user) = conn.select(users, &q)?.into_iter().next() else {

@@ -14,6 +14,7 @@ mod permissions;
 mod platform_schema;
 mod query;
 mod schema;
+mod signin;
 mod storage;
 mod values;
 
@@ -125,6 +126,15 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
             return ExitCode::FAILURE;
         }
     };
+    let signin = match signin::settings::Settings::from_env()
+        .and_then(|settings| signin::SignIn::start(&platform, settings))
+    {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            log::error!("cannot set sign-in up: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -139,6 +149,7 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
         platform: platform.clone(),
         openapi: Arc::new(http::server_api_openapi(&registry)),
         registry: registry.clone(),
+        signin,
         limits: http::Limits {
             max_payload: cli.serve.max_payload,
             extension_timeout: std::time::Duration::from_millis(

@@ -10,6 +10,7 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         ("0001_core", core()),
         ("0002_reference_rules", reference_rules()),
         ("0003_schedule_runs", schedule_runs()),
+        ("0004_sign_in", sign_in()),
     ]
 }
 
@@ -32,6 +33,41 @@ fn schedule_runs() -> Vec<Step> {
 
 /// The collection of schedule runs.
 pub const SCHEDULE_RUNS: &str = "platform_schedule_runs";
+
+/// Sessions of signed-in users (see `signin::sessions`): the refresh
+/// token is kept hashed; a user's sessions go with the user. The signing
+/// key of access tokens, when `SECRET` is not set, is made at first start
+/// and kept where no API reaches it.
+fn sign_in() -> Vec<Step> {
+    let mut steps = vec![
+        Collection::new(SESSIONS)
+            .field(Field::string("token").not_null().unique())
+            .field(Field::reference("user", "platform_users").not_null())
+            .field(Field::timestamp("expires").not_null())
+            .field(Field::string("mode").not_null())
+            .field(Field::string("ip"))
+            .field(Field::text("user_agent"))
+            .field(Field::timestamp("date_created"))
+            .index(&["user"])
+            .build(),
+        Collection::new(SIGNING_KEYS)
+            .field(Field::string("secret").not_null())
+            .build(),
+    ];
+    steps.extend(on_delete(OnDelete::Cascade, &[(SESSIONS, "user")]));
+    steps
+}
+
+/// The collection of sign-in sessions.
+pub const SESSIONS: &str = "platform_sessions";
+/// The collection holding the made signing secret (never served).
+pub const SIGNING_KEYS: &str = "platform_signing_keys";
+
+/// Collections no API serves, to anyone: host code reads them from the
+/// store.
+pub fn is_internal(collection: &str) -> bool {
+    collection == SIGNING_KEYS
+}
 
 /// What deleting a role, user or policy does to what refers to it: the
 /// links of access and the permissions of a policy go with it; every other
@@ -129,8 +165,9 @@ pub fn affects_access(collection: &str) -> bool {
 }
 
 /// The collections whose writes change who may do what.
-pub const ACCESS_COLLECTIONS: [&str; 5] = [
+pub const ACCESS_COLLECTIONS: [&str; 6] = [
     "platform_users",
+    SESSIONS,
     "platform_roles",
     "platform_policies",
     "platform_access",
@@ -139,5 +176,6 @@ pub const ACCESS_COLLECTIONS: [&str; 5] = [
 
 /// Fields that are written but never read back through any API.
 pub fn is_secret(collection: &str, field: &str) -> bool {
-    collection == "platform_users" && (field == "password" || field == "token")
+    (collection == "platform_users" && (field == "password" || field == "token"))
+        || (collection == SESSIONS && field == "token")
 }

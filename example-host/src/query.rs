@@ -125,6 +125,11 @@ impl Filter {
         Filter::compare(field, Comparison::Eq, value)
     }
 
+    /// `field` is greater than `value`.
+    pub fn gt(field: &str, value: Value) -> Filter {
+        Filter::compare(field, Comparison::Gt, value)
+    }
+
     /// `field op value`, with the null forms of `Eq` and `Neq`.
     fn compare(field: &str, op: Comparison, value: Value) -> Filter {
         match (op, value.is_null()) {

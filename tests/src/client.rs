@@ -75,12 +75,32 @@ pub fn send(
     token: Option<&str>,
     body: Option<&[u8]>,
 ) -> Result<ureq::Response, String> {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = Vec::new();
+    if let Some(a) = &auth {
+        headers.push(("Authorization", a.as_str()));
+    }
+    if body.is_some() {
+        headers.push(("Content-Type", "application/json"));
+    }
+    send_with(agent, base, method, path, &headers, body)
+}
+
+/// A request with exactly `headers`; the response whatever its status.
+pub fn send_with(
+    agent: &ureq::Agent,
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> Result<ureq::Response, String> {
     let mut req = agent.request(method, &format!("{base}{path}"));
-    if let Some(t) = token {
-        req = req.set("Authorization", &format!("Bearer {t}"));
+    for (name, value) in headers {
+        req = req.set(name, value);
     }
     let result = match body {
-        Some(b) => req.set("Content-Type", "application/json").send_bytes(b),
+        Some(b) => req.send_bytes(b),
         None => req.call(),
     };
     match result {

@@ -185,9 +185,34 @@ pub struct Resp {
     pub status: u16,
     pub content_type: String,
     pub body: String,
+    /// Every header of the answer, names in lower case, in order.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Resp {
+    /// The values of header `name` (lower case).
+    pub fn header_all(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// The `Set-Cookie` of cookie `name`, if the answer sets it.
+    pub fn set_cookie(&self, name: &str) -> Option<&str> {
+        self.header_all("set-cookie")
+            .into_iter()
+            .find(|c| c.starts_with(&format!("{name}=")))
+    }
+
+    /// The value a `Set-Cookie` of cookie `name` gives it.
+    pub fn cookie_value(&self, name: &str) -> Option<String> {
+        let set = self.set_cookie(name)?;
+        let pair = set.split(';').next()?;
+        pair.split_once('=').map(|(_, v)| v.to_string())
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
@@ -421,12 +446,43 @@ impl Host {
         token: Option<&str>,
         body: Option<&[u8]>,
     ) -> Resp {
+        let mut headers = Vec::new();
+        if let Some(t) = token {
+            headers.push(("Authorization", format!("Bearer {t}")));
+        }
+        if body.is_some() {
+            headers.push(("Content-Type", "application/json".to_string()));
+        }
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        self.request_with(method, path, &headers, body)
+    }
+
+    /// A request with exactly these headers (cookies, a content type, an
+    /// origin), and `body` if any.
+    pub fn request_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> Resp {
         let agent = ureq::AgentBuilder::new()
             .timeout(Duration::from_secs(120))
             .build();
-        let response = client::send(&agent, &self.base, method, path, token, body)
+        let response = client::send_with(&agent, &self.base, method, path, headers, body)
             .unwrap_or_else(|e| panic!("{e}"));
         let status = response.status();
+        let headers = response
+            .headers_names()
+            .into_iter()
+            .flat_map(|name| {
+                response
+                    .all(&name)
+                    .into_iter()
+                    .map(|v| (name.to_ascii_lowercase(), v.to_string()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
         let content_type = response
             .header("content-type")
             .unwrap_or_default()
@@ -437,6 +493,7 @@ impl Host {
             status,
             content_type,
             body,
+            headers,
         }
     }
 

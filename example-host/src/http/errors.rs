@@ -16,6 +16,10 @@ pub enum HttpError {
     /// A token that matches no active user, on a host route.
     #[error("Invalid token")]
     InvalidCredentials,
+    /// A wrong email or password, or a refresh token that is not (or no
+    /// longer) valid.
+    #[error("Invalid user credentials.")]
+    SignInRefused,
     /// A token that matches no active user, under an extension's mount.
     #[error("Invalid token")]
     ExtensionInvalidToken,
@@ -45,6 +49,20 @@ pub enum HttpError {
     /// A failure of the host itself, items shape.
     #[error("{0}")]
     Internal(String),
+}
+
+impl From<crate::signin::SignInError> for HttpError {
+    fn from(e: crate::signin::SignInError) -> Self {
+        use crate::signin::SignInError as E;
+        match e {
+            E::InvalidCredentials => HttpError::SignInRefused,
+            E::InvalidPayload(m) => HttpError::InvalidPayload(m),
+            E::Forbidden => HttpError::Items(ItemsError::forbidden()),
+            E::Items(e) => HttpError::Items(e),
+            E::Store(e) => HttpError::Items(e.into()),
+            E::Internal(m) => HttpError::Internal(m),
+        }
+    }
 }
 
 fn items_body(status: StatusCode, code: &str, message: &str) -> Response {
@@ -91,6 +109,9 @@ impl IntoResponse for HttpError {
             }
             HttpError::Items(e) => items_body(items_status(e), e.code(), &message),
             HttpError::InvalidCredentials => {
+                items_body(StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS", &message)
+            }
+            HttpError::SignInRefused => {
                 items_body(StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS", &message)
             }
             HttpError::ExtensionInvalidToken => simple_body(StatusCode::UNAUTHORIZED, &message),

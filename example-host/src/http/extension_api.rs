@@ -51,7 +51,7 @@ pub async fn dispatch(
         .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
     let id = id.to_string();
     let bytes = read_body_within(body, &headers, &state.limits, limit).await?;
-    let token = credentials(&headers, &uri);
+    let token = credentials(&state.platform, &headers, &uri);
     let request = ExtRequest {
         method: method.as_str().to_string(),
         path: sub_path,

@@ -42,8 +42,12 @@ where
     }
 }
 
-fn caller(platform: &Platform, headers: &HeaderMap, uri: &Uri) -> Result<Who, HttpError> {
-    match authenticate(platform, &credentials(headers, uri)) {
+pub(super) fn caller(
+    platform: &Platform,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<Who, HttpError> {
+    match authenticate(platform, &credentials(platform, headers, uri)) {
         Ok(acc) => Ok(Who::caller(acc)),
         Err(AuthError::InvalidToken) => Err(HttpError::InvalidCredentials),
         Err(AuthError::Store(e)) => Err(HttpError::Internal(e.to_string())),
@@ -196,7 +200,7 @@ fn data(value: impl serde::Serialize) -> Response {
 
 /// `{"data": …}` around JSON text the items service wrote (records are
 /// not built into trees on their way out).
-fn data_text(json: &[u8]) -> Response {
+pub(super) fn data_text(json: &[u8]) -> Response {
     let mut body = Vec::with_capacity(json.len() + 9);
     body.extend_from_slice(b"{\"data\":");
     body.extend_from_slice(json);
@@ -268,7 +272,7 @@ pub async fn read_one(
 }
 
 /// Reads back what a write produced; a caller who may not read it gets 204.
-fn read_back(
+pub(super) fn read_back(
     platform: &Platform,
     who: &Who,
     collection: &str,
@@ -312,7 +316,7 @@ fn json_array(texts: &[Vec<u8>]) -> Vec<u8> {
 /// A write's body as JSON text, checked to be one JSON value without
 /// building it into a tree (a JSON field's document stays text down to
 /// the database).
-fn json_body_text(bytes: &[u8]) -> Result<&str, HttpError> {
+pub(super) fn json_body_text(bytes: &[u8]) -> Result<&str, HttpError> {
     let invalid = || HttpError::InvalidPayload("Invalid JSON body".into());
     let text = std::str::from_utf8(bytes).map_err(|_| invalid())?;
     serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|_| invalid())?;

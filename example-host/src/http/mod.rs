@@ -1,10 +1,13 @@
 //! The HTTP face of the platform: the host's routes, extension mounts,
 //! authentication of each request, body limits and graceful shutdown.
 
+mod auth_api;
+mod browsers;
 mod errors;
 mod extension_api;
 mod items_api;
 mod server_api;
+mod users_api;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,7 +15,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Uri};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::BodyExt;
 use serde_json::Value;
@@ -41,6 +44,7 @@ pub struct AppState {
     pub registry: Arc<Registry>,
     pub limits: Limits,
     pub openapi: Arc<Value>,
+    pub signin: Arc<crate::signin::SignIn>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -56,6 +60,14 @@ pub fn router(state: AppState) -> Router {
         .merge(public)
         .route("/server/extensions", get(server_api::extensions))
         .route("/server/metrics", get(server_api::metrics))
+        .route("/auth/login", post(auth_api::login))
+        .route("/auth/refresh", post(auth_api::refresh))
+        .route("/auth/logout", post(auth_api::logout))
+        .route(
+            "/users/me",
+            get(users_api::read_me).patch(users_api::update_me),
+        )
+        .route("/users/register", post(users_api::register))
         .route(
             "/items/{collection}",
             get(items_api::read_many).post(items_api::create),
@@ -68,6 +80,11 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(extension_api::dispatch)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            browsers::refuse_cookie_forms,
+        ))
+        .layer(browsers::cors(state.signin.settings.cors.as_ref()))
         .with_state(state)
 }
 
@@ -228,16 +245,34 @@ async fn collect_within(
 pub enum Credentials {
     Anonymous,
     Token(String),
+    /// The access token of the session cookie: sent by the browser on its
+    /// own, so a request it authenticates that changes state must be JSON
+    /// (see `browsers`).
+    Cookie(String),
     /// An `Authorization` header that is not `Bearer <token>` in UTF-8:
     /// refused like a wrong token, never taken for anonymous.
     Malformed,
 }
 
-/// The credentials of a request: `Authorization: Bearer …` or `?access_token=`.
+/// The credentials of a request: `Authorization: Bearer …` or `?access_token=`,
+/// else the session cookie (a token the client names wins over the one its
+/// browser sends along, as in Directus).
 /// Credentials that disagree (a header and a query token that differ, two
 /// different query tokens) are refused like a wrong token (DECISIONS §3):
 /// serving the request as one of them would let the other go unchecked.
-pub fn credentials(headers: &HeaderMap, uri: &Uri) -> Credentials {
+pub fn credentials(platform: &Platform, headers: &HeaderMap, uri: &Uri) -> Credentials {
+    match named_credentials(headers, uri) {
+        Credentials::Anonymous => platform
+            .auth
+            .session_cookie()
+            .and_then(|name| browsers::cookie(headers, name))
+            .map_or(Credentials::Anonymous, Credentials::Cookie),
+        named => named,
+    }
+}
+
+/// The credentials a request names itself (header or query).
+fn named_credentials(headers: &HeaderMap, uri: &Uri) -> Credentials {
     let mut presented: Vec<String> = form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
         .filter(|(k, _)| k == "access_token")
         .map(|(_, v)| v.into_owned())
@@ -277,7 +312,7 @@ pub fn authenticate(
     match credentials {
         Credentials::Anonymous => Ok(None),
         Credentials::Malformed => Err(AuthError::InvalidToken),
-        Credentials::Token(t) => platform
+        Credentials::Token(t) | Credentials::Cookie(t) => platform
             .auth
             .authenticate(platform.store.as_ref(), t)
             .map(Some),
@@ -291,7 +326,7 @@ pub async fn reject_bad_credentials(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let credentials = credentials(request.headers(), request.uri());
+    let credentials = credentials(&state.platform, request.headers(), request.uri());
     if credentials != Credentials::Anonymous {
         let platform = state.platform.clone();
         let checked = blocking(move || match authenticate(&platform, &credentials) {

@@ -45,7 +45,7 @@ async fn require_admin(
     uri: &axum::http::Uri,
 ) -> Result<(), super::HttpError> {
     let platform = state.platform.clone();
-    let token = super::credentials(headers, uri);
+    let token = super::credentials(&state.platform, headers, uri);
     let who = super::blocking(move || match super::authenticate(&platform, &token) {
         Ok(acc) => Ok(acc),
         Err(crate::auth::AuthError::InvalidToken) => Err(super::HttpError::InvalidCredentials),

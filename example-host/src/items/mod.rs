@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 use crate::auth::{self, Accountability, Auth};
 use crate::permissions::{Action, Grant, Permissions};
-use crate::platform_schema::{affects_access, is_secret};
+use crate::platform_schema::{affects_access, is_internal, is_secret};
 use crate::query::{parse_filter, Filter, QueryError, ReadQuery, Vars, WireQuery};
 use crate::schema::CollectionDef;
 use crate::storage::{Reader, Record, Store, StoreError, Writer};
@@ -154,12 +154,12 @@ impl Platform {
 
     fn collection(&self, who: &Who, name: &str) -> Result<Arc<CollectionDef>, ItemsError> {
         match self.store.schema().get(name) {
-            Some(def) => Ok(def.clone()),
-            None if who.is_admin() => Err(ItemsError::NotFound(format!(
+            Some(def) if !is_internal(name) => Ok(def.clone()),
+            _ if who.is_admin() => Err(ItemsError::NotFound(format!(
                 "Collection \"{name}\" does not exist"
             ))),
             // Do not tell callers which collections exist.
-            None => Err(ItemsError::forbidden()),
+            _ => Err(ItemsError::forbidden()),
         }
     }
 

@@ -1,0 +1,181 @@
+//! `/auth/login`, `/auth/refresh`, `/auth/logout` (DECISIONS §3): the HTTP
+//! shape of `signin`, with the tokens in the body or in cookies by mode.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use super::browsers::{clear_cookie, cookie, cookie_form_refused, is_json, set_cookie};
+use super::{blocking, read_body, AppState, HttpError};
+use crate::signin::sessions::Presented;
+use crate::signin::{Client, Issued, Mode, SignIn, SignInError};
+
+/// A body that is a JSON object (an empty body reads as `{}`).
+fn object_body(bytes: &[u8]) -> Result<Value, HttpError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        _ => Err(HttpError::InvalidPayload(
+            "The body must be a JSON object".into(),
+        )),
+    }
+}
+
+fn text<'a>(body: &'a Value, key: &str) -> Result<Option<&'a str>, HttpError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(HttpError::InvalidPayload(format!(
+            "\"{key}\" must be a string"
+        ))),
+    }
+}
+
+/// The answer of a sign-in or refresh in `mode`.
+fn issued(signin: &SignIn, mode: Mode, issued: Issued) -> Response {
+    let settings = &signin.settings;
+    let mut headers = HeaderMap::new();
+    let data = match mode {
+        Mode::Json => json!({
+            "access_token": issued.access_token,
+            "expires": issued.expires_ms,
+            "refresh_token": issued.refresh_token,
+        }),
+        Mode::Cookie => {
+            headers.append(
+                header::SET_COOKIE,
+                set_cookie(
+                    &settings.refresh_cookie,
+                    &issued.refresh_token,
+                    settings.refresh_ttl,
+                ),
+            );
+            json!({"access_token": issued.access_token, "expires": issued.expires_ms})
+        }
+        Mode::Session => {
+            // The cookie outlives the token in it: an expired token is
+            // still how the session is refreshed.
+            headers.append(
+                header::SET_COOKIE,
+                set_cookie(
+                    &settings.session_cookie,
+                    &issued.access_token,
+                    settings.refresh_ttl,
+                ),
+            );
+            json!({"expires": issued.expires_ms})
+        }
+    };
+    (headers, axum::Json(json!({ "data": data }))).into_response()
+}
+
+pub async fn login(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, HttpError> {
+    let bytes = read_body(body, &headers, &state.limits).await?;
+    let body = object_body(&bytes)?;
+    let (Some(email), Some(password)) = (text(&body, "email")?, text(&body, "password")?) else {
+        return Err(HttpError::InvalidPayload(
+            "\"email\" and \"password\" are required".into(),
+        ));
+    };
+    let mode = Mode::parse(text(&body, "mode")?)?;
+    let (email, password) = (email.to_string(), password.to_string());
+    let client = Client {
+        user_agent: headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from),
+    };
+    let signin = state.signin.clone();
+    // Wait for a hashing slot here, before taking a worker.
+    let _slot = signin
+        .hashing
+        .acquire()
+        .await
+        .map_err(|e| HttpError::Internal(format!("hashing slots closed: {e}")))?;
+    let platform = state.platform.clone();
+    let worker = signin.clone();
+    let out =
+        blocking(move || Ok(worker.login(&platform, &email, &password, mode, &client)?)).await?;
+    Ok(issued(&signin, mode, out))
+}
+
+/// The session a refresh or logout is about: the body's refresh token,
+/// else the session cookie (mode `session`), else the refresh cookie. A
+/// cookie counts only on a JSON request.
+fn presented(
+    signin: &SignIn,
+    headers: &HeaderMap,
+    body: &Value,
+    mode: Mode,
+) -> Result<Option<Presented>, HttpError> {
+    if let Some(token) = text(body, "refresh_token")? {
+        return Ok(Some(Presented::RefreshToken(token.to_string())));
+    }
+    let settings = &signin.settings;
+    let from_session = || {
+        cookie(headers, &settings.session_cookie.name)
+            .map(|t| signin.session_of(&t).map(Presented::SessionCookie))
+    };
+    let from_refresh =
+        || cookie(headers, &settings.refresh_cookie.name).map(|t| Some(Presented::RefreshToken(t)));
+    let found = if mode == Mode::Session {
+        from_session().or_else(from_refresh)
+    } else {
+        from_refresh().or_else(from_session)
+    };
+    match found {
+        None => Ok(None),
+        Some(_) if !is_json(headers) => Err(cookie_form_refused()),
+        // A session cookie whose token is not ours names no session.
+        Some(None) => Err(SignInError::InvalidCredentials.into()),
+        Some(p) => Ok(p),
+    }
+}
+
+pub async fn refresh(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, HttpError> {
+    let bytes = read_body(body, &headers, &state.limits).await?;
+    let body = object_body(&bytes)?;
+    let mode = Mode::parse(text(&body, "mode")?)?;
+    let Some(presented) = presented(&state.signin, &headers, &body, mode)? else {
+        return Err(HttpError::InvalidPayload(
+            "The refresh token is required in either the payload or cookie.".into(),
+        ));
+    };
+    let (platform, signin) = (state.platform.clone(), state.signin.clone());
+    let out = blocking(move || Ok(signin.refresh(&platform, &presented)?)).await?;
+    Ok(issued(&state.signin, mode, out))
+}
+
+pub async fn logout(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, HttpError> {
+    let bytes = read_body(body, &headers, &state.limits).await?;
+    let body = object_body(&bytes)?;
+    let mode = Mode::parse(text(&body, "mode")?)?;
+    let Some(presented) = presented(&state.signin, &headers, &body, mode)? else {
+        return Err(HttpError::InvalidPayload(
+            "The refresh token is required in either the payload or cookie.".into(),
+        ));
+    };
+    let (platform, signin) = (state.platform.clone(), state.signin.clone());
+    blocking(move || Ok(signin.logout(&platform, &presented)?)).await?;
+    let settings = &state.signin.settings;
+    let mut headers = HeaderMap::new();
+    headers.append(header::SET_COOKIE, clear_cookie(&settings.refresh_cookie));
+    headers.append(header::SET_COOKIE, clear_cookie(&settings.session_cookie));
+    Ok((StatusCode::NO_CONTENT, headers).into_response())
+}

@@ -1,0 +1,459 @@
+//! Sign-in as Directus does it (DECISIONS §3): passwords checked with
+//! argon2, sessions with rotating refresh tokens, JWT access tokens, and
+//! self-registration. Plain functions over the platform; the routes are in
+//! `http::auth_api` and `http::users_api`.
+
+pub mod jwt;
+pub mod sessions;
+pub mod settings;
+
+use std::sync::Arc;
+
+use argon2::password_hash::{PasswordHash, PasswordVerifier};
+use argon2::Argon2;
+use serde_json::{json, Value};
+
+use crate::auth::{generate_token, hash_password, lookup_user, Accountability};
+use crate::items::{ItemsError, Platform, Session, Who};
+use crate::platform_schema::{SESSIONS, SIGNING_KEYS};
+use crate::query::{Filter, ReadQuery};
+use crate::storage::{read_with, StoreError};
+use jwt::{Claims, Signer};
+use sessions::{Opening, Presented};
+use settings::Settings;
+
+/// Where the tokens of a sign-in go (DECISIONS §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Both tokens in the body.
+    Json,
+    /// The refresh token in an HttpOnly cookie, the access token in the body.
+    Cookie,
+    /// The access token in an HttpOnly cookie.
+    Session,
+}
+
+impl Mode {
+    pub fn parse(text: Option<&str>) -> Result<Self, SignInError> {
+        match text.unwrap_or("json") {
+            "json" => Ok(Mode::Json),
+            "cookie" => Ok(Mode::Cookie),
+            "session" => Ok(Mode::Session),
+            other => Err(SignInError::InvalidPayload(format!(
+                "\"mode\" must be json, cookie or session, not \"{other}\""
+            ))),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Json => "json",
+            Mode::Cookie => "cookie",
+            Mode::Session => "session",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SignInError {
+    /// A wrong email or password, a user who may not sign in, a refresh
+    /// token that is unknown, used or expired: one answer for all.
+    #[error("Invalid user credentials.")]
+    InvalidCredentials,
+    #[error("{0}")]
+    InvalidPayload(String),
+    /// Registration is off.
+    #[error("You don't have permission to access this.")]
+    Forbidden,
+    #[error(transparent)]
+    Items(#[from] ItemsError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// What a sign-in or a refresh hands out.
+#[derive(Debug, Clone)]
+pub struct Issued {
+    pub access_token: String,
+    /// The access token's lifetime, in milliseconds.
+    pub expires_ms: u64,
+    pub refresh_token: String,
+}
+
+/// Who is signing in, as the request tells.
+#[derive(Debug, Clone, Default)]
+pub struct Client {
+    pub user_agent: Option<String>,
+}
+
+/// The sign-in service of one host.
+pub struct SignIn {
+    pub settings: Settings,
+    signer: Arc<Signer>,
+    /// A hash of no one's password, checked when the email is unknown, so
+    /// that it answers in the time a wrong password takes.
+    decoy_hash: String,
+    /// Password hashing is slow on purpose: at most this many at once, so
+    /// that a flood of sign-ins leaves cores for every other route.
+    pub hashing: tokio::sync::Semaphore,
+}
+
+/// Password hashes at once: half the cores, at least one.
+fn hashing_slots() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get() / 2)
+        .unwrap_or(1)
+        .max(1)
+}
+
+impl SignIn {
+    /// Sets sign-in up: the signing secret (`SECRET`, or the one made at
+    /// first start and kept in the database, made now if missing), and the
+    /// platform's acceptance of access tokens.
+    pub fn start(platform: &Platform, settings: Settings) -> Result<Self, String> {
+        let secret = match &settings.secret {
+            Some(s) => s.clone(),
+            None => stored_secret(platform).map_err(|e| format!("signing secret: {e}"))?,
+        };
+        let signer = Arc::new(Signer::new(secret.as_bytes()));
+        platform
+            .auth
+            .set_signer(signer.clone(), &settings.session_cookie.name);
+        let decoy_hash = hash_password(&generate_token())?;
+        Ok(Self {
+            settings,
+            signer,
+            decoy_hash,
+            hashing: tokio::sync::Semaphore::new(hashing_slots()),
+        })
+    }
+
+    /// Checks an email and password and opens a session.
+    pub fn login(
+        &self,
+        platform: &Platform,
+        email: &str,
+        password: &str,
+        mode: Mode,
+        client: &Client,
+    ) -> Result<Issued, SignInError> {
+        let found = find_by_email(platform, email)?;
+        let stored = found.as_ref().and_then(|u| u.password.clone());
+        // Always one verification, whatever is missing.
+        let matches = verify_password(password, stored.as_deref().unwrap_or(&self.decoy_hash));
+        let user = match found {
+            Some(u) if matches && stored.is_some() && u.status == "active" => u,
+            _ => return Err(SignInError::InvalidCredentials),
+        };
+        let refresh_token = generate_token();
+        let session = sessions::open(
+            platform,
+            &Opening {
+                user: &user.id,
+                refresh_token: &refresh_token,
+                lifetime: self.settings.refresh_ttl,
+                mode: mode.name(),
+                ip: None,
+                user_agent: client.user_agent.as_deref(),
+            },
+        )?;
+        self.issue(platform, &user.id, &session, refresh_token)
+    }
+
+    /// A new access token and refresh token for the session `presented`
+    /// names; the refresh token presented is used up.
+    pub fn refresh(
+        &self,
+        platform: &Platform,
+        presented: &Presented,
+    ) -> Result<Issued, SignInError> {
+        let sessions_def = platform
+            .store
+            .schema()
+            .get(SESSIONS)
+            .cloned()
+            .ok_or(SignInError::InvalidCredentials)?;
+        let refresh_token = generate_token();
+        let found = platform.transaction(|session| {
+            let Session::Tx { conn, .. } = session else {
+                return Err(ItemsError::Internal("refresh outside a transaction".into()));
+            };
+            let Some(found) = sessions::find(&mut **conn, &sessions_def, presented)? else {
+                return Ok(None);
+            };
+            sessions::rotate(
+                platform,
+                session,
+                &found.id,
+                &refresh_token,
+                self.settings.refresh_ttl,
+            )?;
+            Ok(Some(found))
+        })?;
+        let found = found.ok_or(SignInError::InvalidCredentials)?;
+        self.issue(platform, &found.user, &found.id, refresh_token)
+    }
+
+    /// Ends the session `presented` names, if it is open.
+    pub fn logout(&self, platform: &Platform, presented: &Presented) -> Result<(), SignInError> {
+        let Some(sessions_def) = platform.store.schema().get(SESSIONS).cloned() else {
+            return Ok(());
+        };
+        platform.transaction(|session| {
+            let Session::Tx { conn, .. } = session else {
+                return Err(ItemsError::Internal("logout outside a transaction".into()));
+            };
+            if let Some(found) = sessions::find(&mut **conn, &sessions_def, presented)? {
+                sessions::end(platform, session, &found.id)?;
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// The session id of a session cookie's access token, expired or not
+    /// (a refresh or logout in `session` mode).
+    pub fn session_of(&self, access_token: &str) -> Option<String> {
+        self.signer
+            .verify(access_token, true)
+            .ok()
+            .map(|claims| claims.session)
+    }
+
+    /// Creates an account (DECISIONS §3): `Ok` whether or not the email was
+    /// taken, so that registration tells nobody which emails exist.
+    pub fn register(&self, platform: &Platform, payload: &Value) -> Result<(), SignInError> {
+        if !self.settings.public_registration {
+            return Err(SignInError::Forbidden);
+        }
+        let text = |k: &str| payload.get(k).and_then(Value::as_str).map(str::trim);
+        let email = text("email")
+            .filter(|e| looks_like_email(e))
+            .ok_or_else(|| {
+                SignInError::InvalidPayload("\"email\" must be an email address".into())
+            })?
+            .to_lowercase();
+        let password = payload
+            .get("password")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| SignInError::InvalidPayload("\"password\" is required".into()))?;
+        if let Some(obj) = payload.as_object() {
+            if let Some(other) = obj.keys().find(|k| {
+                !matches!(
+                    k.as_str(),
+                    "email" | "password" | "first_name" | "last_name"
+                )
+            }) {
+                return Err(SignInError::InvalidPayload(format!(
+                    "\"{other}\" cannot be set at registration"
+                )));
+            }
+        }
+        let role = role_named(platform, &self.settings.registration_role)?;
+        let created = platform.create_one(
+            &mut Session::Auto,
+            &Who::system(),
+            "platform_users",
+            &json!({
+                "email": email,
+                "password": password,
+                "first_name": text("first_name"),
+                "last_name": text("last_name"),
+                "role": role,
+                "status": "active",
+            }),
+        );
+        match created {
+            Ok(_) | Err(ItemsError::NotUnique(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn issue(
+        &self,
+        platform: &Platform,
+        user: &str,
+        session: &str,
+        refresh_token: String,
+    ) -> Result<Issued, SignInError> {
+        let acc = user_accountability(platform, user)?.ok_or(SignInError::InvalidCredentials)?;
+        let now = chrono::Utc::now().timestamp().max(0) as u64;
+        let ttl = self.settings.access_ttl;
+        let access_token = self
+            .signer
+            .issue(Claims {
+                id: acc.user.clone(),
+                role: acc.role.clone(),
+                app_access: true,
+                admin_access: acc.admin,
+                session: session.to_string(),
+                iat: now,
+                exp: now + ttl.as_secs().max(1),
+                iss: String::new(),
+            })
+            .map_err(SignInError::Internal)?;
+        Ok(Issued {
+            access_token,
+            expires_ms: ttl.as_millis() as u64,
+            refresh_token,
+        })
+    }
+}
+
+/// A user as sign-in reads them.
+struct Account {
+    id: String,
+    status: String,
+    password: Option<String>,
+}
+
+/// The user with this email: as given, or else in lower case (registration
+/// stores emails in lower case).
+fn find_by_email(platform: &Platform, email: &str) -> Result<Option<Account>, StoreError> {
+    let schema = platform.store.schema();
+    let Some(users) = schema.get("platform_users") else {
+        return Ok(None);
+    };
+    let email = email.trim();
+    if email.is_empty() {
+        return Ok(None);
+    }
+    let mut candidates = vec![email.to_string()];
+    if email.to_lowercase() != email {
+        candidates.push(email.to_lowercase());
+    }
+    read_with(platform.store.as_ref(), |conn| {
+        for candidate in &candidates {
+            let q = ReadQuery::select(
+                &["id", "status", "password"],
+                Filter::eq("email", json!(candidate)),
+            )
+            .limit(1);
+            if let Some(row) = conn.select(users, &q)?.into_iter().next() {
+                let text = |k: &str| row.get(k).and_then(Value::as_str).map(String::from);
+                return Ok(Some(Account {
+                    id: text("id").unwrap_or_default(),
+                    status: text("status").unwrap_or_default(),
+                    password: text("password"),
+                }));
+            }
+        }
+        Ok(None)
+    })
+}
+
+fn verify_password(password: &str, stored: &str) -> bool {
+    PasswordHash::new(stored)
+        .map(|hash| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &hash)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}
+
+fn user_accountability(
+    platform: &Platform,
+    user: &str,
+) -> Result<Option<Accountability>, StoreError> {
+    read_with(platform.store.as_ref(), |conn| {
+        lookup_user(platform.store.as_ref(), conn, Filter::eq("id", json!(user)))
+    })
+}
+
+/// The id of the role called `name`.
+fn role_named(platform: &Platform, name: &str) -> Result<String, SignInError> {
+    let schema = platform.store.schema();
+    let roles = schema
+        .get("platform_roles")
+        .ok_or_else(|| SignInError::Internal("no roles collection".into()))?;
+    let q = ReadQuery::select(&["id"], Filter::eq("name", json!(name))).limit(1);
+    let rows = read_with(platform.store.as_ref(), |conn| conn.select(roles, &q))?;
+    rows.first()
+        .and_then(|r| r.get("id").and_then(Value::as_str).map(String::from))
+        .ok_or_else(|| {
+            SignInError::Internal(format!(
+                "PUBLIC_REGISTRATION_ROLE names no role: \"{name}\""
+            ))
+        })
+}
+
+fn looks_like_email(s: &str) -> bool {
+    match s.split_once('@') {
+        Some((local, domain)) => {
+            !local.is_empty() && domain.contains('.') && !s.contains(char::is_whitespace)
+        }
+        None => false,
+    }
+}
+
+/// The signing secret kept in the database, made by the first host to
+/// start without `SECRET` (once, under the migration lock, so that hosts
+/// starting together agree).
+fn stored_secret(platform: &Platform) -> Result<String, String> {
+    let schema = platform.store.schema();
+    let def = schema
+        .get(SIGNING_KEYS)
+        .cloned()
+        .ok_or("the signing key collection is missing")?;
+    platform
+        .once(crate::platform_schema::OWNER, "signing_secret", |session| {
+            let Session::Tx { conn, .. } = session else {
+                return Err(ItemsError::Internal("no transaction".into()));
+            };
+            let mut row = crate::storage::Columns::new();
+            row.insert(
+                "id".into(),
+                crate::storage::codec::Scalar::Text(uuid::Uuid::new_v4().to_string()),
+            );
+            row.insert(
+                "secret".into(),
+                crate::storage::codec::Scalar::Text(format!(
+                    "{}{}",
+                    generate_token(),
+                    generate_token()
+                )),
+            );
+            conn.insert(&def, &row)?;
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+    let mut q = ReadQuery::select(&["secret"], Filter::eq("secret", Value::Null)).limit(1);
+    q.filter = None;
+    let rows = read_with(platform.store.as_ref(), |conn| conn.select(&def, &q))
+        .map_err(|e| e.to_string())?;
+    rows.first()
+        .and_then(|r| r.get("secret").and_then(Value::as_str).map(String::from))
+        .ok_or_else(|| "no signing secret stored".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_and_default_to_json() {
+        assert_eq!(Mode::parse(None).unwrap(), Mode::Json);
+        assert_eq!(Mode::parse(Some("session")).unwrap(), Mode::Session);
+        assert!(Mode::parse(Some("jwt")).is_err());
+    }
+
+    #[test]
+    fn emails_are_checked_for_shape_only() {
+        assert!(looks_like_email("a@b.example"));
+        assert!(!looks_like_email("a@b"));
+        assert!(!looks_like_email("@b.example"));
+        assert!(!looks_like_email("a b@c.example"));
+    }
+
+    #[test]
+    fn a_password_verifies_against_its_hash_only() {
+        let hash = hash_password("right").unwrap();
+        assert!(verify_password("right", &hash));
+        assert!(!verify_password("wrong", &hash));
+        assert!(!verify_password("right", "not a hash"));
+    }
+}

@@ -1,0 +1,232 @@
+//! Sign-in settings, from the environment under Directus's names
+//! (DECISIONS §3): secret, token lifetimes, cookies, registration, CORS.
+
+use std::time::Duration;
+
+/// How a cookie is sent back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CookieSettings {
+    pub name: String,
+    pub secure: bool,
+    /// `Lax`, `Strict` or `None`.
+    pub same_site: String,
+    pub domain: Option<String>,
+}
+
+/// Which origins browsers may call from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CorsOrigin {
+    /// `CORS_ORIGIN=true`: the request's own origin is echoed.
+    Reflect,
+    /// `*`: any origin, without credentials.
+    Any,
+    /// A comma-separated list of origins.
+    List(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorsSettings {
+    pub origin: CorsOrigin,
+    pub credentials: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// `SECRET`; when unset, a secret made at first start and kept in the
+    /// database.
+    pub secret: Option<String>,
+    pub access_ttl: Duration,
+    pub refresh_ttl: Duration,
+    pub refresh_cookie: CookieSettings,
+    pub session_cookie: CookieSettings,
+    pub public_registration: bool,
+    /// The role registered users get (by name).
+    pub registration_role: String,
+    /// `None` when `CORS_ENABLED` is not true.
+    pub cors: Option<CorsSettings>,
+}
+
+/// A lifetime as Directus writes them: `15m`, `7d`, `3600s`, `1h`, `500ms`
+/// or a number of milliseconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("\"{text}\" is not a duration (15m, 7d, 3600s, or milliseconds)"))?;
+    let ms = match unit.trim() {
+        "" | "ms" => n,
+        "s" => n * 1_000,
+        "m" => n * 60_000,
+        "h" => n * 3_600_000,
+        "d" => n * 86_400_000,
+        "w" => n * 7 * 86_400_000,
+        _ => {
+            return Err(format!(
+                "\"{text}\" is not a duration (15m, 7d, 3600s, or milliseconds)"
+            ))
+        }
+    };
+    if ms == 0 {
+        return Err(format!("\"{text}\": a lifetime must be longer than 0"));
+    }
+    Ok(Duration::from_millis(ms))
+}
+
+fn parse_bool(name: &str, text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" | "" => Ok(false),
+        other => Err(format!("{name}={other}: use true or false")),
+    }
+}
+
+fn parse_same_site(name: &str, text: &str) -> Result<String, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "lax" => Ok("Lax".into()),
+        "strict" => Ok("Strict".into()),
+        "none" => Ok("None".into()),
+        other => Err(format!("{name}={other}: use lax, strict or none")),
+    }
+}
+
+impl Settings {
+    /// From the process environment; an error names the variable.
+    pub fn from_env() -> Result<Self, String> {
+        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// From any source of variables (tests pass a map).
+    pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let duration = |name: &str, default: &str| {
+            parse_duration(&var(name).unwrap_or_else(|| default.into()))
+                .map_err(|e| format!("{name}: {e}"))
+        };
+        let flag =
+            |name: &str, default: bool| var(name).map_or(Ok(default), |v| parse_bool(name, &v));
+        let cookie = |prefix: &str, default_name: &str| -> Result<CookieSettings, String> {
+            let same_site_var = format!("{prefix}_COOKIE_SAME_SITE");
+            Ok(CookieSettings {
+                name: var(&format!("{prefix}_COOKIE_NAME")).unwrap_or_else(|| default_name.into()),
+                secure: flag(&format!("{prefix}_COOKIE_SECURE"), false)?,
+                same_site: parse_same_site(
+                    &same_site_var,
+                    &var(&same_site_var).unwrap_or_else(|| "lax".into()),
+                )?,
+                domain: var(&format!("{prefix}_COOKIE_DOMAIN")),
+            })
+        };
+        let cors = if flag("CORS_ENABLED", false)? {
+            let origin = match var("CORS_ORIGIN").as_deref().map(str::trim) {
+                None | Some("false") => CorsOrigin::List(Vec::new()),
+                Some("true") => CorsOrigin::Reflect,
+                Some("*") => CorsOrigin::Any,
+                Some(list) => CorsOrigin::List(
+                    list.split(',')
+                        .map(|o| o.trim().trim_end_matches('/').to_string())
+                        .filter(|o| !o.is_empty())
+                        .collect(),
+                ),
+            };
+            let credentials = flag("CORS_CREDENTIALS", true)?;
+            if credentials && origin == CorsOrigin::Any {
+                return Err(
+                    "CORS_ORIGIN=* cannot go with CORS_CREDENTIALS=true (browsers refuse it): name the origins or use CORS_ORIGIN=true".into(),
+                );
+            }
+            Some(CorsSettings {
+                origin,
+                credentials,
+            })
+        } else {
+            None
+        };
+        Ok(Self {
+            secret: var("SECRET"),
+            access_ttl: duration("ACCESS_TOKEN_TTL", "15m")?,
+            refresh_ttl: duration("REFRESH_TOKEN_TTL", "7d")?,
+            refresh_cookie: cookie("REFRESH_TOKEN", "directus_refresh_token")?,
+            session_cookie: cookie("SESSION", "directus_session_token")?,
+            public_registration: flag("PUBLIC_REGISTRATION", false)?,
+            registration_role: var("PUBLIC_REGISTRATION_ROLE").unwrap_or_else(|| "Viewer".into()),
+            cors,
+        })
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self::from_lookup(|_| None).unwrap_or_else(|e| unreachable!("defaults parse: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn with(vars: &[(&str, &str)]) -> Result<Settings, String> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn lifetimes_read_as_directus_writes_them() {
+        assert_eq!(parse_duration("15m"), Ok(Duration::from_secs(900)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_duration("2500"), Ok(Duration::from_millis(2500)));
+        assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5y").is_err());
+        assert!(parse_duration("0").is_err());
+    }
+
+    #[test]
+    fn defaults_are_directus_defaults() {
+        let s = Settings::default();
+        assert_eq!(s.access_ttl, Duration::from_secs(900));
+        assert_eq!(s.refresh_ttl, Duration::from_secs(7 * 86_400));
+        assert_eq!(s.refresh_cookie.name, "directus_refresh_token");
+        assert_eq!(s.session_cookie.name, "directus_session_token");
+        assert_eq!(s.session_cookie.same_site, "Lax");
+        assert!(!s.session_cookie.secure);
+        assert!(!s.public_registration);
+        assert_eq!(s.registration_role, "Viewer");
+        assert_eq!(s.cors, None);
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        let e = with(&[("ACCESS_TOKEN_TTL", "forever")]).unwrap_err();
+        assert!(e.starts_with("ACCESS_TOKEN_TTL"), "{e}");
+        let e = with(&[("SESSION_COOKIE_SAME_SITE", "sometimes")]).unwrap_err();
+        assert!(e.starts_with("SESSION_COOKIE_SAME_SITE"), "{e}");
+        let e = with(&[("CORS_ENABLED", "true"), ("CORS_ORIGIN", "*")]).unwrap_err();
+        assert!(e.contains("CORS_CREDENTIALS"), "{e}");
+    }
+
+    #[test]
+    fn cors_origins() {
+        let s = with(&[
+            ("CORS_ENABLED", "true"),
+            ("CORS_ORIGIN", "https://a.example, https://b.example/"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.cors,
+            Some(CorsSettings {
+                origin: CorsOrigin::List(vec![
+                    "https://a.example".into(),
+                    "https://b.example".into()
+                ]),
+                credentials: true
+            })
+        );
+        let s = with(&[("CORS_ENABLED", "true"), ("CORS_ORIGIN", "true")]).unwrap();
+        assert_eq!(s.cors.map(|c| c.origin), Some(CorsOrigin::Reflect));
+    }
+}
