@@ -14,6 +14,8 @@ use crate::values::format_timestamp;
 pub const ADMIN_TOKEN: &str = "demo-admin-token";
 pub const MODEL_TOKEN: &str = "demo-model-token";
 pub const VIEWER_TOKEN: &str = "demo-viewer-token";
+/// The demo viewers' password, to try signing in (`/auth/login`).
+pub const VIEWER_PASSWORD: &str = "demo-password";
 pub const VIEWER2_TOKEN: &str = "demo-viewer2-token";
 
 const MARKER_EMAIL: &str = "aria@demo.local";
@@ -215,7 +217,7 @@ fn seed_users(ctx: &mut Ctx<'_, '_>) -> Result<(), ItemsError> {
         ctx.create(
             "platform_users",
             json!({"first_name": first, "last_name": last, "email": email, "role": viewer_role,
-                   "token": token, "date_created": days_ago(90)}),
+                   "token": token, "password": VIEWER_PASSWORD, "date_created": days_ago(90)}),
         )?;
     }
     Ok(())
@@ -330,6 +332,7 @@ fn print_examples(serve: &ServeArgs) {
          \x20 curl {base}/svc/community-recordings\n\
          \x20 curl -H 'Authorization: Bearer {ADMIN_TOKEN}' {base}/server/extensions\n\
          \x20 curl {base}/server/specs/oas\n\
+         \x20 curl -H 'Content-Type: application/json' -d '{{\"email\":\"victor@demo.local\",\"password\":\"{VIEWER_PASSWORD}\"}}' {base}/auth/login\n\
          (README.md lists every endpoint with an example.)\n"
     );
 }

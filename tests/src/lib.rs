@@ -782,7 +782,14 @@ pub fn assert_error(r: &Resp, status: u16, text: &str) {
 /// public records never carry an `email`.
 pub fn assert_no_secrets(method: &str, path: &str, body: &str) {
     SCANNED_RESPONSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    for key in ["\"password\":", "\"token\":", "$argon2"] {
+    // The OpenAPI document names the sign-in body's `password`: a schema,
+    // no value. A hash is still refused there.
+    let keys: &[&str] = if path == "/server/specs/oas" {
+        &["$argon2"]
+    } else {
+        &["\"password\":", "\"token\":", "$argon2"]
+    };
+    for key in keys {
         assert!(
             !body.contains(key),
             "{method} {path} answered {key}: {}",

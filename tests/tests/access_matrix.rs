@@ -102,6 +102,8 @@ fn rows() -> Vec<Row> {
         row("GET", "/server/specs/oas", PUBLIC),
         row("GET", "/server/extensions", ADMIN_ONLY_READ),
         row("GET", "/server/metrics", ADMIN_ONLY_READ),
+        // ---- sign-in: one's own record, for anyone signed in
+        row("GET", "/users/me", AUTH_ONLY),
         // ---- /svc: public site data (SPEC Authentication 4)
         row("GET", "/svc/stats", PUBLIC),
         row("GET", "/svc/models", PUBLIC),

@@ -38,7 +38,7 @@ const SPEC_ROUTES: [(&str, &str); 24] = [
 ];
 
 /// The host's own routes (README "Host endpoints").
-const HOST_ROUTES: [(&str, &str); 10] = [
+const HOST_ROUTES: [(&str, &str); 16] = [
     ("get", "/server/ping"),
     ("get", "/server/health"),
     ("get", "/server/specs/oas"),
@@ -49,6 +49,12 @@ const HOST_ROUTES: [(&str, &str); 10] = [
     ("get", "/items/{}/{}"),
     ("patch", "/items/{}/{}"),
     ("delete", "/items/{}/{}"),
+    ("post", "/auth/login"),
+    ("post", "/auth/refresh"),
+    ("post", "/auth/logout"),
+    ("get", "/users/me"),
+    ("patch", "/users/me"),
+    ("post", "/users/register"),
 ];
 
 const METHODS: [&str; 8] = [

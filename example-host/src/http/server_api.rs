@@ -107,6 +107,29 @@ pub async fn openapi(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.openapi.as_ref().clone())
 }
 
+/// Whether a host route's body is required, and its schema.
+fn request_schema(path: &str) -> (bool, Value) {
+    let string = json!({"type": "string"});
+    let mode = json!({"type": "string", "enum": ["json", "cookie", "session"], "default": "json"});
+    match path {
+        "/auth/login" => (
+            true,
+            json!({"type": "object", "required": ["email", "password"], "properties": {
+                "email": string, "password": string, "mode": mode}}),
+        ),
+        "/auth/refresh" | "/auth/logout" => (
+            false,
+            json!({"type": "object", "properties": {"refresh_token": string, "mode": mode}}),
+        ),
+        "/users/register" => (
+            true,
+            json!({"type": "object", "required": ["email", "password"], "properties": {
+                "email": string, "password": string, "first_name": string, "last_name": string}}),
+        ),
+        _ => (true, json!({})),
+    }
+}
+
 /// The platform's OpenAPI document: the host's routes plus each
 /// extension's part, prefixed with its mount point.
 pub fn build_openapi(registry: &Registry) -> Value {
@@ -142,6 +165,28 @@ pub fn build_openapi(registry: &Registry) -> Value {
         ("/items/{collection}/{id}", "get", "Read one item"),
         ("/items/{collection}/{id}", "patch", "Update one item"),
         ("/items/{collection}/{id}", "delete", "Delete one item"),
+        (
+            "/auth/login",
+            "post",
+            "Sign in with email and password; mode json (tokens in the body), cookie (refresh token in an HttpOnly cookie) or session (access token in an HttpOnly cookie)",
+        ),
+        (
+            "/auth/refresh",
+            "post",
+            "A new access token and refresh token for a session (the refresh token presented is used up)",
+        ),
+        ("/auth/logout", "post", "End a session (204)"),
+        ("/users/me", "get", "The signed-in user's own record"),
+        (
+            "/users/me",
+            "patch",
+            "Change one's own profile fields or password (never role, status or token)",
+        ),
+        (
+            "/users/register",
+            "post",
+            "Create an account when PUBLIC_REGISTRATION is on (204 whether or not the email was taken)",
+        ),
     ];
     for (path, method, summary) in host_routes {
         let mut parameters: Vec<Value> = ["collection", "id"]
@@ -168,11 +213,14 @@ pub fn build_openapi(registry: &Registry) -> Value {
             op["parameters"] = Value::Array(parameters);
         }
         if method == "post" || method == "patch" {
+            let (required, schema) = request_schema(path);
             op["requestBody"] =
-                json!({"required": true, "content": {"application/json": {"schema": {}}}});
+                json!({"required": required, "content": {"application/json": {"schema": schema}}});
         }
-        if path.starts_with("/items") || path == "/server/extensions" || path == "/server/metrics" {
-            op["security"] = json!([{"bearer": []}, {}]);
+        if path.starts_with("/items") || path.starts_with("/users/me") {
+            op["security"] = json!([{"bearer": []}, {"session": []}, {}]);
+        } else if path == "/server/extensions" || path == "/server/metrics" {
+            op["security"] = json!([{"bearer": []}, {"session": []}]);
         }
         let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
         entry[method] = op;
@@ -192,7 +240,10 @@ pub fn build_openapi(registry: &Registry) -> Value {
     json!({
         "openapi": "3.1.0",
         "info": {"title": "example-host", "version": env!("CARGO_PKG_VERSION")},
-        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "components": {"securitySchemes": {
+            "bearer": {"type": "http", "scheme": "bearer"},
+            "session": {"type": "apiKey", "in": "cookie", "name": "directus_session_token"},
+        }},
         "paths": paths,
     })
 }
