@@ -10,7 +10,8 @@
 //! command), [`gamification`] (the play-award benchmark), [`memory`]
 //! (peak memory under hostile bodies), [`compare`] (the table against
 //! Directus on the same data, cache on, off and signed in),
-//! [`several_hosts`] (two hosts on one database against one), [`hosts`]
+//! [`several_hosts`] (two hosts on one database against one), [`sign_in`]
+//! (what password hashing costs the other routes), [`hosts`]
 //! (starting hosts), and small helpers.
 
 pub mod api;
@@ -25,5 +26,6 @@ pub mod report;
 pub mod rng;
 pub mod scenarios;
 pub mod several_hosts;
+pub mod sign_in;
 pub mod stats;
 pub mod time;

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use platform_bench::{compare, gamification, load, memory, several_hosts};
+use platform_bench::{compare, gamification, load, memory, several_hosts, sign_in};
 
 fn usage() -> ExitCode {
     eprintln!(
@@ -12,6 +12,7 @@ fn usage() -> ExitCode {
          \x20      platform-bench memory [--db DB]\n\
          \x20      platform-bench compare [--seed S] [--duration-secs D] [--only ID,..] [--client-threads N] [--keep] [--db DB]\n\
          \x20      platform-bench several-hosts [--seed S] [--duration-secs D] [--concurrency N] [--db DB]\n\
+         \x20      platform-bench sign-in [--attempts N] [--duration-secs D] [--flood N] [--db DB]\n\
          \n  load           the issue's scenarios at concurrency 16 and 64 on generated data at\n\
          \x20                scale N and 4N (1 = the issue's default sizes), the ABI's own cost\n\
          \x20                (needs the in-process host), the play award's growth, and the targets\n\
@@ -27,6 +28,8 @@ fn usage() -> ExitCode {
          \x20 several-hosts  two hosts on one database against one host, for a read mix (cache on\n\
          \x20                and off) and a write mix, with database round trips per request, on\n\
          \x20                the compare data (default 10 s measured per row, c=16)\n\
+         \x20 sign-in        sign-in time for a wrong password against an unknown email, and the\n\
+         \x20                latency of other routes alone and during a flood of sign-ins\n\
          \x20 --client-threads N  threads of the load client (compare: 1, as wrk -t1 measured\n\
          \x20                Directus; the ping the targets divide by is bounded by it)\n\
          \x20 --db DB        sqlite (the default), postgres (a throwaway cluster of the installed\n\
@@ -178,6 +181,18 @@ fn main() -> ExitCode {
                     option(&args, "--seed", 42u64)?,
                     Duration::from_secs_f64(seconds),
                 )
+            })
+        })(),
+        Some("sign-in") => (|| {
+            check_known(&args, &["--attempts", "--duration-secs", "--flood"])?;
+            let seconds: f64 = option(&args, "--duration-secs", 5.0)?;
+            if seconds.is_nan() || seconds <= 0.0 {
+                return Err("--duration-secs must be positive".to_string());
+            }
+            sign_in::run(&sign_in::Options {
+                attempts: option(&args, "--attempts", 20usize)?.max(1),
+                measure: Duration::from_secs_f64(seconds),
+                flood: option(&args, "--flood", 32usize)?.max(1),
             })
         })(),
         Some("memory") => check_known(&args, &[]).and_then(|()| memory::run()),
