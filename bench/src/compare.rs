@@ -75,6 +75,15 @@ pub fn directus_sizes() -> Sizes {
     }
 }
 
+/// The data the Directus figures were measured on, generated through a
+/// host that is then stopped: the dataset's handles and the data folder.
+pub fn directus_data(seed: u64) -> Result<(Dataset, TempDir), String> {
+    eprintln!("== generating the Directus-equivalent data");
+    let host = hosts::dynamic(None)?;
+    let dataset = Generator::new(&Api::new(&host.base), directus_sizes(), seed, false).run()?;
+    Ok((dataset, host.stop()))
+}
+
 /// How the host is started and who asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Column {
@@ -247,11 +256,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
         opts.measure.as_secs_f64(),
         opts.warmup.as_secs_f64(),
     );
-    eprintln!("== generating the Directus-equivalent data");
-    let host = hosts::dynamic(None)?;
-    let dataset =
-        Generator::new(&Api::new(&host.base), directus_sizes(), opts.seed, false).run()?;
-    let mut data = host.stop();
+    let (dataset, mut data) = directus_data(opts.seed)?;
     let recording = Bytes::from(new_recording_body(opts.seed, 1_000)?);
 
     if let Some(unknown) = opts

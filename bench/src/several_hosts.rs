@@ -24,8 +24,8 @@ use platform_tests::{Host, HostOptions, ADMIN_TOKEN};
 use tempfile::TempDir;
 
 use crate::api::Api;
-use crate::compare::directus_sizes;
-use crate::dataset::{Dataset, Generator};
+use crate::compare::directus_data;
+use crate::dataset::Dataset;
 use crate::driver::{self, Load, Req, Source};
 use crate::hosts;
 use crate::scenarios::pick;
@@ -216,11 +216,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
         opts.measure.as_secs_f64(),
         opts.warmup.as_secs_f64(),
     );
-    eprintln!("== generating the Directus-equivalent data");
-    let host = hosts::dynamic(None)?;
-    let dataset =
-        Generator::new(&Api::new(&host.base), directus_sizes(), opts.seed, false).run()?;
-    let mut data = host.stop();
+    let (dataset, mut data) = directus_data(opts.seed)?;
     let mixes = [
         Mix {
             label: "read mix, cache on",

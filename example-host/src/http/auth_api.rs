@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::browsers::{clear_cookie, cookie, cookie_form_refused, is_json, set_cookie};
 use super::{blocking, read_body, AppState, HttpError};
+use crate::items::Platform;
 use crate::signin::sessions::Presented;
 use crate::signin::{Client, Issued, Mode, SignIn, SignInError};
 
@@ -93,18 +94,27 @@ pub async fn login(
             .and_then(|v| v.to_str().ok())
             .map(String::from),
     };
-    let signin = state.signin.clone();
-    // Wait for a hashing slot here, before taking a worker.
-    let _slot = signin
+    let out = hashing(&state, move |signin, platform| {
+        signin.login(platform, &email, &password, mode, &client)
+    })
+    .await?;
+    Ok(issued(&state.signin, mode, out))
+}
+
+/// Runs sign-in work that hashes a password: it waits for a hashing slot
+/// first, before taking a worker, so a flood of it queues here.
+pub(super) async fn hashing<T: Send + 'static>(
+    state: &AppState,
+    work: impl FnOnce(&SignIn, &Platform) -> Result<T, SignInError> + Send + 'static,
+) -> Result<T, HttpError> {
+    let _slot = state
+        .signin
         .hashing
         .acquire()
         .await
         .map_err(|e| HttpError::Internal(format!("hashing slots closed: {e}")))?;
-    let platform = state.platform.clone();
-    let worker = signin.clone();
-    let out =
-        blocking(move || Ok(worker.login(&platform, &email, &password, mode, &client)?)).await?;
-    Ok(issued(&signin, mode, out))
+    let (signin, platform) = (state.signin.clone(), state.platform.clone());
+    blocking(move || Ok(work(&signin, &platform)?)).await
 }
 
 /// The session a refresh or logout is about: the body's refresh token,
@@ -140,19 +150,29 @@ fn presented(
     }
 }
 
+/// The mode and the session of a refresh or logout request.
+async fn session_request(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Mode, Presented), HttpError> {
+    let bytes = read_body(body, headers, &state.limits).await?;
+    let body = object_body(&bytes)?;
+    let mode = Mode::parse(text(&body, "mode")?)?;
+    match presented(&state.signin, headers, &body, mode)? {
+        Some(p) => Ok((mode, p)),
+        None => Err(HttpError::InvalidPayload(
+            "The refresh token is required in either the payload or cookie.".into(),
+        )),
+    }
+}
+
 pub async fn refresh(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
-    let bytes = read_body(body, &headers, &state.limits).await?;
-    let body = object_body(&bytes)?;
-    let mode = Mode::parse(text(&body, "mode")?)?;
-    let Some(presented) = presented(&state.signin, &headers, &body, mode)? else {
-        return Err(HttpError::InvalidPayload(
-            "The refresh token is required in either the payload or cookie.".into(),
-        ));
-    };
+    let (mode, presented) = session_request(&state, &headers, body).await?;
     let (platform, signin) = (state.platform.clone(), state.signin.clone());
     let out = blocking(move || Ok(signin.refresh(&platform, &presented)?)).await?;
     Ok(issued(&state.signin, mode, out))
@@ -163,14 +183,7 @@ pub async fn logout(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
-    let bytes = read_body(body, &headers, &state.limits).await?;
-    let body = object_body(&bytes)?;
-    let mode = Mode::parse(text(&body, "mode")?)?;
-    let Some(presented) = presented(&state.signin, &headers, &body, mode)? else {
-        return Err(HttpError::InvalidPayload(
-            "The refresh token is required in either the payload or cookie.".into(),
-        ));
-    };
+    let (_, presented) = session_request(&state, &headers, body).await?;
     let (platform, signin) = (state.platform.clone(), state.signin.clone());
     blocking(move || Ok(signin.logout(&platform, &presented)?)).await?;
     let settings = &state.signin.settings;

@@ -82,14 +82,9 @@ pub async fn register(
     let bytes = read_body(body, &headers, &state.limits).await?;
     let payload: Value = serde_json::from_slice(&bytes)
         .map_err(|_| HttpError::InvalidPayload("The body must be a JSON object".into()))?;
-    let signin = state.signin.clone();
-    let _slot = signin
-        .hashing
-        .acquire()
-        .await
-        .map_err(|e| HttpError::Internal(format!("hashing slots closed: {e}")))?;
-    let platform = state.platform.clone();
-    let worker = signin.clone();
-    blocking(move || Ok(worker.register(&platform, &payload)?)).await?;
+    super::auth_api::hashing(&state, move |signin, platform| {
+        signin.register(platform, &payload)
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
