@@ -11,6 +11,7 @@ mod error;
 mod events;
 mod read;
 mod references;
+mod relations;
 mod write;
 
 pub use error::ItemsError;

@@ -70,6 +70,11 @@ impl Platform {
         wire: &WireQuery,
         default_limit: Option<u64>,
     ) -> Result<Vec<u8>, ItemsError> {
+        if relations::follows_references(wire) {
+            let records =
+                self.read_following_references(session, who, collection, wire, default_limit)?;
+            return serde_json::to_vec(&records).map_err(|e| ItemsError::Internal(e.to_string()));
+        }
         let def = self.collection(who, collection)?;
         let q = self.plan_read(who, &def, wire, default_limit)?;
         self.run_read(session, |conn| select_json_array(conn, &def, &q))
@@ -86,6 +91,29 @@ impl Platform {
         key: &str,
         wire: &WireQuery,
     ) -> Result<Option<Vec<u8>>, ItemsError> {
+        if relations::follows_references(wire) {
+            let mut one = wire.clone();
+            let this = json!({"id": {"_eq": key}});
+            one.filter = Some(match one.filter.take() {
+                Some(f) => json!({"_and": [f, this]}),
+                None => this,
+            });
+            one.limit = Some(1);
+            let records = self.read_following_references(session, who, collection, &one, None)?;
+            if let Some(record) = records.first() {
+                let text =
+                    serde_json::to_vec(record).map_err(|e| ItemsError::Internal(e.to_string()))?;
+                return Ok(Some(text));
+            }
+            // Missing, or not the caller's: answered as a plain read does.
+            let plain = WireQuery {
+                fields: Some(crate::query::ListParam::List(vec!["id".into()])),
+                ..Default::default()
+            };
+            return self
+                .read_one_json(session, who, collection, key, &plain)
+                .map(|_| None);
+        }
         self.read_one_by(session, who, collection, key, wire, |conn, def, q| {
             let mut out = Vec::new();
             Ok((conn.select_json(def, q, &mut out)? > 0).then_some(out))
