@@ -18,7 +18,6 @@ use crate::values::{format_timestamp, now_timestamp};
 pub struct Found {
     pub id: String,
     pub user: String,
-    pub mode: String,
 }
 
 /// How a client presents its session.
@@ -48,18 +47,13 @@ pub fn find(
             Filter::eq("mode", json!("session")),
         ]),
     };
-    let q = ReadQuery::select(
-        &["id", "user", "mode"],
-        Filter::And(vec![which, unexpired()]),
-    )
-    .limit(1);
+    let q = ReadQuery::select(&["id", "user"], Filter::And(vec![which, unexpired()])).limit(1);
     let row = conn.select(def, &q)?.into_iter().next();
     Ok(row.and_then(|r| {
         let text = |k: &str| r.get(k).and_then(Value::as_str).map(String::from);
         Some(Found {
             id: text("id")?,
             user: text("user")?,
-            mode: text("mode").unwrap_or_default(),
         })
     }))
 }
