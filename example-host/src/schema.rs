@@ -4,13 +4,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-pub use host_sdk::schema::{Field, FieldType};
+pub use host_sdk::schema::{Alias, Field, FieldType};
 
-/// One collection: its fields, `id` first.
+/// One collection: its fields, `id` first, and the one-to-many aliases
+/// declared on it (they store nothing).
 #[derive(Debug, Clone)]
 pub struct CollectionDef {
     pub name: String,
     pub fields: Vec<Field>,
+    pub aliases: Vec<Alias>,
     positions: HashMap<String, usize>,
 }
 
@@ -26,8 +28,14 @@ impl CollectionDef {
         Self {
             name: name.to_string(),
             fields,
+            aliases: Vec::new(),
             positions,
         }
+    }
+
+    /// The one-to-many alias of this name.
+    pub fn alias(&self, name: &str) -> Option<&Alias> {
+        self.aliases.iter().find(|a| a.alias == name)
     }
 
     pub fn field(&self, name: &str) -> Option<&Field> {
@@ -97,6 +105,17 @@ impl Schema {
         // A stable order, so deletes cascade the same way every time.
         out.sort_by(|a, b| (&a.0.name, &a.1.field).cmp(&(&b.0.name, &b.1.field)));
         out
+    }
+
+    /// Declares a one-to-many alias on `collection`; false when it is unknown.
+    pub fn add_alias(&mut self, collection: &str, alias: Alias) -> bool {
+        match self.collections.get_mut(collection) {
+            Some(def) => {
+                Arc::make_mut(def).aliases.push(alias);
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn add_field(&mut self, collection: &str, field: Field) -> bool {

@@ -148,6 +148,16 @@ impl Field {
     }
 }
 
+/// A one-to-many alias as the platform keeps it: see [`Step::CreateAlias`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Alias {
+    pub alias: String,
+    pub related: String,
+    pub field: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort: Option<String>,
+}
+
 /// An index over one or more fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Index {
@@ -184,6 +194,35 @@ pub enum Step {
         collection: String,
         items: Vec<Value>,
     },
+    /// Declares a one-to-many alias (SDK 1.8): `alias` of an item of
+    /// `collection` reads as the items of `related` whose `field` refers to
+    /// it, ordered by `sort` (default: their `id`). An alias stores nothing;
+    /// `fields=alias` gives the related ids and `fields=alias.*` (or any
+    /// deeper path) the related items, read under the caller's permissions
+    /// on `related`. `*` covers stored fields only.
+    CreateAlias {
+        collection: String,
+        alias: String,
+        related: String,
+        field: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sort: Option<String>,
+    },
+}
+
+/// [`Step::CreateAlias`]: `collection.alias` lists the items of `related`
+/// whose reference `field` points at the item, by id. For a many-to-many
+/// through a junction, alias the junction and follow its other reference:
+/// `one_to_many("videos", "models", "videos_models", "videos_id")`, then
+/// read `fields=models.platform_users_id.*`.
+pub fn one_to_many(collection: &str, alias: &str, related: &str, field: &str) -> Step {
+    Step::CreateAlias {
+        collection: collection.into(),
+        alias: alias.into(),
+        related: related.into(),
+        field: field.into(),
+        sort: None,
+    }
 }
 
 /// [`Step::SetOnDelete`] with one rule for several `(collection, field)`

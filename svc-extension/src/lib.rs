@@ -275,7 +275,8 @@ mod tests {
                 "0004_recordings_by_owner",
                 "0005_analytics_covering_indexes",
                 "0006_stats_ledger_verified",
-                "0007_reference_rules"
+                "0007_reference_rules",
+                "0008_aliases"
             ]
         );
         assert_eq!(ext.migrations()[0].1.len(), 12);

@@ -5,7 +5,7 @@
 //! collection has an implicit `id` (UUID v4) and is never declared here; the
 //! host fills `date_created`, `user_created` and `date_updated` itself.
 
-use host_sdk::schema::{on_delete, Collection, Field, Index, OnDelete, Step};
+use host_sdk::schema::{on_delete, one_to_many, Collection, Field, Index, OnDelete, Step};
 use serde_json::json;
 
 use crate::achievements;
@@ -26,6 +26,9 @@ pub const VERIFIED_STATS_MIGRATION: &str = "0006_stats_ledger_verified";
 
 /// Id of the migration declaring what deletes do to references.
 pub const REFERENCE_RULES_MIGRATION: &str = "0007_reference_rules";
+
+/// Id of the migration declaring the one-to-many aliases.
+pub const ALIASES_MIGRATION: &str = "0008_aliases";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -235,6 +238,18 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (ANALYTICS_INDEX_MIGRATION, analytics_covering_indexes()),
         (VERIFIED_STATS_MIGRATION, stats_ledger_verified()),
         (REFERENCE_RULES_MIGRATION, reference_rules()),
+        (ALIASES_MIGRATION, aliases()),
+    ]
+}
+
+/// The lists a front end reads through `/items` as Directus models them:
+/// a video's models (`fields=models.platform_users_id.*`, over the
+/// `videos_models` junction), and a model's videos and photos.
+pub fn aliases() -> Vec<Step> {
+    vec![
+        one_to_many("videos", "models", "videos_models", "videos_id"),
+        one_to_many(USERS, "videos", "videos_models", "platform_users_id"),
+        one_to_many(USERS, "photos", "model_photos", "platform_users_id"),
     ]
 }
 
@@ -539,6 +554,29 @@ mod tests {
     }
 
     #[test]
+    fn every_alias_lists_a_reference_back_to_its_collection() {
+        let s = collections();
+        let aliases = aliases();
+        assert_eq!(aliases.len(), 3);
+        for step in aliases {
+            let Step::CreateAlias {
+                collection,
+                related,
+                field: key,
+                ..
+            } = step
+            else {
+                panic!("not an alias: {step:?}");
+            };
+            assert_eq!(
+                field(&s, &related, &key).references.as_deref(),
+                Some(collection.as_str()),
+                "{related}.{key}"
+            );
+        }
+    }
+
+    #[test]
     fn migrations_are_ordered() {
         let ids: Vec<&str> = migrations().iter().map(|(id, _)| *id).collect();
         assert_eq!(
@@ -550,7 +588,8 @@ mod tests {
                 "0004_recordings_by_owner",
                 "0005_analytics_covering_indexes",
                 "0006_stats_ledger_verified",
-                "0007_reference_rules"
+                "0007_reference_rules",
+                "0008_aliases"
             ]
         );
     }

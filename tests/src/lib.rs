@@ -588,6 +588,21 @@ impl Host {
             .to_string()
     }
 
+    /// Grants the policy with this name a permission on `collection`, as
+    /// admin. `rule` holds `action` and, where wanted, `permissions` (a
+    /// row filter), `fields` (default all) and `presets`.
+    pub fn grant(&self, policy: &str, collection: &str, rule: Value) {
+        let mut body = serde_json::json!({
+            "policy": self.id_by_name("platform_policies", policy),
+            "collection": collection,
+            "fields": ["*"],
+        });
+        for (k, v) in rule.as_object().cloned().unwrap_or_default() {
+            body[k] = v;
+        }
+        self.admin_create("platform_permissions", &body);
+    }
+
     /// Creates a user with a role (by name) and a token; returns its id.
     pub fn user(&self, role: Option<&str>, token: &str) -> String {
         self.user_with(role, token, &serde_json::json!({}))

@@ -30,7 +30,7 @@ fn a_svc_loads_and_reports_its_manifest() {
         .cloned()
         .unwrap_or_else(|| panic!("svc not listed: {list}"));
     assert_eq!(svc["mount"], "/svc");
-    assert_eq!(svc["sdk_version"], "1.7.0");
+    assert_eq!(svc["sdk_version"], "1.8.0");
     assert!(svc["name"].as_str().is_some_and(|n| !n.is_empty()));
     assert!(line_about(&host, "libsvc_extension.so").contains("loaded extension `svc`"));
     // The manifest listing is for administrators only.

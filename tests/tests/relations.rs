@@ -1,9 +1,11 @@
 //! Relational `fields` in `/items` (DECISIONS §4): paths through
-//! references, to any depth, each related collection read under the
-//! caller's permissions on it.
+//! references and one-to-many aliases, to any depth, each related
+//! collection read under the caller's permissions on it.
 
-use platform_tests::{Host, HostOptions, ADMIN_TOKEN};
-use serde_json::json;
+use std::collections::BTreeMap;
+
+use platform_tests::{str_of, Host, HostOptions, ADMIN_TOKEN};
+use serde_json::{json, Value};
 
 const RECORDING: &str = "00000000-0000-4000-b000-000000000001";
 
@@ -83,4 +85,189 @@ fn paths_through_fields_that_refer_to_nothing_are_400() {
         assert_eq!(r.status, 400, "{path}: {}", r.body);
         assert_eq!(r.json()["errors"][0]["extensions"]["code"], "INVALID_QUERY");
     }
+}
+
+/// `{video id: [model ids]}` as the junction holds it, read as admin.
+fn models_by_video(host: &Host) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for link in host.admin_all("videos_models", "videos_id,platform_users_id") {
+        out.entry(str_of(&link["videos_id"]))
+            .or_default()
+            .push(str_of(&link["platform_users_id"]));
+    }
+    for models in out.values_mut() {
+        models.sort();
+    }
+    out
+}
+
+#[test]
+fn videos_list_their_models_through_the_declared_alias() {
+    let host = demo();
+    let expected = models_by_video(&host);
+    assert!(!expected.is_empty(), "the demo links models to videos");
+    let r = host.get(
+        "/items/videos?fields=id,title,models.platform_users_id.id,models.platform_users_id.first_name&limit=-1",
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let videos = r.json()["data"].as_array().cloned().unwrap_or_default();
+    assert!(!videos.is_empty());
+    for video in &videos {
+        let links = video["models"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{video}"));
+        let mut ids: Vec<String> = links
+            .iter()
+            .map(|l| {
+                assert!(l["platform_users_id"]["first_name"].is_string(), "{l}");
+                assert_eq!(
+                    l.as_object().map(|o| o.len()),
+                    Some(1),
+                    "only what was asked: {l}"
+                );
+                str_of(&l["platform_users_id"]["id"])
+            })
+            .collect();
+        ids.sort();
+        let want = expected
+            .get(&str_of(&video["id"]))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(ids, want, "models of {}", video["title"]);
+    }
+
+    // Named alone, an alias is the ids of its items.
+    let r = host.get(
+        "/items/videos?fields=title,models&limit=-1",
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let links = host.admin_all("videos_models", "id,videos_id");
+    for video in r.json()["data"].as_array().cloned().unwrap_or_default() {
+        assert!(video.get("id").is_none(), "id only when asked: {video}");
+        let ids = video["models"].as_array().cloned().unwrap_or_default();
+        assert!(
+            ids.iter().all(|id| links.iter().any(|l| l["id"] == *id)),
+            "{video}"
+        );
+    }
+    let total: usize = expected.values().map(Vec::len).sum();
+    assert_eq!(links.len(), total);
+
+    // One video, as `readItems('videos', {fields: ['*', {models:
+    // [{platform_users_id: ['*']}]}, 'movie.*']})` asks it.
+    let (video, models) = expected.iter().next().expect("a video with models");
+    let r = host.get(
+        &format!("/items/videos/{video}?fields=*,models.platform_users_id.*,movie.*"),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let data = &r.json()["data"];
+    assert!(
+        data["slug"].is_string() && data["movie"]["id"].is_string(),
+        "{data}"
+    );
+    let got: Vec<&Value> = data["models"]
+        .as_array()
+        .map(|m| m.iter().map(|l| &l["platform_users_id"]["id"]).collect())
+        .unwrap_or_default();
+    assert_eq!(got.len(), models.len(), "{data}");
+    // A video without models lists none.
+    let lonely = host.admin_video("lonely", None);
+    let r = host.get(
+        &format!("/items/videos/{}?fields=id,models.*", str_of(&lonely["id"])),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.json()["data"]["models"], json!([]), "{}", r.body);
+}
+
+#[test]
+fn a_member_reading_models_never_sees_another_users_email() {
+    let host = demo();
+    let viewer = Some("demo-viewer-token");
+    let path = "/items/videos?fields=*,models.platform_users_id.*&limit=-1";
+    // Without a grant on videos, nothing.
+    assert_eq!(host.get(path, viewer).status, 403);
+    host.grant("Viewer", "videos", json!({"action": "read"}));
+    // Videos, but not the junction: the alias is a field they may not read.
+    let r = host.get(path, viewer);
+    assert_eq!(r.status, 403, "{}", r.body);
+    host.grant("Viewer", "videos_models", json!({"action": "read"}));
+    // Users' names only, and every field of their own row.
+    host.grant(
+        "Viewer",
+        "platform_users",
+        json!({"action": "read", "fields": ["id", "first_name", "last_name"]}),
+    );
+    let r = host.get(path, viewer);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut seen = 0;
+    for video in r.json()["data"].as_array().cloned().unwrap_or_default() {
+        for link in video["models"].as_array().cloned().unwrap_or_default() {
+            let model = &link["platform_users_id"];
+            assert!(model["first_name"].is_string(), "{model}");
+            assert!(model.get("email").is_none(), "an email leaked: {model}");
+            assert!(model.get("password").is_none() && model.get("token").is_none());
+            seen += 1;
+        }
+    }
+    assert!(seen > 0, "the models were read: {}", r.body);
+    // Asking for the email by name is refused, not silently dropped.
+    let r = host.get(
+        "/items/videos?fields=id,models.platform_users_id.email",
+        viewer,
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+
+    // A row filter on the related collection hides the rows it excludes.
+    let hidden = host.admin_all("videos_models", "id,videos_id");
+    let first = str_of(&hidden[0]["id"]);
+    host.grant("Model", "videos", json!({"action": "read"}));
+    host.grant(
+        "Model",
+        "videos_models",
+        json!({"action": "read", "permissions": {"id": {"_neq": first}}}),
+    );
+    let model_token = "relations-model-token";
+    host.user(Some("Model"), model_token);
+    let r = host.get("/items/videos?fields=id,models&limit=-1", Some(model_token));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let listed: usize = r.json()["data"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .map(|v| v["models"].as_array().map_or(0, Vec::len))
+                .sum()
+        })
+        .unwrap_or(0);
+    assert_eq!(listed, hidden.len() - 1, "{}", r.body);
+    assert!(!r.body.contains(&first));
+}
+
+#[test]
+fn aliases_name_no_stored_field_and_refuse_writes() {
+    let host = demo();
+    // `*` is the stored fields: an alias is read only when named.
+    let r = host.get("/items/videos?fields=*&limit=1", Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.json()["data"][0].get("models").is_none(), "{}", r.body);
+    // Users list their videos and photos the same way.
+    let r = host.get(
+        "/items/platform_users?fields=id,videos.videos_id.title,photos.id&limit=-1",
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let users = r.json()["data"].as_array().cloned().unwrap_or_default();
+    assert!(users
+        .iter()
+        .any(|u| u["videos"].as_array().is_some_and(|v| !v.is_empty())));
+    // Writing an alias is an unknown field, as before.
+    let video = host.admin_video("with-alias", None);
+    let r = host.patch(
+        &format!("/items/videos/{}", str_of(&video["id"])),
+        Some(ADMIN_TOKEN),
+        &json!({"models": []}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
 }

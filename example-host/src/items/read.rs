@@ -70,7 +70,7 @@ impl Platform {
         wire: &WireQuery,
         default_limit: Option<u64>,
     ) -> Result<Vec<u8>, ItemsError> {
-        if relations::follows_references(wire) {
+        if self.follows_relations(who, collection, wire) {
             let records =
                 self.read_following_references(session, who, collection, wire, default_limit)?;
             return serde_json::to_vec(&records).map_err(|e| ItemsError::Internal(e.to_string()));
@@ -91,7 +91,7 @@ impl Platform {
         key: &str,
         wire: &WireQuery,
     ) -> Result<Option<Vec<u8>>, ItemsError> {
-        if relations::follows_references(wire) {
+        if self.follows_relations(who, collection, wire) {
             let mut one = wire.clone();
             let this = json!({"id": {"_eq": key}});
             one.filter = Some(match one.filter.take() {

@@ -1,14 +1,18 @@
 //! Relational `fields` (DECISIONS §4): paths through references
-//! (`movie.*`, `user_created.first_name`, `author.avatar.id`), to any depth.
-//! The root is read with the references' own columns; each related
-//! collection is then read once per level, for all the ids found, under
-//! the caller's permissions on it (its row filter and its fields), and its
-//! records replace the ids. An id the caller may not see becomes `null`.
+//! (`movie.*`, `user_created.first_name`, `author.avatar.id`) and through
+//! one-to-many aliases (`models.platform_users_id.*`), to any depth. The
+//! root is read with the columns the relations start from; each related
+//! collection is then read once per level, for all the keys found, under
+//! the caller's permissions on it (its row filter and its fields). A
+//! referred record replaces its id (`null` when the caller may not see
+//! it); an alias becomes the list of the related records the caller may
+//! see.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::*;
 use crate::query::ListParam;
+use crate::schema::Alias;
 
 /// A `fields` list split at the first dot: the collection's own fields,
 /// and per reference the paths below it.
@@ -35,15 +39,33 @@ impl FieldTree {
     }
 }
 
-/// Whether a query's `fields` follow a reference.
-pub(super) fn follows_references(wire: &WireQuery) -> bool {
-    wire.fields
-        .as_ref()
-        .is_some_and(|f| f.items().iter().any(|f| f.contains('.')))
+/// One head of a relational path.
+enum Relation {
+    /// A reference field: its value becomes the referred record.
+    ToOne { target: String },
+    /// A one-to-many alias: the related records (or, named without a
+    /// path, their ids).
+    ToMany { alias: Alias, ids_only: bool },
 }
 
 impl Platform {
-    /// The records of a read whose `fields` may follow references.
+    /// Whether a read's `fields` follow a reference or name an alias, so
+    /// that it must take [`Platform::read_following_references`].
+    pub(super) fn follows_relations(&self, who: &Who, collection: &str, wire: &WireQuery) -> bool {
+        let Some(fields) = wire.fields.as_ref().map(ListParam::items) else {
+            return false;
+        };
+        if fields.iter().any(|f| f.contains('.')) {
+            return true;
+        }
+        match self.collection(who, collection) {
+            Ok(def) => !def.aliases.is_empty() && fields.iter().any(|f| def.alias(f).is_some()),
+            Err(_) => false,
+        }
+    }
+
+    /// The records of a read whose `fields` may follow references and
+    /// aliases.
     pub(super) fn read_following_references(
         &self,
         session: &mut Session<'_>,
@@ -58,32 +80,34 @@ impl Platform {
             .as_ref()
             .map(ListParam::items)
             .unwrap_or_default();
-        let tree = FieldTree::split(&fields);
+        let mut tree = FieldTree::split(&fields);
+        // An alias named alone reads as the ids of its items.
+        let mut ids_only = Vec::new();
+        tree.local.retain(|f| match def.alias(f) {
+            Some(_) => {
+                ids_only.push(f.clone());
+                false
+            }
+            None => true,
+        });
+        for name in ids_only {
+            tree.related.entry(name).or_default();
+        }
         let mut relations = Vec::with_capacity(tree.related.len());
         for (name, below) in &tree.related {
-            let field = def.field(name).ok_or_else(|| {
-                ItemsError::InvalidQuery(format!(
-                    "unknown field \"{name}\" in collection \"{}\"",
-                    def.name
-                ))
-            })?;
-            let target = field.references.clone().ok_or_else(|| {
-                ItemsError::InvalidQuery(format!(
-                    "\"{name}\" of \"{}\" refers to no collection: \"{name}.{}\" cannot be read",
-                    def.name,
-                    below.first().map(String::as_str).unwrap_or("*")
-                ))
-            })?;
-            relations.push((name.clone(), target, below.clone()));
+            relations.push((name.clone(), self.relation(who, &def, name, below)?, below));
         }
-        // The root, with the columns of the references followed.
+        // The root, with the columns the relations start from.
         let mut local = tree.local.clone();
-        if local.is_empty() {
-            local.push("id".into());
-        }
-        for (name, _, _) in &relations {
-            if !local.iter().any(|f| f == "*" || f == name) {
-                local.push(name.clone());
+        let all = local.iter().any(|f| f == "*");
+        let asked_id = all || local.iter().any(|f| f == "id");
+        for (name, relation, _) in &relations {
+            let column = match relation {
+                Relation::ToOne { .. } => name.as_str(),
+                Relation::ToMany { .. } => "id",
+            };
+            if !all && !local.iter().any(|f| f == column) {
+                local.push(column.to_string());
             }
         }
         let root = WireQuery {
@@ -91,49 +115,170 @@ impl Platform {
             ..wire.clone()
         };
         let mut records = self.read_by_query(session, who, collection, &root, default_limit)?;
-        for (name, target, below) in relations {
-            let mut ids: Vec<Value> = records
-                .iter()
-                .filter_map(|r| r.get(&name).filter(|v| v.is_string()).cloned())
-                .collect();
-            ids.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
-            ids.dedup();
-            let mut found: HashMap<String, Record> = HashMap::new();
-            if !ids.is_empty() {
-                let add_id = !below.iter().any(|f| f == "*" || f == "id");
-                let mut wanted = below.clone();
-                if add_id {
-                    wanted.push("id".into());
-                }
-                let nested = WireQuery {
-                    fields: Some(ListParam::List(wanted)),
-                    filter: Some(json!({"id": {"_in": ids}})),
-                    limit: Some(-1),
-                    ..Default::default()
-                };
-                for mut record in
-                    self.read_following_references(session, who, &target, &nested, None)?
-                {
-                    let id = record.get("id").and_then(Value::as_str).map(String::from);
-                    if add_id {
-                        record.remove("id");
+        for (name, relation, below) in relations {
+            match relation {
+                Relation::ToOne { target } => {
+                    let ids = string_values(&records, &name);
+                    let found =
+                        self.read_related(session, who, &target, below, "id", &ids, None)?;
+                    let by_id: HashMap<String, Record> = found.into_iter().collect();
+                    for record in &mut records {
+                        if let Some(slot) = record.get_mut(&name) {
+                            let id = slot.as_str().map(String::from);
+                            *slot = id
+                                .and_then(|id| by_id.get(&id).cloned())
+                                .map_or(Value::Null, Value::Object);
+                        }
                     }
-                    if let Some(id) = id {
-                        found.insert(id, record);
+                }
+                Relation::ToMany { alias, ids_only } => {
+                    let ids = string_values(&records, "id");
+                    let wanted = if ids_only {
+                        vec!["id".to_string()]
+                    } else {
+                        below.clone()
+                    };
+                    let sort = alias.sort.as_deref().unwrap_or("id");
+                    let found = self.read_related(
+                        session,
+                        who,
+                        &alias.related,
+                        &wanted,
+                        &alias.field,
+                        &ids,
+                        Some(sort),
+                    )?;
+                    let mut by_parent: HashMap<String, Vec<Value>> = HashMap::new();
+                    for (parent, mut item) in found {
+                        let value = if ids_only {
+                            item.remove("id").unwrap_or(Value::Null)
+                        } else {
+                            Value::Object(item)
+                        };
+                        by_parent.entry(parent).or_default().push(value);
+                    }
+                    for record in &mut records {
+                        let items = record
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .and_then(|id| by_parent.remove(id))
+                            .unwrap_or_default();
+                        record.insert(name.clone(), Value::Array(items));
                     }
                 }
             }
+        }
+        if !asked_id {
             for record in &mut records {
-                if let Some(slot) = record.get_mut(&name) {
-                    let id = slot.as_str().map(String::from);
-                    *slot = id
-                        .and_then(|id| found.get(&id).cloned())
-                        .map_or(Value::Null, Value::Object);
-                }
+                record.remove("id");
             }
         }
         Ok(records)
     }
+
+    /// What `name` of `def` leads to, refusing a name that is neither a
+    /// reference nor an alias, and an alias the caller may not read.
+    fn relation(
+        &self,
+        who: &Who,
+        def: &CollectionDef,
+        name: &str,
+        below: &[String],
+    ) -> Result<Relation, ItemsError> {
+        if let Some(field) = def.field(name) {
+            return match &field.references {
+                Some(target) => Ok(Relation::ToOne {
+                    target: target.clone(),
+                }),
+                None => Err(ItemsError::InvalidQuery(format!(
+                    "\"{name}\" of \"{}\" refers to no collection: \"{name}.{}\" cannot be read",
+                    def.name,
+                    below.first().map(String::as_str).unwrap_or("*")
+                ))),
+            };
+        }
+        let Some(alias) = def.alias(name) else {
+            return Err(ItemsError::InvalidQuery(format!(
+                "unknown field \"{name}\" in collection \"{}\"",
+                def.name
+            )));
+        };
+        // An alias is a field of its collection for the caller's field
+        // permissions, as in Directus.
+        if let Some(grant) = self.grant(who, &def.name, Action::Read)? {
+            if !grant.allows_field(name) && !grant.allows_field("*") {
+                return Err(ItemsError::forbidden());
+            }
+        }
+        Ok(Relation::ToMany {
+            alias: alias.clone(),
+            ids_only: below.is_empty(),
+        })
+    }
+
+    /// The records of `collection` whose `key` is one of `keys`, with the
+    /// `fields` asked for (followed further where they have dots), read
+    /// under the caller's permissions; each comes with its key, which is
+    /// removed from it unless asked for.
+    #[allow(clippy::too_many_arguments)]
+    fn read_related(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        fields: &[String],
+        key: &str,
+        keys: &[Value],
+        sort: Option<&str>,
+    ) -> Result<Vec<(String, Record)>, ItemsError> {
+        let mut out = Vec::new();
+        if keys.is_empty() {
+            return Ok(out);
+        }
+        let add_key = !fields.iter().any(|f| f == "*" || f == key);
+        let mut wanted = fields.to_vec();
+        if add_key {
+            wanted.push(key.to_string());
+        }
+        // One read whatever the number of keys: an `_in` list is bound as
+        // one parameter.
+        let nested = WireQuery {
+            fields: Some(ListParam::List(wanted)),
+            filter: Some(json!({ key: {"_in": keys} })),
+            // Ties broken by id, so the order is the same every time.
+            sort: sort.map(|s| {
+                let mut by = vec![s.to_string()];
+                if s != "id" {
+                    by.push("id".into());
+                }
+                ListParam::List(by)
+            }),
+            limit: Some(-1),
+            ..Default::default()
+        };
+        for mut record in self.read_following_references(session, who, collection, &nested, None)? {
+            let found = if add_key {
+                record.remove(key)
+            } else {
+                record.get(key).cloned()
+            };
+            if let Some(Value::String(k)) = found {
+                out.push((k, record));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The distinct string values of `field` in `records`, sorted.
+fn string_values(records: &[Record], field: &str) -> Vec<Value> {
+    let mut ids: Vec<Value> = records
+        .iter()
+        .filter_map(|r| r.get(field).filter(|v| v.is_string()).cloned())
+        .collect();
+    ids.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    ids.dedup();
+    ids
 }
 
 #[cfg(test)]

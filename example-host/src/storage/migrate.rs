@@ -1,10 +1,11 @@
 //! Migration bookkeeping and seeding rules, the same on every backend: which
 //! migrations ran (`platform_migrations`), the declared fields of every
-//! collection (`platform_fields`, from which the schema is rebuilt), and
-//! how each schema step changes both. A backend runs these inside one of
+//! collection (`platform_fields`) and its one-to-many aliases
+//! (`platform_aliases`), from which the schema is rebuilt, and how each
+//! schema step changes them. A backend runs these inside one of
 //! its write transactions that excludes other migrations.
 
-use host_sdk::schema::{Field, Index, Step};
+use host_sdk::schema::{Alias, Field, Index, Step};
 use serde_json::Value;
 
 use super::codec::{self, Cell, Scalar};
@@ -19,7 +20,10 @@ pub const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS platform_migrations (
          PRIMARY KEY (owner, id));
      CREATE TABLE IF NOT EXISTS platform_fields (
          collection TEXT NOT NULL, field TEXT NOT NULL, sort INTEGER NOT NULL,
-         definition TEXT NOT NULL, PRIMARY KEY (collection, field));";
+         definition TEXT NOT NULL, PRIMARY KEY (collection, field));
+     CREATE TABLE IF NOT EXISTS platform_aliases (
+         collection TEXT NOT NULL, alias TEXT NOT NULL,
+         definition TEXT NOT NULL, PRIMARY KEY (collection, alias));";
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
@@ -55,6 +59,20 @@ pub fn load_schema(conn: &mut dyn SqlConn) -> Result<Schema, StoreError> {
     let mut schema = Schema::default();
     for (name, fields) in grouped {
         schema.insert(CollectionDef::new(&name, fields));
+    }
+    let mut aliases: Vec<(String, String)> = Vec::new();
+    conn.query(
+        "SELECT collection, definition FROM platform_aliases ORDER BY collection, alias",
+        &[],
+        &mut |row| {
+            aliases.push((text(row, 0)?, text(row, 1)?));
+            Ok(())
+        },
+    )?;
+    for (collection, definition) in aliases {
+        let alias: Alias = serde_json::from_str(&definition)
+            .map_err(|e| backend(format!("bad alias definition in {collection}: {e}")))?;
+        schema.add_alias(&collection, alias);
     }
     Ok(schema)
 }
@@ -253,6 +271,31 @@ fn apply_step(conn: &mut dyn SqlConn, schema: &mut Schema, step: &Step) -> Resul
             check_index_fields(def, index)?;
             conn.execute_batch(&sql::index(collection, index))?;
         }
+        Step::CreateAlias {
+            collection,
+            alias,
+            related,
+            field,
+            sort,
+        } => {
+            let alias = Alias {
+                alias: alias.clone(),
+                related: related.clone(),
+                field: field.clone(),
+                sort: sort.clone(),
+            };
+            check_alias(schema, collection, &alias)?;
+            let definition = serde_json::to_string(&alias).map_err(backend)?;
+            let mut p = Params::new(d);
+            let sql = format!(
+                "INSERT INTO platform_aliases (collection, alias, definition) VALUES ({}, {}, {})",
+                p.push(Scalar::Text(collection.clone())),
+                p.push(Scalar::Text(alias.alias.clone())),
+                p.push(Scalar::Text(definition))
+            );
+            conn.execute(&sql, &p.values)?;
+            schema.add_alias(collection, alias);
+        }
         Step::InsertItems { collection, items } => {
             let def = schema
                 .get(collection)
@@ -263,6 +306,47 @@ fn apply_step(conn: &mut dyn SqlConn, schema: &mut Schema, step: &Step) -> Resul
                 let record = seed_record(&def, item, &now)?;
                 WriteConn(conn).insert(&def, &record)?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an alias that could not be read: a name that is not a plain
+/// identifier or is taken, or a `field` of `related` that does not refer to
+/// `collection`.
+fn check_alias(schema: &Schema, collection: &str, alias: &Alias) -> Result<(), StoreError> {
+    let def = schema
+        .get(collection)
+        .ok_or_else(|| no_collection(collection))?;
+    let name = &alias.alias;
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(StoreError::Invalid(format!(
+            "alias name \"{name}\" of {collection}: letters, digits and _ only"
+        )));
+    }
+    if def.has(name) || def.alias(name).is_some() {
+        return Err(StoreError::Invalid(format!(
+            "{collection}.{name} already exists"
+        )));
+    }
+    let related = schema
+        .get(&alias.related)
+        .ok_or_else(|| no_collection(&alias.related))?;
+    let refers = related
+        .field(&alias.field)
+        .and_then(|f| f.references.as_deref());
+    if refers != Some(collection) {
+        return Err(StoreError::Invalid(format!(
+            "{}.{} does not refer to {collection}",
+            alias.related, alias.field
+        )));
+    }
+    if let Some(sort) = &alias.sort {
+        if !related.has(sort) {
+            return Err(StoreError::Invalid(format!(
+                "no field {}.{sort} to sort {collection}.{name} by",
+                alias.related
+            )));
         }
     }
     Ok(())

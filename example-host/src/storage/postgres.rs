@@ -512,7 +512,11 @@ fn count_commits_on(conn: &mut Pg<'_>, table: &str) -> Result<(), StoreError> {
 /// Puts the commit counter on every table of the platform.
 fn count_commits_everywhere(conn: &mut Pg<'_>, schema: &Schema) -> Result<(), StoreError> {
     let mut tables: Vec<String> = schema.names().map(String::from).collect();
-    tables.extend(["platform_migrations".into(), "platform_fields".into()]);
+    tables.extend([
+        "platform_migrations".into(),
+        "platform_fields".into(),
+        "platform_aliases".into(),
+    ]);
     for table in tables {
         count_commits_on(conn, &table)?;
     }

@@ -535,6 +535,53 @@ mod tests {
         (dir, store)
     }
 
+    #[test]
+    fn an_alias_must_list_a_reference_back_and_take_a_free_name() {
+        let (_dir, store) = store();
+        let steps = vec![Collection::new("parts")
+            .field(Field::reference("thing", "things"))
+            .field(Field::string("label"))
+            .build()];
+        store.migrate("test", "0002", &steps).expect("migrate");
+        let alias = |alias: &str, field: &str, sort: Option<&str>| Step::CreateAlias {
+            collection: "things".into(),
+            alias: alias.into(),
+            related: "parts".into(),
+            field: field.into(),
+            sort: sort.map(String::from),
+        };
+        for (i, (step, error)) in [
+            (
+                alias("parts", "label", None),
+                "parts.label does not refer to things",
+            ),
+            (alias("name", "thing", None), "things.name already exists"),
+            (alias("a.b", "thing", None), "letters, digits and _ only"),
+            (alias("parts", "thing", Some("nope")), "no field parts.nope"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let e = store
+                .migrate("test", &format!("bad{i}"), &[step])
+                .expect_err("refused");
+            assert!(e.to_string().contains(error), "{e}");
+        }
+        let ok = alias("parts", "thing", Some("label"));
+        store
+            .migrate("test", "0003", std::slice::from_ref(&ok))
+            .expect("alias");
+        let schema = store.schema();
+        let things = schema.get("things").expect("things");
+        assert_eq!(
+            things.alias("parts").map(|a| a.related.as_str()),
+            Some("parts")
+        );
+        // Declared once: the same name again is refused.
+        let e = store.migrate("test", "0004", &[ok]).expect_err("taken");
+        assert!(e.to_string().contains("things.parts already exists"), "{e}");
+    }
+
     /// One store for every case: the property only reads.
     static SHARED: once_cell::sync::Lazy<(tempfile::TempDir, SqliteStore)> =
         once_cell::sync::Lazy::new(store);
