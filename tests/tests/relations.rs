@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use platform_tests::{str_of, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{encode, str_of, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 const RECORDING: &str = "00000000-0000-4000-b000-000000000001";
@@ -270,4 +270,118 @@ fn aliases_name_no_stored_field_and_refuse_writes() {
         &json!({"models": []}),
     );
     assert_eq!(r.status, 400, "{}", r.body);
+}
+
+/// A GET of `path` with `filter` (JSON) URL-encoded.
+fn filtered(host: &Host, path: &str, filter: &Value, token: Option<&str>) -> platform_tests::Resp {
+    let sep = if path.contains('?') { '&' } else { '?' };
+    host.get(
+        &format!("{path}{sep}filter={}", encode(&filter.to_string())),
+        token,
+    )
+}
+
+#[test]
+fn filters_follow_references_to_any_depth() {
+    let host = demo();
+    let expected = models_by_video(&host);
+    let (video, models) = expected.iter().next().expect("a video with models");
+    let slug = str_of(&host.admin_item("videos", video)["slug"]);
+    // One level: the junction rows of the video with this slug.
+    let r = filtered(
+        &host,
+        "/items/videos_models?fields=platform_users_id&limit=-1",
+        &json!({"videos_id": {"slug": {"_eq": slug}}}),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut got: Vec<String> = r.json()["data"]
+        .as_array()
+        .map(|l| l.iter().map(|l| str_of(&l["platform_users_id"])).collect())
+        .unwrap_or_default();
+    got.sort();
+    assert_eq!(&got, models);
+
+    // Two levels, inside `_or`, beside an operator on the reference itself.
+    let filter = json!({"_or": [
+        {"user_created": {"_nnull": true, "role": {"name": {"_eq": "Viewer"}}}},
+        {"title": {"_eq": "no recording has this title"}},
+    ]});
+    let r = filtered(
+        &host,
+        "/items/recordings?fields=id,user_created.role.name&limit=-1",
+        &filter,
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let found = r.json()["data"].as_array().cloned().unwrap_or_default();
+    assert!(!found.is_empty(), "the demo viewer owns recordings");
+    for rec in &found {
+        assert_eq!(rec["user_created"]["role"]["name"], "Viewer", "{rec}");
+    }
+    let all = host.admin_all("recordings", "id,user_created.role.name");
+    let viewers = all
+        .iter()
+        .filter(|r| r["user_created"]["role"]["name"] == "Viewer")
+        .count();
+    assert_eq!(found.len(), viewers);
+    assert!(viewers < all.len(), "the filter excludes some");
+    // Aggregates filter the same way.
+    let r = filtered(
+        &host,
+        "/items/recordings?aggregate[count]=*",
+        &filter,
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json()["data"][0]["count"].to_string().trim_matches('"'),
+        viewers.to_string()
+    );
+    // Nothing matches: an empty list, not an error.
+    let r = filtered(
+        &host,
+        "/items/videos_models",
+        &json!({"videos_id": {"slug": {"_eq": "no-such-video"}}}),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.json()["data"], json!([]), "{}", r.body);
+    // A field that refers to nothing cannot be filtered through.
+    let r = filtered(
+        &host,
+        "/items/recordings",
+        &json!({"title": {"first": {"_eq": "x"}}}),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["errors"][0]["extensions"]["code"], "INVALID_QUERY");
+}
+
+#[test]
+fn filters_through_references_read_under_the_callers_permissions() {
+    let host = demo();
+    let viewer = Some("demo-viewer-token");
+    let path = "/items/recordings?fields=id&limit=-1";
+    let by_email = json!({"user_created": {"email": {"_eq": "victor@demo.local"}}});
+    // No read of users: filtering through them is refused.
+    assert_eq!(filtered(&host, path, &by_email, viewer).status, 403);
+    host.grant(
+        "Viewer",
+        "platform_users",
+        json!({"action": "read", "fields": ["id", "first_name"]}),
+    );
+    // A field of users they may not read is refused too, so emails
+    // cannot be guessed one filter at a time.
+    let r = filtered(&host, path, &by_email, viewer);
+    assert_eq!(r.status, 403, "{}", r.body);
+    let me = host.get("/users/me?fields=first_name", viewer).json()["data"]["first_name"].clone();
+    let r = filtered(
+        &host,
+        path,
+        &json!({"user_created": {"first_name": {"_eq": me}}}),
+        viewer,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mine = r.json()["data"].as_array().map_or(0, Vec::len);
+    assert!(mine > 0, "{}", r.body);
 }

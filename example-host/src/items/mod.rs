@@ -4,13 +4,15 @@
 //!
 //! This module holds the service itself (who runs an operation, where it
 //! runs, permissions, transactions); [`read`](mod@read) and [`write`](mod@write) its
-//! operations, [`references`] the rules between items, [`events`] the item
+//! operations, [`references`] the rules between items, [`relations`] and
+//! [`related_filters`] reads through references, [`events`] the item
 //! events and the hooks they reach, [`error`] its failures.
 
 mod error;
 mod events;
 mod read;
 mod references;
+mod related_filters;
 mod relations;
 mod write;
 

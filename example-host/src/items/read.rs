@@ -53,8 +53,9 @@ impl Platform {
         wire: &WireQuery,
         default_limit: Option<u64>,
     ) -> Result<Vec<Record>, ItemsError> {
+        let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
-        let q = self.plan_read(who, &def, wire, default_limit)?;
+        let q = self.plan_read(who, &def, &wire, default_limit)?;
         self.run_read(session, |conn| Ok(conn.select(&def, &q)?))
     }
 
@@ -75,8 +76,9 @@ impl Platform {
                 self.read_following_references(session, who, collection, wire, default_limit)?;
             return serde_json::to_vec(&records).map_err(|e| ItemsError::Internal(e.to_string()));
         }
+        let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
-        let q = self.plan_read(who, &def, wire, default_limit)?;
+        let q = self.plan_read(who, &def, &wire, default_limit)?;
         self.run_read(session, |conn| select_json_array(conn, &def, &q))
     }
 
@@ -134,8 +136,9 @@ impl Platform {
             &ReadQuery,
         ) -> Result<Option<T>, ItemsError>,
     ) -> Result<Option<T>, ItemsError> {
+        let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
-        let mut q = self.plan_read(who, &def, wire, None)?;
+        let mut q = self.plan_read(who, &def, &wire, None)?;
         q.filter = Filter::and(Some(key_filter(key)), q.filter.take());
         q.limit = Some(1);
         q.offset = 0;
@@ -158,6 +161,7 @@ impl Platform {
         collection: &str,
         wire: &WireQuery,
     ) -> Result<Vec<Record>, ItemsError> {
+        let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
         let grant = self.grant(who, collection, Action::Read)?;
         let vars = who.vars();
