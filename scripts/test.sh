@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: builds the host, the extensions and the ABI
-# fixtures (the integration tests start real host processes), then tests:
+# fixtures (the integration tests start real host processes), installs the
+# Node.js packages of tests/sdk-js (pinned by their lockfile), then tests:
 # the workspace with every host on SQLite, then the integration tests again
 # with every host on PostgreSQL (a throwaway server per test process, from
 # the binaries `pg_config --bindir` names, or the server of
@@ -30,6 +31,13 @@ echo "==> building the host with the svc extension linked in (feature inprocess)
 cargo build -p example-host --features inprocess --target-dir target/inprocess
 echo "==> building the standalone ABI fixtures"
 bash scripts/build-fixtures.sh
+echo "==> installing the @directus/sdk front-end tests' packages (npm ci, from the lockfile)"
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "Node.js 20 (or later) and npm were not found: the suite drives the platform with the" >&2
+    echo "real @directus/sdk from tests/sdk-js. Install them (Debian/Ubuntu: apt-get install nodejs npm)." >&2
+    exit 1
+fi
+(cd tests/sdk-js && npm ci --no-audit --no-fund)
 
 status=0
 echo "==> running the tests on SQLite (TEST_DB=sqlite)"

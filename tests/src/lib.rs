@@ -13,6 +13,7 @@
 
 mod client;
 pub mod database;
+pub mod node;
 pub mod postgres;
 mod rng;
 pub mod score;

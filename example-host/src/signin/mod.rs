@@ -163,7 +163,8 @@ impl SignIn {
     }
 
     /// A new access token and refresh token for the session `presented`
-    /// names; the refresh token presented is used up.
+    /// names, which a new session replaces: the refresh token presented is
+    /// used up, and the access tokens of the old session are refused.
     pub fn refresh(
         &self,
         platform: &Platform,
@@ -176,24 +177,24 @@ impl SignIn {
             .cloned()
             .ok_or(SignInError::InvalidCredentials)?;
         let refresh_token = generate_token();
-        let found = platform.transaction(|session| {
+        let replaced = platform.transaction(|session| {
             let Session::Tx { conn, .. } = session else {
                 return Err(ItemsError::Internal("refresh outside a transaction".into()));
             };
             let Some(found) = sessions::find(&mut **conn, &sessions_def, presented)? else {
                 return Ok(None);
             };
-            sessions::rotate(
+            let id = sessions::replace(
                 platform,
                 session,
-                &found.id,
+                &found,
                 &refresh_token,
                 self.settings.refresh_ttl,
             )?;
-            Ok(Some(found))
+            Ok(Some((found.user, id)))
         })?;
-        let found = found.ok_or(SignInError::InvalidCredentials)?;
-        self.issue(platform, &found.user, &found.id, refresh_token)
+        let (user, id) = replaced.ok_or(SignInError::InvalidCredentials)?;
+        self.issue(platform, &user, &id, refresh_token)
     }
 
     /// Ends the session `presented` names, if it is open.

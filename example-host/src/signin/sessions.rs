@@ -18,6 +18,10 @@ use crate::values::{format_timestamp, now_timestamp};
 pub struct Found {
     pub id: String,
     pub user: String,
+    /// How it was opened, and from where: kept by its replacement.
+    pub mode: Option<String>,
+    pub ip: Option<String>,
+    pub user_agent: Option<String>,
 }
 
 /// How a client presents its session.
@@ -47,13 +51,20 @@ pub fn find(
             Filter::eq("mode", json!("session")),
         ]),
     };
-    let q = ReadQuery::select(&["id", "user"], Filter::And(vec![which, unexpired()])).limit(1);
+    let q = ReadQuery::select(
+        &["id", "user", "mode", "ip", "user_agent"],
+        Filter::And(vec![which, unexpired()]),
+    )
+    .limit(1);
     let row = conn.select(def, &q)?.into_iter().next();
     Ok(row.and_then(|r| {
         let text = |k: &str| r.get(k).and_then(Value::as_str).map(String::from);
         Some(Found {
             id: text("id")?,
             user: text("user")?,
+            mode: text("mode"),
+            ip: text("ip"),
+            user_agent: text("user_agent"),
         })
     }))
 }
@@ -92,41 +103,46 @@ fn expiry(lifetime: std::time::Duration) -> String {
     format_timestamp(chrono::Utc::now() + lifetime)
 }
 
-/// Opens a session; its id.
-pub fn open(platform: &Platform, opening: &Opening<'_>) -> Result<String, ItemsError> {
-    platform.create_one(
-        &mut Session::Auto,
-        &Who::system(),
-        SESSIONS,
-        &json!({
-            // Hashed by the items service: the collection marks it secret.
-            "token": opening.refresh_token,
-            "user": opening.user,
-            "expires": expiry(opening.lifetime),
-            "mode": opening.mode,
-            "ip": opening.ip,
-            "user_agent": opening.user_agent,
-        }),
-    )
+fn row(opening: &Opening<'_>) -> Value {
+    json!({
+        // Hashed by the items service: the collection marks it secret.
+        "token": opening.refresh_token,
+        "user": opening.user,
+        "expires": expiry(opening.lifetime),
+        "mode": opening.mode,
+        "ip": opening.ip,
+        "user_agent": opening.user_agent,
+    })
 }
 
-/// Gives session `id` a new refresh token and expiry (in the caller's
-/// transaction).
-pub fn rotate(
+/// Opens a session; its id.
+pub fn open(platform: &Platform, opening: &Opening<'_>) -> Result<String, ItemsError> {
+    platform.create_one(&mut Session::Auto, &Who::system(), SESSIONS, &row(opening))
+}
+
+/// Replaces session `found` by a new one with `refresh_token` (in the
+/// caller's transaction); the new session's id. The old id is gone, so
+/// every access token naming it (a `session` mode cookie included, expired
+/// or not) is refused from now on: a copy of an old cookie cannot keep a
+/// session alive.
+pub fn replace(
     platform: &Platform,
     session: &mut Session<'_>,
-    id: &str,
+    found: &Found,
     refresh_token: &str,
     lifetime: std::time::Duration,
-) -> Result<(), ItemsError> {
-    platform.update_one(
-        session,
-        &Who::system(),
-        SESSIONS,
-        id,
-        &json!({"token": refresh_token, "expires": expiry(lifetime)}),
-    )?;
-    Ok(())
+) -> Result<String, ItemsError> {
+    let opening = Opening {
+        user: &found.user,
+        refresh_token,
+        lifetime,
+        mode: found.mode.as_deref().unwrap_or("json"),
+        ip: found.ip.as_deref(),
+        user_agent: found.user_agent.as_deref(),
+    };
+    let id = platform.create_one(session, &Who::system(), SESSIONS, &row(&opening))?;
+    end(platform, session, &found.id)?;
+    Ok(id)
 }
 
 /// Ends session `id` (in the caller's transaction).

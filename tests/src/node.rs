@@ -1,0 +1,55 @@
+//! The Node.js side of the suite: `tests/sdk-js`, front-end tests written
+//! with the real `@directus/sdk`, pinned by its `package-lock.json`.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use crate::workspace_root;
+
+/// The folder of the Node.js tests.
+pub fn sdk_js_dir() -> PathBuf {
+    workspace_root().join("tests").join("sdk-js")
+}
+
+/// Installs the locked packages (`npm ci`) unless they are there already;
+/// `scripts/test.sh` installs them first, so this is for a `cargo test`
+/// run on its own. Panics with what to do when Node.js or npm is missing.
+pub fn install_sdk_js() {
+    let dir = sdk_js_dir();
+    let installed = dir.join("node_modules").join(".package-lock.json");
+    let lock = dir.join("package-lock.json");
+    let fresh = match (installed.metadata(), lock.metadata()) {
+        (Ok(i), Ok(l)) => i.modified().ok() >= l.modified().ok(),
+        _ => false,
+    };
+    if fresh {
+        return;
+    }
+    let out = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund"])
+        .current_dir(&dir)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("npm could not run ({e}): the SDK tests need Node.js 20 and npm")
+        });
+    assert!(
+        out.status.success(),
+        "npm ci in {} failed:\n{}{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs the Node.js test files of `tests/sdk-js` (`node --test`) with
+/// `env`, after installing their packages.
+pub fn run_sdk_js(env: &[(&str, &str)]) -> Output {
+    install_sdk_js();
+    Command::new("node")
+        .arg("--test")
+        .arg("--test-reporter=spec")
+        .current_dir(sdk_js_dir())
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("node could not run ({e}): the SDK tests need Node.js 20"))
+}
