@@ -126,7 +126,10 @@ impl<'a> Context<'a> {
         self.items(Access::Caller)
     }
 
-    /// Item services with full access.
+    /// Item services with full access. The caller is still recorded: an
+    /// item created this way has the signed-in caller as `user_created`
+    /// (none when the request is anonymous, or in a hook or schedule
+    /// without one), and `$CURRENT_USER` in a filter is the caller.
     pub fn as_admin(&self) -> Items<'a> {
         self.items(Access::Admin)
     }

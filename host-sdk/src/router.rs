@@ -33,8 +33,9 @@ pub struct Route {
     body: Option<Value>,
     /// (status, description) of documented answers.
     responses: Vec<(u16, String)>,
-    /// Whether the route needs an authenticated caller.
-    auth: bool,
+    /// The answer to a request without an authenticated caller, when the
+    /// route needs one.
+    unauthenticated: Option<ApiError>,
     /// Whether anonymous answers are kept until the data changes.
     cached: bool,
     /// Whether the answer is the same whoever asks (signed-in callers
@@ -70,9 +71,16 @@ impl Route {
         self
     }
 
-    /// Documents that the route needs an authenticated caller.
+    /// Needs an authenticated caller: a request without one is answered
+    /// 401 `{"error": "Unauthorized"}` before the handler runs (SDK 1.8;
+    /// earlier SDKs only documented it). Documented in OpenAPI.
     pub fn authenticated(&mut self) -> &mut Self {
-        self.auth = true;
+        self.authenticated_with("Unauthorized")
+    }
+
+    /// [`Route::authenticated`], answering 401 with this `message`.
+    pub fn authenticated_with(&mut self, message: &str) -> &mut Self {
+        self.unauthenticated = Some(ApiError::unauthorized(message));
         self
     }
 
@@ -143,6 +151,11 @@ impl Route {
         self.walk(method, path, |_, _| {})
     }
 
+    /// Whether a request for `path`, of any method, reaches this route.
+    fn has_path(&self, path: &str) -> bool {
+        self.reaches(&self.method, path)
+    }
+
     /// The route's parameters, percent-decoded, when the request reaches it.
     fn matches(&self, method: &str, path: &str) -> Option<HashMap<String, String>> {
         let mut params = HashMap::new();
@@ -154,6 +167,11 @@ impl Route {
 }
 
 fn run(route: &Route, request: &Request, ctx: &Context<'_>) -> Response {
+    if let Some(refusal) = &route.unauthenticated {
+        if ctx.accountability().is_none() {
+            return Response::error(refusal);
+        }
+    }
     match (route.handler)(request, ctx) {
         Ok(response) => response,
         Err(error) => Response::error(&error),
@@ -259,7 +277,7 @@ impl Router {
             query: Vec::new(),
             body: None,
             responses: Vec::new(),
-            auth: false,
+            unauthenticated: None,
             cached: false,
             same_for_every_caller: false,
             body_rule: BodyRule::default(),
@@ -283,6 +301,14 @@ impl Router {
         self.route("POST", pattern, handler)
     }
 
+    /// A `PUT` route (SDK 1.8).
+    pub fn put<H>(&mut self, pattern: &str, handler: H) -> &mut Route
+    where
+        H: Fn(&Request, &Context<'_>) -> Result<Response, ApiError> + Send + Sync + 'static,
+    {
+        self.route("PUT", pattern, handler)
+    }
+
     pub fn patch<H>(&mut self, pattern: &str, handler: H) -> &mut Route
     where
         H: Fn(&Request, &Context<'_>) -> Result<Response, ApiError> + Send + Sync + 'static,
@@ -297,8 +323,10 @@ impl Router {
         self.route("DELETE", pattern, handler)
     }
 
-    /// Runs the first route matching the request; 404 `Route not found`
-    /// when none does.
+    /// Runs the first route matching the request; 405 `Method not
+    /// allowed` when routes have its path but not its method (SDK 1.8:
+    /// the host adds the `Allow` header from the OpenAPI paths), 404
+    /// `Route not found` when none has its path.
     pub fn dispatch(&self, request: Request, ctx: &Context<'_>) -> Response {
         self.answer(request, ctx).into_response()
     }
@@ -328,7 +356,22 @@ impl Router {
                 return response;
             }
         }
+        if self.routes.iter().any(|r| r.has_path(request.path())) {
+            return Response::error(&ApiError::new(405, "Method not allowed")).into();
+        }
         Response::error(&ApiError::not_found("Route not found")).into()
+    }
+
+    /// The methods of the routes that have `path`, in registration order
+    /// (what an `Allow` header lists).
+    pub fn allowed_methods(&self, path: &str) -> Vec<&str> {
+        let mut methods: Vec<&str> = Vec::new();
+        for route in self.routes.iter().filter(|r| r.has_path(path)) {
+            if !methods.contains(&route.method.as_str()) {
+                methods.push(&route.method);
+            }
+        }
+        methods
     }
 
     /// What the route a request of `method` for `path` would reach accepts
@@ -403,6 +446,12 @@ impl Router {
                 );
             }
             let mut responses = Map::new();
+            if let Some(refusal) = &route.unauthenticated {
+                responses.insert(
+                    "401".into(),
+                    json!({"description": refusal.message, "content": {"application/json": {}}}),
+                );
+            }
             for (status, description) in &route.responses {
                 responses.insert(
                     status.to_string(),
@@ -414,7 +463,7 @@ impl Router {
                 json!({"description": "JSON answer; errors are {\"error\": message}"}),
             );
             op.insert("responses".into(), Value::Object(responses));
-            if route.auth {
+            if route.unauthenticated.is_some() {
                 op.insert("security".into(), json!([{"bearer": []}]));
             }
             let entry = paths

@@ -207,7 +207,7 @@ fn routes(r: &mut Router) {
         .max_body(SMALL_BODY)
         .max_depth(SMALL_DEPTH)
         .summary("Copy a publicly shared recording")
-        .authenticated()
+        .authenticated_with("Authentication required")
         .response(201, "{data: the copy}")
         .response(401, "Authentication required")
         .response(403, "Recording is not publicly shared");

@@ -413,6 +413,18 @@ fn server_routes_and_errors_have_their_shapes() {
     let r = host.get("/svc/nope", None);
     assert_eq!(r.status, 404);
     assert_eq!(r.json(), json!({"error": "Route not found"}));
+    // A known path with another method: 405, and `Allow` lists its methods.
+    let r = host.delete("/svc/stats", None);
+    assert_eq!(r.status, 405, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Method not allowed"}));
+    assert_eq!(r.header_all("allow"), ["GET"]);
+    let r = host.request("PUT", "/svc/recordings/x", Some(ADMIN_TOKEN), None);
+    assert_eq!(r.status, 405, "{}", r.body);
+    assert_eq!(r.header_all("allow"), ["DELETE, GET, PATCH"]);
+    // A route that needs a caller answers 401 before reading the body.
+    let r = host.post("/svc/recordings", None, &json!({"title": 5}));
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.json(), json!({"error": "Unauthorized"}));
     let r = host.get("/nowhere", None);
     assert_eq!(r.status, 404);
     assert_eq!(

@@ -7,6 +7,8 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
 use super::{authenticate, blocking, credentials, read_body_within, AppState, HttpError};
+use serde_json::Value;
+
 use crate::auth::AuthError;
 use crate::extensions::{ExtRequest, Registry};
 
@@ -54,7 +56,7 @@ pub async fn dispatch(
     let token = credentials(&state.platform, &headers, &uri);
     let request = ExtRequest {
         method: method.as_str().to_string(),
-        path: sub_path,
+        path: sub_path.clone(),
         query: query_without_token(uri.query()),
         headers: headers
             .iter()
@@ -70,6 +72,7 @@ pub async fn dispatch(
     };
     let platform = state.platform.clone();
     let registry = state.registry.clone();
+    let mount = id.clone();
     let call = format!("[{id}] {method} {}", uri.path());
     let work = blocking(move || {
         if rule
@@ -112,12 +115,71 @@ pub async fn dispatch(
     })?;
     let content_type = HeaderValue::from_str(answer.content_type.as_str())
         .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
-    Ok((status, [(header::CONTENT_TYPE, content_type)], answer.body).into_response())
+    let mut response =
+        (status, [(header::CONTENT_TYPE, content_type)], answer.body).into_response();
+    if status == StatusCode::METHOD_NOT_ALLOWED {
+        // The extension's answer cannot carry headers: `Allow` comes from
+        // the routes its OpenAPI paths describe.
+        let allowed = state
+            .registry
+            .get(&mount)
+            .map(|ext| allowed_methods(&ext.openapi, &sub_path))
+            .unwrap_or_default();
+        if let Ok(value) = HeaderValue::from_str(&allowed.join(", ")) {
+            if !allowed.is_empty() {
+                response.headers_mut().insert(header::ALLOW, value);
+            }
+        }
+    }
+    Ok(response)
+}
+
+/// The methods an extension's OpenAPI `paths` (relative to its mount,
+/// `{name}` for a parameter) give for `path`, upper-case, sorted.
+fn allowed_methods(openapi: &Value, path: &str) -> Vec<String> {
+    let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let fits = |template: &str| {
+        let segments: Vec<&str> = template.split('/').filter(|s| !s.is_empty()).collect();
+        segments.len() == parts.len()
+            && segments
+                .iter()
+                .zip(&parts)
+                .all(|(segment, part)| segment.starts_with('{') || segment == part)
+    };
+    let mut methods = Vec::new();
+    for (template, operations) in openapi["paths"].as_object().into_iter().flatten() {
+        if fits(template) {
+            for method in operations.as_object().into_iter().flat_map(|o| o.keys()) {
+                let method = method.to_ascii_uppercase();
+                if !methods.contains(&method) {
+                    methods.push(method);
+                }
+            }
+        }
+    }
+    methods.sort();
+    methods
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn allowed_methods_come_from_the_paths_that_fit() {
+        let openapi = serde_json::json!({"paths": {
+            "/recordings/{id}": {"get": {}, "patch": {}, "delete": {}},
+            "/recordings/{id}/play": {"post": {}},
+            "/recordings": {"get": {}, "post": {}},
+        }});
+        assert_eq!(
+            allowed_methods(&openapi, "/recordings/abc"),
+            ["DELETE", "GET", "PATCH"]
+        );
+        assert_eq!(allowed_methods(&openapi, "/recordings"), ["GET", "POST"]);
+        assert!(allowed_methods(&openapi, "/nowhere").is_empty());
+        assert!(allowed_methods(&Value::Null, "/recordings").is_empty());
+    }
 
     #[test]
     fn mounts_split() {

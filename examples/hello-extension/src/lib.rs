@@ -3,7 +3,14 @@
 
 use host_sdk::prelude::*;
 use host_sdk::schema::{Collection, Field};
+use serde::Deserialize;
 use serde_json::json;
+
+/// What `POST /hello/notes` takes.
+#[derive(Deserialize)]
+struct NewNote {
+    body: String,
+}
 
 fn extension() -> Extension {
     Extension::new("hello", "Hello", env!("CARGO_PKG_VERSION"))
@@ -22,21 +29,24 @@ fn extension() -> Extension {
                     .ok_or_else(|| ApiError::not_found("Note not found"))
             })
             .summary("One note");
-            // POST /hello/notes — two writes, atomically (run again from the
-            // start if the database asks: a conflict with another host).
+            // POST /hello/notes — signed-in callers only (401 otherwise);
+            // two writes, atomically (run again from the start if the
+            // database asks: a conflict with another host).
             r.post("/notes", |req, ctx| {
-                let body: serde_json::Value = req.json()?; // 400 "Invalid JSON body"
+                // 400 "Invalid JSON body", serde's reason in `details`.
+                let note: NewNote = req.body_as()?;
                 let id = ctx.retryable_transaction(|tx| {
                     let id = tx
                         .as_admin()
-                        .create_one("notes", &json!({"body": body["body"]}))?;
+                        .create_one("notes", &json!({"body": note.body}))?;
                     tx.as_admin()
                         .create_one("notes", &json!({"body": "audit"}))?;
                     Ok::<_, ApiError>(id)
                 })?;
                 log::info!("note {id} created"); // appears in the host's log, target `hello`
                 Ok(Response::created(&json!({"id": id})))
-            });
+            })
+            .authenticated();
         })
         // Inside the writing transaction: refuse, or write with the write.
         .before_commit_in(&["notes"], |event, _tx| {

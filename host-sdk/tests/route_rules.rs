@@ -1,0 +1,153 @@
+//! What routes answer by themselves (SDK 1.8): 401 for a route that needs
+//! a caller, 405 for a known path with another method, and typed reads of
+//! the path, the query and the body that say what was wrong.
+
+mod common;
+
+use common::NoServices;
+use host_sdk::{Accountability, Extension, Request, Response};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+#[derive(Deserialize)]
+struct Note {
+    title: String,
+    #[serde(default)]
+    pinned: bool,
+}
+
+#[derive(Deserialize)]
+struct Page {
+    limit: u32,
+    after: Option<String>,
+}
+
+fn extension() -> Extension {
+    Extension::new("t", "T", "0.1.0").routes(|r| {
+        r.get("/notes", |req, _| {
+            let page: Page = req.query_as()?;
+            Ok(Response::ok(
+                &json!({"limit": page.limit, "after": page.after}),
+            ))
+        })
+        .authenticated();
+        r.post("/notes", |req, _| {
+            let note: Note = req.body_as()?;
+            Ok(Response::created(
+                &json!({"title": note.title, "pinned": note.pinned}),
+            ))
+        });
+        r.put("/notes/:n", |req, _| {
+            let n: u32 = req.param_as("n")?;
+            Ok(Response::ok(
+                &json!({"n": n, "missing": req.path_param("nope")}),
+            ))
+        })
+        .authenticated_with("Sign in first");
+    })
+}
+
+fn send(method: &str, target: &str, body: &str, user: Option<&str>) -> (u16, Value) {
+    let caller = user.map(|u| Accountability {
+        user: u.into(),
+        role: None,
+        admin: false,
+    });
+    let answer = extension().handle_direct(
+        Request::new(method, target, body.as_bytes().to_vec()),
+        caller,
+        &NoServices::default(),
+    );
+    let body = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+    (answer.status, body)
+}
+
+#[test]
+fn a_route_that_needs_a_caller_answers_401_without_running() {
+    assert_eq!(
+        send("GET", "/notes?limit=5", "", None),
+        (401, json!({"error": "Unauthorized"}))
+    );
+    assert_eq!(
+        send("PUT", "/notes/3", "", None),
+        (401, json!({"error": "Sign in first"}))
+    );
+    assert_eq!(
+        send("GET", "/notes?limit=5", "", Some("u1")),
+        (200, json!({"limit": 5, "after": null}))
+    );
+    // Documented as such.
+    let paths = extension().router().openapi_paths();
+    assert_eq!(
+        paths["/notes"]["get"]["responses"]["401"]["description"],
+        "Unauthorized"
+    );
+    assert_eq!(paths["/notes"]["get"]["security"], json!([{"bearer": []}]));
+    assert!(paths["/notes"]["post"].get("security").is_none());
+}
+
+#[test]
+fn a_known_path_with_another_method_is_405_and_an_unknown_one_404() {
+    assert_eq!(
+        send("DELETE", "/notes", "", Some("u1")),
+        (405, json!({"error": "Method not allowed"}))
+    );
+    assert_eq!(send("GET", "/notes/3", "", Some("u1")).0, 405);
+    assert_eq!(
+        send("GET", "/elsewhere", "", Some("u1")),
+        (404, json!({"error": "Route not found"}))
+    );
+    let ext = extension();
+    assert_eq!(ext.router().allowed_methods("/notes"), ["GET", "POST"]);
+    assert_eq!(ext.router().allowed_methods("/notes/7"), ["PUT"]);
+    assert!(ext.router().allowed_methods("/notes/7/x").is_empty());
+}
+
+#[test]
+fn typed_reads_keep_the_reason_in_details() {
+    let (status, body) = send("POST", "/notes", r#"{"title": 5}"#, None);
+    assert_eq!((status, &body["error"]), (400, &json!("Invalid JSON body")));
+    let details = body["details"].as_str().unwrap_or_default();
+    assert!(
+        details.contains("invalid type: integer `5`, expected a string"),
+        "{details}"
+    );
+    assert_eq!(
+        send("POST", "/notes", r#"{"title": "a"}"#, None),
+        (201, json!({"title": "a", "pinned": false}))
+    );
+    let (status, body) = send("POST", "/notes", "", None);
+    assert_eq!(status, 400);
+    assert!(
+        body["details"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("missing field `title`"),
+        "{body}"
+    );
+
+    let (status, body) = send("GET", "/notes?limit=many", "", Some("u1"));
+    assert_eq!((status, &body["error"]), (400, &json!("Invalid query")));
+    assert!(body["details"].is_string(), "{body}");
+    assert_eq!(
+        send("GET", "/notes?limit=2&after=x%20y&other=1", "", Some("u1")),
+        (200, json!({"limit": 2, "after": "x y"}))
+    );
+
+    let (status, body) = send("PUT", "/notes/seven", "", Some("u1"));
+    assert_eq!(
+        (status, &body["error"]),
+        (400, &json!("Invalid path parameter \"n\""))
+    );
+    assert!(
+        body["details"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("invalid digit"),
+        "{body}"
+    );
+    assert_eq!(
+        send("PUT", "/notes/7", "", Some("u1")),
+        (200, json!({"n": 7, "missing": null}))
+    );
+}
