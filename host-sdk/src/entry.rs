@@ -72,11 +72,26 @@ fn context<'a>(ctx: &'a FfiContext<'_>) -> Context<'a> {
 }
 
 extern "C" fn manifest() -> FfiManifest {
-    let ext = extension();
+    let result = catch_unwind(|| {
+        let ext = extension();
+        (ext.id.clone(), ext.name.clone(), ext.version.clone())
+    });
+    // An extension that panics while it is built has no id: the host
+    // refuses it, and the name carries the reason into its log line.
+    let (id, name, version) = result.unwrap_or_else(|p| {
+        (
+            String::new(),
+            format!(
+                "(panicked while building the extension: {})",
+                panic_text(&*p)
+            ),
+            String::new(),
+        )
+    });
     FfiManifest {
-        id: ext.id.as_str().into(),
-        name: ext.name.as_str().into(),
-        version: ext.version.as_str().into(),
+        id: id.into(),
+        name: name.into(),
+        version: version.into(),
         sdk_version: crate::SDK_VERSION.into(),
     }
 }
@@ -165,6 +180,10 @@ extern "C" fn on_event(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResult<()
 }
 
 extern "C" fn schedules() -> RVec<FfiSchedule> {
+    catch_unwind(schedule_list).unwrap_or_default()
+}
+
+fn schedule_list() -> RVec<FfiSchedule> {
     extension()
         .schedules
         .iter()

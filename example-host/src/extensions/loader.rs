@@ -186,9 +186,15 @@ pub fn load(
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if !valid_id {
-        return Err(LoadError::Manifest(format!(
-            "id `{id}` must be non-empty lower-case letters, digits, `-` or `_`"
-        )));
+        // An extension that panicked while being built names why instead.
+        let name = manifest.name.to_string();
+        return Err(LoadError::Manifest(
+            if id.is_empty() && name.starts_with("(panicked") {
+                name
+            } else {
+                format!("id `{id}` must be non-empty lower-case letters, digits, `-` or `_`")
+            },
+        ));
     }
     if RESERVED_IDS.contains(&id.as_str()) {
         return Err(LoadError::Manifest(format!(

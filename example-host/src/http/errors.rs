@@ -51,6 +51,18 @@ pub enum HttpError {
     Internal(String),
 }
 
+/// A credential that matches no active user is 401 `INVALID_CREDENTIALS`
+/// on the host's routes (an extension's route answers in its own shape,
+/// [`HttpError::ExtensionInvalidToken`]).
+impl From<crate::auth::AuthError> for HttpError {
+    fn from(e: crate::auth::AuthError) -> Self {
+        match e {
+            crate::auth::AuthError::InvalidToken => HttpError::InvalidCredentials,
+            crate::auth::AuthError::Store(e) => HttpError::Internal(e.to_string()),
+        }
+    }
+}
+
 impl From<crate::signin::SignInError> for HttpError {
     fn from(e: crate::signin::SignInError) -> Self {
         use crate::signin::SignInError as E;

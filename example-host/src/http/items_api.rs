@@ -9,7 +9,6 @@ use axum::Json;
 use serde_json::{json, Map, Value};
 
 use super::{authenticate, blocking, credentials, read_body, AppState, HttpError};
-use crate::auth::AuthError;
 use crate::items::{ItemsError, Platform, Session, Who};
 use crate::query::{ListParam, WireQuery};
 
@@ -47,11 +46,8 @@ pub(super) fn caller(
     headers: &HeaderMap,
     uri: &Uri,
 ) -> Result<Who, HttpError> {
-    match authenticate(platform, &credentials(platform, headers, uri)) {
-        Ok(acc) => Ok(Who::caller(acc)),
-        Err(AuthError::InvalidToken) => Err(HttpError::InvalidCredentials),
-        Err(AuthError::Store(e)) => Err(HttpError::Internal(e.to_string())),
-    }
+    let accountability = authenticate(platform, &credentials(platform, headers, uri))?;
+    Ok(Who::caller(accountability))
 }
 
 fn bad_query(message: impl Into<String>) -> HttpError {

@@ -329,10 +329,9 @@ pub async fn reject_bad_credentials(
     let credentials = credentials(&state.platform, request.headers(), request.uri());
     if credentials != Credentials::Anonymous {
         let platform = state.platform.clone();
-        let checked = blocking(move || match authenticate(&platform, &credentials) {
-            Ok(_) => Ok(()),
-            Err(AuthError::InvalidToken) => Err(HttpError::InvalidCredentials),
-            Err(AuthError::Store(e)) => Err(HttpError::Internal(e.to_string())),
+        let checked = blocking(move || {
+            authenticate(&platform, &credentials)?;
+            Ok(())
         })
         .await;
         if let Err(e) = checked {

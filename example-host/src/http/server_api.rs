@@ -46,12 +46,7 @@ async fn require_admin(
 ) -> Result<(), super::HttpError> {
     let platform = state.platform.clone();
     let token = super::credentials(&state.platform, headers, uri);
-    let who = super::blocking(move || match super::authenticate(&platform, &token) {
-        Ok(acc) => Ok(acc),
-        Err(crate::auth::AuthError::InvalidToken) => Err(super::HttpError::InvalidCredentials),
-        Err(crate::auth::AuthError::Store(e)) => Err(super::HttpError::Internal(e.to_string())),
-    })
-    .await?;
+    let who = super::blocking(move || Ok(super::authenticate(&platform, &token)?)).await?;
     if who.is_some_and(|a| a.admin) {
         Ok(())
     } else {

@@ -677,6 +677,29 @@ mod tests {
         }
     }
 
+    /// The property above checks parsed filters only: it would pass if
+    /// parsing always failed. A third of the filters it generates must parse.
+    #[test]
+    fn most_generated_filters_parse() {
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        let schema = SHARED.1.schema();
+        let def = schema.get("things").expect("collection").clone();
+        let vars = Vars::new(Some("user-1".into()));
+        let mut runner = TestRunner::deterministic();
+        let strategy = filter();
+        let parsed = (0..300)
+            .filter(|_| {
+                let f = strategy.new_tree(&mut runner).expect("a filter").current();
+                parse_filter(&def, &f, &vars).is_ok()
+            })
+            .count();
+        assert!(
+            parsed >= 100,
+            "only {parsed} of 300 generated filters parse"
+        );
+    }
+
     #[test]
     fn metacharacters_are_values_not_sql() {
         let (_dir, store) = store();
