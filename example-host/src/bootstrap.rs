@@ -228,22 +228,12 @@ const MEMBER_RECORDING_FIELDS: [&str; 11] = [
     "original_recording_id",
 ];
 
-/// What `Model` and `Viewer` may do (DECISIONS §5).
+/// What `Model` and `Viewer` may do with the platform's own collections
+/// (DECISIONS §5). Extensions grant their collections' rules in their
+/// migrations (svc: `0009_member_grants`).
 fn member_permissions(policy: &str) -> Vec<Value> {
-    let own = |field: &str| json!({ field: {"_eq": "$CURRENT_USER"} });
-    let all = json!(["*"]);
-    let writable = json!(MEMBER_RECORDING_FIELDS);
     vec![
-        json!({"policy": policy, "collection": "recordings", "action": "read", "permissions": own_or_public(), "fields": all}),
-        json!({"policy": policy, "collection": "recordings", "action": "create", "permissions": null, "fields": writable,
-               "presets": {"user_created": "$CURRENT_USER"}}),
-        json!({"policy": policy, "collection": "recordings", "action": "update", "permissions": own("user_created"), "fields": writable}),
-        json!({"policy": policy, "collection": "recordings", "action": "delete", "permissions": own("user_created"), "fields": all}),
-        json!({"policy": policy, "collection": "video_likes", "action": "read", "permissions": own("user_id"), "fields": all}),
-        json!({"policy": policy, "collection": "video_likes", "action": "create", "permissions": own("user_id"), "fields": all,
-               "presets": {"user_id": "$CURRENT_USER"}}),
-        json!({"policy": policy, "collection": "video_likes", "action": "delete", "permissions": own("user_id"), "fields": all}),
-        json!({"policy": policy, "collection": "platform_comments", "action": "create", "permissions": null, "fields": all,
+        json!({"policy": policy, "collection": "platform_comments", "action": "create", "permissions": null, "fields": ["*"],
                "presets": {"user_created": "$CURRENT_USER"}}),
     ]
 }

@@ -194,6 +194,29 @@ pub enum Step {
         collection: String,
         items: Vec<Value>,
     },
+    /// Grants a policy, by name, an action on a collection (SDK 1.8): what
+    /// the seeded roles (`Model`, `Viewer`, whose policies have their
+    /// names) or an administrator's named policies may do with the
+    /// extension's data. Applied once, like every step: a later edit or
+    /// delete of the permission by an administrator stands. Skipped, with
+    /// a log line, when no policy has the name or when the policy has a
+    /// permission for that collection and action already.
+    Grant {
+        policy: String,
+        collection: String,
+        /// `create`, `read`, `update` or `delete`.
+        action: String,
+        /// The row filter (`{"user_created": {"_eq": "$CURRENT_USER"}}`);
+        /// `None`: every row.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        permissions: Option<Value>,
+        /// The fields; `None`: all (`["*"]`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fields: Option<Vec<String>>,
+        /// Values set on create or update whatever the payload says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        presets: Option<Value>,
+    },
     /// Declares a one-to-many alias (SDK 1.8): `alias` of an item of
     /// `collection` reads as the items of `related` whose `field` refers to
     /// it, ordered by `sort` (default: their `id`). An alias stores nothing;
@@ -208,6 +231,60 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sort: Option<String>,
     },
+}
+
+/// Builder of a [`Step::Grant`]:
+/// `Grant::new("Viewer", "notes", "read").filter(json!({"user_created": {"_eq": "$CURRENT_USER"}}))`.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    step: Step,
+}
+
+impl Grant {
+    /// `policy` (by name) may do `action` (`create`, `read`, `update`,
+    /// `delete`) on every row and field of `collection`.
+    pub fn new(policy: &str, collection: &str, action: &str) -> Self {
+        Self {
+            step: Step::Grant {
+                policy: policy.into(),
+                collection: collection.into(),
+                action: action.into(),
+                permissions: None,
+                fields: None,
+                presets: None,
+            },
+        }
+    }
+    /// Only the rows matching `filter` (`$CURRENT_USER` and `$NOW` allowed).
+    pub fn filter(mut self, filter: Value) -> Self {
+        if let Step::Grant { permissions, .. } = &mut self.step {
+            *permissions = Some(filter);
+        }
+        self
+    }
+    /// Only these fields.
+    pub fn fields(mut self, names: &[&str]) -> Self {
+        if let Step::Grant { fields, .. } = &mut self.step {
+            *fields = Some(names.iter().map(|f| f.to_string()).collect());
+        }
+        self
+    }
+    /// Values forced on create or update (`{"user_created": "$CURRENT_USER"}`).
+    pub fn presets(mut self, values: Value) -> Self {
+        if let Step::Grant { presets, .. } = &mut self.step {
+            *presets = Some(values);
+        }
+        self
+    }
+    pub fn build(self) -> Step {
+        self.step
+    }
+}
+
+impl From<Grant> for Step {
+    fn from(g: Grant) -> Self {
+        g.build()
+    }
 }
 
 /// [`Step::CreateAlias`]: `collection.alias` lists the items of `related`

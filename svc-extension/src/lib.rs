@@ -276,7 +276,8 @@ mod tests {
                 "0005_analytics_covering_indexes",
                 "0006_stats_ledger_verified",
                 "0007_reference_rules",
-                "0008_aliases"
+                "0008_aliases",
+                "0009_member_grants"
             ]
         );
         assert_eq!(ext.migrations()[0].1.len(), 12);

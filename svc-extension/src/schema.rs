@@ -5,7 +5,7 @@
 //! collection has an implicit `id` (UUID v4) and is never declared here; the
 //! host fills `date_created`, `user_created` and `date_updated` itself.
 
-use host_sdk::schema::{on_delete, one_to_many, Collection, Field, Index, OnDelete, Step};
+use host_sdk::schema::{on_delete, one_to_many, Collection, Field, Grant, Index, OnDelete, Step};
 use serde_json::json;
 
 use crate::achievements;
@@ -29,6 +29,9 @@ pub const REFERENCE_RULES_MIGRATION: &str = "0007_reference_rules";
 
 /// Id of the migration declaring the one-to-many aliases.
 pub const ALIASES_MIGRATION: &str = "0008_aliases";
+
+/// Id of the migration granting members their rules on recordings and likes.
+pub const MEMBER_GRANTS_MIGRATION: &str = "0009_member_grants";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -239,7 +242,55 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (VERIFIED_STATS_MIGRATION, stats_ledger_verified()),
         (REFERENCE_RULES_MIGRATION, reference_rules()),
         (ALIASES_MIGRATION, aliases()),
+        (MEMBER_GRANTS_MIGRATION, member_grants()),
     ]
+}
+
+/// The fields of a recording a member may write: all but `featured`, which
+/// is an administrator's act (it earns RECORDING_FEATURED). The platform
+/// sets `id`, `user_created` and the dates itself.
+pub const MEMBER_RECORDING_FIELDS: [&str; 11] = [
+    "status",
+    "title",
+    "description",
+    "slug",
+    "duration",
+    "events",
+    "device_info",
+    "tags",
+    "linked_video",
+    "public",
+    "original_recording_id",
+];
+
+/// What `Model` and `Viewer` may do with recordings and likes (DECISIONS
+/// §5): read their own recordings and public ones (a private recording is
+/// never readable by another member), create recordings as themselves,
+/// update and delete their own, never write `featured`; read, create and
+/// delete their own likes. On a database whose first start seeded these
+/// rules already, each is kept as it is.
+pub fn member_grants() -> Vec<Step> {
+    let own = |field: &str| json!({ field: {"_eq": "$CURRENT_USER"} });
+    let own_or_public = json!({"_or": [own("user_created"), {"public": {"_eq": true}}]});
+    let mut steps = Vec::new();
+    for policy in ["Model", "Viewer"] {
+        steps.extend([
+            Grant::new(policy, "recordings", "read").filter(own_or_public.clone()),
+            Grant::new(policy, "recordings", "create")
+                .fields(&MEMBER_RECORDING_FIELDS)
+                .presets(json!({"user_created": "$CURRENT_USER"})),
+            Grant::new(policy, "recordings", "update")
+                .filter(own("user_created"))
+                .fields(&MEMBER_RECORDING_FIELDS),
+            Grant::new(policy, "recordings", "delete").filter(own("user_created")),
+            Grant::new(policy, "video_likes", "read").filter(own("user_id")),
+            Grant::new(policy, "video_likes", "create")
+                .filter(own("user_id"))
+                .presets(json!({"user_id": "$CURRENT_USER"})),
+            Grant::new(policy, "video_likes", "delete").filter(own("user_id")),
+        ]);
+    }
+    steps.into_iter().map(Step::from).collect()
 }
 
 /// The lists a front end reads through `/items` as Directus models them:
@@ -589,7 +640,8 @@ mod tests {
                 "0005_analytics_covering_indexes",
                 "0006_stats_ledger_verified",
                 "0007_reference_rules",
-                "0008_aliases"
+                "0008_aliases",
+                "0009_member_grants"
             ]
         );
     }

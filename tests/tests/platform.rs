@@ -465,6 +465,68 @@ fn migrations_are_idempotent_across_restarts() {
 }
 
 #[test]
+fn extension_grants_apply_once_and_an_administrators_edit_stands() {
+    let host = Host::start(HostOptions::svc());
+    assert!(host
+        .log()
+        .contains("[svc] applied migration 0009_member_grants"));
+    // svc's migration granted the members their rules, as DECISIONS §5 says.
+    let viewer = host.id_by_name("platform_policies", "Viewer");
+    let likes = host.admin_find(
+        "platform_permissions",
+        &json!({"policy": {"_eq": viewer}, "collection": {"_eq": "video_likes"}}),
+    );
+    let mut actions: Vec<&str> = likes.iter().filter_map(|r| r["action"].as_str()).collect();
+    actions.sort();
+    assert_eq!(actions, ["create", "delete", "read"]);
+    let read = likes
+        .iter()
+        .find(|r| r["action"] == "read")
+        .expect("read rule");
+    assert_eq!(
+        read["permissions"],
+        json!({"user_id": {"_eq": "$CURRENT_USER"}})
+    );
+    let create = rules_of(&host, "Viewer")
+        .into_iter()
+        .find(|r| r["action"] == "create")
+        .expect("create rule");
+    assert!(
+        !create["fields"].to_string().contains("featured"),
+        "{create}"
+    );
+    assert_eq!(create["presets"], json!({"user_created": "$CURRENT_USER"}));
+    // The rule works: a viewer reads their likes.
+    host.user(Some("Viewer"), "grant-viewer");
+    let r = host.get("/items/video_likes", Some("grant-viewer"));
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // An administrator takes one away; a restart does not grant it again.
+    let id = read["id"].as_str().expect("id").to_string();
+    host.admin_delete("platform_permissions", &id);
+    assert_eq!(
+        host.get("/items/video_likes", Some("grant-viewer")).status,
+        403
+    );
+    let dir = host.stop();
+    let mut opts = HostOptions::svc();
+    opts.data_dir = Some(dir);
+    let host = Host::start(opts);
+    assert_eq!(
+        host.get("/items/video_likes", Some("grant-viewer")).status,
+        403
+    );
+    assert_eq!(
+        host.admin_count(
+            "platform_permissions",
+            Some(&json!({"collection": {"_eq": "video_likes"}}))
+        ),
+        5,
+        "Viewer's create and delete, Model's three"
+    );
+}
+
+#[test]
 fn the_host_stops_gracefully_on_sigterm() {
     let host = Host::start(HostOptions::svc());
     assert_eq!(host.get("/server/ping", None).status, 200);

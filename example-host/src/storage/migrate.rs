@@ -140,9 +140,10 @@ pub fn apply(
     let ran = !recorded(conn, owner, id)?;
     if ran {
         let mut schema = load_schema(conn)?;
+        let label = format!("migration {owner}/{id}");
         for step in steps {
-            apply_step(conn, &mut schema, step)
-                .map_err(|e| StoreError::Invalid(format!("migration {owner}/{id}: {e}")))?;
+            apply_step(conn, &mut schema, step, &label)
+                .map_err(|e| StoreError::Invalid(format!("{label}: {e}")))?;
         }
         record(conn, owner, id)?;
     }
@@ -193,8 +194,14 @@ fn no_collection(collection: &str) -> StoreError {
     StoreError::Invalid(format!("no collection {collection}"))
 }
 
-/// Applies one step; `schema` tracks the collections as the steps change them.
-fn apply_step(conn: &mut dyn SqlConn, schema: &mut Schema, step: &Step) -> Result<(), StoreError> {
+/// Applies one step of the migration `label`; `schema` tracks the
+/// collections as the steps change them.
+fn apply_step(
+    conn: &mut dyn SqlConn,
+    schema: &mut Schema,
+    step: &Step,
+    label: &str,
+) -> Result<(), StoreError> {
     let d = conn.dialect();
     match step {
         Step::CreateCollection {
@@ -296,6 +303,45 @@ fn apply_step(conn: &mut dyn SqlConn, schema: &mut Schema, step: &Step) -> Resul
             conn.execute(&sql, &p.values)?;
             schema.add_alias(collection, alias);
         }
+        Step::Grant {
+            policy,
+            collection,
+            action,
+            permissions,
+            fields,
+            presets,
+        } => {
+            let target = schema
+                .get(collection)
+                .ok_or_else(|| no_collection(collection))?;
+            check_grant(target, action, permissions.as_ref(), fields.as_deref())?;
+            let Some(policy_id) = policy_named(conn, policy)? else {
+                log::warn!(
+                    "{label}: no policy named `{policy}`: its {action} grant on {collection} was not made"
+                );
+                return Ok(());
+            };
+            if granted(conn, &policy_id, collection, action)? {
+                log::info!(
+                    "{label}: `{policy}` has a {action} permission on {collection} already: kept as it is"
+                );
+                return Ok(());
+            }
+            let def = schema
+                .get(PERMISSIONS)
+                .cloned()
+                .ok_or_else(|| no_collection(PERMISSIONS))?;
+            let row = serde_json::json!({
+                "policy": policy_id,
+                "collection": collection,
+                "action": action,
+                "permissions": permissions,
+                "fields": fields.clone().unwrap_or_else(|| vec!["*".into()]),
+                "presets": presets,
+            });
+            let record = seed_record(&def, &row, &values::now_timestamp())?;
+            WriteConn(conn).insert(&def, &record)?;
+        }
         Step::InsertItems { collection, items } => {
             let def = schema
                 .get(collection)
@@ -309,6 +355,78 @@ fn apply_step(conn: &mut dyn SqlConn, schema: &mut Schema, step: &Step) -> Resul
         }
     }
     Ok(())
+}
+
+/// Where grants go (the platform's own collection).
+const PERMISSIONS: &str = "platform_permissions";
+
+/// Refuses a grant the platform could not apply: an unknown action or
+/// field, or a row filter that does not parse on the collection.
+fn check_grant(
+    def: &CollectionDef,
+    action: &str,
+    filter: Option<&Value>,
+    fields: Option<&[String]>,
+) -> Result<(), StoreError> {
+    if !matches!(action, "create" | "read" | "update" | "delete") {
+        return Err(StoreError::Invalid(format!(
+            "grant on {}: unknown action `{action}` (create, read, update or delete)",
+            def.name
+        )));
+    }
+    if let Some(field) = fields
+        .unwrap_or_default()
+        .iter()
+        .find(|f| *f != "*" && !def.has(f))
+    {
+        return Err(StoreError::Invalid(format!(
+            "grant on {}: unknown field {field}",
+            def.name
+        )));
+    }
+    if let Some(filter) = filter.filter(|f| !f.is_null()) {
+        let vars = crate::query::Vars::new(Some(String::new()));
+        crate::query::parse_filter(def, filter, &vars)
+            .map_err(|e| StoreError::Invalid(format!("grant on {}: {e}", def.name)))?;
+    }
+    Ok(())
+}
+
+/// The id of the policy with this name, if any.
+fn policy_named(conn: &mut dyn SqlConn, name: &str) -> Result<Option<String>, StoreError> {
+    let mut p = Params::new(conn.dialect());
+    let sql = format!(
+        "SELECT id FROM platform_policies WHERE name = {} ORDER BY id LIMIT 1",
+        p.push(Scalar::Text(name.into()))
+    );
+    let mut found = None;
+    conn.query(&sql, &p.values, &mut |row| {
+        found = Some(text(row, 0)?);
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+/// Whether the policy has a permission for this collection and action.
+fn granted(
+    conn: &mut dyn SqlConn,
+    policy: &str,
+    collection: &str,
+    action: &str,
+) -> Result<bool, StoreError> {
+    let mut p = Params::new(conn.dialect());
+    let sql = format!(
+        "SELECT 1 FROM {PERMISSIONS} WHERE policy = {} AND collection = {} AND action = {}",
+        p.push(Scalar::Text(policy.into())),
+        p.push(Scalar::Text(collection.into())),
+        p.push(Scalar::Text(action.into()))
+    );
+    let mut found = false;
+    conn.query(&sql, &p.values, &mut |_| {
+        found = true;
+        Ok(())
+    })?;
+    Ok(found)
 }
 
 /// Refuses an alias that could not be read: a name that is not a plain

@@ -582,6 +582,38 @@ mod tests {
         assert!(e.to_string().contains("things.parts already exists"), "{e}");
     }
 
+    #[test]
+    fn a_grant_the_platform_could_not_apply_fails_its_migration() {
+        use host_sdk::schema::Grant;
+        let (_dir, store) = store();
+        for (i, (grant, error)) in [
+            (
+                Grant::new("Viewer", "nowhere", "read"),
+                "no collection nowhere",
+            ),
+            (
+                Grant::new("Viewer", "things", "peek"),
+                "unknown action `peek`",
+            ),
+            (
+                Grant::new("Viewer", "things", "read").fields(&["name", "nope"]),
+                "unknown field nope",
+            ),
+            (
+                Grant::new("Viewer", "things", "read").filter(json!({"nope": {"_eq": 1}})),
+                "unknown field \"nope\"",
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let e = store
+                .migrate("test", &format!("grant{i}"), &[grant.build()])
+                .expect_err("refused");
+            assert!(e.to_string().contains(error), "{e}");
+        }
+    }
+
     /// One store for every case: the property only reads.
     static SHARED: once_cell::sync::Lazy<(tempfile::TempDir, SqliteStore)> =
         once_cell::sync::Lazy::new(store);
