@@ -2,7 +2,7 @@
 //! workspace so that the README stays true.
 
 use host_sdk::prelude::*;
-use host_sdk::schema::{Collection, Field};
+use host_sdk::schema::{Collection, Field, Grant};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -19,7 +19,21 @@ fn extension() -> Extension {
             vec![Collection::new("notes")
                 .field(Field::text("body"))
                 .field(Field::timestamp("date_created"))
+                .field(Field::uuid("user_created"))
                 .build()],
+        )
+        // Viewers read and write their own notes (the platform fills
+        // `user_created` with the caller).
+        .migration(
+            "0002_grants",
+            vec![
+                Grant::new("Viewer", "notes", "read")
+                    .filter(json!({"user_created": {"_eq": "$CURRENT_USER"}}))
+                    .build(),
+                Grant::new("Viewer", "notes", "create")
+                    .fields(&["body"])
+                    .build(),
+            ],
         )
         .routes(|r| {
             // GET /hello/notes/:id — read as the caller: permissions apply.
