@@ -5,7 +5,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use serde_json::{value::RawValue, Map, Value};
 
 use crate::abi::{FfiAccess, FfiError};
-use crate::error::ItemsError;
+use crate::error::{ApiError, ItemsError};
 
 /// Whose rights an items operation runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,6 +235,23 @@ impl<'a> Items<'a> {
     /// The item with this key, or `None`.
     pub fn read_one(&self, collection: &str, key: &str) -> Result<Option<Value>, ItemsError> {
         self.read_one_with(collection, key, &Query::new())
+    }
+
+    /// The item with this key, or `refusal` when it is missing *or* outside
+    /// the access in use (SDK 1.8): one answer for both, so a caller cannot
+    /// learn which ids exist (the platform's `/items` answers 403 for
+    /// both). `read_one` tells them apart, for code that may.
+    pub fn read_one_or(
+        &self,
+        collection: &str,
+        key: &str,
+        refusal: ApiError,
+    ) -> Result<Value, ApiError> {
+        match self.read_one(collection, key) {
+            Ok(Some(item)) => Ok(item),
+            Ok(None) | Err(ItemsError::Forbidden(_)) | Err(ItemsError::NotFound(_)) => Err(refusal),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The item with this key (limited to `query.fields`), decoded into `T`.

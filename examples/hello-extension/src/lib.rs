@@ -37,10 +37,15 @@ fn extension() -> Extension {
         )
         .routes(|r| {
             // GET /hello/notes/:id — read as the caller: permissions apply.
+            // Someone else's note and a missing one answer alike, so ids
+            // cannot be probed.
             r.get("/notes/:id", |req, ctx| {
-                let note = ctx.as_caller().read_one("notes", req.param("id"))?;
-                note.map(|n| Response::ok(&n))
-                    .ok_or_else(|| ApiError::not_found("Note not found"))
+                let note = ctx.as_caller().read_one_or(
+                    "notes",
+                    req.param("id"),
+                    ApiError::not_found("Note not found"),
+                )?;
+                Ok(Response::ok(&note))
             })
             .summary("One note");
             // POST /hello/notes — signed-in callers only (401 otherwise);
