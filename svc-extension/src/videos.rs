@@ -2,7 +2,7 @@
 //! or before now), newest first, with `models`, `movie` and live counts.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use host_sdk::raw::{JsonOut, RawRecord};
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
@@ -10,7 +10,10 @@ use serde_json::{json, Value};
 
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{counts_by, ids_of, public_user_text, raw_ids_of, raw_list};
+use crate::records::{
+    by_id_text, counts_by, ids_of, lookup_filter, public_users_by_id, raw_ids_of, raw_list,
+    texts_by_id,
+};
 use crate::upcoming;
 
 const LIST: Failure = Failure::new("Failed to fetch videos");
@@ -21,13 +24,8 @@ pub fn visible() -> Value {
     json!({"upload_date": {"_lte": "$NOW"}})
 }
 
-/// What one read brings of a video: its own fields, its models' user
-/// records through the `models` alias (over `videos_models`, in link
-/// order), and its movie's file record (null when the file is gone).
-const EXPANDED_FIELDS: [&str; 3] = ["*", "models.platform_users_id.*", "movie.*"];
-
-/// Visible videos matching `extra`, newest first, with their models and
-/// movie, as the text of the host's list (parse it with [`raw_list`]).
+/// Visible videos matching `extra`, newest first, as the text of the
+/// host's list (parse it with [`raw_list`]).
 fn find_videos_text(
     items: &Items<'_>,
     extra: Option<Value>,
@@ -37,8 +35,7 @@ fn find_videos_text(
     filter.extend(extra);
     let mut query = Query::new()
         .filter(json!({ "_and": filter }))
-        .sort(&["-upload_date"])
-        .fields(&EXPANDED_FIELDS);
+        .sort(&["-upload_date"]);
     if let Some(n) = limit {
         query = query.limit(n as i64);
     }
@@ -56,63 +53,84 @@ pub fn videos_of(items: &Items<'_>, user: &str) -> Result<Vec<String>, ItemsErro
     Ok(ids_of(&links, "videos_id"))
 }
 
-/// The text of a video's `models` as the endpoints show it: the public
-/// record of each linked user, in link order, from the links the
-/// expanded read brought (a link whose user is gone is left out).
-fn models_text(video: &RawRecord<'_>) -> Result<String, ItemsError> {
-    let links_text = video.get("models").map_or("[]", |v| v.get());
-    let links = raw_list("links", links_text)?;
-    let mut users = Vec::with_capacity(links.len());
-    for link in &links {
-        if let Some(user) = link.get("platform_users_id").filter(|u| u.get() != "null") {
-            let user = RawRecord::parse(user.get()).map_err(|e| ItemsError::decode("users", e))?;
-            users.push(public_user_text(&user));
-        }
-    }
-    let mut out = JsonOut::default();
-    out.array(&users, |o, text| o.raw(text));
-    Ok(out.into_string())
-}
-
-/// Writes `videos` (as [`find_videos_text`] reads them) with `models` as
-/// the public records of their users and `likes_count`/`plays_count` as
-/// live counts: two calls for any number of videos. The records pass
-/// through as the host's text: only the replaced members are written anew.
+/// Writes `videos` with `models` (public user records, in link order),
+/// `movie` replaced by its file record (null when the file is gone) and
+/// `likes_count`/`plays_count` by live counts: five calls for any number
+/// of videos. The records pass through as the host's text: only the
+/// replaced members are written anew.
 fn write_expanded(
     items: &Items<'_>,
     videos: &[RawRecord<'_>],
     out: &mut JsonOut,
     shape: Shape,
 ) -> Result<(), ItemsError> {
-    let videos = match shape {
-        Shape::List => videos,
-        Shape::First => &videos[..videos.len().min(1)],
-    };
     let ids = raw_ids_of(videos, "id");
+    let links_text = if ids.is_empty() {
+        "[]".to_string()
+    } else {
+        let mut query = Query::new()
+            .fields(&["videos_id", "platform_users_id"])
+            .sort(&["id"]);
+        if let Some(filter) = lookup_filter("videos_id", &ids) {
+            query = query.filter(filter);
+        }
+        items.read_text("videos_models", &query)?
+    };
+    let mut links = raw_list("links", &links_text)?;
+    // Without the lookup filter, every video's links came.
+    let listed: HashSet<&str> = ids.iter().map(String::as_str).collect();
+    links.retain(|link| {
+        link.str("videos_id")
+            .is_some_and(|v| listed.contains(v.as_ref()))
+    });
+    let public_users = public_users_by_id(items, &raw_ids_of(&links, "platform_users_id"))?;
+    let files_text = by_id_text(
+        items,
+        "platform_files",
+        &raw_ids_of(videos, "movie"),
+        Query::new(),
+    )?;
+    let files = texts_by_id("files", &files_text)?;
     let likes = counts_by(items, "video_likes", "video_id", &ids)?;
     let plays = counts_by(items, "video_plays", "video_id", &ids)?;
-    let models = videos
-        .iter()
-        .map(models_text)
-        .collect::<Result<Vec<_>, _>>()?;
-    let write_one = |out: &mut JsonOut, (video, models): (&RawRecord<'_>, &String)| {
+
+    let mut models_of: HashMap<Cow<str>, Vec<&str>> = HashMap::new();
+    for link in &links {
+        if let (Some(video), Some(user)) = (link.str("videos_id"), link.str("platform_users_id")) {
+            if let Some(text) = public_users.get(user.as_ref()) {
+                models_of.entry(video).or_default().push(text);
+            }
+        }
+    }
+
+    let write_one = |out: &mut JsonOut, video: &RawRecord<'_>| {
         let id = video.str("id").unwrap_or_default();
+        let mut models = JsonOut::default();
+        let linked = models_of.get(&id).map(Vec::as_slice).unwrap_or_default();
+        models.array(linked, |o, text| o.raw(text));
         let count = |counts: &HashMap<String, u64>| counts.get(id.as_ref()).copied().unwrap_or(0);
+        let movie = video.str("movie");
         let mut members: Vec<(&str, Cow<str>)> = video
             .members()
             .filter(|(name, _)| !matches!(*name, "models" | "likes_count" | "plays_count"))
-            .map(|(name, value)| (name, Cow::Borrowed(value.get())))
+            .map(|(name, value)| {
+                let text = match (name, &movie) {
+                    ("movie", Some(file)) => files.get(file).copied().unwrap_or("null"),
+                    _ => value.get(),
+                };
+                (name, Cow::Borrowed(text))
+            })
             .collect();
-        members.push(("models", Cow::Borrowed(models.as_str())));
+        members.push(("models", Cow::Owned(models.into_string())));
         members.push(("likes_count", Cow::Owned(count(&likes).to_string())));
         members.push(("plays_count", Cow::Owned(count(&plays).to_string())));
         out.object(&mut members);
     };
     match shape {
-        Shape::List => out.array(videos.iter().zip(&models), write_one),
+        Shape::List => out.array(videos, write_one),
         Shape::First => {
-            if let Some(first) = videos.iter().zip(&models).next() {
-                write_one(out, first);
+            if let Some(video) = videos.first() {
+                write_one(out, video);
             }
         }
     }

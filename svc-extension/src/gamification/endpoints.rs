@@ -16,7 +16,7 @@ use super::time::now_ms;
 use super::{ranks, score};
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{keyed_by_id, raw_list, str_field};
+use crate::records::{by_id_text, keyed_by_id, raw_ids_of, raw_list, str_field};
 
 const LEADERBOARD: Failure = Failure::new("Failed to get leaderboard");
 const USER: Failure = Failure::new("Failed to get user gamification data");
@@ -71,17 +71,14 @@ fn achievement_defs(
     })
 }
 
-/// A leaderboard page: the stats rows in rank order with the two fields
-/// shown of each user (through the `user_id` reference), in one read;
-/// read as text, nothing built into trees.
+/// A leaderboard page: the stats rows in rank order and the two fields
+/// shown of each user; read as text, nothing built into trees.
 fn page_rows(items: &Items<'_>, limit: u64, offset: u64) -> Result<Vec<KeptRow>, ItemsError> {
     let rows_text = items.read_text(
         "user_stats",
         &Query::new()
             .fields(&[
-                "user_id.id",
-                "user_id.avatar",
-                "user_id.artist_name",
+                "user_id",
                 "decay_sum",
                 "total_raw_points",
                 "recordings_count",
@@ -93,36 +90,42 @@ fn page_rows(items: &Items<'_>, limit: u64, offset: u64) -> Result<Vec<KeptRow>,
             .offset(offset),
     )?;
     let rows = raw_list("stats", &rows_text)?;
+    let users_text = by_id_text(
+        items,
+        "platform_users",
+        &raw_ids_of(&rows, "user_id"),
+        Query::new().fields(&["id", "avatar", "artist_name"]),
+    )?;
+    let users = raw_list("users", &users_text)?;
+    let users: HashMap<_, _> = users
+        .iter()
+        .filter_map(|u| Some((u.str("id")?, u)))
+        .collect();
     let text = |record: Option<&RawRecord<'_>>, name: &str| {
         record
             .and_then(|r| r.get(name))
             .map_or("null", |v| v.get())
             .to_string()
     };
-    rows.iter()
+    Ok(rows
+        .iter()
         .map(|row| {
-            // A stats row goes with its user, so the user is always there.
-            let user = match row.get("user_id").filter(|u| u.get() != "null") {
-                Some(u) => {
-                    Some(RawRecord::parse(u.get()).map_err(|e| ItemsError::decode("users", e))?)
-                }
-                None => None,
-            };
-            Ok(KeptRow {
-                user_id: text(user.as_ref(), "id"),
+            let user = row.str("user_id").and_then(|id| users.get(&id).copied());
+            KeptRow {
+                user_id: text(Some(row), "user_id"),
                 achievements_count: text(Some(row), "achievements_count"),
                 playbacks_count: text(Some(row), "playbacks_count"),
                 recordings_count: text(Some(row), "recordings_count"),
                 total_raw_points: text(Some(row), "total_raw_points"),
-                avatar: text(user.as_ref(), "avatar"),
-                display_name: text(user.as_ref(), "artist_name"),
+                avatar: text(user, "avatar"),
+                display_name: text(user, "artist_name"),
                 decay_sum: row
                     .get("decay_sum")
                     .and_then(|v| v.get().parse().ok())
                     .unwrap_or(0.0),
-            })
+            }
         })
-        .collect()
+        .collect())
 }
 
 /// A leaderboard page: the kept rows, with the points live as of now,
