@@ -85,8 +85,13 @@ pub fn recorded(conn: &mut dyn SqlConn, owner: &str, id: &str) -> Result<bool, S
         p.push(Scalar::Text(owner.into())),
         p.push(Scalar::Text(id.into()))
     );
+    any_row(conn, &sql, &p.values)
+}
+
+/// Whether a query answers any row.
+fn any_row(conn: &mut dyn SqlConn, sql: &str, values: &[Scalar]) -> Result<bool, StoreError> {
     let mut found = false;
-    conn.query(&sql, &p.values, &mut |_| {
+    conn.query(sql, values, &mut |_| {
         found = true;
         Ok(())
     })?;
@@ -421,12 +426,7 @@ fn granted(
         p.push(Scalar::Text(collection.into())),
         p.push(Scalar::Text(action.into()))
     );
-    let mut found = false;
-    conn.query(&sql, &p.values, &mut |_| {
-        found = true;
-        Ok(())
-    })?;
-    Ok(found)
+    any_row(conn, &sql, &p.values)
 }
 
 /// Refuses an alias that could not be read: a name that is not a plain
