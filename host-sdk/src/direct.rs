@@ -19,10 +19,12 @@ use crate::hooks::{panic_text, run_after_commit, run_before_commit, EventText, E
 use crate::http::{Request, Response, SharedResponse};
 
 impl Extension {
+    /// The extension's display name.
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// The extension's own version.
     pub fn version(&self) -> &str {
         &self.version
     }

@@ -9,12 +9,16 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{status} {message}")]
 pub struct ApiError {
+    /// The HTTP status of the answer.
     pub status: u16,
+    /// The `error` text of the body.
     pub message: String,
+    /// An optional `details` text of the body.
     pub details: Option<String>,
 }
 
 impl ApiError {
+    /// An error answer with this status and `error` text.
     pub fn new(status: u16, message: impl Into<String>) -> Self {
         Self {
             status,
@@ -22,18 +26,23 @@ impl ApiError {
             details: None,
         }
     }
+    /// 400 with this text.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, message)
     }
+    /// 401 with this text.
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::new(401, message)
     }
+    /// 403 with this text.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(403, message)
     }
+    /// 404 with this text.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(404, message)
     }
+    /// 500 with this text.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, message)
     }
@@ -64,6 +73,7 @@ pub enum ItemsError {
     NotFound(String),
     /// Anything else, with the host's code.
     #[error("{message}")]
+    /// Another failure, with the host's code (`INTERNAL`, `SERVICE_UNAVAILABLE`, ...) and message.
     Other { code: String, message: String },
 }
 

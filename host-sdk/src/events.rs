@@ -11,8 +11,11 @@ use crate::raw::RawRecord;
 /// What happened to the items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
+    /// An item was created.
     Create,
+    /// An item was updated.
     Update,
+    /// An item was deleted.
     Delete,
 }
 
@@ -22,7 +25,9 @@ pub enum EventKind {
 /// inside its transaction, before the commit.
 #[derive(Debug, Clone)]
 pub struct ItemEvent {
+    /// What happened.
     pub kind: EventKind,
+    /// The collection it happened in.
     pub collection: String,
     /// The primary keys written.
     pub keys: Vec<String>,
@@ -83,7 +88,9 @@ fn find<'a>(records: &'a [Value], key: &str) -> Option<&'a Value> {
 /// [`Extension::on_event_raw_in`]: crate::Extension::on_event_raw_in
 #[derive(Debug, Clone)]
 pub struct RawItemEvent<'a> {
+    /// What happened.
     pub kind: EventKind,
+    /// The collection it happened in.
     pub collection: &'a str,
     /// The primary keys written.
     pub keys: Vec<String>,

@@ -96,6 +96,7 @@ impl Extension {
         }
     }
 
+    /// The id the extension is mounted under (`/<id>`).
     pub fn id(&self) -> &str {
         &self.id
     }

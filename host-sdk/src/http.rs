@@ -60,6 +60,7 @@ impl Request {
         self.params = params;
     }
 
+    /// The HTTP method, upper-case.
     pub fn method(&self) -> &str {
         &self.method
     }
@@ -159,6 +160,7 @@ impl Request {
         pairs.finish()
     }
 
+    /// The raw body.
     pub fn body(&self) -> &[u8] {
         &self.body
     }
@@ -181,8 +183,11 @@ fn parse_query(query: &str) -> Vec<(String, String)> {
 /// An HTTP response of an extension route.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {
+    /// The HTTP status.
     pub status: u16,
+    /// The `Content-Type` of the body.
     pub content_type: String,
+    /// The body.
     pub body: Vec<u8>,
 }
 
@@ -282,6 +287,7 @@ impl Response {
 pub struct SharedBody(RArc<RVec<u8>>);
 
 impl SharedBody {
+    /// Bytes to share.
     pub fn new(bytes: Vec<u8>) -> Self {
         // `RVec::from(Vec)` takes the allocation over: no copy.
         Self(RArc::new(RVec::from(bytes)))
@@ -323,8 +329,11 @@ impl std::fmt::Debug for SharedBody {
 /// body that a kept answer shares with every request it serves.
 #[derive(Debug, Clone)]
 pub struct SharedResponse {
+    /// The HTTP status.
     pub status: u16,
+    /// The `Content-Type` of the body.
     pub content_type: String,
+    /// The body, shared.
     pub body: SharedBody,
 }
 

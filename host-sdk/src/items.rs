@@ -33,47 +33,62 @@ impl From<Access> for FfiAccess {
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Query {
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Only the items matching this filter (DECISIONS §4 operators).
     pub filter: Option<Value>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// Sort fields, `-` for descending.
     pub sort: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// At most this many items; `-1` for all.
     pub limit: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Skip this many items.
     pub offset: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The page (1-based) of `limit` items.
     pub page: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Only these fields (paths through references and aliases allowed).
     pub fields: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Aggregate functions: `{"count": ["*"]}`.
     pub aggregate: Option<Map<String, Value>>,
     #[serde(rename = "groupBy", skip_serializing_if = "Vec::is_empty")]
+    /// Group aggregates by these fields.
     pub group_by: Vec<String>,
 }
 
 impl Query {
+    /// Every item, every field, the host's default limit.
     pub fn new() -> Self {
         Self::default()
     }
+    /// Sets the filter.
     pub fn filter(mut self, filter: Value) -> Self {
         self.filter = Some(filter);
         self
     }
+    /// Sets the sort fields (`-` for descending).
     pub fn sort<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
         self.sort = fields.iter().map(|s| s.as_ref().to_string()).collect();
         self
     }
+    /// Sets the limit (`-1`: all).
     pub fn limit(mut self, limit: i64) -> Self {
         self.limit = Some(limit);
         self
     }
+    /// Sets the offset.
     pub fn offset(mut self, offset: u64) -> Self {
         self.offset = Some(offset);
         self
     }
+    /// Sets the page.
     pub fn page(mut self, page: u64) -> Self {
         self.page = Some(page);
         self
     }
+    /// Sets the fields read.
     pub fn fields<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
         self.fields = Some(fields.iter().map(|s| s.as_ref().to_string()).collect());
         self
@@ -90,6 +105,7 @@ impl Query {
             .insert(function.to_string(), Value::Array(list));
         self
     }
+    /// Sets the fields aggregates are grouped by.
     pub fn group_by<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
         self.group_by = fields.iter().map(|s| s.as_ref().to_string()).collect();
         self

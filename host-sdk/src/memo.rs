@@ -29,6 +29,7 @@ impl<T> Default for Memo<T> {
 }
 
 impl<T> Memo<T> {
+    /// An empty memo (usable in a `static`).
     pub const fn new() -> Self {
         Self {
             kept: MemoMap::new(1),
@@ -57,6 +58,7 @@ pub struct MemoMap<K, V> {
 }
 
 impl<K, V> MemoMap<K, V> {
+    /// An empty map keeping at most `capacity` values (usable in a `static`).
     pub const fn new(capacity: usize) -> Self {
         Self {
             capacity,

@@ -143,6 +143,7 @@ pub struct JsonOut {
 }
 
 impl JsonOut {
+    /// An empty output with room for `capacity` bytes.
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             bytes: Vec::with_capacity(capacity),
@@ -197,10 +198,12 @@ impl JsonOut {
         self.byte(b']');
     }
 
+    /// How many bytes are written.
     pub fn len(&self) -> usize {
         self.bytes.len()
     }
 
+    /// Whether nothing is written yet.
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
@@ -211,6 +214,7 @@ impl JsonOut {
         std::str::from_utf8(&self.bytes).unwrap_or_default()
     }
 
+    /// The written JSON text as bytes.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
     }

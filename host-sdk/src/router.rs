@@ -251,6 +251,7 @@ pub struct Router {
 }
 
 impl Router {
+    /// No routes yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -287,6 +288,7 @@ impl Router {
         &mut self.routes[last]
     }
 
+    /// A `GET` route (see [`Router::route`]).
     pub fn get<H>(&mut self, pattern: &str, handler: H) -> &mut Route
     where
         H: Fn(&Request, &Context<'_>) -> Result<Response, ApiError> + Send + Sync + 'static,
@@ -294,6 +296,7 @@ impl Router {
         self.route("GET", pattern, handler)
     }
 
+    /// A `POST` route.
     pub fn post<H>(&mut self, pattern: &str, handler: H) -> &mut Route
     where
         H: Fn(&Request, &Context<'_>) -> Result<Response, ApiError> + Send + Sync + 'static,
@@ -309,6 +312,7 @@ impl Router {
         self.route("PUT", pattern, handler)
     }
 
+    /// A `PATCH` route.
     pub fn patch<H>(&mut self, pattern: &str, handler: H) -> &mut Route
     where
         H: Fn(&Request, &Context<'_>) -> Result<Response, ApiError> + Send + Sync + 'static,
@@ -316,6 +320,7 @@ impl Router {
         self.route("PATCH", pattern, handler)
     }
 
+    /// A `DELETE` route.
     pub fn delete<H>(&mut self, pattern: &str, handler: H) -> &mut Route
     where
         H: Fn(&Request, &Context<'_>) -> Result<Response, ApiError> + Send + Sync + 'static,

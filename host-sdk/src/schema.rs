@@ -23,6 +23,7 @@ pub enum FieldType {
     Integer,
     /// A double-precision number.
     Float,
+    /// True or false.
     Boolean,
     /// An RFC 3339 UTC timestamp with milliseconds (`2026-11-22T10:00:00.000Z`).
     Timestamp,
@@ -33,8 +34,10 @@ pub enum FieldType {
 /// One field of a collection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Field {
+    /// Its name.
     pub field: String,
     #[serde(rename = "type")]
+    /// The type of its values.
     pub kind: FieldType,
     /// Whether null is allowed (default true).
     #[serde(default = "yes")]
@@ -87,6 +90,7 @@ fn yes() -> bool {
 }
 
 impl Field {
+    /// A nullable field of this type, with no default.
     pub fn new(field: &str, kind: FieldType) -> Self {
         Self {
             field: field.to_string(),
@@ -98,27 +102,35 @@ impl Field {
             on_delete: None,
         }
     }
+    /// A UUID field.
     pub fn uuid(field: &str) -> Self {
         Self::new(field, FieldType::Uuid)
     }
+    /// A short string field.
     pub fn string(field: &str) -> Self {
         Self::new(field, FieldType::String)
     }
+    /// A long string field.
     pub fn text(field: &str) -> Self {
         Self::new(field, FieldType::Text)
     }
+    /// A 64-bit integer field.
     pub fn integer(field: &str) -> Self {
         Self::new(field, FieldType::Integer)
     }
+    /// A double-precision number field.
     pub fn float(field: &str) -> Self {
         Self::new(field, FieldType::Float)
     }
+    /// A boolean field.
     pub fn boolean(field: &str) -> Self {
         Self::new(field, FieldType::Boolean)
     }
+    /// A timestamp field.
     pub fn timestamp(field: &str) -> Self {
         Self::new(field, FieldType::Timestamp)
     }
+    /// A JSON field.
     pub fn json(field: &str) -> Self {
         Self::new(field, FieldType::Json)
     }
@@ -134,14 +146,17 @@ impl Field {
         f.on_delete = Some(rule);
         f
     }
+    /// Refuses null.
     pub fn not_null(mut self) -> Self {
         self.nullable = false;
         self
     }
+    /// The value stored when a create omits the field.
     pub fn default(mut self, value: Value) -> Self {
         self.default = Some(value);
         self
     }
+    /// A unique constraint on this field alone.
     pub fn unique(mut self) -> Self {
         self.unique = true;
         self
@@ -151,18 +166,24 @@ impl Field {
 /// A one-to-many alias as the platform keeps it: see [`Step::CreateAlias`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Alias {
+    /// The alias's name in its collection.
     pub alias: String,
+    /// The collection whose items it lists.
     pub related: String,
+    /// The reference of `related` that points at the item.
     pub field: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The field of `related` the items are sorted by (default: `id`).
     pub sort: Option<String>,
 }
 
 /// An index over one or more fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Index {
+    /// The fields, in order.
     pub fields: Vec<String>,
     #[serde(default)]
+    /// Whether the combination is unique.
     pub unique: bool,
 }
 
@@ -276,6 +297,7 @@ impl Grant {
         }
         self
     }
+    /// The step.
     pub fn build(self) -> Step {
         self.step
     }
@@ -324,6 +346,7 @@ pub struct Collection {
 }
 
 impl Collection {
+    /// A collection of this name (its `id` is implicit).
     pub fn new(name: &str) -> Self {
         Self {
             name: name.to_string(),
@@ -331,10 +354,12 @@ impl Collection {
             indexes: Vec::new(),
         }
     }
+    /// Adds a field.
     pub fn field(mut self, field: Field) -> Self {
         self.fields.push(field);
         self
     }
+    /// Adds an index over these fields.
     pub fn index<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
         self.indexes.push(Index {
             fields: fields.iter().map(|s| s.as_ref().to_string()).collect(),
@@ -342,6 +367,7 @@ impl Collection {
         });
         self
     }
+    /// Adds a unique index over these fields.
     pub fn unique<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
         self.indexes.push(Index {
             fields: fields.iter().map(|s| s.as_ref().to_string()).collect(),
@@ -349,6 +375,7 @@ impl Collection {
         });
         self
     }
+    /// The step.
     pub fn build(self) -> Step {
         Step::CreateCollection {
             collection: self.name,
