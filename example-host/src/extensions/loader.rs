@@ -186,15 +186,12 @@ pub fn load(
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if !valid_id {
-        // An extension that panicked while being built names why instead.
-        let name = manifest.name.to_string();
-        return Err(LoadError::Manifest(
-            if id.is_empty() && name.starts_with("(panicked") {
-                name
-            } else {
-                format!("id `{id}` must be non-empty lower-case letters, digits, `-` or `_`")
-            },
-        ));
+        // The name says more when there is no id (an extension that
+        // panicked while being built names the panic there).
+        return Err(LoadError::Manifest(format!(
+            "id `{id}` (name `{}`) must be non-empty lower-case letters, digits, `-` or `_`",
+            manifest.name
+        )));
     }
     if RESERVED_IDS.contains(&id.as_str()) {
         return Err(LoadError::Manifest(format!(

@@ -315,6 +315,14 @@ fn known_field<'d>(
     })
 }
 
+/// A query naming a field `def` does not have.
+fn unknown_query_field(def: &CollectionDef, name: &str) -> ItemsError {
+    ItemsError::InvalidQuery(format!(
+        "unknown field \"{name}\" in collection \"{}\"",
+        def.name
+    ))
+}
+
 /// The outcome of items work run inside one of the store's callbacks,
 /// which speak `StoreError`: the work's own error is kept whole (the latest
 /// run's, when the store runs the work again) and only aborts the store.

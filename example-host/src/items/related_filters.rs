@@ -115,12 +115,7 @@ impl Platform {
                     def.name
                 ))
             })?,
-            None => {
-                return Err(ItemsError::InvalidQuery(format!(
-                    "unknown field \"{field}\" in collection \"{}\"",
-                    def.name
-                )))
-            }
+            None => return Err(unknown_query_field(def, field)),
         };
         let query = WireQuery {
             fields: Some(crate::query::ListParam::List(vec!["id".into()])),

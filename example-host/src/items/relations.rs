@@ -198,15 +198,12 @@ impl Platform {
             };
         }
         let Some(alias) = def.alias(name) else {
-            return Err(ItemsError::InvalidQuery(format!(
-                "unknown field \"{name}\" in collection \"{}\"",
-                def.name
-            )));
+            return Err(unknown_query_field(def, name));
         };
         // An alias is a field of its collection for the caller's field
         // permissions, as in Directus.
         if let Some(grant) = self.grant(who, &def.name, Action::Read)? {
-            if !grant.allows_field(name) && !grant.allows_field("*") {
+            if !grant.allows_field(name) {
                 return Err(ItemsError::forbidden());
             }
         }
