@@ -160,6 +160,18 @@ impl Extension {
     }
 }
 
+/// Runs `work` with the [`Context`] a handler of `accountability`'s
+/// request would get over `services` (no data version: nothing is kept).
+/// A test kit uses it to call an extension's own functions as its
+/// handlers do.
+pub fn with_context<T>(
+    accountability: Option<Accountability>,
+    services: &dyn Services,
+    work: impl FnOnce(&Context<'_>) -> T,
+) -> T {
+    work(&Context::new(accountability, services))
+}
+
 impl Request {
     /// Adds a header (for hosts building requests).
     pub fn with_header(mut self, name: &str, value: &str) -> Self {

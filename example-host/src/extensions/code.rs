@@ -1,6 +1,7 @@
 //! How the host calls an extension's code: through the ABI of a loaded
-//! library, or directly when the extension is linked into the host (the
-//! `inprocess` feature).
+//! library, or directly when the extension is linked into the host's
+//! process (the `inprocess` feature's svc, or an extension under the test
+//! kit).
 
 use abi_stable::std_types::{RString, RVec, Tuple2};
 use bytes::Bytes;
@@ -34,16 +35,14 @@ pub enum Code {
     /// A library loaded through its root module.
     Library(ExtensionModuleRef),
     /// An extension linked into the host.
-    #[cfg(feature = "inprocess")]
-    Linked(&'static host_sdk::Extension),
+    Linked(std::sync::Arc<host_sdk::Extension>),
 }
 
 fn records_json(records: &Option<std::sync::Arc<str>>) -> abi_stable::std_types::ROption<RString> {
     records.as_deref().map(RString::from).into()
 }
 
-#[cfg(feature = "inprocess")]
-fn facade_accountability(a: &crate::auth::Accountability) -> host_sdk::Accountability {
+pub fn facade_accountability(a: &crate::auth::Accountability) -> host_sdk::Accountability {
     host_sdk::Accountability {
         user: a.user.clone(),
         role: a.role.clone(),
@@ -68,7 +67,6 @@ fn ffi_event(event: &ItemEvent) -> FfiItemEvent {
 
 /// An item event as a linked extension's facade takes it: the host's
 /// text, borrowed.
-#[cfg(feature = "inprocess")]
 fn facade_event(event: &ItemEvent) -> host_sdk::RawItemEvent<'_> {
     use crate::items::EventKind;
     host_sdk::RawItemEvent::new(
@@ -95,7 +93,6 @@ impl Code {
             Code::Library(module) => module.body_rule().map_or(BodyRule::HOST_LIMITS, |rule| {
                 rule(method.into(), path.into()).into()
             }),
-            #[cfg(feature = "inprocess")]
             Code::Linked(ext) => ext.body_rule(method, path),
         }
     }
@@ -134,7 +131,6 @@ impl Code {
                     body,
                 }
             }
-            #[cfg(feature = "inprocess")]
             Code::Linked(ext) => {
                 let target = if request.query.is_empty() {
                     request.path
@@ -165,7 +161,6 @@ impl Code {
                     .into_result()
                     .map_err(|e| e.message.into_string())
             }
-            #[cfg(feature = "inprocess")]
             Code::Linked(ext) => ext.deliver_direct_raw(&facade_event(event), services),
         }
     }
@@ -188,7 +183,6 @@ impl Code {
                     .into_result()
                     .map_err(|e| (e.code.into_string(), e.message.into_string()))
             }
-            #[cfg(feature = "inprocess")]
             Code::Linked(ext) => ext
                 .before_commit_direct_raw(&facade_event(event), services)
                 .map_err(|e| (e.code().to_string(), e.to_string())),
@@ -203,7 +197,6 @@ impl Code {
                     .into_result()
                     .map_err(|e| format!("{}: {}", e.code, e.message))
             }
-            #[cfg(feature = "inprocess")]
             Code::Linked(ext) => ext.run_schedule_direct(name, services),
         }
     }

@@ -1,9 +1,8 @@
 //! Extensions: loading, calling, item-event delivery and schedules.
 
-#[cfg(feature = "inprocess")]
-mod builtin;
 mod claims;
 mod code;
+mod linked;
 mod loader;
 mod logger;
 mod runtime;
@@ -21,7 +20,7 @@ use crate::storage::Writer;
 use services::ExtServices;
 
 pub use claims::Claims;
-pub use code::ExtResponse;
+pub use code::{facade_accountability, ExtResponse};
 pub use loader::libraries_in;
 
 /// When a schedule runs.
@@ -49,7 +48,6 @@ impl Interest {
     }
 
     /// `None` stands for every collection.
-    #[cfg_attr(not(feature = "inprocess"), allow(dead_code))]
     pub fn from_list(list: Option<Vec<String>>) -> Self {
         list.map_or(Interest::All, Interest::Only)
     }

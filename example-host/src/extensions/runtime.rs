@@ -40,7 +40,6 @@ impl Registry {
                         ext.sdk_version
                     ),
                 },
-                #[cfg(feature = "inprocess")]
                 Code::Linked(linked) => {
                     let store = store.clone();
                     linked.attach_data_version(move || store.data_version());

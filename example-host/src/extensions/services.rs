@@ -74,7 +74,6 @@ impl<'a> ExtServices<'a> {
     }
 
     /// The caller these services act for.
-    #[cfg_attr(not(feature = "inprocess"), allow(dead_code))]
     pub fn accountability(&self) -> Option<&Accountability> {
         self.accountability.as_ref()
     }

@@ -77,22 +77,15 @@ impl From<crate::signin::SignInError> for HttpError {
     }
 }
 
-fn items_body(status: StatusCode, code: &str, message: &str) -> Response {
+fn items_body(status: StatusCode, code: &str, message: &str) -> (StatusCode, String) {
     (
         status,
-        [(header::CONTENT_TYPE, "application/json")],
         json!({"errors": [{"message": message, "extensions": {"code": code}}]}).to_string(),
     )
-        .into_response()
 }
 
-fn simple_body(status: StatusCode, message: &str) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        json!({ "error": message }).to_string(),
-    )
-        .into_response()
+fn simple_body(status: StatusCode, message: &str) -> (StatusCode, String) {
+    (status, json!({ "error": message }).to_string())
 }
 
 pub fn items_status(e: &ItemsError) -> StatusCode {
@@ -113,8 +106,17 @@ pub const UNEXPECTED: &str = "An unexpected error occurred.";
 
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
+        let (status, body) = self.status_and_body();
+        (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    }
+}
+
+impl HttpError {
+    /// The answer's status and JSON body (a host failure's detail is
+    /// logged here, never sent).
+    pub fn status_and_body(&self) -> (StatusCode, String) {
         let message = self.to_string();
-        match &self {
+        match self {
             HttpError::Items(e @ ItemsError::Internal(_)) => {
                 log::error!("items service failure: {e}");
                 items_body(items_status(e), e.code(), UNEXPECTED)

@@ -6,11 +6,15 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
-use super::{authenticate, blocking, credentials, read_body_within, AppState, HttpError};
+use super::{
+    authenticate, blocking, credentials, read_body_within, AppState, Credentials, HttpError,
+};
+use host_sdk::BodyRule;
 use serde_json::Value;
 
 use crate::auth::AuthError;
 use crate::extensions::{ExtRequest, Registry};
+use crate::items::Platform;
 
 /// Splits `/svc/videos/x` into (`svc`, `/videos/x`).
 fn split_mount(path: &str) -> (&str, String) {
@@ -56,7 +60,7 @@ pub async fn dispatch(
     let token = credentials(&state.platform, &headers, &uri);
     let request = ExtRequest {
         method: method.as_str().to_string(),
-        path: sub_path.clone(),
+        path: sub_path,
         query: query_without_token(uri.query()),
         headers: headers
             .iter()
@@ -72,30 +76,8 @@ pub async fn dispatch(
     };
     let platform = state.platform.clone();
     let registry = state.registry.clone();
-    let mount = id.clone();
     let call = format!("[{id}] {method} {}", uri.path());
-    let work = blocking(move || {
-        if rule
-            .max_depth
-            .is_some_and(|max| host_sdk::json::nests_deeper_than(&request.body, max))
-        {
-            return Err(HttpError::BodyTooDeep);
-        }
-        let accountability = match authenticate(&platform, &token) {
-            Ok(acc) => acc,
-            Err(AuthError::InvalidToken) => return Err(HttpError::ExtensionInvalidToken),
-            Err(AuthError::Store(e)) => {
-                return Err(HttpError::Extension {
-                    status: StatusCode::INTERNAL_SERVER_ERROR,
-                    message: e.to_string(),
-                })
-            }
-        };
-        let Some(ext) = registry.get(&id) else {
-            return Err(HttpError::RouteNotFound(id));
-        };
-        Ok(Registry::handle(ext, &platform, accountability, request))
-    });
+    let work = blocking(move || call_extension(&platform, &registry, &id, rule, &token, request));
     // A handler that runs too long is answered 504; its thread finishes
     // (or not) in the background, and the other routes keep serving.
     let answer = match tokio::time::timeout(state.limits.extension_timeout, work).await {
@@ -117,21 +99,67 @@ pub async fn dispatch(
         .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
     let mut response =
         (status, [(header::CONTENT_TYPE, content_type)], answer.body).into_response();
-    if status == StatusCode::METHOD_NOT_ALLOWED {
-        // The extension's answer cannot carry headers: `Allow` comes from
-        // the routes its OpenAPI paths describe.
-        let allowed = state
-            .registry
-            .get(&mount)
-            .map(|ext| allowed_methods(&ext.openapi, &sub_path))
-            .unwrap_or_default();
-        if let Ok(value) = HeaderValue::from_str(&allowed.join(", ")) {
-            if !allowed.is_empty() {
-                response.headers_mut().insert(header::ALLOW, value);
-            }
+    if let Some(allowed) = answer.allow {
+        if let Ok(value) = HeaderValue::from_str(&allowed) {
+            response.headers_mut().insert(header::ALLOW, value);
         }
     }
     Ok(response)
+}
+
+/// An extension's answer to one call, with the `Allow` of a 405.
+pub struct Answer {
+    pub status: u16,
+    pub content_type: String,
+    pub body: bytes::Bytes,
+    /// For a 405: the methods the path takes, comma-separated.
+    pub allow: Option<String>,
+}
+
+/// One call of the extension mounted at `mount`, once the body is read
+/// (within `rule`'s size): the nesting check, the caller, the handler.
+/// Blocking: the HTTP layer runs it off the async workers; the test kit
+/// calls it as it is.
+pub fn call_extension(
+    platform: &Platform,
+    registry: &Registry,
+    mount: &str,
+    rule: BodyRule,
+    credentials: &Credentials,
+    request: ExtRequest,
+) -> Result<Answer, HttpError> {
+    if rule
+        .max_depth
+        .is_some_and(|max| host_sdk::json::nests_deeper_than(&request.body, max))
+    {
+        return Err(HttpError::BodyTooDeep);
+    }
+    let accountability = match authenticate(platform, credentials) {
+        Ok(acc) => acc,
+        Err(AuthError::InvalidToken) => return Err(HttpError::ExtensionInvalidToken),
+        Err(AuthError::Store(e)) => {
+            return Err(HttpError::Extension {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                message: e.to_string(),
+            })
+        }
+    };
+    let Some(ext) = registry.get(mount) else {
+        return Err(HttpError::RouteNotFound(format!("/{mount}")));
+    };
+    let path = request.path.clone();
+    let answer = Registry::handle(ext, platform, accountability, request);
+    // The extension's answer cannot carry headers: `Allow` comes from the
+    // routes its OpenAPI paths describe.
+    let allow = Some(allowed_methods(&ext.openapi, &path))
+        .filter(|methods| answer.status == 405 && !methods.is_empty())
+        .map(|methods| methods.join(", "));
+    Ok(Answer {
+        status: answer.status,
+        content_type: answer.content_type,
+        body: answer.body,
+        allow,
+    })
 }
 
 /// The methods an extension's OpenAPI `paths` (relative to its mount,

@@ -22,6 +22,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 pub use errors::HttpError;
+pub use extension_api::call_extension;
 pub use server_api::build_openapi as server_api_openapi;
 
 use crate::auth::{Accountability, AuthError};

@@ -12,7 +12,8 @@ struct NewNote {
     body: String,
 }
 
-fn extension() -> Extension {
+/// The extension: what the library exports, and what its tests mount.
+pub fn extension() -> Extension {
     Extension::new("hello", "Hello", env!("CARGO_PKG_VERSION"))
         .migration(
             "0001_notes",

@@ -1,24 +1,26 @@
-//! Extensions linked into the host (the `inprocess` feature): mounted like
-//! loaded libraries, called without the ABI.
+//! Extensions linked into the host's process: mounted like loaded
+//! libraries, called without the ABI. The `inprocess` feature links svc
+//! this way (to measure what the ABI costs); the test kit mounts the
+//! extension under test this way.
 
-use once_cell::sync::OnceCell;
+use std::sync::Arc;
 
 use super::code::Code;
 use super::services::ExtServices;
 use super::{LoadedExtension, Registry, ScheduleDef, When};
 use crate::items::Platform;
 
-static SVC: OnceCell<host_sdk::Extension> = OnceCell::new();
-
 impl Registry {
-    /// Mounts the svc extension linked into this host.
-    pub fn add_builtin_svc(&mut self, platform: &Platform) -> Result<(), String> {
-        let ext = SVC.get_or_init(svc_extension::extension);
+    /// Mounts an extension linked into this process at `/{id}`: its
+    /// migrations applied, its init run, its schedules registered.
+    pub fn add_linked(
+        &mut self,
+        platform: &Platform,
+        ext: Arc<host_sdk::Extension>,
+    ) -> Result<(), String> {
         let id = ext.id().to_string();
         if self.get(&id).is_some() {
-            return Err(format!(
-                "extension `{id}` is already mounted (from a library)"
-            ));
+            return Err(format!("extension `{id}` is already mounted"));
         }
         for (mid, steps) in ext.migrations() {
             match platform.store.migrate(&id, mid, steps) {
@@ -63,10 +65,16 @@ impl Registry {
             version: ext.version().to_string(),
             sdk_version: host_sdk::SDK_VERSION.to_string(),
             path: std::path::PathBuf::from("(linked into the host)"),
-            code: Code::Linked(ext),
-            schedules,
             openapi: serde_json::json!({ "paths": ext.router().openapi_paths() }),
+            schedules,
+            code: Code::Linked(ext),
         });
         Ok(())
+    }
+
+    /// Mounts the svc extension linked into this host.
+    #[cfg(feature = "inprocess")]
+    pub fn add_builtin_svc(&mut self, platform: &Platform) -> Result<(), String> {
+        self.add_linked(platform, Arc::new(svc_extension::extension()))
     }
 }

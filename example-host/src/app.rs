@@ -1,0 +1,190 @@
+//! The host process: open the database, seed it, mount the extensions,
+//! then serve HTTP or run one schedule.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+
+use crate::config::{Cli, Command, ScheduleAction};
+use crate::extensions::Registry;
+use crate::items::Platform;
+use crate::storage::Store;
+use crate::{bootstrap, demo, extensions, http, logging, memory, platform_schema, signin, storage};
+
+/// Opens the database, applies the platform's migrations, seeds a new
+/// platform, and loads the extensions.
+fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
+    let location = cli.common.location()?;
+    let store = storage::open(&location, cli.common.db_pool_max)
+        .map_err(|e| format!("cannot open database {location}: {e}"))?;
+    let mut admin = bootstrap::AdminSeed::from_env();
+    if cli.serve.demo && admin.token.is_none() {
+        admin.token = Some(demo::ADMIN_TOKEN.into());
+    }
+    let platform = open_platform(store, admin)?;
+    let dir = cli.common.extensions_dir();
+    log::info!("loading extensions from {}", dir.display());
+    #[allow(unused_mut)]
+    let mut registry = Registry::load_dir(&dir, &platform);
+    #[cfg(feature = "inprocess")]
+    if cli.common.builtin_svc {
+        registry
+            .add_builtin_svc(&platform)
+            .map_err(|e| format!("cannot mount the linked svc extension: {e}"))?;
+    }
+    Ok(mount(platform, registry, cli.serve.cache))
+}
+
+/// The platform on an opened database: its migrations applied, seeded on
+/// first start, old rules brought up to date.
+pub(crate) fn open_platform(
+    store: Arc<dyn Store>,
+    admin: bootstrap::AdminSeed,
+) -> Result<Arc<Platform>, String> {
+    for (id, steps) in platform_schema::migrations() {
+        if store
+            .migrate(platform_schema::OWNER, id, &steps)
+            .map_err(|e| format!("platform migration {id} failed: {e}"))?
+        {
+            log::info!("applied platform migration {id}");
+        }
+    }
+    store
+        .track_changes(&platform_schema::ACCESS_COLLECTIONS)
+        .map_err(|e| format!("cannot track changes of access: {e}"))?;
+    let platform = Arc::new(Platform::new(store));
+    bootstrap::first_start(&platform, admin)
+        .map_err(|e| format!("first-start seeding failed: {e}"))?;
+    bootstrap::narrow_member_recordings(&platform)
+        .map_err(|e| format!("narrowing the members' recording rules failed: {e}"))?;
+    Ok(platform)
+}
+
+/// Puts the mounted extensions to work: caches keyed on the data version
+/// (when `cache` is on) and item events delivered to their hooks.
+pub(crate) fn mount(
+    platform: Arc<Platform>,
+    registry: Registry,
+    cache: bool,
+) -> (Arc<Platform>, Arc<Registry>) {
+    if cache {
+        registry.attach_runtime(&platform.store);
+    }
+    platform.auth.set_caching(cache);
+    let registry = Arc::new(registry);
+    platform.set_event_sink(registry.clone());
+    (platform, registry)
+}
+
+/// The host's command line: serve (the default) or run one schedule.
+pub fn run() -> ExitCode {
+    memory::tune_allocator();
+    let cli = Cli::parse();
+    logging::init();
+    memory::start_trimming();
+    let (platform, registry) = match start(&cli) {
+        Ok(started) => started,
+        Err(e) => {
+            log::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match &cli.command {
+        Some(Command::Schedule {
+            action: ScheduleAction::Run { extension, name },
+        }) => {
+            let started = std::time::Instant::now();
+            match registry.run_schedule(&platform, extension, name) {
+                Ok(()) => {
+                    log::info!(
+                        "[{extension}] schedule `{name}` finished in {:.1?}",
+                        started.elapsed()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    log::error!("schedule `{name}` of `{extension}` failed: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some(Command::Serve) | None => serve(&cli, platform, registry),
+    }
+}
+
+fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCode {
+    if cli.serve.demo {
+        if let Err(e) = demo::seed(&platform, &cli.serve) {
+            log::error!("demo seeding failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let addr: SocketAddr = match format!("{}:{}", cli.serve.host, cli.serve.port).parse() {
+        Ok(a) => a,
+        Err(e) => {
+            log::error!(
+                "invalid listen address {}:{}: {e}",
+                cli.serve.host,
+                cli.serve.port
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let signin = match signin::settings::Settings::from_env()
+        .and_then(|settings| signin::SignIn::start(&platform, settings))
+    {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            log::error!("cannot set sign-in up: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            log::error!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let state = http::AppState {
+        platform: platform.clone(),
+        openapi: Arc::new(http::server_api_openapi(&registry)),
+        registry: registry.clone(),
+        signin,
+        limits: http::Limits {
+            max_payload: cli.serve.max_payload,
+            extension_timeout: std::time::Duration::from_millis(
+                cli.serve.extension_timeout_ms.max(1),
+            ),
+            header_timeout: std::time::Duration::from_millis(cli.serve.header_timeout_ms.max(1)),
+            body_timeout: std::time::Duration::from_millis(cli.serve.body_timeout_ms.max(1)),
+        },
+    };
+    let result = runtime.block_on(async move {
+        let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+        let claims = Arc::new(extensions::Claims::new(std::time::Duration::from_secs(
+            cli.serve.schedule_lease_secs,
+        )));
+        extensions::schedules::spawn_all(registry, platform, claims, shutdown_rx);
+        http::serve(state, addr, shutdown_tx).await
+    });
+    // Extension calls that outlived their timeout may still be running on
+    // blocking threads: give them a moment, then stop without them rather
+    // than wait forever.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    match result {
+        Ok(()) => {
+            log::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            log::error!("server failed on {addr}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

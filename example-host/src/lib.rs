@@ -1,0 +1,27 @@
+//! example-host: a small content platform that loads every extension of its
+//! extensions folder and serves them over HTTP, on SQLite or PostgreSQL.
+//!
+//! The binary (`src/main.rs`) only calls [`run`]. The library exists for
+//! [`testkit`]: an extension's own tests run it against this host, in
+//! process, on a throwaway database.
+
+mod app;
+mod auth;
+mod bootstrap;
+mod config;
+mod demo;
+mod extensions;
+mod http;
+mod items;
+mod logging;
+mod memory;
+mod permissions;
+mod platform_schema;
+mod query;
+mod schema;
+mod signin;
+mod storage;
+pub mod testkit;
+mod values;
+
+pub use app::run;
