@@ -1,0 +1,176 @@
+//! svc's handlers against the real host, in process (the test kit): the
+//! SPEC's state tables and texts, and derived data kept exact whichever
+//! way a write comes in.
+
+use example_host::testkit::{TestHost, TestUser};
+use host_sdk::Query;
+use serde_json::{json, Value};
+
+fn svc() -> TestHost {
+    TestHost::start(svc_extension::extension()).expect("the test host starts")
+}
+
+/// A published video, written as an administrator would.
+fn video(host: &TestHost, slug: &str) -> String {
+    host.context(None, |ctx| {
+        ctx.as_admin().create_one(
+            "videos",
+            &json!({"slug": slug, "title": slug, "upload_date": "2020-01-01T00:00:00Z"}),
+        )
+    })
+    .expect("the video is created")
+}
+
+fn stored_likes_count(host: &TestHost, video: &str) -> Value {
+    let stored = host.context(None, |ctx| ctx.as_admin().read_one("videos", video));
+    stored.expect("the video reads").expect("the video exists")["likes_count"].clone()
+}
+
+fn member(host: &TestHost, email: &str) -> TestUser {
+    host.create_user(email, "Model")
+        .expect("the member is created")
+}
+
+#[test]
+fn likes_follow_the_spec_state_table() {
+    let host = svc();
+    let video = video(&host, "first");
+    let ann = member(&host, "ann@example.com");
+    let as_ann = host.as_user(&ann);
+    let like = format!("/videos/{video}/like");
+
+    let r = host.anonymous().post(&like, &json!({}));
+    assert_eq!(r.status, 401, "{}", r.text());
+    let r = as_ann.post(&like, &json!({}));
+    assert_eq!(
+        (r.status, r.json()),
+        (200, json!({"liked": true, "likes_count": 1}))
+    );
+    let r = as_ann.post(&like, &json!({}));
+    assert_eq!(
+        (r.status, r.json()),
+        (400, json!({"error": "Already liked"}))
+    );
+    let status = format!("/videos/{video}/like-status");
+    assert_eq!(as_ann.get(&status).json(), json!({"liked": true}));
+    assert_eq!(
+        host.anonymous().get(&status).json(),
+        json!({"liked": false})
+    );
+
+    let r = as_ann.delete(&like);
+    assert_eq!(
+        (r.status, r.json()),
+        (200, json!({"liked": false, "likes_count": 0}))
+    );
+    let r = as_ann.delete(&like);
+    assert_eq!((r.status, r.json()), (400, json!({"error": "Not liked"})));
+    assert_eq!(stored_likes_count(&host, &video), json!(0));
+}
+
+#[test]
+fn a_like_written_outside_the_route_keeps_the_counter_exact() {
+    let host = svc();
+    let video = video(&host, "counted");
+    let ann = member(&host, "ann@example.com");
+    // Through the items service, as an administrator's tool would: the
+    // in-transaction hook keeps the counter.
+    let like = host
+        .context(None, |ctx| {
+            ctx.as_admin().create_one(
+                "video_likes",
+                &json!({"video_id": video, "user_id": ann.id}),
+            )
+        })
+        .expect("the like is written");
+    assert_eq!(stored_likes_count(&host, &video), json!(1));
+    // The route sees it.
+    let r = host
+        .as_user(&ann)
+        .post(&format!("/videos/{video}/like"), &json!({}));
+    assert_eq!(
+        (r.status, r.json()),
+        (400, json!({"error": "Already liked"}))
+    );
+    host.context(None, |ctx| ctx.as_admin().delete_one("video_likes", &like))
+        .expect("the like is deleted");
+    assert_eq!(stored_likes_count(&host, &video), json!(0));
+}
+
+#[test]
+fn recordings_are_private_until_shared_and_then_duplicable() {
+    let host = svc();
+    let ann = member(&host, "ann@example.com");
+    let bob = member(&host, "bob@example.com");
+    let r = host.as_user(&ann).post(
+        "/recordings",
+        &json!({"title": "Slow Wave!", "duration": 12, "events": [{"t": 0}], "device_info": {"d": 1}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let recording = r.json();
+    assert_eq!(recording["slug"], "slow-wave");
+    assert_eq!(recording["public"], false);
+    let id = recording["id"].as_str().unwrap_or_default().to_string();
+
+    let r = host.as_user(&bob).get(&format!("/recordings/{id}"));
+    assert_eq!((r.status, r.json()), (403, json!({"error": "Forbidden"})));
+    let r = host
+        .as_user(&bob)
+        .post(&format!("/recordings/{id}/duplicate"), &json!({}));
+    assert_eq!(
+        (r.status, r.json()),
+        (403, json!({"error": "Recording is not publicly shared"}))
+    );
+    let r = host
+        .anonymous()
+        .post(&format!("/recordings/{id}/duplicate"), &json!({}));
+    assert_eq!(
+        (r.status, r.json()),
+        (401, json!({"error": "Authentication required"}))
+    );
+
+    let r = host.as_user(&ann).patch(
+        &format!("/recordings/{id}"),
+        &json!({"public": true, "status": "published"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = host
+        .as_user(&bob)
+        .post(&format!("/recordings/{id}/duplicate"), &json!({}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let copy = r.json()["data"].clone();
+    assert_eq!(copy["title"], "Slow Wave! (Copy)");
+    assert_eq!(copy["original_recording_id"], json!(id));
+    assert_eq!(copy["user_created"], json!(bob.id));
+    // Bob's copy is his own and private; Ann's list holds only hers.
+    let mine = host.context(Some(&bob), |ctx| {
+        ctx.as_caller().read_by_query(
+            "recordings",
+            &Query::new().filter(json!({"user_created": {"_eq": "$CURRENT_USER"}})),
+        )
+    });
+    assert_eq!(mine.expect("bob reads his recordings").len(), 1);
+    let r = host.as_user(&ann).get("/recordings");
+    // A plain array, the caller's own only (SPEC).
+    let titles: Vec<Value> = r
+        .json()
+        .as_array()
+        .map(|list| list.iter().map(|rec| rec["title"].clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(titles, [json!("Slow Wave!")], "{}", r.text());
+}
+
+#[test]
+fn the_stats_schedule_runs_on_demand_and_unknown_routes_say_so() {
+    let host = svc();
+    host.run_schedule("recalculate-stats")
+        .expect("the schedule runs on an empty platform");
+    let r = host.anonymous().get("/nowhere");
+    assert_eq!(
+        (r.status, r.json()),
+        (404, json!({"error": "Route not found"}))
+    );
+    let r = host.anonymous().put("/videos", &json!({}));
+    assert_eq!(r.status, 405, "{}", r.text());
+    assert_eq!(r.allow.as_deref(), Some("GET"));
+}
