@@ -241,7 +241,9 @@ impl Extension {
         self
     }
 
-    /// The router, for testing handlers without a host.
+    /// The router (its routes, OpenAPI paths and body rules). To test
+    /// handlers, mount the extension in `example_host::testkit::TestHost`:
+    /// a real host in the test's process.
     pub fn router(&self) -> &Router {
         &self.router
     }
