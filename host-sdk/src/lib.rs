@@ -39,6 +39,7 @@ mod items;
 pub mod json;
 mod logging;
 mod memo;
+pub mod openapi;
 pub mod raw;
 mod router;
 pub mod schema;
@@ -51,6 +52,13 @@ pub use http::{Request, Response, SharedBody, SharedResponse};
 pub use items::{Access, Items, Query};
 pub use memo::{Memo, MemoMap};
 pub use router::{BodyRule, Route, Router};
+
+/// The `schemars` the SDK builds schemas with; `#[derive(JsonSchema)]`
+/// needs it as a dependency of the extension's crate too.
+pub use schemars;
+/// Derive it on the types routes document ([`Route::body_type`],
+/// [`Route::response_type`], [`Route::query_type`]).
+pub use schemars::JsonSchema;
 
 /// The SDK version an extension is built against; travels in its manifest.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");

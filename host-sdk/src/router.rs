@@ -11,6 +11,8 @@ use crate::cache::{AnswerCache, Lookup};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::http::{Request, Response, SharedResponse};
+use crate::openapi;
+use schemars::JsonSchema;
 
 /// What a route runs.
 pub type Handler =
@@ -27,12 +29,12 @@ pub struct Route {
     pattern: String,
     segments: Vec<Segment>,
     summary: Option<String>,
-    /// (name, JSON Schema type) of documented query parameters.
-    query: Vec<(String, String)>,
+    /// Documented query parameters (OpenAPI parameter objects).
+    query: Vec<Value>,
     /// JSON Schema of the request body.
     body: Option<Value>,
-    /// (status, description) of documented answers.
-    responses: Vec<(u16, String)>,
+    /// Documented answers: status, description, JSON Schema of the body.
+    responses: Vec<(u16, String, Option<Value>)>,
     /// The answer to a request without an authenticated caller, when the
     /// route needs one.
     unauthenticated: Option<ApiError>,
@@ -53,21 +55,52 @@ impl Route {
         self
     }
 
-    /// Documents a query parameter (`kind`: a JSON Schema type).
+    /// Documents an optional query parameter (`kind`: a JSON Schema type).
     pub fn query(&mut self, name: &str, kind: &str) -> &mut Self {
-        self.query.push((name.to_string(), kind.to_string()));
+        self.query.push(json!({
+            "name": name, "in": "query", "required": false, "schema": {"type": kind}
+        }));
         self
     }
 
-    /// Documents the JSON body (a JSON Schema).
+    /// Documents the query parameters as the fields of `T`, the type the
+    /// handler reads them into with [`Request::query_as`]: a field is
+    /// required unless it is an `Option` or has a default; its doc comment
+    /// is the parameter's description.
+    pub fn query_type<T: JsonSchema>(&mut self) -> &mut Self {
+        self.query.extend(openapi::query_parameters_of::<T>());
+        self
+    }
+
+    /// Documents the (required) JSON body with a JSON Schema.
     pub fn body(&mut self, schema: Value) -> &mut Self {
         self.body = Some(schema);
         self
     }
 
-    /// Documents an answer.
+    /// Documents the (required) JSON body as `T`, the type the handler
+    /// reads it into with [`Request::body_as`].
+    pub fn body_type<T: JsonSchema>(&mut self) -> &mut Self {
+        self.body(openapi::schema_of::<T>())
+    }
+
+    /// Documents an answer. Error statuses (400 and above) get the
+    /// `{"error": ..., "details": ...}` body of [`ApiError`]; give a
+    /// success's body with [`Route::response_type`].
     pub fn response(&mut self, status: u16, description: &str) -> &mut Self {
-        self.responses.push((status, description.to_string()));
+        let schema = (status >= 400).then(openapi::schema_of::<openapi::ErrorAnswer>);
+        self.responses
+            .push((status, description.to_string(), schema));
+        self
+    }
+
+    /// Documents an answer whose JSON body is a `T`.
+    pub fn response_type<T: JsonSchema>(&mut self, status: u16, description: &str) -> &mut Self {
+        self.responses.push((
+            status,
+            description.to_string(),
+            Some(openapi::schema_of::<T>()),
+        ));
         self
     }
 
@@ -429,9 +462,7 @@ impl Router {
                     Segment::Literal(_) => None,
                 })
                 .collect();
-            params.extend(route.query.iter().map(|(name, kind)| {
-                json!({"name": name, "in": "query", "required": false, "schema": {"type": kind}})
-            }));
+            params.extend(route.query.iter().cloned());
             let mut op = Map::new();
             op.insert(
                 "summary".into(),
@@ -447,20 +478,25 @@ impl Router {
             if let Some(schema) = &route.body {
                 op.insert(
                     "requestBody".into(),
-                    json!({"required": false, "content": {"application/json": {"schema": schema}}}),
+                    json!({"required": true, "content": {"application/json": {"schema": schema}}}),
                 );
             }
             let mut responses = Map::new();
             if let Some(refusal) = &route.unauthenticated {
+                let error = openapi::schema_of::<openapi::ErrorAnswer>();
                 responses.insert(
                     "401".into(),
-                    json!({"description": refusal.message, "content": {"application/json": {}}}),
+                    json!({"description": refusal.message, "content": {"application/json": {"schema": error}}}),
                 );
             }
-            for (status, description) in &route.responses {
+            for (status, description, schema) in &route.responses {
+                let content = match schema {
+                    Some(schema) => json!({"application/json": {"schema": schema}}),
+                    None => json!({"application/json": {}}),
+                };
                 responses.insert(
                     status.to_string(),
-                    json!({"description": description, "content": {"application/json": {}}}),
+                    json!({"description": description, "content": content}),
                 );
             }
             responses.insert(

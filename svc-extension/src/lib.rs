@@ -17,6 +17,7 @@
 
 pub mod achievements;
 pub mod analytics;
+pub mod api;
 pub mod articles;
 mod caller;
 pub mod community;
@@ -42,7 +43,6 @@ pub mod videos;
 use std::time::Duration;
 
 use host_sdk::{Extension, Router, Schedule};
-use serde_json::json;
 
 /// The extension's id: its mount point (`/svc`) and log target.
 pub const ID: &str = "svc";
@@ -78,60 +78,47 @@ const SMALL_DEPTH: u32 = 8;
 
 /// Every route of SPEC.md, with what the OpenAPI document says of it.
 fn routes(r: &mut Router) {
-    let recording_body = json!({
-        "type": "object",
-        "properties": {
-            "title": {"type": "string"}, "description": {"type": "string"},
-            "duration": {"type": "number"}, "events": {"type": "array", "items": {"type": "object"}},
-            "device_info": {}, "tags": {"type": "array"}, "linked_video": {"type": ["string", "null"]},
-            "status": {"type": "string", "enum": ["draft", "published", "archived"]},
-            "public": {"type": "boolean"},
-        },
-    });
     r.get("/stats", stats::handler)
         .cached()
         .same_for_every_caller()
         .summary("Site-wide counts")
-        .response(200, "{models_count, viewers_count, videos_count}");
+        .response_type::<stats::SiteCounts>(200, "Site-wide counts");
     r.get("/models", models::list)
         .cached()
         .same_for_every_caller()
         .summary("Models, newest id first")
-        .query("limit", "integer")
-        .query("featured", "string")
-        .response(200, "Model user records");
+        .query_type::<api::ModelsQuery>()
+        .response_type::<Vec<api::ModelRecord>>(200, "Model user records");
     r.get("/models/:slug", models::one)
         .cached()
         .same_for_every_caller()
         .summary("One model by slug")
-        .response(200, "A model user record")
+        .response_type::<api::ModelRecord>(200, "A model user record")
         .response(404, "Model not found");
     r.get("/videos", videos::list)
         .cached()
         .same_for_every_caller()
         .summary("Published videos, newest first")
-        .query("model_id", "string")
-        .query("limit", "integer")
-        .response(200, "Videos with models, movie and live counts");
+        .query_type::<api::VideosQuery>()
+        .response_type::<Vec<api::VideoRecord>>(200, "Videos with models, movie and live counts");
     r.get("/videos/:slug", videos::one)
         .cached()
         .same_for_every_caller()
         .summary("One published video by slug")
-        .response(200, "A video")
+        .response_type::<api::VideoRecord>(200, "A video")
         .response(404, "Video not found");
     r.get("/articles", articles::list)
         .cached()
         .same_for_every_caller()
         .summary("Featured published articles")
-        .query("limit", "integer")
-        .query("featured", "string")
-        .response(200, "Articles with author");
+        .query_type::<api::ArticlesQuery>()
+        .response_type::<Vec<api::ArticleRecord>>(200, "Articles with author");
     r.post("/videos/:id/like", likes::like)
         .max_body(SMALL_BODY)
         .max_depth(SMALL_DEPTH)
         .summary("Like a video")
         .authenticated()
-        .response(200, "{liked: true, likes_count}")
+        .response_type::<api::LikeAnswer>(200, "Liked; the new counter")
         .response(400, "Already liked")
         .response(401, "Unauthorized")
         .response(404, "Video not found");
@@ -140,67 +127,63 @@ fn routes(r: &mut Router) {
         .max_depth(SMALL_DEPTH)
         .summary("Unlike a video")
         .authenticated()
-        .response(200, "{liked: false, likes_count}")
+        .response_type::<api::LikeAnswer>(200, "Unliked; the new counter")
         .response(400, "Not liked")
         .response(401, "Unauthorized")
         .response(404, "Video not found");
     r.get("/videos/:id/like-status", likes::status)
         .summary("Whether the caller likes a video")
-        .response(200, "{liked}");
+        .response_type::<api::LikeStatus>(200, "Whether the caller likes it");
     r.post("/videos/:id/play", video_plays::record)
         .max_body(SMALL_BODY)
         .max_depth(SMALL_DEPTH)
         .summary("Record a play of a video")
-        .body(json!({"type": "object", "properties": {"session_id": {"type": "string"}}}))
-        .response(200, "{success, play_id, plays_count}")
+        .body_type::<api::VideoPlayBody>()
+        .response_type::<api::VideoPlayStarted>(200, "The play and the new counter")
         .response(404, "Video not found");
     r.patch("/videos/:id/play/:playId", video_plays::update)
         .max_body(SMALL_BODY)
         .max_depth(SMALL_DEPTH)
         .summary("Update a play of a video")
-        .body(json!({"type": "object", "properties": {"duration_watched": {"type": "number"}, "completed": {"type": "boolean"}}}))
-        .response(200, "{success: true}")
+        .body_type::<api::VideoPlayProgress>()
+        .response_type::<api::Success>(200, "Updated")
         .response(404, "Play record not found");
     r.get("/analytics", analytics::handler)
         .summary("The caller's video analytics")
         .authenticated()
-        .response(200, "Totals, plays and likes by date, per-video figures")
+        .response_type::<api::Analytics>(200, "Totals, plays and likes by date, per-video figures")
         .response(401, "Unauthorized");
     r.get("/recordings", recordings::list)
         .summary("The caller's recordings, newest first")
         .authenticated()
-        .query("status", "string")
-        .query("tags", "string")
-        .query("linked_video", "string")
-        .query("limit", "integer")
-        .query("page", "integer")
-        .response(200, "Recordings")
+        .query_type::<api::RecordingsQuery>()
+        .response_type::<Vec<api::RecordingRecord>>(200, "Recordings")
         .response(401, "Unauthorized");
     r.post("/recordings", recordings::create)
         .summary("Create a recording")
         .authenticated()
-        .body(recording_body.clone())
-        .response(201, "The created recording")
+        .body_type::<api::NewRecordingBody>()
+        .response_type::<api::RecordingRecord>(201, "The created recording")
         .response(400, "A missing or invalid field")
         .response(401, "Unauthorized");
     r.get("/recordings/:id", recordings::one)
         .summary("One recording: the owner's, or a public one")
         .authenticated()
-        .response(200, "The recording")
+        .response_type::<api::RecordingRecord>(200, "The recording")
         .response(403, "Forbidden")
         .response(404, "Recording not found");
     r.patch("/recordings/:id", recordings::update)
         .summary("Update an own recording")
         .authenticated()
-        .body(recording_body)
-        .response(200, "The updated recording")
+        .body_type::<api::RecordingChanges>()
+        .response(200, "The result of the update")
         .response(403, "Forbidden");
     r.delete("/recordings/:id", recordings::archive)
         .max_body(SMALL_BODY)
         .max_depth(SMALL_DEPTH)
         .summary("Archive an own recording")
         .authenticated()
-        .response(200, "{success: true}")
+        .response_type::<api::Success>(200, "Archived")
         .response(403, "Forbidden")
         .response(404, "Recording not found");
     r.post("/recordings/:id/duplicate", recordings::duplicate)
@@ -208,36 +191,34 @@ fn routes(r: &mut Router) {
         .max_depth(SMALL_DEPTH)
         .summary("Copy a publicly shared recording")
         .authenticated_with("Authentication required")
-        .response(201, "{data: the copy}")
+        .response_type::<api::Data<api::RecordingRecord>>(201, "The copy")
         .response(401, "Authentication required")
         .response(403, "Recording is not publicly shared");
     r.get("/community-recordings", community::list)
         .cached()
         .same_for_every_caller()
         .summary("Published public recordings, newest first")
-        .query("limit", "integer")
-        .query("offset", "integer")
-        .response(200, "{data: [...]}");
+        .query_type::<api::WindowQuery>()
+        .response_type::<api::Data<Vec<api::CommunityRecording>>>(200, "Public recordings");
     r.post("/recordings/:id/play", recording_plays::record)
         .max_body(SMALL_BODY)
         .max_depth(SMALL_DEPTH)
         .summary("Record a play of a recording")
-        .response(200, "{success, play_id}")
+        .response_type::<api::RecordingPlayStarted>(200, "The play")
         .response(404, "Recording not found");
     r.patch("/recordings/:id/play/:playId", recording_plays::update)
         .max_body(SMALL_BODY)
         .max_depth(SMALL_DEPTH)
         .summary("Update a play of a recording")
-        .body(json!({"type": "object", "properties": {"duration_played": {"type": "number"}, "completed": {"type": "boolean"}}}))
-        .response(200, "{success: true}")
+        .body_type::<api::RecordingPlayProgress>()
+        .response_type::<api::Success>(200, "Updated")
         .response(404, "Play record not found");
     r.get(
         "/gamification/leaderboard",
         gamification::endpoints::leaderboard,
     )
     .summary("Users by weighted points")
-    .query("limit", "integer")
-    .query("offset", "integer")
+    .query_type::<api::WindowQuery>()
     .response(200, "{data: [...]}");
     r.get("/gamification/user/:id", gamification::endpoints::user)
         .summary("A user's stats, rank, achievements and recent points")

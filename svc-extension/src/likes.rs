@@ -9,6 +9,7 @@
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
 use serde_json::json;
 
+use crate::api::{LikeAnswer, LikeStatus};
 use crate::caller::require_user;
 use crate::counters;
 use crate::failure::Failure;
@@ -61,9 +62,10 @@ pub fn like(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         }
         counters::read(&tx.as_admin(), video, "likes_count").map_err(LIKE.of())
     })?;
-    Ok(Response::ok(
-        &json!({ "liked": true, "likes_count": likes_count }),
-    ))
+    Ok(Response::ok(&LikeAnswer {
+        liked: true,
+        likes_count,
+    }))
 }
 
 /// `DELETE /videos/:id/like`.
@@ -80,18 +82,19 @@ pub fn unlike(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
             .map_err(UNLIKE.of())?;
         counters::read(&tx.as_admin(), video, "likes_count").map_err(UNLIKE.of())
     })?;
-    Ok(Response::ok(
-        &json!({ "liked": false, "likes_count": likes_count }),
-    ))
+    Ok(Response::ok(&LikeAnswer {
+        liked: false,
+        likes_count,
+    }))
 }
 
 /// `GET /videos/:id/like-status`: `{liked: false}` for anonymous callers.
 pub fn status(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     if ctx.user_id().is_none() {
-        return Ok(Response::ok(&json!({ "liked": false })));
+        return Ok(Response::ok(&LikeStatus { liked: false }));
     }
     let liked = own_like(&ctx.as_caller(), req.param("id"))
         .map_err(STATUS.of())?
         .is_some();
-    Ok(Response::ok(&json!({ "liked": liked })))
+    Ok(Response::ok(&LikeStatus { liked }))
 }

@@ -7,6 +7,7 @@
 use host_sdk::{ApiError, Context, Query, Request, Response};
 use serde_json::{json, Value};
 
+use crate::api::{RecordingPlayStarted, Success};
 use crate::failure::Failure;
 use crate::gamification::awards;
 use crate::play_input::play_changes;
@@ -37,7 +38,10 @@ pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         awards::recording_played(tx, recording, owner, user).map_err(PLAY.of())?;
         Ok(play_id)
     })?;
-    Ok(Response::ok(&json!({"success": true, "play_id": play_id})))
+    Ok(Response::ok(&RecordingPlayStarted {
+        success: true,
+        play_id,
+    }))
 }
 
 /// `PATCH /recordings/:id/play/:playId`: body `duration_played` (number)
@@ -71,5 +75,5 @@ pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         }
         Ok(())
     })?;
-    Ok(Response::ok(&json!({ "success": true })))
+    Ok(Response::ok(&Success::YES))
 }

@@ -7,6 +7,7 @@ use host_sdk::{ApiError, Context, ItemsError, Query, Request, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::api::Success;
 use crate::caller::require_user;
 use crate::failure::Failure;
 use crate::params;
@@ -183,7 +184,7 @@ pub fn archive(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     ctx.as_caller()
         .update_one("recordings", id, &json!({"status": "archived"}))
         .map_err(DELETE.of())?;
-    Ok(Response::ok(&json!({"success": true})))
+    Ok(Response::ok(&Success::YES))
 }
 
 /// Milliseconds since the Unix epoch, for the duplicate's slug.

@@ -24,7 +24,7 @@ pub const VIEWER: &str = "Viewer";
 const FAILURE: Failure = Failure::new("Failed to fetch stats");
 
 /// The response body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, host_sdk::JsonSchema)]
 pub struct SiteCounts {
     pub models_count: u64,
     pub viewers_count: u64,

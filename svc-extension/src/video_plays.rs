@@ -5,6 +5,7 @@
 use host_sdk::{ApiError, Context, Query, Request, Response};
 use serde_json::{json, Value};
 
+use crate::api::{Success, VideoPlayStarted};
 use crate::counters;
 use crate::failure::Failure;
 use crate::likes::ensure_video;
@@ -36,9 +37,11 @@ pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         let n = counters::read(&admin, video, "plays_count").map_err(PLAY.of())?;
         Ok::<_, ApiError>((play_id, n))
     })?;
-    Ok(Response::ok(
-        &json!({"success": true, "play_id": play_id, "plays_count": plays_count}),
-    ))
+    Ok(Response::ok(&VideoPlayStarted {
+        success: true,
+        play_id,
+        plays_count,
+    }))
 }
 
 /// `PATCH /videos/:id/play/:playId`: body `duration_watched` (number) and
@@ -67,5 +70,5 @@ pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
             .update_one("video_plays", play, &Value::Object(changes))
             .map_err(UPDATE.of())?;
     }
-    Ok(Response::ok(&json!({ "success": true })))
+    Ok(Response::ok(&Success::YES))
 }

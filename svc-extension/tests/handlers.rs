@@ -174,3 +174,90 @@ fn the_stats_schedule_runs_on_demand_and_unknown_routes_say_so() {
     assert_eq!(r.status, 405, "{}", r.text());
     assert_eq!(r.allow.as_deref(), Some("GET"));
 }
+
+/// The schema the OpenAPI document gives for `method path`'s `status`
+/// answer.
+fn documented(method: &str, path: &str, status: &str) -> Value {
+    let paths = svc_extension::extension().router().openapi_paths();
+    paths[path][method]["responses"][status]["content"]["application/json"]["schema"].clone()
+}
+
+/// The property names of an object schema, sorted.
+fn properties(schema: &Value) -> Vec<String> {
+    let mut names: Vec<String> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The member names of an answer, sorted.
+fn members(answer: &Value) -> Vec<String> {
+    let mut names: Vec<String> = answer
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn answers_have_the_shapes_the_openapi_document_gives() {
+    let host = svc();
+    let video = video(&host, "documented");
+    let ann = member(&host, "ann@example.com");
+    let as_ann = host.as_user(&ann);
+
+    let like = as_ann.post(&format!("/videos/{video}/like"), &json!({}));
+    let schema = documented("post", "/videos/{id}/like", "200");
+    assert_eq!(members(&like.json()), properties(&schema), "{schema}");
+    assert_eq!(schema["properties"]["liked"]["type"], "boolean");
+
+    let status = as_ann.get(&format!("/videos/{video}/like-status"));
+    let schema = documented("get", "/videos/{id}/like-status", "200");
+    assert_eq!(members(&status.json()), properties(&schema));
+
+    let play = as_ann.post(&format!("/videos/{video}/play"), &json!({}));
+    let schema = documented("post", "/videos/{id}/play", "200");
+    assert_eq!(members(&play.json()), properties(&schema));
+    let play_id = play.json()["play_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let done = as_ann.patch(
+        &format!("/videos/{video}/play/{play_id}"),
+        &json!({"duration_watched": 3, "completed": true}),
+    );
+    let schema = documented("patch", "/videos/{id}/play/{playId}", "200");
+    assert_eq!(members(&done.json()), properties(&schema));
+
+    let stats = host.anonymous().get("/stats");
+    assert_eq!(
+        members(&stats.json()),
+        properties(&documented("get", "/stats", "200"))
+    );
+    // Errors have the one error shape; bodies are required and typed.
+    let error = documented("post", "/videos/{id}/like", "400");
+    assert_eq!(error["properties"]["error"]["type"], "string");
+    let paths = svc_extension::extension().router().openapi_paths();
+    let body = &paths["/recordings"]["post"]["requestBody"];
+    assert_eq!(body["required"], true);
+    let required = &body["content"]["application/json"]["schema"]["required"];
+    for field in ["title", "duration", "events", "device_info"] {
+        assert!(
+            required
+                .as_array()
+                .is_some_and(|r| r.contains(&json!(field))),
+            "{body}"
+        );
+    }
+    let limit = paths["/videos"]["get"]["parameters"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["name"] == "limit").cloned())
+        .unwrap_or_default();
+    assert_eq!(
+        (limit["in"].clone(), limit["required"].clone()),
+        (json!("query"), json!(false))
+    );
+}
