@@ -3,12 +3,14 @@
 
 use host_sdk::prelude::*;
 use host_sdk::schema::{Collection, Field, Grant};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 /// What `POST /hello/notes` takes.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct NewNote {
+    /// The note's text; not empty.
     body: String,
 }
 
@@ -66,7 +68,10 @@ pub fn extension() -> Extension {
                 log::info!("note {id} created"); // appears in the host's log, target `hello`
                 Ok(Response::created(&json!({"id": id})))
             })
-            .authenticated();
+            .authenticated()
+            // The OpenAPI document's body and answer, from the types.
+            .body_type::<NewNote>()
+            .response(201, "{id} of the new note");
         })
         // Inside the writing transaction: refuse, or write with the write.
         .before_commit_in(&["notes"], |event, _tx| {

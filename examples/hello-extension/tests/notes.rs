@@ -94,3 +94,18 @@ fn the_schedule_runs_on_demand() {
         "{unknown}"
     );
 }
+
+#[test]
+fn the_openapi_document_describes_the_body_from_its_type() {
+    let paths = hello::extension().router().openapi_paths();
+    let body = &paths["/notes"]["post"]["requestBody"];
+    assert_eq!(body["required"], true);
+    let schema = &body["content"]["application/json"]["schema"];
+    assert_eq!(schema["properties"]["body"]["type"], "string");
+    assert_eq!(
+        schema["properties"]["body"]["description"],
+        "The note's text; not empty."
+    );
+    let unauthorized = &paths["/notes"]["post"]["responses"]["401"];
+    assert_eq!(unauthorized["description"], "Unauthorized");
+}
