@@ -71,10 +71,15 @@ pub enum ItemsError {
     /// The item to update or delete does not exist (`NOT_FOUND`).
     #[error("{0}")]
     NotFound(String),
-    /// Anything else, with the host's code.
+    /// Another failure, with the host's code (`INTERNAL`,
+    /// `SERVICE_UNAVAILABLE`, ...) and message.
     #[error("{message}")]
-    /// Another failure, with the host's code (`INTERNAL`, `SERVICE_UNAVAILABLE`, ...) and message.
-    Other { code: String, message: String },
+    Other {
+        /// The host's code.
+        code: String,
+        /// The host's message.
+        message: String,
+    },
 }
 
 impl ItemsError {

@@ -121,6 +121,11 @@ impl Query {
 /// lifetimes of the FFI trait object erased. Every `HostServices`
 /// implementation is one, so a host that links an extension into its own
 /// process (see [`crate::direct`]) passes its implementation directly.
+///
+/// Each method is the `HostServices` method of the same name: `a` the
+/// access, `c` the collection, `k` a key, `q` a query and `d` a payload as
+/// JSON text; the answer is JSON text.
+#[allow(missing_docs)] // described above, one for all
 pub trait Services {
     fn read_by_query(&self, a: FfiAccess, c: RStr<'_>, q: RStr<'_>) -> RResult<RString, FfiError>;
     fn read_one(

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! # host-sdk
 //!
 //! The contract between the platform host and its extensions.

@@ -193,26 +193,44 @@ pub struct Index {
 pub enum Step {
     /// Creates a collection (with its `id` key) and its indexes.
     CreateCollection {
+        /// Its name.
         collection: String,
+        /// Its fields besides `id`.
         fields: Vec<Field>,
+        /// Its indexes.
         #[serde(default)]
         indexes: Vec<Index>,
     },
     /// Adds a field to an existing collection.
-    AddField { collection: String, field: Field },
+    AddField {
+        /// The collection.
+        collection: String,
+        /// The new field.
+        field: Field,
+    },
     /// Adds an index to an existing collection.
-    CreateIndex { collection: String, index: Index },
+    CreateIndex {
+        /// The collection.
+        collection: String,
+        /// The new index.
+        index: Index,
+    },
     /// Declares what deleting the referred item does to a reference field
     /// that exists already (SDK 1.5).
     SetOnDelete {
+        /// The collection of the reference field.
         collection: String,
+        /// The reference field.
         field: String,
+        /// What deleting the referred item does.
         on_delete: OnDelete,
     },
     /// Inserts seed items (ids are generated where missing). No item events
     /// are emitted for seed data.
     InsertItems {
+        /// The collection.
         collection: String,
+        /// The items, as JSON objects.
         items: Vec<Value>,
     },
     /// Grants a policy, by name, an action on a collection (SDK 1.8): what
@@ -223,7 +241,9 @@ pub enum Step {
     /// a log line, when no policy has the name or when the policy has a
     /// permission for that collection and action already.
     Grant {
+        /// The policy's name.
         policy: String,
+        /// The collection.
         collection: String,
         /// `create`, `read`, `update` or `delete`.
         action: String,
@@ -245,10 +265,15 @@ pub enum Step {
     /// deeper path) the related items, read under the caller's permissions
     /// on `related`. `*` covers stored fields only.
     CreateAlias {
+        /// The collection that gets the alias.
         collection: String,
+        /// The alias's name.
         alias: String,
+        /// The collection whose items it lists.
         related: String,
+        /// The field of `related` that refers to `collection`.
         field: String,
+        /// The field of `related` the items are ordered by.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sort: Option<String>,
     },

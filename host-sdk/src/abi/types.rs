@@ -46,6 +46,7 @@ pub struct FfiRequest {
     pub query: RString,
     /// Header names are lower-case.
     pub headers: RVec<Tuple2<RString, RString>>,
+    /// The body's bytes (empty when there is none).
     pub body: RVec<u8>,
 }
 
@@ -53,8 +54,11 @@ pub struct FfiRequest {
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct FfiResponse {
+    /// The HTTP status.
     pub status: u16,
+    /// The `Content-Type` of the body.
     pub content_type: RString,
+    /// The body's bytes, handed over to the host.
     pub body: RVec<u8>,
 }
 
@@ -66,8 +70,11 @@ pub struct FfiResponse {
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct FfiSharedResponse {
+    /// The HTTP status.
     pub status: u16,
+    /// The `Content-Type` of the body.
     pub content_type: RString,
+    /// The body's bytes, shared with the extension.
     pub body: RArc<RVec<u8>>,
 }
 
@@ -100,6 +107,7 @@ pub enum FfiAccess {
 pub struct FfiError {
     /// Machine-readable code, e.g. `FORBIDDEN`, `RECORD_NOT_UNIQUE`.
     pub code: RString,
+    /// What went wrong, for people.
     pub message: RString,
 }
 
@@ -109,7 +117,9 @@ pub struct FfiError {
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct FfiItemEvent {
+    /// `items.create`, `items.update` or `items.delete`.
     pub event: RString,
+    /// The collection written.
     pub collection: RString,
     /// JSON array of the primary keys written.
     pub keys: RString,
@@ -150,16 +160,24 @@ pub struct FfiBodyRule {
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub enum FfiScheduleSpec {
     /// Every `seconds` seconds, first run one interval after start.
-    Every { seconds: u64 },
+    Every {
+        /// The period.
+        seconds: u64,
+    },
     /// A cron expression with seconds: `sec min hour day month weekday`.
-    Cron { expr: RString },
+    Cron {
+        /// The expression.
+        expr: RString,
+    },
 }
 
 /// A background job an extension registers.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct FfiSchedule {
+    /// Unique within the extension; what `schedule run` names.
     pub name: RString,
+    /// When it runs.
     pub spec: FfiScheduleSpec,
 }
 
@@ -168,7 +186,9 @@ pub struct FfiSchedule {
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct FfiMigration {
+    /// Unique within the extension; migrations apply in the order given.
     pub id: RString,
+    /// JSON array of `host_sdk::schema::Step`.
     pub steps: RString,
 }
 
@@ -270,6 +290,8 @@ pub trait HostServices: Sync {
 /// only once answers [`FfiError::run_once_refusal`] and does nothing.
 #[sabi_trait]
 pub trait TransactionBody {
+    /// Does the transaction's work with `tx`, services bound to the open
+    /// transaction; an error rolls it back.
     #[sabi(last_prefix_field)]
     fn run(&mut self, tx: HostServices_TO<'_, RRef<'_, ()>>) -> RResult<(), FfiError>;
 }
@@ -300,6 +322,7 @@ impl FfiError {
 pub struct FfiContext<'a> {
     /// The caller, or `None` when anonymous.
     pub accountability: ROption<FfiAccountability>,
+    /// The host's item services for this call.
     pub services: HostServices_TO<'a, RRef<'a, ()>>,
 }
 
@@ -307,6 +330,7 @@ pub struct FfiContext<'a> {
 #[repr(C)]
 #[derive(StableAbi)]
 pub struct FfiInit<'a> {
+    /// Where the extension's `log` lines go; kept for the library's life.
     pub logger: HostLogger_TO<RArc<()>>,
     /// The most verbose level the host will print (`log::LevelFilter as u8`).
     pub max_log_level: u8,
