@@ -1,8 +1,11 @@
 //! ABI compatibility: what the host accepts and refuses at load time, and
 //! that a misbehaving extension cannot take the host down.
 
-use platform_tests::{fixture_library, library, Host, HostOptions, ADMIN_TOKEN};
-use serde_json::json;
+use platform_tests::{fixture_library, id_of, library, str_of, Host, HostOptions, ADMIN_TOKEN};
+use serde_json::{json, Value};
+
+/// The host's SDK version (host-sdk's package version).
+const HOST_SDK: &str = "1.8.0";
 
 fn svc_serves(host: &Host) {
     let r = host.get("/svc/stats", None);
@@ -30,7 +33,7 @@ fn a_svc_loads_and_reports_its_manifest() {
         .cloned()
         .unwrap_or_else(|| panic!("svc not listed: {list}"));
     assert_eq!(svc["mount"], "/svc");
-    assert_eq!(svc["sdk_version"], "1.8.0");
+    assert_eq!(svc["sdk_version"], HOST_SDK);
     assert!(svc["name"].as_str().is_some_and(|n| !n.is_empty()));
     assert!(line_about(&host, "libsvc_extension.so").contains("loaded extension `svc`"));
     // The manifest listing is for administrators only.
@@ -123,6 +126,8 @@ fn f_extension_log_lines_reach_the_host_log() {
     );
 }
 
+/// The fixture is built on the frozen 1.0 contract
+/// (tests/fixtures/frozen-abi/v1_0), not on today's host-sdk files.
 #[test]
 fn g_an_extension_built_against_an_earlier_minor_version_loads_and_serves() {
     let host = Host::start(HostOptions::with(vec![
@@ -147,14 +152,193 @@ fn g_an_extension_built_against_an_earlier_minor_version_loads_and_serves() {
     svc_serves(&host);
 }
 
+/// The fixture is built on the frozen 1.7 contract
+/// (tests/fixtures/frozen-abi/v1_7); see its lib.rs for what each route does.
+#[test]
+fn h_an_extension_built_against_sdk_1_7_loads_and_its_surface_works() {
+    let host = Host::start(HostOptions::with(vec![
+        library("svc_extension"),
+        fixture_library("sdk_1_7_ext"),
+    ]));
+    let line = line_about(&host, "libsdk_1_7_ext.so");
+    assert!(line.contains("loaded extension `sdk17`"), "{line}");
+    assert!(line.contains("host-sdk 1.7.0"), "{line}");
+    // init: the host's logger, under the extension's id.
+    assert!(
+        host.log()
+            .lines()
+            .any(|l| l.contains(" sdk17]") && l.contains("sdk17 initialised")),
+        "{}",
+        host.log()
+    );
+
+    // 1.4: the host calls `handle_shared`; the caller crosses in the context.
+    let r = host.get("/sdk17/hello", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json(),
+        json!({"hello": "from sdk 1.7", "via": "handle_shared", "caller": null})
+    );
+    let caller = host.get("/sdk17/hello", Some(ADMIN_TOKEN)).json()["caller"].clone();
+    assert!(caller.as_str().is_some_and(|c| !c.is_empty()), "{caller}");
+
+    // 1.1: its OpenAPI paths, under its mount.
+    let oas = host.get("/server/specs/oas", None).json();
+    for path in [
+        "/sdk17/hello",
+        "/sdk17/notes",
+        "/sdk17/notes/batch",
+        "/sdk17/small",
+    ] {
+        assert!(oas["paths"].get(path).is_some(), "{path} missing: {oas}");
+    }
+
+    // The migration: its collections and seed, read through the services.
+    let r = host.get("/sdk17/notes", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let titles: Vec<String> = r.json()["data"]
+        .as_array()
+        .map(|notes| notes.iter().map(|n| str_of(&n["title"])).collect())
+        .unwrap_or_default();
+    assert_eq!(titles, ["seeded"], "{}", r.body);
+
+    // 1.3: the runtime's data version moves with a write.
+    let version = || host.get("/sdk17/runtime", None).json()["data_version"].clone();
+    let before = version();
+    assert!(before.is_u64(), "{before}");
+
+    // The item services: create and read back, from a route.
+    let r = host.post("/sdk17/notes", None, &json!({"title": "first"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let first = r.json()["data"].clone();
+    assert_eq!(first["title"], "first", "{first}");
+    let first_id = id_of(&first);
+    assert_eq!(host.admin_item("sdk17_notes", &first_id)["title"], "first");
+    assert_ne!(
+        version(),
+        before,
+        "a committed write changes the data version"
+    );
+
+    // 1.2: its hook gets the notes' events, through any write path, and
+    // nothing else (its own writes to sdk17_log are not delivered to it).
+    let second_id = id_of(&host.admin_create("sdk17_notes", &json!({"title": "second"})));
+    host.admin_patch("sdk17_notes", &second_id, &json!({"title": "renamed"}));
+    let logged = |note: &str| -> Vec<(String, String)> {
+        host.admin_find("sdk17_log", &json!({"note": {"_eq": note}}))
+            .iter()
+            .map(|e| (str_of(&e["event"]), str_of(&e["title"])))
+            .collect()
+    };
+    assert_eq!(logged(&first_id), [("items.create".into(), "first".into())]);
+    let mut second = logged(&second_id);
+    second.sort();
+    assert_eq!(
+        second,
+        [
+            ("items.create".to_string(), "second".to_string()),
+            ("items.update".to_string(), "renamed".to_string()),
+        ]
+    );
+    let others = json!({"source": {"_neq": "sdk17_notes"}});
+    assert_eq!(host.admin_count("sdk17_log", Some(&others)), 0);
+
+    // 1.5: the in-transaction hook refuses a note titled `forbidden`,
+    // on create and on update, and nothing of the write stays.
+    let r = host.post(
+        "/items/sdk17_notes",
+        Some(ADMIN_TOKEN),
+        &json!({"title": "forbidden"}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("sdk17 refuses notes titled"), "{}", r.body);
+    let r = host.patch(
+        &format!("/items/sdk17_notes/{second_id}"),
+        Some(ADMIN_TOKEN),
+        &json!({"title": "forbidden"}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        host.admin_item("sdk17_notes", &second_id)["title"],
+        "renamed"
+    );
+    let forbidden = json!({"title": {"_eq": "forbidden"}});
+    assert_eq!(host.admin_count("sdk17_notes", Some(&forbidden)), 0);
+    assert_eq!(host.admin_count("sdk17_log", Some(&forbidden)), 0);
+
+    // 1.7: a transaction through `HostServices::transaction`: all of it
+    // commits, or (a note refused) none of it, and no event is delivered.
+    let r = host.post(
+        "/sdk17/notes/batch",
+        None,
+        &json!({"titles": ["third", "fourth"]}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let keys = r.json()["data"].as_array().cloned().unwrap_or_default();
+    assert_eq!(keys.len(), 2, "{}", r.body);
+    for (key, title) in keys.iter().zip(["third", "fourth"]) {
+        assert_eq!(host.admin_item("sdk17_notes", &str_of(key))["title"], title);
+    }
+    let r = host.post(
+        "/sdk17/notes/batch",
+        None,
+        &json!({"titles": ["fifth", "forbidden"]}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["code"], "INVALID_PAYLOAD", "{}", r.body);
+    let fifth = json!({"title": {"_eq": "fifth"}});
+    assert_eq!(host.admin_count("sdk17_notes", Some(&fifth)), 0);
+    assert_eq!(host.admin_count("sdk17_log", Some(&fifth)), 0);
+
+    // 1.6: a body past the route's 16 bytes is refused by the host (413)
+    // without calling the handler.
+    let r = host.request("POST", "/sdk17/small", None, Some(br#"{"n":1}"#));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let large = Value::String("x".repeat(64)).to_string();
+    let r = host.request("POST", "/sdk17/small", None, Some(large.as_bytes()));
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(host.get("/sdk17/small/calls", None).json()["calls"], 1);
+
+    svc_serves(&host);
+}
+
+#[test]
+fn i_a_library_built_against_a_newer_minor_is_refused() {
+    let host = Host::start(HostOptions::with(vec![
+        library("svc_extension"),
+        fixture_library("sdk_newer_minor"),
+    ]));
+    let line = line_about(&host, "libsdk_newer_minor.so");
+    assert!(line.contains("refused extension"), "{line}");
+    let minor = HOST_SDK.rsplit_once('.').map_or(HOST_SDK, |(m, _)| m);
+    let reason = format!(
+        "built against host-sdk 1.99.0, newer than this host's host-sdk {HOST_SDK}: \
+         rebuild the extension against host-sdk {minor} or earlier, or upgrade the host"
+    );
+    assert!(line.contains(&reason), "{line}");
+    // Refused from the header's version, before the layout check.
+    assert!(!line.contains("layout"), "{line}");
+    assert_eq!(host.get("/future/hello", None).status, 404);
+    let listed = host.get("/server/extensions", Some(ADMIN_TOKEN)).json();
+    assert!(
+        !listed["data"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|e| e["id"] == "future")),
+        "{listed}"
+    );
+    svc_serves(&host);
+}
+
 #[test]
 fn several_extensions_load_at_once() {
     let host = Host::start(HostOptions::with(vec![
         library("svc_extension"),
         library("fixture_ext"),
         fixture_library("sdk_1_0_ext"),
+        fixture_library("sdk_1_7_ext"),
     ]));
     svc_serves(&host);
     assert_eq!(host.get("/fixture/ok", None).status, 200);
     assert_eq!(host.get("/legacy/hello", None).status, 200);
+    assert_eq!(host.get("/sdk17/hello", None).status, 200);
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use abi_stable::abi_stability::abi_checking::{check_layout_compatibility, AbiInstabilityErrors};
-use abi_stable::library::{lib_header_from_path, LibraryError};
+use abi_stable::library::{lib_header_from_path, LibHeader, LibraryError, RootModule};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RArc;
 use abi_stable::StableAbi;
@@ -27,6 +27,12 @@ pub enum LoadError {
     Layout { host: &'static str, detail: String },
     #[error("built against host-sdk {found}; this host supports host-sdk {supported}")]
     SdkVersion { found: String, supported: String },
+    #[error("built against host-sdk {found}, newer than this host's host-sdk {host}: rebuild the extension against host-sdk {host_minor} or earlier, or upgrade the host")]
+    NewerSdk {
+        found: String,
+        host: &'static str,
+        host_minor: String,
+    },
     #[error("invalid manifest: {0}")]
     Manifest(String),
     #[error("extension id `{0}` is already mounted")]
@@ -118,6 +124,39 @@ fn major(version: &str) -> Option<u64> {
     version.split('.').next()?.trim().parse().ok()
 }
 
+/// Checks the SDK version in the library's header (the version of the
+/// package that declared its root module) before anything else of the
+/// library is read. A newer minor may have entries this host has never
+/// heard of; the layout check would refuse it too, but naming only a field
+/// count.
+fn check_header_version(header: &LibHeader) -> Result<(), LoadError> {
+    // A Cargo package version always parses (abi_stable ignores a
+    // pre-release suffix); were it not so, the layout check still guards.
+    let Ok(host) = <ExtensionModuleRef as RootModule>::VERSION_STRINGS.parsed() else {
+        return Ok(());
+    };
+    let strings = header.version_strings();
+    let found = strings.version.as_str().to_string();
+    let library = strings.parsed().map_err(|e| LoadError::SdkVersion {
+        found: format!("an unreadable version `{found}` ({e})"),
+        supported: format!("{}.x", host.major),
+    })?;
+    if library.major != host.major {
+        return Err(LoadError::SdkVersion {
+            found,
+            supported: format!("{}.x", host.major),
+        });
+    }
+    if library.minor > host.minor {
+        return Err(LoadError::NewerSdk {
+            found,
+            host: host_sdk::SDK_VERSION,
+            host_minor: format!("{}.{}", host.major, host.minor),
+        });
+    }
+    Ok(())
+}
+
 fn describe(e: LibraryError) -> LoadError {
     match e {
         LibraryError::OpenError { err, .. } => LoadError::Open(err.to_string()),
@@ -146,6 +185,7 @@ pub fn load(
     taken: &[String],
 ) -> Result<LoadedExtension, LoadError> {
     let header = lib_header_from_path(path).map_err(describe)?;
+    check_header_version(header)?;
     let Some(library_layout) = header.layout() else {
         return Err(LoadError::Layout {
             host: host_sdk::SDK_VERSION,
