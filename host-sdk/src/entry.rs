@@ -24,10 +24,18 @@ use crate::http::{Request, Response, SharedResponse};
 /// The extension of this library (one per cdylib: each has its own statics).
 static EXTENSION: OnceCell<Extension> = OnceCell::new();
 
+/// Why building the extension failed, when it panicked.
+static BUILD_PANIC: OnceCell<String> = OnceCell::new();
+
 /// Builds the extension and returns the root module; called by
 /// [`export_extension!`](crate::export_extension) when the host loads the library.
 pub fn root_module(build: fn() -> Extension) -> ExtensionModuleRef {
-    EXTENSION.get_or_init(build);
+    // A builder that panics leaves no extension: `manifest` then answers
+    // no id, and the panic's text, so the host refuses the library and
+    // says why (abi_stable would only report that the root module unwound).
+    if let Err(panic) = catch_unwind(|| EXTENSION.get_or_init(build).id.len()) {
+        let _ = BUILD_PANIC.set(panic_text(&*panic));
+    }
     ExtensionModule {
         manifest,
         migrations,
@@ -76,15 +84,16 @@ extern "C" fn manifest() -> FfiManifest {
         let ext = extension();
         (ext.id.clone(), ext.name.clone(), ext.version.clone())
     });
-    // An extension that panics while it is built has no id: the host
+    // An extension that panicked while it was built has no id: the host
     // refuses it, and the name carries the reason into its log line.
     let (id, name, version) = result.unwrap_or_else(|p| {
+        let reason = BUILD_PANIC
+            .get()
+            .cloned()
+            .unwrap_or_else(|| panic_text(&*p));
         (
             String::new(),
-            format!(
-                "(panicked while building the extension: {})",
-                panic_text(&*p)
-            ),
+            format!("(panicked while building the extension: {reason})"),
             String::new(),
         )
     });

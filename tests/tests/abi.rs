@@ -342,3 +342,18 @@ fn several_extensions_load_at_once() {
     assert_eq!(host.get("/legacy/hello", None).status, 200);
     assert_eq!(host.get("/sdk17/hello", None).status, 200);
 }
+
+#[test]
+fn j_an_extension_that_panics_while_built_is_refused_with_the_reason() {
+    let host = Host::start(HostOptions::with(vec![
+        library("svc_extension"),
+        library("panicking_build"),
+    ]));
+    let line = line_about(&host, "libpanicking_build.so");
+    assert!(line.contains("refused extension"), "{line}");
+    assert!(
+        line.contains("panicked while building the extension: the notes schema could not be read"),
+        "{line}"
+    );
+    svc_serves(&host);
+}
