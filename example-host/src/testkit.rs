@@ -66,16 +66,8 @@ pub struct TestUser {
     token: String,
 }
 
-impl TestUser {
-    /// The caller as an extension sees it.
-    pub fn accountability(&self) -> host_sdk::Accountability {
-        host_sdk::Accountability {
-            user: self.id.clone(),
-            role: self.role.clone(),
-            admin: self.admin,
-        }
-    }
-}
+/// The seeded administrator's email.
+const ADMIN_EMAIL: &str = "admin@example.com";
 
 /// One extension mounted in a fresh platform (see the module docs).
 pub struct TestHost {
@@ -99,7 +91,7 @@ impl TestHost {
             .map_err(|e| TestKitError(format!("cannot open {location}: {e}")))?;
         let admin_token = auth::generate_token();
         let seed = AdminSeed {
-            email: "admin@example.com".into(),
+            email: ADMIN_EMAIL.into(),
             password: None,
             token: Some(admin_token.clone()),
         };
@@ -110,7 +102,7 @@ impl TestHost {
             .add_linked(&platform, Arc::new(extension))
             .map_err(|e| TestKitError(format!("extension `{mount}` refused: {e}")))?;
         let (platform, registry) = crate::app::mount(platform, registry, true);
-        let admin = user_of(&platform, "admin@example.com", admin_token)?;
+        let admin = user_of(&platform, ADMIN_EMAIL, admin_token)?;
         Ok(TestHost {
             platform,
             registry,

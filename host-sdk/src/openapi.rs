@@ -72,11 +72,18 @@ pub fn query_parameters_of<T: JsonSchema>() -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The schema of every error answer of an extension, built once.
+pub(crate) fn error_schema() -> Value {
+    static SCHEMA: once_cell::sync::Lazy<Value> =
+        once_cell::sync::Lazy::new(schema_of::<ErrorAnswer>);
+    SCHEMA.clone()
+}
+
 /// The body of every error answer of an extension
 /// ([`ApiError`](crate::ApiError)).
 #[derive(JsonSchema)]
 #[allow(dead_code)] // only its schema is used
-pub(crate) struct ErrorAnswer {
+struct ErrorAnswer {
     /// What went wrong, for people.
     error: String,
     /// More about it, when there is more (a parser's message).

@@ -88,7 +88,7 @@ impl Route {
     /// `{"error": ..., "details": ...}` body of [`ApiError`]; give a
     /// success's body with [`Route::response_type`].
     pub fn response(&mut self, status: u16, description: &str) -> &mut Self {
-        let schema = (status >= 400).then(openapi::schema_of::<openapi::ErrorAnswer>);
+        let schema = (status >= 400).then(openapi::error_schema);
         self.responses
             .push((status, description.to_string(), schema));
         self
@@ -483,10 +483,9 @@ impl Router {
             }
             let mut responses = Map::new();
             if let Some(refusal) = &route.unauthenticated {
-                let error = openapi::schema_of::<openapi::ErrorAnswer>();
                 responses.insert(
                     "401".into(),
-                    json!({"description": refusal.message, "content": {"application/json": {"schema": error}}}),
+                    json!({"description": refusal.message, "content": {"application/json": {"schema": openapi::error_schema()}}}),
                 );
             }
             for (status, description, schema) in &route.responses {

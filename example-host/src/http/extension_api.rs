@@ -151,8 +151,9 @@ pub fn call_extension(
     let answer = Registry::handle(ext, platform, accountability, request);
     // The extension's answer cannot carry headers: `Allow` comes from the
     // routes its OpenAPI paths describe.
-    let allow = Some(allowed_methods(&ext.openapi, &path))
-        .filter(|methods| answer.status == 405 && !methods.is_empty())
+    let allow = (answer.status == 405)
+        .then(|| allowed_methods(&ext.openapi, &path))
+        .filter(|methods| !methods.is_empty())
         .map(|methods| methods.join(", "));
     Ok(Answer {
         status: answer.status,
