@@ -23,7 +23,7 @@ fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
     if cli.serve.demo && admin.token.is_none() {
         admin.token = Some(demo::ADMIN_TOKEN.into());
     }
-    let platform = open_platform(store, admin)?;
+    let platform = open_platform(store, admin, cli.common.relational_limits())?;
     let dir = cli.common.extensions_dir();
     log::info!("loading extensions from {}", dir.display());
     #[allow(unused_mut)]
@@ -42,6 +42,7 @@ fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
 pub(crate) fn open_platform(
     store: Arc<dyn Store>,
     admin: bootstrap::AdminSeed,
+    relational_limits: crate::query::RelationalLimits,
 ) -> Result<Arc<Platform>, String> {
     for (id, steps) in platform_schema::migrations() {
         if store
@@ -54,11 +55,17 @@ pub(crate) fn open_platform(
     store
         .track_changes(&platform_schema::ACCESS_COLLECTIONS)
         .map_err(|e| format!("cannot track changes of access: {e}"))?;
-    let platform = Arc::new(Platform::new(store));
+    let mut platform = Platform::new(store);
+    platform.relational_limits = relational_limits;
+    let platform = Arc::new(platform);
     bootstrap::first_start(&platform, admin)
         .map_err(|e| format!("first-start seeding failed: {e}"))?;
     bootstrap::narrow_member_recordings(&platform)
         .map_err(|e| format!("narrowing the members' recording rules failed: {e}"))?;
+    bootstrap::grant_members_own_role(&platform)
+        .map_err(|e| format!("granting members their own role failed: {e}"))?;
+    bootstrap::lower_case_emails(&platform)
+        .map_err(|e| format!("lower-casing the stored emails failed: {e}"))?;
     Ok(platform)
 }
 
@@ -156,6 +163,10 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
         openapi: Arc::new(http::server_api_openapi(&registry)),
         registry: registry.clone(),
         signin,
+        unauthenticated: Arc::new(http::UnauthenticatedBodies::new(
+            cli.serve.anonymous_max_payload,
+            cli.serve.anonymous_payload_budget,
+        )),
         limits: http::Limits {
             max_payload: cli.serve.max_payload,
             extension_timeout: std::time::Duration::from_millis(

@@ -33,7 +33,11 @@ pub fn hash_token(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
+/// Passwords hashed since the process started (`/server/metrics`).
+pub static PASSWORD_HASHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 pub fn hash_password(password: &str) -> Result<String, String> {
+    PASSWORD_HASHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let salt = SaltString::generate(&mut OsRng);
     Argon2::default()
         .hash_password(password.as_bytes(), &salt)

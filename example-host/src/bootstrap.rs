@@ -108,6 +108,126 @@ pub fn narrow_member_recordings(platform: &Platform) -> Result<usize, ItemsError
     Ok(narrowed_rules)
 }
 
+/// Id, among the platform's migrations, of the members' own-role rule.
+const MEMBERS_READ_OWN_ROLE: &str = "0003_members_read_own_role";
+
+/// Gives members, once, the right to read the id and name of their own
+/// role, and nothing else of roles: relations from one's own record
+/// (`/users/me?fields=role.name`) are read under the caller's permissions,
+/// as Directus's minimal app access lets a user read their role. A policy
+/// that has a rule on reading roles already keeps it as it is.
+pub fn grant_members_own_role(platform: &Platform) -> Result<usize, ItemsError> {
+    let who = Who::system();
+    let mut granted = 0;
+    platform.once(crate::platform_schema::OWNER, MEMBERS_READ_OWN_ROLE, |s| {
+        granted = 0;
+        let policies = platform.read_by_query(
+            s,
+            &who,
+            "platform_policies",
+            &WireQuery {
+                filter: Some(json!({"name": {"_in": MEMBER_POLICIES}})),
+                limit: Some(-1),
+                ..Default::default()
+            },
+            None,
+        )?;
+        for policy in policies
+            .iter()
+            .filter_map(|p| p.get("id").and_then(Value::as_str))
+        {
+            let existing = platform.read_by_query(
+                s,
+                &who,
+                "platform_permissions",
+                &WireQuery {
+                    filter: Some(json!({"_and": [
+                        {"policy": {"_eq": policy}},
+                        {"collection": {"_eq": "platform_roles"}},
+                        {"action": {"_eq": "read"}},
+                    ]})),
+                    limit: Some(1),
+                    ..Default::default()
+                },
+                None,
+            )?;
+            if existing.is_empty() {
+                platform.create_one(s, &who, "platform_permissions", &own_role_rule(policy))?;
+                granted += 1;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(granted)
+}
+
+fn own_role_rule(policy: &str) -> Value {
+    json!({"policy": policy, "collection": "platform_roles", "action": "read",
+           "permissions": {"id": {"_eq": "$CURRENT_ROLE"}}, "fields": ["id", "name"]})
+}
+
+/// Id, among the platform's migrations, of the lower-casing of emails.
+const LOWER_CASE_EMAILS: &str = "0004_emails_lower_case";
+
+/// Brings, once, the emails stored before every write lower-cased them to
+/// lower case, so that uniqueness holds regardless of case. Two accounts
+/// whose emails differ only by case cannot both be lower-cased: they are
+/// left as they are and named in the log, for an administrator to settle.
+pub fn lower_case_emails(platform: &Platform) -> Result<usize, ItemsError> {
+    let who = Who::system();
+    let mut changed = 0;
+    let mut clashes = Vec::new();
+    platform.once(crate::platform_schema::OWNER, LOWER_CASE_EMAILS, |s| {
+        changed = 0;
+        clashes.clear();
+        let users = platform.read_by_query(
+            s,
+            &who,
+            "platform_users",
+            &WireQuery {
+                fields: Some(crate::query::ListParam::List(vec![
+                    "id".into(),
+                    "email".into(),
+                ])),
+                filter: Some(json!({"email": {"_nnull": true}})),
+                limit: Some(-1),
+                ..Default::default()
+            },
+            None,
+        )?;
+        let emails: Vec<(&str, &str)> = users
+            .iter()
+            .filter_map(|u| Some((u.get("id")?.as_str()?, u.get("email")?.as_str()?)))
+            .collect();
+        let mut taken: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for (_, email) in &emails {
+            *taken.entry(email.trim().to_lowercase()).or_default() += 1;
+        }
+        for (id, email) in &emails {
+            let lower = email.trim().to_lowercase();
+            if lower == *email {
+                continue;
+            }
+            if taken.get(&lower).copied().unwrap_or(0) > 1 {
+                clashes.push(email.to_string());
+                continue;
+            }
+            platform.update_one(s, &who, "platform_users", id, &json!({"email": lower}))?;
+            changed += 1;
+        }
+        Ok(())
+    })?;
+    if changed > 0 {
+        log::info!("stored {changed} emails in lower case");
+    }
+    for email in clashes {
+        log::warn!(
+            "the email {email} differs only by case from another account's: it was left as it is; change one of them"
+        );
+    }
+    Ok(changed)
+}
+
 /// The record of the first-start seeding among the platform's migrations.
 const FIRST_START: &str = "0000_first_start";
 

@@ -57,6 +57,23 @@ pub struct Common {
     #[cfg(feature = "inprocess")]
     #[arg(long = "builtin-svc", global = true)]
     pub builtin_svc: bool,
+    /// Levels one relational path of a query's `fields` or `filter` may
+    /// have, every dot counting (at least 2).
+    #[arg(
+        long = "max-relational-depth",
+        env = "MAX_RELATIONAL_DEPTH",
+        default_value_t = 10,
+        global = true
+    )]
+    pub max_relational_depth: usize,
+    /// Related records one answer may hold, at every depth.
+    #[arg(
+        long = "max-related-records",
+        env = "MAX_RELATED_RECORDS",
+        default_value_t = 50_000,
+        global = true
+    )]
+    pub max_related_records: u64,
     /// Folder of extension libraries [default: ./extensions, or the executable's folder when that does not exist].
     #[arg(long = "extensions", env = "EXTENSIONS_PATH", global = true)]
     pub extensions: Option<PathBuf>,
@@ -73,6 +90,24 @@ pub struct ServeArgs {
     /// Largest accepted request body, in bytes.
     #[arg(long = "max-payload", env = "MAX_PAYLOAD_SIZE", default_value_t = 16 * 1024 * 1024, global = true)]
     pub max_payload: usize,
+    /// Largest body, in bytes, of a request that is not authenticated
+    /// (anonymous, or with credentials that fail).
+    #[arg(
+        long = "anonymous-max-payload",
+        env = "ANONYMOUS_MAX_PAYLOAD_SIZE",
+        default_value_t = 1024 * 1024,
+        global = true
+    )]
+    pub anonymous_max_payload: usize,
+    /// Bytes the bodies of all requests that are not authenticated may
+    /// hold at once (503 past it).
+    #[arg(
+        long = "anonymous-payload-budget",
+        env = "ANONYMOUS_PAYLOAD_BUDGET",
+        default_value_t = 64 * 1024 * 1024,
+        global = true
+    )]
+    pub anonymous_payload_budget: usize,
     /// Seed demo content on an empty database and print example curl lines.
     #[arg(long, global = true)]
     pub demo: bool,
@@ -135,6 +170,16 @@ pub struct DbEnv {
     pub database: Option<String>,
     pub user: Option<String>,
     pub password: Option<String>,
+}
+
+impl Common {
+    /// The bounds of relational reads.
+    pub fn relational_limits(&self) -> crate::query::RelationalLimits {
+        crate::query::RelationalLimits {
+            max_depth: self.max_relational_depth.max(2),
+            max_records: self.max_related_records,
+        }
+    }
 }
 
 impl DbEnv {

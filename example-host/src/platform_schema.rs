@@ -1,6 +1,7 @@
 //! The host's own collections (DECISIONS §6), as migrations.
 
 use host_sdk::schema::{on_delete, Collection, Field, OnDelete, Step};
+use serde_json::Value;
 
 /// Owner name of the host's migrations in `platform_migrations`.
 pub const OWNER: &str = "platform";
@@ -178,4 +179,47 @@ pub const ACCESS_COLLECTIONS: [&str; 6] = [
 pub fn is_secret(collection: &str, field: &str) -> bool {
     (collection == "platform_users" && (field == "password" || field == "token"))
         || (collection == SESSIONS && field == "token")
+}
+
+/// Longest text, in characters, of the users' profile fields: 255 for
+/// names, emails, titles and the other short fields (as Directus's
+/// string columns), more for a description. Every writer is held to it:
+/// registration, `/users/me`, the items API and extensions.
+pub fn max_length(collection: &str, field: &str) -> Option<usize> {
+    if collection != "platform_users" {
+        return None;
+    }
+    match field {
+        "description" => Some(MAX_DESCRIPTION_LENGTH),
+        "first_name" | "last_name" | "email" | "artist_name" | "slug" | "title" | "location"
+        | "language" => Some(MAX_NAME_LENGTH),
+        _ => None,
+    }
+}
+
+/// Longest name, email, title or other short profile field.
+pub const MAX_NAME_LENGTH: usize = 255;
+/// Longest profile description.
+pub const MAX_DESCRIPTION_LENGTH: usize = 10_000;
+
+/// The host's own rules for values of its collections, applied on every
+/// write: emails are stored trimmed and in lower case (so that uniqueness
+/// holds regardless of case, and sign-in finds them however typed), and
+/// profile text has a length limit.
+pub fn host_value(collection: &str, field: &str, value: Value) -> Result<Value, String> {
+    let value = match value {
+        Value::String(s) if collection == "platform_users" && field == "email" => {
+            Value::String(s.trim().to_lowercase())
+        }
+        other => other,
+    };
+    if let (Some(max), Value::String(s)) = (max_length(collection, field), &value) {
+        let length = s.chars().count();
+        if length > max {
+            return Err(format!(
+                "\"{field}\" is too long ({length} characters; at most {max})"
+            ));
+        }
+    }
+    Ok(value)
 }

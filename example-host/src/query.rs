@@ -1,5 +1,5 @@
 //! The platform's query language: parsing, validation against the schema,
-//! and resolution of `$CURRENT_USER` / `$NOW`.
+//! and resolution of `$CURRENT_USER` / `$CURRENT_ROLE` / `$NOW`.
 //!
 //! Only fields the schema knows can appear in a filter, sort, field list or
 //! group-by, so nothing a caller sends ever reaches the database as SQL text.
@@ -183,6 +183,8 @@ impl Filter {
 #[derive(Debug, Clone)]
 pub struct Vars {
     pub current_user: Option<String>,
+    /// The caller's role, for `$CURRENT_ROLE`.
+    pub current_role: Option<String>,
     pub now: String,
 }
 
@@ -190,14 +192,26 @@ impl Vars {
     pub fn new(current_user: Option<String>) -> Self {
         Self {
             current_user,
+            current_role: None,
             now: values::now_timestamp(),
         }
+    }
+
+    /// With the caller's role as `$CURRENT_ROLE`.
+    pub fn with_role(mut self, role: Option<String>) -> Self {
+        self.current_role = role;
+        self
     }
 
     fn resolve(&self, v: &Value) -> Value {
         match v {
             Value::String(s) if s == "$CURRENT_USER" => self
                 .current_user
+                .clone()
+                .map(Value::String)
+                .unwrap_or(Value::Null),
+            Value::String(s) if s == "$CURRENT_ROLE" => self
+                .current_role
                 .clone()
                 .map(Value::String)
                 .unwrap_or(Value::Null),
@@ -225,6 +239,82 @@ pub mod limits {
     pub const FIELDS: usize = 500;
     /// Functions and their fields in `aggregate`.
     pub const AGGREGATES: usize = 32;
+}
+
+/// How far and how wide a read may follow relations (DECISIONS §4):
+/// past either bound it is refused, 400 `INVALID_QUERY`, the depth before
+/// anything is read. Through one-to-many aliases every level multiplies
+/// the records read, so one short `fields` list could otherwise ask for
+/// more than the host's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelationalLimits {
+    /// Levels of one path in `fields` or `filter`, every dot counting
+    /// (`MAX_RELATIONAL_DEPTH`, as Directus counts it; at least 2).
+    pub max_depth: usize,
+    /// Related records one answer may hold, at every depth
+    /// (`MAX_RELATED_RECORDS`).
+    pub max_records: u64,
+}
+
+impl Default for RelationalLimits {
+    fn default() -> Self {
+        Self {
+            max_depth: 10,
+            max_records: 50_000,
+        }
+    }
+}
+
+impl RelationalLimits {
+    /// Refuses a query whose `fields` or `filter` go deeper than
+    /// `max_depth`.
+    pub fn check_depth(&self, wire: &WireQuery) -> Result<(), QueryError> {
+        let max = self.max_depth.max(2);
+        if let Some(fields) = &wire.fields {
+            if let Some(f) = fields.items().iter().find(|f| f.split('.').count() > max) {
+                return err(format!(
+                    "Max relational depth exceeded: \"{f}\" has {} levels, at most {max}",
+                    f.split('.').count()
+                ));
+            }
+        }
+        if let Some(filter) = &wire.filter {
+            let depth = filter_depth(filter);
+            if depth > max {
+                return err(format!(
+                    "Max relational depth exceeded: the filter has a path of {depth} levels, at most {max}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The refusal of an answer that would hold more related records than
+    /// `max_records`.
+    pub fn too_many_records(&self) -> QueryError {
+        QueryError(format!(
+            "The answer would hold more than {} related records: ask for fewer items or fewer relational fields",
+            self.max_records
+        ))
+    }
+}
+
+/// The longest field path of a filter (`{author: {role: {name: {_eq: x}}}}`
+/// is 3), `_and` / `_or` groups and operators not counting.
+fn filter_depth(filter: &Value) -> usize {
+    let Value::Object(map) = filter else {
+        return 0;
+    };
+    map.iter()
+        .map(|(key, value)| match (key.as_str(), value) {
+            ("_and" | "_or", Value::Array(items)) => {
+                items.iter().map(filter_depth).max().unwrap_or(0)
+            }
+            (k, _) if k.starts_with('_') => 0,
+            (_, below) => 1 + filter_depth(below),
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 fn at_most(what: &str, count: usize, limit: usize) -> Result<(), QueryError> {

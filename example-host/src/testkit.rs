@@ -95,7 +95,8 @@ impl TestHost {
             password: None,
             token: Some(admin_token.clone()),
         };
-        let platform = crate::app::open_platform(store, seed).map_err(TestKitError)?;
+        let platform =
+            crate::app::open_platform(store, seed, Default::default()).map_err(TestKitError)?;
         let mount = extension.id().to_string();
         let mut registry = Registry::default();
         registry

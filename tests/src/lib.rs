@@ -15,6 +15,7 @@ mod client;
 pub mod database;
 pub mod node;
 pub mod postgres;
+pub mod raw;
 mod rng;
 pub mod score;
 mod sqlite;

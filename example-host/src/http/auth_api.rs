@@ -7,7 +7,9 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use super::browsers::{clear_cookie, cookie, cookie_form_refused, is_json, set_cookie};
+use super::browsers::{
+    clear_cookie, cookie, cookie_form_refused, is_json, require_json, set_cookie,
+};
 use super::{blocking, read_body, AppState, HttpError};
 use crate::items::Platform;
 use crate::signin::sessions::Presented;
@@ -79,6 +81,7 @@ pub async fn login(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
+    require_json(&headers)?;
     let bytes = read_body(body, &headers, &state.limits).await?;
     let body = object_body(&bytes)?;
     let (Some(email), Some(password)) = (text(&body, "email")?, text(&body, "password")?) else {
@@ -95,7 +98,7 @@ pub async fn login(
             .map(String::from),
     };
     let out = hashing(&state, move |signin, platform| {
-        signin.login(platform, &email, &password, mode, &client)
+        Ok(signin.login(platform, &email, &password, mode, &client)?)
     })
     .await?;
     Ok(issued(&state.signin, mode, out))
@@ -105,7 +108,7 @@ pub async fn login(
 /// first, before taking a worker, so a flood of it queues here.
 pub(super) async fn hashing<T: Send + 'static>(
     state: &AppState,
-    work: impl FnOnce(&SignIn, &Platform) -> Result<T, SignInError> + Send + 'static,
+    work: impl FnOnce(&SignIn, &Platform) -> Result<T, HttpError> + Send + 'static,
 ) -> Result<T, HttpError> {
     let _slot = state
         .signin
@@ -114,7 +117,7 @@ pub(super) async fn hashing<T: Send + 'static>(
         .await
         .map_err(|e| HttpError::Internal(format!("hashing slots closed: {e}")))?;
     let (signin, platform) = (state.signin.clone(), state.platform.clone());
-    blocking(move || Ok(work(&signin, &platform)?)).await
+    blocking(move || work(&signin, &platform)).await
 }
 
 /// The session a refresh or logout is about: the body's refresh token,

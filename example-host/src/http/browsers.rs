@@ -63,6 +63,19 @@ pub fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
 }
 
+/// Refuses a body that does not say it is JSON, where a cross-site form
+/// must not be able to send it (sign-in, registration): a form can send
+/// `text/plain` holding JSON, never `application/json`.
+pub fn require_json(headers: &HeaderMap) -> Result<(), HttpError> {
+    if is_json(headers) {
+        Ok(())
+    } else {
+        Err(HttpError::InvalidPayload(
+            "The body must be sent as application/json.".into(),
+        ))
+    }
+}
+
 /// The refusal of a state-changing request that a cookie authenticates and
 /// that is not JSON.
 pub fn cookie_form_refused() -> HttpError {

@@ -31,6 +31,9 @@ pub enum HttpError {
     /// The client sent its body too slowly.
     #[error("Request body timed out")]
     BodyTimeout,
+    /// Too much is being received at once from unauthenticated clients.
+    #[error("Too many unauthenticated request bodies at once: retry shortly.")]
+    Busy,
     /// An extension handler ran past the per-call limit.
     #[error("Extension timed out")]
     ExtensionTimeout,
@@ -107,7 +110,14 @@ pub const UNEXPECTED: &str = "An unexpected error occurred.";
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let (status, body) = self.status_and_body();
-        (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+        let mut response =
+            (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+        if matches!(self, HttpError::Busy) {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 
@@ -133,6 +143,7 @@ impl HttpError {
             HttpError::BodyTooDeep => simple_body(StatusCode::BAD_REQUEST, &message),
             HttpError::BodyTimeout => simple_body(StatusCode::REQUEST_TIMEOUT, &message),
             HttpError::ExtensionTimeout => simple_body(StatusCode::GATEWAY_TIMEOUT, &message),
+            HttpError::Busy => simple_body(StatusCode::SERVICE_UNAVAILABLE, &message),
             HttpError::InvalidPayload(_) => {
                 items_body(StatusCode::BAD_REQUEST, "INVALID_PAYLOAD", &message)
             }

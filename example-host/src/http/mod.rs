@@ -7,6 +7,7 @@ mod errors;
 mod extension_api;
 mod items_api;
 mod server_api;
+mod unauthenticated;
 mod users_api;
 
 use std::net::SocketAddr;
@@ -24,6 +25,7 @@ use tokio::sync::watch;
 pub use errors::HttpError;
 pub use extension_api::call_extension;
 pub use server_api::build_openapi as server_api_openapi;
+pub use unauthenticated::UnauthenticatedBodies;
 
 use crate::auth::{Accountability, AuthError};
 use crate::extensions::Registry;
@@ -46,6 +48,8 @@ pub struct AppState {
     pub limits: Limits,
     pub openapi: Arc<Value>,
     pub signin: Arc<crate::signin::SignIn>,
+    /// What requests that are not authenticated may make the host hold.
+    pub unauthenticated: Arc<UnauthenticatedBodies>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -84,6 +88,10 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             browsers::refuse_cookie_forms,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            unauthenticated::bound_unauthenticated_bodies,
         ))
         .layer(browsers::cors(state.signin.settings.cors.as_ref()))
         .with_state(state)
@@ -222,8 +230,13 @@ async fn collect_within(
     let mut data = Vec::with_capacity(expected);
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
-        let frame = frame
-            .map_err(|e| HttpError::InvalidPayload(format!("could not read the body: {e}")))?;
+        let frame = frame.map_err(|e| {
+            if unauthenticated::is_length_limit(&e) {
+                HttpError::PayloadTooLarge
+            } else {
+                HttpError::InvalidPayload(format!("could not read the body: {e}"))
+            }
+        })?;
         let Ok(chunk) = frame.into_data() else {
             continue;
         };

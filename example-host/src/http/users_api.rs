@@ -6,9 +6,10 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::items_api::{caller, data_text, json_body_text, parse_query_string, read_back};
+use super::items_api::{caller, data_text, json_body_text, parse_query_string};
 use super::{blocking, read_body, AppState, HttpError};
-use crate::items::{ItemsError, Session, Who};
+use crate::items::{ItemsError, Platform, Session, Who};
+use crate::query::{ListParam, WireQuery};
 
 const USERS: &str = "platform_users";
 
@@ -33,9 +34,7 @@ pub async fn read_me(
         let who = caller(&platform, &headers, &uri)?;
         let id = me(&who)?;
         let q = parse_query_string(uri.query())?;
-        // One's own record, whatever the policies say of the collection.
-        let own = Who::admin(who.accountability.clone());
-        match platform.read_one_json(&mut Session::Auto, &own, USERS, &id, &q)? {
+        match platform.read_own_json(&mut Session::Auto, &who, USERS, &id, &q)? {
             Some(record) => Ok(data_text(&record)),
             None => Err(HttpError::InvalidCredentials),
         }
@@ -50,28 +49,77 @@ pub async fn update_me(
     body: Body,
 ) -> Result<Response, HttpError> {
     let bytes = read_body(body, &headers, &state.limits).await?;
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
+    let payload = json_body_text(&bytes)?.to_string();
+    let fields: serde_json::Map<String, Value> = serde_json::from_str(&payload)
+        .map_err(|_| HttpError::InvalidPayload("The body must be a JSON object".into()))?;
+    if let Some(field) = fields
+        .keys()
+        .find(|k| NOT_SELF_SERVICE.contains(&k.as_str()))
+    {
+        return Err(ItemsError::Forbidden(format!(
+            "You don't have permission to change \"{field}\" of your own account."
+        ))
+        .into());
+    }
+    let sets_password = fields.contains_key("password");
+    let work = move |platform: &Platform| {
+        let who = caller(platform, &headers, &uri)?;
         let id = me(&who)?;
-        let payload = json_body_text(&bytes)?;
-        let fields: serde_json::Map<String, Value> = serde_json::from_str(payload)
-            .map_err(|_| HttpError::InvalidPayload("The body must be a JSON object".into()))?;
-        if let Some(field) = fields
-            .keys()
-            .find(|k| NOT_SELF_SERVICE.contains(&k.as_str()))
-        {
-            return Err(ItemsError::Forbidden(format!(
-                "You don't have permission to change \"{field}\" of your own account."
-            ))
-            .into());
-        }
-        let q = parse_query_string(uri.query())?;
         let own = Who::admin(who.accountability.clone());
-        let key = platform.update_one_json(&mut Session::Auto, &own, USERS, &id, payload)?;
-        read_back(&platform, &own, USERS, &[key], &q, false)
-    })
-    .await
+        let payload = without_unchanged_email(platform, &own, &id, fields, payload)?;
+        let q = parse_query_string(uri.query())?;
+        let key = platform.update_one_json(&mut Session::Auto, &own, USERS, &id, &payload)?;
+        match platform.read_own_json(&mut Session::Auto, &who, USERS, &key, &q)? {
+            Some(record) => Ok(data_text(&record)),
+            None => Ok(StatusCode::NO_CONTENT.into_response()),
+        }
+    };
+    // A new password is hashed within sign-in's bound on hashing, after
+    // everything else in the payload was checked.
+    if sets_password {
+        super::auth_api::hashing(&state, move |_, platform| work(platform)).await
+    } else {
+        let platform = state.platform.clone();
+        blocking(move || work(&platform)).await
+    }
+}
+
+/// The payload without `email` when it names the caller's own address
+/// (however cased); any other address is refused, the same way whether or
+/// not another account has it, so that no answer tells which emails exist.
+/// A member's email is changed by an administrator.
+fn without_unchanged_email(
+    platform: &Platform,
+    own: &Who,
+    id: &str,
+    mut fields: serde_json::Map<String, Value>,
+    payload: String,
+) -> Result<String, HttpError> {
+    let Some(asked) = fields.get("email") else {
+        return Ok(payload);
+    };
+    let asked = asked.as_str().map(|e| e.trim().to_lowercase());
+    let q = WireQuery {
+        fields: Some(ListParam::List(vec!["email".into()])),
+        ..Default::default()
+    };
+    let current = platform
+        .read_one_json(&mut Session::Auto, own, USERS, id, &q)?
+        .and_then(|text| serde_json::from_slice::<Value>(&text).ok())
+        .and_then(|record| {
+            record
+                .get("email")
+                .and_then(Value::as_str)
+                .map(str::to_lowercase)
+        });
+    if asked.is_none() || asked != current {
+        return Err(ItemsError::Forbidden(
+            "You can't change the email address of your own account: an administrator can.".into(),
+        )
+        .into());
+    }
+    fields.remove("email");
+    Ok(Value::Object(fields).to_string())
 }
 
 pub async fn register(
@@ -79,11 +127,12 @@ pub async fn register(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
+    super::browsers::require_json(&headers)?;
     let bytes = read_body(body, &headers, &state.limits).await?;
     let payload: Value = serde_json::from_slice(&bytes)
         .map_err(|_| HttpError::InvalidPayload("The body must be a JSON object".into()))?;
     super::auth_api::hashing(&state, move |signin, platform| {
-        signin.register(platform, &payload)
+        Ok(signin.register(platform, &payload)?)
     })
     .await?;
     Ok(StatusCode::NO_CONTENT.into_response())

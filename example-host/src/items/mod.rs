@@ -27,7 +27,9 @@ use serde_json::{json, Value};
 use crate::auth::{self, Accountability, Auth};
 use crate::permissions::{Action, Grant, Permissions};
 use crate::platform_schema::{affects_access, is_internal, is_secret};
-use crate::query::{parse_filter, Filter, QueryError, ReadQuery, Vars, WireQuery};
+use crate::query::{
+    parse_filter, Filter, QueryError, ReadQuery, RelationalLimits, Vars, WireQuery,
+};
 use crate::schema::CollectionDef;
 use crate::storage::{Reader, Record, Store, StoreError, Writer};
 use crate::values;
@@ -62,7 +64,8 @@ impl Who {
         self.bypass || self.accountability.as_ref().is_some_and(|a| a.admin)
     }
     fn vars(&self) -> Vars {
-        Vars::new(self.accountability.as_ref().map(|a| a.user.clone()))
+        let acc = self.accountability.as_ref();
+        Vars::new(acc.map(|a| a.user.clone())).with_role(acc.and_then(|a| a.role.clone()))
     }
 }
 
@@ -94,6 +97,8 @@ pub struct Platform {
     pub auth: Auth,
     pub permissions: Permissions,
     pub metrics: Metrics,
+    /// How far and how wide reads may follow relations.
+    pub relational_limits: RelationalLimits,
     events: OnceCell<Arc<dyn EventSink>>,
 }
 
@@ -108,6 +113,7 @@ impl Platform {
             auth: Auth::new(),
             permissions: Permissions::default(),
             metrics: Metrics::default(),
+            relational_limits: RelationalLimits::default(),
             events: OnceCell::new(),
         }
     }

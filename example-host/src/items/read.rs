@@ -1,5 +1,7 @@
 //! Reads: a caller's query narrowed to what their grant lets them see.
 
+use super::related_filters::follows_references;
+use super::relations::Readers;
 use super::*;
 
 impl Platform {
@@ -72,9 +74,13 @@ impl Platform {
         default_limit: Option<u64>,
     ) -> Result<Vec<u8>, ItemsError> {
         if self.follows_relations(who, collection, wire) {
-            let records =
-                self.read_following_references(session, who, collection, wire, default_limit)?;
-            return serde_json::to_vec(&records).map_err(|e| ItemsError::Internal(e.to_string()));
+            return self.read_following_references_json(
+                session,
+                Readers::caller(who),
+                collection,
+                wire,
+                default_limit,
+            );
         }
         let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
@@ -94,18 +100,15 @@ impl Platform {
         wire: &WireQuery,
     ) -> Result<Option<Vec<u8>>, ItemsError> {
         if self.follows_relations(who, collection, wire) {
-            let mut one = wire.clone();
-            let this = json!({"id": {"_eq": key}});
-            one.filter = Some(match one.filter.take() {
-                Some(f) => json!({"_and": [f, this]}),
-                None => this,
-            });
-            one.limit = Some(1);
-            let records = self.read_following_references(session, who, collection, &one, None)?;
-            if let Some(record) = records.first() {
-                let text =
-                    serde_json::to_vec(record).map_err(|e| ItemsError::Internal(e.to_string()))?;
-                return Ok(Some(text));
+            let one = one_item(wire, key);
+            let found = self.read_first_following_references(
+                session,
+                Readers::caller(who),
+                collection,
+                &one,
+            )?;
+            if found.is_some() {
+                return Ok(found);
             }
             // Missing, or not the caller's: answered as a plain read does.
             let plain = WireQuery {
@@ -120,6 +123,36 @@ impl Platform {
             let mut out = Vec::new();
             Ok((conn.select_json(def, q, &mut out)? > 0).then_some(out))
         })
+    }
+
+    /// The caller's own record (`/users/me`), as JSON text: the record
+    /// itself whatever the policies say of its collection, and everything
+    /// its `fields` and `filter` reach under the caller's permissions, so
+    /// that one's own record is no way around them (DECISIONS §9). `None`
+    /// when it does not exist or the filter leaves it out.
+    pub fn read_own_json(
+        &self,
+        session: &mut Session<'_>,
+        caller: &Who,
+        collection: &str,
+        key: &str,
+        wire: &WireQuery,
+    ) -> Result<Option<Vec<u8>>, ItemsError> {
+        let own = Who::admin(caller.accountability.clone());
+        let q = WireQuery {
+            fields: wire.fields.clone(),
+            filter: wire.filter.clone(),
+            ..Default::default()
+        };
+        let related_filter = q.filter.as_ref().is_some_and(follows_references);
+        if !related_filter && !self.follows_relations(&own, collection, &q) {
+            return self.read_one_json(session, &own, collection, key, &q);
+        }
+        let readers = Readers {
+            root: &own,
+            related: caller,
+        };
+        self.read_first_following_references(session, readers, collection, &one_item(&q, key))
     }
 
     /// The read of one item by key, with `fetch` running the planned query.
@@ -178,4 +211,16 @@ impl Platform {
         );
         self.run_read(session, |conn| Ok(conn.aggregate(&def, &q)?))
     }
+}
+
+/// `wire` narrowed to the item `key`.
+fn one_item(wire: &WireQuery, key: &str) -> WireQuery {
+    let mut one = wire.clone();
+    let this = json!({"id": {"_eq": key}});
+    one.filter = Some(match one.filter.take() {
+        Some(f) => json!({"_and": [f, this]}),
+        None => this,
+    });
+    one.limit = Some(1);
+    one
 }

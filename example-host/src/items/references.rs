@@ -79,13 +79,60 @@ impl Platform {
     }
 }
 
-/// Every reference a write sets must name an existing item (checked in the
-/// write's transaction, so the item cannot vanish in between).
+/// Which items the references a caller sets may name: per reference field
+/// of the payload, `None` for any existing item.
+pub(super) type ReferenceScopes = std::collections::HashMap<String, Option<Filter>>;
+
+impl Platform {
+    /// The scopes of the references among `fields` of `def` for this
+    /// caller. Where the caller's policies say which items of the referred
+    /// collection they may read, a reference must name one of those, so
+    /// that a write tells nothing of the items they may not see (a missing
+    /// item and another member's private one are refused alike); where
+    /// they may read none, any existing item.
+    pub(super) fn reference_scopes<'f>(
+        &self,
+        who: &Who,
+        def: &CollectionDef,
+        fields: impl IntoIterator<Item = &'f String>,
+    ) -> Result<ReferenceScopes, ItemsError> {
+        let mut scopes = ReferenceScopes::new();
+        if who.is_admin() {
+            return Ok(scopes);
+        }
+        let schema = self.store.schema();
+        for name in fields {
+            // The host sets these itself for a caller who is not an admin.
+            if matches!(name.as_str(), "id" | "user_created" | "date_created") {
+                continue;
+            }
+            let Some(target) = def.field(name).and_then(|f| f.references.as_deref()) else {
+                continue;
+            };
+            let Some(target_def) = schema.get(target) else {
+                continue;
+            };
+            let scope = match self.grant(who, target, Action::Read) {
+                Ok(grant) => self.grant_filter(target_def, grant.as_ref(), &who.vars())?,
+                Err(ItemsError::Forbidden(_)) => None,
+                Err(e) => return Err(e),
+            };
+            scopes.insert(name.clone(), scope);
+        }
+        Ok(scopes)
+    }
+}
+
+/// Every reference a write sets must name an existing item, within the
+/// caller's scope of its collection (checked in the write's transaction,
+/// so the item cannot vanish in between). A missing item and one out of
+/// scope get the same answer.
 pub(super) fn check_references(
     schema: &crate::schema::Schema,
     conn: &mut dyn Writer,
     def: &CollectionDef,
     values: &crate::storage::Columns,
+    scopes: &ReferenceScopes,
 ) -> Result<(), ItemsError> {
     for (name, value) in values {
         let crate::storage::codec::Scalar::Text(key) = value else {
@@ -97,7 +144,9 @@ pub(super) fn check_references(
         let Some(target_def) = schema.get(target) else {
             continue;
         };
-        if !exists(conn, target_def, key)? {
+        let mut q = ReadQuery::select(&["id"], key_filter(key)).limit(1);
+        q.filter = Filter::and(q.filter.take(), scopes.get(name).cloned().flatten());
+        if conn.select(target_def, &q)?.is_empty() {
             return Err(ItemsError::InvalidPayload(format!(
                 "Invalid foreign key for field \"{name}\" in collection \"{}\": no item of \"{target}\" has the key \"{key}\".",
                 def.name

@@ -16,7 +16,7 @@ use super::*;
 /// Whether `filter` has a condition naming a field below a field
 /// (`{author: {slug: ...}}`), as opposed to operators (`{author: {_eq:
 /// ...}}`).
-fn follows_references(filter: &Value) -> bool {
+pub(super) fn follows_references(filter: &Value) -> bool {
     let Value::Object(map) = filter else {
         return false;
     };
@@ -40,6 +40,7 @@ impl Platform {
         collection: &str,
         wire: &'w WireQuery,
     ) -> Result<Cow<'w, WireQuery>, ItemsError> {
+        self.relational_limits.check_depth(wire)?;
         match &wire.filter {
             Some(filter) if follows_references(filter) => {
                 let def = self.collection(who, collection)?;

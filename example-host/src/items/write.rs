@@ -126,6 +126,7 @@ impl Platform {
             .iter()
             .map(|item| self.build_create(who, &def, grant.as_ref(), item).map(Some))
             .collect::<Result<Vec<_>, _>>()?;
+        let scopes = self.reference_scopes(who, &def, items.iter().flat_map(|i| i.0.keys()))?;
         let wanted = self.wants_events(&def.name);
         self.run_write(session, |conn, events| {
             let mut keys = Vec::with_capacity(rows.len());
@@ -135,7 +136,7 @@ impl Platform {
                     Some(row) => row,
                     None => self.build_create(who, &def, grant.as_ref(), item)?,
                 };
-                check_references(&schema, conn, &def, &row)?;
+                check_references(&schema, conn, &def, &row, &scopes)?;
                 conn.insert(&def, &row)?;
                 let key = match row.get("id") {
                     Some(Scalar::Text(key)) => key.clone(),
@@ -174,6 +175,9 @@ impl Platform {
     ) -> Result<Columns, ItemsError> {
         let admin = who.is_admin();
         let mut row = Columns::new();
+        // Hashed last, once everything else is known to be valid: hashing
+        // a password is slow on purpose.
+        let mut secrets = Vec::new();
         for (name, raw) in &payload.0 {
             let field = known_field(def, name)?;
             // The host owns these unless an admin imports them.
@@ -187,6 +191,10 @@ impl Platform {
             }
             if grant.is_some_and(|g| !g.allows_field(name)) {
                 return Err(ItemsError::forbidden());
+            }
+            if is_secret(&def.name, name) {
+                secrets.push((name, field, *raw));
+                continue;
             }
             row.insert(name.clone(), self.column_value(def, field, raw)?);
         }
@@ -217,12 +225,19 @@ impl Platform {
                     row.insert(field.field.clone(), codec::to_scalar(field, default));
                 }
             }
-            if !field.nullable && matches!(row.get(&field.field), None | Some(Scalar::Null)) {
+            let secret = secrets.iter().any(|(name, _, _)| **name == field.field);
+            if !field.nullable
+                && !secret
+                && matches!(row.get(&field.field), None | Some(Scalar::Null))
+            {
                 return Err(ItemsError::InvalidPayload(format!(
                     "\"{}\" is required",
                     field.field
                 )));
             }
+        }
+        for (name, field, raw) in secrets {
+            row.insert(name.clone(), self.column_value(def, field, raw)?);
         }
         Ok(row)
     }
@@ -243,6 +258,8 @@ impl Platform {
         }
         let value: Value = serde_json::from_str(raw.get()).map_err(invalid_json)?;
         let value = values::normalize(field, &value, false).map_err(ItemsError::InvalidPayload)?;
+        let value = crate::platform_schema::host_value(&def.name, &field.field, value)
+            .map_err(ItemsError::InvalidPayload)?;
         let value = self.store_value(def, &field.field, value)?;
         Ok(codec::to_scalar(field, &value))
     }
@@ -292,6 +309,8 @@ impl Platform {
         let payload = Payload::parse(data)?;
         let admin = who.is_admin();
         let mut changes = Columns::new();
+        // Hashed last, as on create.
+        let mut secrets = Vec::new();
         for (name, raw) in &payload.0 {
             let field = known_field(&def, name)?;
             if name == "id" {
@@ -308,6 +327,10 @@ impl Platform {
             if grant.as_ref().is_some_and(|g| !g.allows_field(name)) {
                 return Err(ItemsError::forbidden());
             }
+            if is_secret(&def.name, name) {
+                secrets.push((name, field, *raw));
+                continue;
+            }
             let value = self.column_value(&def, field, raw)?;
             if !field.nullable && value == Scalar::Null {
                 return Err(ItemsError::InvalidPayload(format!(
@@ -316,10 +339,14 @@ impl Platform {
             }
             changes.insert(name.clone(), value);
         }
+        for (name, field, raw) in secrets {
+            changes.insert(name.clone(), self.column_value(&def, field, raw)?);
+        }
         if def.has("date_updated") && !changes.contains_key("date_updated") {
             changes.insert("date_updated".into(), Scalar::Text(values::now_timestamp()));
         }
         let scope = self.grant_filter(&def, grant.as_ref(), &who.vars())?;
+        let scopes = self.reference_scopes(who, &def, changes.keys())?;
         let wanted = self.wants_events(&def.name);
         let reported: Arc<str> = if wanted {
             payload.reported(&def.name).into()
@@ -329,7 +356,7 @@ impl Platform {
         drop(payload);
         self.run_write(session, |conn, events| {
             self.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
-            check_references(&self.store.schema(), conn, &def, &changes)?;
+            check_references(&self.store.schema(), conn, &def, &changes, &scopes)?;
             // Nobody listening: no before/after reads, no event.
             if !wanted {
                 conn.update(&def, key, &changes)?;
