@@ -45,20 +45,9 @@ pub fn narrow_member_recordings(platform: &Platform) -> Result<usize, ItemsError
         NARROWED_MEMBER_RECORDINGS,
         |s| {
             narrowed_rules = 0;
-            let policies = platform.read_by_query(
-                s,
-                &who,
-                "platform_policies",
-                &WireQuery {
-                    filter: Some(json!({"name": {"_in": MEMBER_POLICIES}})),
-                    limit: Some(-1),
-                    ..Default::default()
-                },
-                None,
-            )?;
-            let ids: Vec<Value> = policies
-                .iter()
-                .filter_map(|p| p.get("id").cloned())
+            let ids: Vec<Value> = member_policy_ids(platform, s)?
+                .into_iter()
+                .map(Value::String)
                 .collect();
             let rules = platform.read_by_query(
                 s,
@@ -121,28 +110,14 @@ pub fn grant_members_own_role(platform: &Platform) -> Result<usize, ItemsError> 
     let mut granted = 0;
     platform.once(crate::platform_schema::OWNER, MEMBERS_READ_OWN_ROLE, |s| {
         granted = 0;
-        let policies = platform.read_by_query(
-            s,
-            &who,
-            "platform_policies",
-            &WireQuery {
-                filter: Some(json!({"name": {"_in": MEMBER_POLICIES}})),
-                limit: Some(-1),
-                ..Default::default()
-            },
-            None,
-        )?;
-        for policy in policies
-            .iter()
-            .filter_map(|p| p.get("id").and_then(Value::as_str))
-        {
+        for policy in member_policy_ids(platform, s)? {
             let existing = platform.read_by_query(
                 s,
                 &who,
                 "platform_permissions",
                 &WireQuery {
                     filter: Some(json!({"_and": [
-                        {"policy": {"_eq": policy}},
+                        {"policy": {"_eq": &policy}},
                         {"collection": {"_eq": "platform_roles"}},
                         {"action": {"_eq": "read"}},
                     ]})),
@@ -152,7 +127,7 @@ pub fn grant_members_own_role(platform: &Platform) -> Result<usize, ItemsError> 
                 None,
             )?;
             if existing.is_empty() {
-                platform.create_one(s, &who, "platform_permissions", &own_role_rule(policy))?;
+                platform.create_one(s, &who, "platform_permissions", &own_role_rule(&policy))?;
                 granted += 1;
             }
         }
@@ -321,6 +296,25 @@ fn seed(
     }
     platform.create_one(s, who, "platform_users", &user)?;
     Ok(())
+}
+
+/// The ids of the members' policies.
+fn member_policy_ids(platform: &Platform, s: &mut Session<'_>) -> Result<Vec<String>, ItemsError> {
+    let policies = platform.read_by_query(
+        s,
+        &Who::system(),
+        "platform_policies",
+        &WireQuery {
+            filter: Some(json!({"name": {"_in": MEMBER_POLICIES}})),
+            limit: Some(-1),
+            ..Default::default()
+        },
+        None,
+    )?;
+    Ok(policies
+        .iter()
+        .filter_map(|p| p.get("id").and_then(Value::as_str).map(String::from))
+        .collect())
 }
 
 /// The policies of members, seeded with the rules below.

@@ -355,6 +355,17 @@ fn an_anonymous_body_past_its_bound_is_refused_before_it_is_read() {
     assert_eq!(r.status, 201, "{}", &r.body[..r.body.len().min(300)]);
 }
 
+/// An anonymous `POST /items/recordings` of `{}`.
+fn small_anonymous_post() -> Vec<u8> {
+    let mut request = head(
+        "POST",
+        "/items/recordings",
+        &["Content-Type: application/json", "Content-Length: 2"],
+    );
+    request.extend_from_slice(b"{}");
+    request
+}
+
 #[test]
 fn anonymous_bodies_together_are_held_to_a_budget() {
     let host = host_with(&[
@@ -373,18 +384,7 @@ fn anonymous_bodies_together_are_held_to_a_budget() {
     };
     let held = [slow(), slow()];
     std::thread::sleep(Duration::from_millis(500));
-    let third = raw(
-        &host,
-        &[
-            head(
-                "POST",
-                "/items/recordings",
-                &["Content-Type: application/json", "Content-Length: 2"],
-            ),
-            b"{}".to_vec(),
-        ]
-        .concat(),
-    );
+    let third = raw(&host, &small_anonymous_post());
     assert_eq!(third.status, Some(503), "{third:?}");
     assert!(
         third.head.to_ascii_lowercase().contains("retry-after: 1"),
@@ -402,18 +402,7 @@ fn anonymous_bodies_together_are_held_to_a_budget() {
     assert_eq!(r.status, 201, "{}", &r.body[..r.body.len().min(300)]);
     drop(held);
     std::thread::sleep(Duration::from_millis(500));
-    let r = raw(
-        &host,
-        &[
-            head(
-                "POST",
-                "/items/recordings",
-                &["Content-Type: application/json", "Content-Length: 2"],
-            ),
-            b"{}".to_vec(),
-        ]
-        .concat(),
-    );
+    let r = raw(&host, &small_anonymous_post());
     assert_ne!(r.status, Some(503), "{r:?}");
 }
 
