@@ -98,7 +98,7 @@ pub fn narrow_member_recordings(platform: &Platform) -> Result<usize, ItemsError
 }
 
 /// Id, among the platform's migrations, of the members' own-role rule.
-const MEMBERS_READ_OWN_ROLE: &str = "0003_members_read_own_role";
+const MEMBERS_READ_OWN_ROLE: &str = "0006_members_read_own_role";
 
 /// Gives members, once, the right to read the id and name of their own
 /// role, and nothing else of roles: relations from one's own record
@@ -142,7 +142,7 @@ fn own_role_rule(policy: &str) -> Value {
 }
 
 /// Id, among the platform's migrations, of the lower-casing of emails.
-const LOWER_CASE_EMAILS: &str = "0004_emails_lower_case";
+const LOWER_CASE_EMAILS: &str = "0007_emails_lower_case";
 
 /// Brings, once, the emails stored before every write lower-cased them to
 /// lower case, so that uniqueness holds regardless of case. Two accounts

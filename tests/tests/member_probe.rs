@@ -555,7 +555,7 @@ fn emails_stored_before_are_brought_to_lower_case_once() {
     host.sql(&format!(
         "UPDATE platform_users SET email = 'Later@Test.LOCAL' WHERE id = '{user}'; \
          INSERT INTO platform_users (id, email, status) VALUES ('twin-2', 'Twin@Test.Local', 'active'); \
-         DELETE FROM platform_migrations WHERE id = '0004_emails_lower_case'"
+         DELETE FROM platform_migrations WHERE id = '0007_emails_lower_case'"
     ));
     let dir = host.stop();
     let host = Host::start(HostOptions {
