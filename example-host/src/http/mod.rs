@@ -7,6 +7,7 @@ mod errors;
 mod extension_api;
 mod items_api;
 mod server_api;
+mod throttle;
 mod users_api;
 
 use std::net::SocketAddr;
@@ -46,6 +47,7 @@ pub struct AppState {
     pub limits: Limits,
     pub openapi: Arc<Value>,
     pub signin: Arc<crate::signin::SignIn>,
+    pub throttle: Arc<crate::throttle::Throttle>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -84,6 +86,10 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             browsers::refuse_cookie_forms,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            throttle::limit_requests,
         ))
         .layer(browsers::cors(state.signin.settings.cors.as_ref()))
         .with_state(state)
@@ -124,7 +130,12 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                // The peer, for the throttles (`throttle::client_address`).
+                let app = tower_layer::Layer::layer(
+                    &axum::Extension(axum::extract::ConnectInfo(peer)),
+                    app.clone(),
+                );
+                let service = hyper_util::service::TowerToHyperService::new(app);
                 let connection = hyper::server::conn::http1::Builder::new()
                     .timer(hyper_util::rt::TokioTimer::new())
                     .header_read_timeout(header_timeout)
