@@ -298,3 +298,30 @@ fn hosts_on_one_database_share_the_rate_limiter_with_the_database_store() {
         assert_too_many(&host.get("/server/ping", None), 4, 30);
     }
 }
+
+#[test]
+fn counting_expires_no_kept_answer() {
+    let host = host_with(&[
+        ("RATE_LIMITER_ENABLED", "true"),
+        ("RATE_LIMITER_POINTS", "10000"),
+        ("RATE_LIMITER_DURATION", "600"),
+        ("RATE_LIMITER_STORE", "database"),
+    ]);
+    host.admin_video("kept", Some("2001-01-01T00:00:00.000Z"));
+    let videos = || {
+        let r = host.get("/svc/videos", None);
+        assert_eq!(r.status, 200, "{}", r.body);
+    };
+    videos();
+    let before = host.metric("items_calls");
+    for i in 0..5 {
+        videos();
+        assert_refused_credentials(&login(&host, &format!("x{i}@test.local"), "wrong"));
+    }
+    videos();
+    assert_eq!(
+        host.metric("items_calls"),
+        before,
+        "the counters' writes left the data version, and the kept answer, alone"
+    );
+}
