@@ -11,7 +11,9 @@ use crate::config::{Cli, Command, ScheduleAction};
 use crate::extensions::Registry;
 use crate::items::Platform;
 use crate::storage::Store;
-use crate::{bootstrap, demo, extensions, http, logging, memory, platform_schema, signin, storage};
+use crate::{
+    bootstrap, demo, extensions, http, logging, memory, platform_schema, signin, storage, throttle,
+};
 
 /// Opens the database, applies the platform's migrations, seeds a new
 /// platform, and loads the extensions.
@@ -148,6 +150,13 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
             return ExitCode::FAILURE;
         }
     };
+    let throttle = match throttle::settings::Settings::from_env() {
+        Ok(settings) => Arc::new(throttle::Throttle::new(&settings, &platform.store)),
+        Err(e) => {
+            log::error!("cannot set throttling up: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -167,6 +176,7 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
             cli.serve.anonymous_max_payload,
             cli.serve.anonymous_payload_budget,
         )),
+        throttle,
         limits: http::Limits {
             max_payload: cli.serve.max_payload,
             extension_timeout: std::time::Duration::from_millis(

@@ -22,6 +22,7 @@ mod schema;
 mod signin;
 mod storage;
 pub mod testkit;
+mod throttle;
 mod values;
 
 pub use app::run;

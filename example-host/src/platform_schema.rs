@@ -12,8 +12,25 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         ("0002_reference_rules", reference_rules()),
         ("0003_schedule_runs", schedule_runs()),
         ("0004_sign_in", sign_in()),
+        ("0005_counters", counters()),
     ]
 }
+
+/// The throttle's counters shared by every host on the database (see
+/// `throttle` and `Store::counter`, which owns the table's shape): the
+/// `id` is a counter's key, `points` its points in the window that `ends`
+/// (milliseconds since the Unix epoch); windows that are over are pruned
+/// by `ends`. Never served, and not counted by the data version.
+fn counters() -> Vec<Step> {
+    vec![Collection::new(COUNTERS)
+        .field(Field::integer("points").not_null())
+        .field(Field::integer("ends").not_null())
+        .index(&["ends"])
+        .build()]
+}
+
+/// The collection of the throttle's counters.
+pub use crate::storage::COUNTERS;
 
 /// Which host runs which period of a schedule (see
 /// `extensions::claims`): one row per period run, claimed by inserting
@@ -67,7 +84,7 @@ pub const SIGNING_KEYS: &str = "platform_signing_keys";
 /// Collections no API serves, to anyone: host code reads them from the
 /// store.
 pub fn is_internal(collection: &str) -> bool {
-    collection == SIGNING_KEYS
+    collection == SIGNING_KEYS || collection == COUNTERS
 }
 
 /// What deleting a role, user or policy does to what refers to it: the

@@ -5,11 +5,13 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use serde_json::{json, Value};
 
 use super::browsers::{
     clear_cookie, cookie, cookie_form_refused, is_json, require_json, set_cookie,
 };
+use super::throttle::{login_attempt, ClientAddress};
 use super::{blocking, read_body, AppState, HttpError};
 use crate::items::Platform;
 use crate::signin::sessions::Presented;
@@ -78,6 +80,7 @@ fn issued(signin: &SignIn, mode: Mode, issued: Issued) -> Response {
 
 pub async fn login(
     State(state): State<AppState>,
+    Extension(address): Extension<ClientAddress>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
@@ -97,11 +100,14 @@ pub async fn login(
             .and_then(|v| v.to_str().ok())
             .map(String::from),
     };
+    // Counted before any password is hashed: past a bound, 429 here.
+    let attempt = login_attempt(&state, address, &email).await?;
     let out = hashing(&state, move |signin, platform| {
         Ok(signin.login(platform, &email, &password, mode, &client)?)
     })
-    .await?;
-    Ok(issued(&state.signin, mode, out))
+    .await;
+    attempt.settle(&out).await;
+    Ok(issued(&state.signin, mode, out?))
 }
 
 /// Runs sign-in work that hashes a password: it waits for a hashing slot

@@ -52,6 +52,49 @@ pub enum HttpError {
     /// A failure of the host itself, items shape.
     #[error("{0}")]
     Internal(String),
+    /// Past a throttle's limit (`crate::throttle`): 429 with `Retry-After`,
+    /// in Directus's shape.
+    #[error("Too many requests, retry after {}.", directus_ms(.0.retry_after_ms))]
+    TooManyRequests(crate::throttle::Refusal),
+}
+
+impl From<crate::throttle::Refusal> for HttpError {
+    fn from(r: crate::throttle::Refusal) -> Self {
+        HttpError::TooManyRequests(r)
+    }
+}
+
+/// The throttle's store failed: answered as a failure of the database.
+impl From<crate::throttle::ThrottleError> for HttpError {
+    fn from(e: crate::throttle::ThrottleError) -> Self {
+        match e {
+            crate::throttle::ThrottleError::Store(e) => HttpError::Items(e.into()),
+        }
+    }
+}
+
+/// A span of milliseconds as Directus words it (its `ms` package): `800ms`,
+/// `3s`, `15m`, `2h`, `1d`, rounded.
+fn directus_ms(ms: i64) -> String {
+    const UNITS: [(i64, &str); 4] = [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1_000, "s"),
+    ];
+    for (size, unit) in UNITS {
+        if ms >= size {
+            return format!("{}{unit}", (ms + size / 2) / size);
+        }
+    }
+    format!("{ms}ms")
+}
+
+/// `Retry-After` in whole seconds, rounded up: a client that waits that
+/// long finds the window over (never 0, which would invite a retry at
+/// once).
+fn retry_after_secs(ms: i64) -> i64 {
+    ((ms + 999) / 1000).max(1)
 }
 
 /// A credential that matches no active user is 401 `INVALID_CREDENTIALS`
@@ -112,10 +155,15 @@ impl IntoResponse for HttpError {
         let (status, body) = self.status_and_body();
         let mut response =
             (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
-        if matches!(self, HttpError::Busy) {
+        let retry_after = match &self {
+            HttpError::Busy => Some(1),
+            HttpError::TooManyRequests(r) => Some(retry_after_secs(r.retry_after_ms)),
+            _ => None,
+        };
+        if let Some(secs) = retry_after {
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+                .insert(header::RETRY_AFTER, header::HeaderValue::from(secs));
         }
         response
     }
@@ -160,6 +208,64 @@ impl HttpError {
                 log::error!("host failure: {m}");
                 items_body(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", UNEXPECTED)
             }
+            HttpError::TooManyRequests(r) => {
+                let reset = chrono::DateTime::from_timestamp_millis(r.reset_ms)
+                    .unwrap_or_default()
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    json!({"errors": [{"message": message, "extensions": {
+                        "code": "REQUESTS_EXCEEDED",
+                        "limit": r.limit,
+                        "reset": reset,
+                    }}]})
+                    .to_string(),
+                )
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::throttle::Refusal;
+
+    #[test]
+    fn spans_are_worded_as_directus_words_them() {
+        assert_eq!(directus_ms(800), "800ms");
+        assert_eq!(directus_ms(1_000), "1s");
+        assert_eq!(directus_ms(1_500), "2s");
+        assert_eq!(directus_ms(59_000), "59s");
+        assert_eq!(directus_ms(900_000), "15m");
+        assert_eq!(directus_ms(7_200_000), "2h");
+        assert_eq!(directus_ms(86_400_000), "1d");
+    }
+
+    #[test]
+    fn too_many_requests_is_429_with_retry_after_in_directus_shape() {
+        let refused = HttpError::TooManyRequests(Refusal {
+            limit: 5,
+            retry_after_ms: 1_200,
+            reset_ms: 1_700_000_000_000,
+        });
+        let (status, body) = refused.status_and_body();
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            body,
+            json!({"errors": [{
+                "message": "Too many requests, retry after 1s.",
+                "extensions": {
+                    "code": "REQUESTS_EXCEEDED",
+                    "limit": 5,
+                    "reset": "2023-11-14T22:13:20.000Z"
+                }
+            }]})
+        );
+        let response = refused.into_response();
+        assert_eq!(response.headers()[header::RETRY_AFTER], "2");
+        assert_eq!(retry_after_secs(1), 1);
+        assert_eq!(retry_after_secs(1_000), 1);
     }
 }

@@ -7,6 +7,7 @@ mod errors;
 mod extension_api;
 mod items_api;
 mod server_api;
+mod throttle;
 mod unauthenticated;
 mod users_api;
 
@@ -50,6 +51,7 @@ pub struct AppState {
     pub signin: Arc<crate::signin::SignIn>,
     /// What requests that are not authenticated may make the host hold.
     pub unauthenticated: Arc<UnauthenticatedBodies>,
+    pub throttle: Arc<crate::throttle::Throttle>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -93,6 +95,10 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             unauthenticated::bound_unauthenticated_bodies,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            throttle::limit_requests,
+        ))
         .layer(browsers::cors(state.signin.settings.cors.as_ref()))
         .with_state(state)
 }
@@ -132,7 +138,12 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                // The peer, for the throttles (`throttle::client_address`).
+                let app = tower_layer::Layer::layer(
+                    &axum::Extension(axum::extract::ConnectInfo(peer)),
+                    app.clone(),
+                );
+                let service = hyper_util::service::TowerToHyperService::new(app);
                 let connection = hyper::server::conn::http1::Builder::new()
                     .timer(hyper_util::rt::TokioTimer::new())
                     .header_read_timeout(header_timeout)

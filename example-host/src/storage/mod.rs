@@ -37,6 +37,14 @@
 //! - **Migrations** ([`Store::migrate`], [`Store::run_once`]) apply once
 //!   in the life of a database, atomically, even when several processes
 //!   start together on it.
+//! - **Counters** ([`Store::counter`]): fixed windows of points kept in
+//!   the [`COUNTERS`] table (the throttle's store shared by every host on
+//!   the database). Each operation is one statement, atomic under
+//!   concurrency (an upsert that adds, never a read and then a write), run
+//!   outside any transaction; and it is not a commit that
+//!   [`Store::data_version`] counts in this process: counters are not data
+//!   any answer is made of, and counting a request must not expire the
+//!   caches.
 
 pub mod codec;
 pub mod migrate;
@@ -53,6 +61,48 @@ use crate::schema::{CollectionDef, Schema};
 
 /// A record as stored: field name → JSON value.
 pub type Record = Map<String, Value>;
+
+/// The table of [`Store::counter`]: a host-owned collection (declared
+/// with the platform's migrations) whose `id` is the counter's key,
+/// `points` its points and `ends` when its window ends (milliseconds since
+/// the Unix epoch).
+pub const COUNTERS: &str = "platform_counters";
+
+/// The window of a counter that is open: its points, and when it ends
+/// (milliseconds since the Unix epoch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub points: i64,
+    pub ends_ms: i64,
+}
+
+/// One operation on the counters (see [`Store::counter`]). Times are
+/// milliseconds since the Unix epoch; a window whose end is at or before
+/// `now_ms` is over, as if it did not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterOp<'a> {
+    /// Adds `points` to the window of `key` open at `now_ms`, or opens one
+    /// with them that ends `length_ms` later; answers the window after.
+    Add {
+        key: &'a str,
+        points: i64,
+        now_ms: i64,
+        length_ms: i64,
+    },
+    /// Takes `points` back from the window of `key` open at `now_ms`, if
+    /// it holds as many; answers nothing.
+    TakeBack {
+        key: &'a str,
+        points: i64,
+        now_ms: i64,
+    },
+    /// The window of `key` open at `now_ms`, if any.
+    Read { key: &'a str, now_ms: i64 },
+    /// Forgets `key`'s window; answers nothing.
+    Clear { key: &'a str },
+    /// Forgets every window over at `now_ms`; answers nothing.
+    Prune { now_ms: i64 },
+}
 
 /// The values a write sets: field name → the scalar its column stores
 /// ([`codec::to_scalar`], or a JSON document's text as it came).
@@ -158,6 +208,10 @@ pub trait Store: Send + Sync {
         id: &str,
         steps: &[host_sdk::schema::Step],
     ) -> Result<bool, StoreError>;
+    /// Runs one operation on the counters of the [`COUNTERS`] table (see
+    /// the module's contract): one atomic statement, outside any
+    /// transaction, not counted by [`Store::data_version`] in this process.
+    fn counter(&self, op: CounterOp<'_>) -> Result<Option<Window>, StoreError>;
 }
 
 /// Where the data lives, as configured (DECISIONS §2).

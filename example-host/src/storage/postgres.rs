@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use super::codec::{Cell, Scalar};
 use super::sql::{self, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
-use super::{exclusive_write, migrate, ReadWork, Store, StoreError, WriteWork};
+use super::{exclusive_write, migrate, CounterOp, ReadWork, Store, StoreError, Window, WriteWork};
 use crate::query::{AggFn, TextMatch};
 use crate::schema::Schema;
 
@@ -509,9 +509,14 @@ fn count_commits_on(conn: &mut Pg<'_>, table: &str) -> Result<(), StoreError> {
     ))
 }
 
-/// Puts the commit counter on every table of the platform.
+/// Puts the commit counter on every table of the platform but the
+/// counters' (see [`Store::counter`]).
 fn count_commits_everywhere(conn: &mut Pg<'_>, schema: &Schema) -> Result<(), StoreError> {
-    let mut tables: Vec<String> = schema.names().map(String::from).collect();
+    let mut tables: Vec<String> = schema
+        .names()
+        .filter(|name| *name != super::COUNTERS)
+        .map(String::from)
+        .collect();
     tables.extend([
         "platform_migrations".into(),
         "platform_fields".into(),
@@ -770,6 +775,15 @@ impl Store for PgStore {
         work: &mut WriteWork<'_>,
     ) -> Result<bool, StoreError> {
         self.exclusive(|conn| migrate::run_once(conn, owner, id, work))
+    }
+
+    /// One statement in a transaction of its own (`READ COMMITTED`: an
+    /// upsert there adds to the row's latest committed points, waiting for
+    /// a concurrent one), outside this process's turn of writers; the
+    /// counters' table has no commit counter (see
+    /// [`count_commits_everywhere`]), so no host's data version moves.
+    fn counter(&self, op: CounterOp<'_>) -> Result<Option<Window>, StoreError> {
+        self.with_client(|client| sql::counter(&mut Pg::new(client), op))
     }
 
     fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {

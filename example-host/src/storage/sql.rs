@@ -464,6 +464,102 @@ pub fn delete(conn: &mut dyn SqlConn, c: &CollectionDef, key: &str) -> Result<bo
     Ok(conn.execute(&sql, &p.values)? > 0)
 }
 
+/// Runs one operation on the counters (see [`super::Store::counter`]) as
+/// one statement: adding is an upsert that adds to the stored points in
+/// the database itself, so concurrent additions never lose one.
+pub fn counter(
+    conn: &mut dyn SqlConn,
+    op: super::CounterOp<'_>,
+) -> Result<Option<super::Window>, StoreError> {
+    use super::CounterOp;
+    let table = quote(super::COUNTERS);
+    let mut p = Params::new(conn.dialect());
+    let (sql, answers) = match op {
+        CounterOp::Add {
+            key,
+            points,
+            now_ms,
+            length_ms,
+        } => {
+            let key = p.push(Scalar::Text(key.to_string()));
+            let points = p.push(Scalar::Int(points));
+            let ends = p.push(Scalar::Int(now_ms.saturating_add(length_ms)));
+            // A window that is over starts again with the points added.
+            // (Each placeholder is bound once, in the order of the text.)
+            let mut over = || format!("{table}.\"ends\" <= {}", p.push(Scalar::Int(now_ms)));
+            let (over_points, over_ends) = (over(), over());
+            (
+                format!(
+                    "INSERT INTO {table} (\"id\", \"points\", \"ends\") VALUES ({key}, {points}, {ends}) \
+                     ON CONFLICT (\"id\") DO UPDATE SET \
+                     \"points\" = CASE WHEN {over_points} THEN excluded.\"points\" \
+                         ELSE {table}.\"points\" + excluded.\"points\" END, \
+                     \"ends\" = CASE WHEN {over_ends} THEN excluded.\"ends\" ELSE {table}.\"ends\" END \
+                     RETURNING \"points\", \"ends\""
+                ),
+                true,
+            )
+        }
+        CounterOp::TakeBack {
+            key,
+            points,
+            now_ms,
+        } => {
+            let taken = p.push(Scalar::Int(points));
+            let key = p.push(Scalar::Text(key.to_string()));
+            let now = p.push(Scalar::Int(now_ms));
+            let held = p.push(Scalar::Int(points));
+            (
+                format!(
+                    "UPDATE {table} SET \"points\" = \"points\" - {taken} \
+                     WHERE \"id\" = {key} AND \"ends\" > {now} AND \"points\" >= {held}"
+                ),
+                false,
+            )
+        }
+        CounterOp::Read { key, now_ms } => {
+            let key = p.push(Scalar::Text(key.to_string()));
+            let now = p.push(Scalar::Int(now_ms));
+            (
+                format!(
+                    "SELECT \"points\", \"ends\" FROM {table} WHERE \"id\" = {key} AND \"ends\" > {now}"
+                ),
+                true,
+            )
+        }
+        CounterOp::Clear { key } => {
+            let key = p.push(Scalar::Text(key.to_string()));
+            (format!("DELETE FROM {table} WHERE \"id\" = {key}"), false)
+        }
+        CounterOp::Prune { now_ms } => {
+            let now = p.push(Scalar::Int(now_ms));
+            (
+                format!("DELETE FROM {table} WHERE \"ends\" <= {now}"),
+                false,
+            )
+        }
+    };
+    if !answers {
+        conn.execute(&sql, &p.values)?;
+        return Ok(None);
+    }
+    let mut window = None;
+    conn.query(&sql, &p.values, &mut |row| {
+        let int = |i: usize| match row.cell(i)? {
+            Cell::Int(n) => Ok(n),
+            other => Err(StoreError::Backend(format!(
+                "a counter's column {i} reads {other:?}"
+            ))),
+        };
+        window = Some(super::Window {
+            points: int(0)?,
+            ends_ms: int(1)?,
+        });
+        Ok(())
+    })?;
+    Ok(window)
+}
+
 /// A connection outside any transaction: reads only.
 pub struct ReadConn<'a>(pub &'a mut dyn SqlConn);
 

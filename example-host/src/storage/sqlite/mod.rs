@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::codec::{json_scalar, Cell, Scalar};
 use super::sql::{self, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
-use super::{exclusive_write, migrate, ReadWork, Store, StoreError, WriteWork};
+use super::{exclusive_write, migrate, CounterOp, ReadWork, Store, StoreError, Window, WriteWork};
 use crate::query::{AggFn, TextMatch};
 use crate::schema::Schema;
 
@@ -36,9 +36,11 @@ pub struct SqliteStore {
     statements: AtomicU64,
 }
 
-/// A connection of its own that never writes, so that SQLite's
-/// `data_version` on it moves with every commit of any other connection,
-/// in this process or another; turned into a counter that only grows.
+/// A connection of its own that writes nothing but the counters, so that
+/// SQLite's `data_version` on it moves with every commit of any other
+/// connection, in this process or another, and not with the counters'
+/// writes of this process (a connection's own commits leave its
+/// `data_version` as it is); turned into a counter that only grows.
 struct ChangeWatch {
     conn: Connection,
     last_seen: i64,
@@ -49,6 +51,9 @@ impl ChangeWatch {
     fn open(path: &Path) -> Result<Self, StoreError> {
         let conn = Connection::open(path).map_err(map_sql_error)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(map_sql_error)?;
+        // Its writes (the counters) need no more durability than the rest.
+        conn.execute_batch("PRAGMA synchronous = NORMAL;")
+            .map_err(map_sql_error)?;
         let last_seen = Self::read(&conn)?;
         Ok(Self {
             conn,
@@ -462,6 +467,18 @@ impl Store for SqliteStore {
         let applied = self.in_write_tx(|conn| migrate::apply(conn, owner, id, steps))?;
         *self.schema.write() = Arc::new(applied.schema);
         Ok(applied.ran)
+    }
+
+    /// On the data version's own connection (see [`ChangeWatch`]), so that
+    /// counting leaves this process's data version alone; in this
+    /// process's turn of writers, so that it queues instead of spinning on
+    /// the busy handler. One statement: its own transaction.
+    fn counter(&self, op: CounterOp<'_>) -> Result<Option<Window>, StoreError> {
+        exclusive_write(|| {
+            let _turn = self.write_lock.lock();
+            let mut watch = self.changes.lock();
+            sql::counter(&mut Sqlite(&mut watch.conn, &self.statements), op)
+        })
     }
 }
 
