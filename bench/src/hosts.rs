@@ -29,6 +29,12 @@ pub fn inprocess_binary() -> PathBuf {
 
 /// A host started with `options`; `what` names it in errors.
 pub fn start(what: &str, options: impl FnOnce() -> HostOptions) -> Result<Host, String> {
+    // The access log's line per request is not what a benchmark measures.
+    let options = || {
+        let mut o = options();
+        o.env.push(("LOG_LEVEL".into(), "info,access=off".into()));
+        o
+    };
     catch_unwind(AssertUnwindSafe(|| Host::start(options()))).map_err(|panic| {
         format!(
             "starting the {what} host ({} profile): {}",

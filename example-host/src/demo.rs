@@ -101,13 +101,17 @@ pub fn seed(platform: &Platform, serve: &ServeArgs) -> Result<(), String> {
             seed_users(&mut ctx)?;
             if has_service {
                 seed_catalogue(&mut ctx)?;
+                grant_site_reads(&mut ctx)?;
             }
             Ok(true)
         })
         .map_err(|e| e.to_string())?;
     match (seeded, has_service) {
         (false, _) => log::info!("demo content already present"),
-        (true, true) => log::info!("demo content seeded"),
+        (true, true) => {
+            log::info!("demo content seeded");
+            print_site_reads();
+        }
         (true, false) => log::warn!(
             "demo users seeded; the svc extension is not loaded, so no catalogue was seeded"
         ),
@@ -314,6 +318,71 @@ fn seed_catalogue(ctx: &mut Ctx<'_, '_>) -> Result<(), ItemsError> {
         )?;
     }
     Ok(())
+}
+
+/// The policies the demo lets read the site's public collections.
+const SITE_READERS: [&str; 3] = ["Public", "Viewer", "Model"];
+
+/// What the site's pages read, per collection: every field, or the public
+/// fields of users (never their email).
+const SITE_READS: [(&str, &[&str]); 7] = [
+    ("videos", &["*"]),
+    ("videos_models", &["*"]),
+    ("articles", &["*"]),
+    ("model_photos", &["*"]),
+    ("platform_files", &["*"]),
+    ("platform_comments", &["*"]),
+    (
+        "platform_users",
+        &[
+            "id",
+            "first_name",
+            "last_name",
+            "artist_name",
+            "slug",
+            "avatar",
+            "banner",
+            "description",
+            "title",
+            "location",
+            "tags",
+            "website",
+            "join_date",
+            "date_created",
+        ],
+    ),
+];
+
+/// Lets visitors and members read what the site shows (DECISIONS §9), so
+/// that its pages work without an operator writing permissions first.
+fn grant_site_reads(ctx: &mut Ctx<'_, '_>) -> Result<(), ItemsError> {
+    for policy in SITE_READERS {
+        let policy = ctx.id_of("platform_policies", "name", policy)?;
+        for (collection, fields) in SITE_READS {
+            ctx.create(
+                "platform_permissions",
+                json!({"policy": policy, "collection": collection, "action": "read",
+                       "permissions": null, "fields": fields}),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Says which reads the demo granted.
+fn print_site_reads() {
+    let reads: Vec<String> = SITE_READS
+        .iter()
+        .map(|(collection, fields)| match fields {
+            ["*"] => collection.to_string(),
+            _ => format!("{collection} ({})", fields.join(", ")),
+        })
+        .collect();
+    println!(
+        "\nDemo grants (seeded now, kept in the database): {} may read {}.",
+        SITE_READERS.join(", "),
+        reads.join(", ")
+    );
 }
 
 fn print_examples(serve: &ServeArgs) {

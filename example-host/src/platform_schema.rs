@@ -13,6 +13,22 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         ("0003_schedule_runs", schedule_runs()),
         ("0004_sign_in", sign_in()),
         ("0005_counters", counters()),
+        ("0006_profile_fields", profile_fields()),
+    ]
+}
+
+/// The profile a site shows of its users (DECISIONS §9): tags, where they
+/// are, a title and a language; unset, each reads as `null`.
+fn profile_fields() -> Vec<Step> {
+    let add = |field: Field| Step::AddField {
+        collection: "platform_users".into(),
+        field,
+    };
+    vec![
+        add(Field::json("tags")),
+        add(Field::string("location")),
+        add(Field::string("title")),
+        add(Field::string("language")),
     ]
 }
 
@@ -209,7 +225,7 @@ pub fn max_length(collection: &str, field: &str) -> Option<usize> {
     match field {
         "description" => Some(MAX_DESCRIPTION_LENGTH),
         "first_name" | "last_name" | "email" | "artist_name" | "slug" | "title" | "location"
-        | "language" => Some(MAX_NAME_LENGTH),
+        | "language" | "website" => Some(MAX_NAME_LENGTH),
         _ => None,
     }
 }

@@ -258,7 +258,8 @@ mod tests {
                 "0006_stats_ledger_verified",
                 "0007_reference_rules",
                 "0008_aliases",
-                "0009_member_grants"
+                "0009_member_grants",
+                "0010_site_fields"
             ]
         );
         assert_eq!(ext.migrations()[0].1.len(), 12);

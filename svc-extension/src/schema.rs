@@ -32,6 +32,8 @@ pub const ALIASES_MIGRATION: &str = "0008_aliases";
 
 /// Id of the migration granting members their rules on recordings and likes.
 pub const MEMBER_GRANTS_MIGRATION: &str = "0009_member_grants";
+/// Id of the migration adding the fields the site's pages read.
+pub const SITE_FIELDS_MIGRATION: &str = "0010_site_fields";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -243,6 +245,25 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (REFERENCE_RULES_MIGRATION, reference_rules()),
         (ALIASES_MIGRATION, aliases()),
         (MEMBER_GRANTS_MIGRATION, member_grants()),
+        (SITE_FIELDS_MIGRATION, site_fields()),
+    ]
+}
+
+/// What the site's pages read besides SPEC's fields (DECISIONS §9): tags
+/// on videos and articles, an article's category, and on the platform's
+/// users (a host collection an extension may add to) the date they joined
+/// and their website. Unset, each reads as `null`.
+pub fn site_fields() -> Vec<Step> {
+    let add = |collection: &str, field: Field| Step::AddField {
+        collection: collection.into(),
+        field,
+    };
+    vec![
+        add("videos", Field::json("tags")),
+        add("articles", Field::json("tags")),
+        add("articles", Field::string("category")),
+        add(USERS, Field::timestamp("join_date")),
+        add(USERS, Field::string("website")),
     ]
 }
 
@@ -641,7 +662,8 @@ mod tests {
                 "0006_stats_ledger_verified",
                 "0007_reference_rules",
                 "0008_aliases",
-                "0009_member_grants"
+                "0009_member_grants",
+                "0010_site_fields"
             ]
         );
     }

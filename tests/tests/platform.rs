@@ -721,10 +721,25 @@ fn demo_data_is_seeded_once_and_its_tokens_work() {
             .status,
         200
     );
-    assert_eq!(
-        host.get("/items/videos", Some("demo-model-token")).status,
-        403
-    );
+    // The site's public collections are readable by visitors and members
+    // (DECISIONS §9), users by their public fields only.
+    for token in [None, Some("demo-model-token"), Some("demo-viewer-token")] {
+        for path in [
+            "/items/videos?fields=*,models.platform_users_id.first_name",
+            "/items/articles",
+            "/items/model_photos",
+            "/items/platform_files",
+            "/items/platform_comments",
+            "/items/platform_users?fields=first_name,artist_name,avatar",
+        ] {
+            let r = host.get(path, token);
+            assert_eq!(r.status, 200, "{path} as {token:?}: {}", r.body);
+        }
+        let r = host.get("/items/platform_users?fields=email", token);
+        assert_eq!(r.status, 403, "{}", r.body);
+    }
+    let videos = host.get("/items/videos", None);
+    assert_eq!(videos.json()["data"].as_array().map(Vec::len), Some(6));
     let photos = host.get(
         "/items/model_photos?aggregate[count]=*",
         Some("demo-admin-token"),

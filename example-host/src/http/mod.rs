@@ -1,6 +1,7 @@
 //! The HTTP face of the platform: the host's routes, extension mounts,
 //! authentication of each request, body limits and graceful shutdown.
 
+mod access_log;
 mod auth_api;
 mod browsers;
 mod errors;
@@ -100,6 +101,7 @@ pub fn router(state: AppState) -> Router {
             throttle::limit_requests,
         ))
         .layer(browsers::cors(state.signin.settings.cors.as_ref()))
+        .layer(axum::middleware::from_fn(access_log::log_requests))
         .with_state(state)
 }
 
