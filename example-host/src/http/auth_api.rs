@@ -124,7 +124,7 @@ const PASSWORD_REQUEST_STALL: Duration = Duration::from_millis(500);
 /// Waits until `floor` has passed since `started` (on the timer, holding
 /// no worker).
 pub(super) async fn stall(started: Instant, floor: Duration) {
-    tokio::time::sleep_until((started + floor).into()).await;
+    tokio::time::sleep_until(started + floor).await;
 }
 
 /// `POST /auth/password/request {email, reset_url?}`: 204 whether or not
