@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::tokens::{self, Purpose};
 use super::{find_by_email, links, SignIn, SignInError};
-use crate::items::{ItemsError, Platform, Session};
+use crate::items::{ItemsError, Platform, Session, Who};
 use crate::mail::Message;
 use crate::query::{Filter, ReadQuery};
 use crate::storage::codec::Scalar;
@@ -133,15 +133,20 @@ impl SignIn {
                 return Ok(None);
             }
             tokens::void_all(&mut **conn, &schema, &used.user, Purpose::Registration)?;
-            let mut changes = Columns::new();
-            changes.insert("status".into(), Scalar::Text("active".into()));
-            conn.update(&users, &used.user, &changes)?;
+            // Through the items service: the write's item events, and the
+            // auth caches cleared after the commit.
+            platform.update_one(
+                session,
+                &Who::system(),
+                "platform_users",
+                &used.user,
+                &json!({"status": "active"}),
+            )?;
             Ok(Some(used))
         })?;
         let used = done.ok_or_else(|| {
             SignInError::InvalidPayload("Invalid payload. Invalid verification code.".into())
         })?;
-        platform.auth.invalidate();
         Ok(if used.url.is_some() {
             Verified::ByFrontEnd
         } else {
@@ -250,6 +255,9 @@ impl SignIn {
                 return Ok(false);
             }
             tokens::void_all(&mut **conn, &schema, &used.user, Purpose::PasswordReset)?;
+            // Written here, not through the items service, which would hash
+            // the password inside this transaction (holding SQLite's write
+            // lock meanwhile): it was hashed before, within the bound.
             let mut changes = Columns::new();
             changes.insert("password".into(), Scalar::Text(password_hash.to_string()));
             conn.update(&users, &used.user, &changes)?;
