@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: builds the host, the extensions and the ABI
 # fixtures (the integration tests start real host processes), installs the
+# SMTP server of the mail tests (aiosmtpd, in a venv at target/py) and the
 # Node.js packages of tests/sdk-js (pinned by their lockfile), then tests:
 # the workspace with every host on SQLite, then the integration tests again
 # with every host on PostgreSQL (a throwaway server per test process, from
@@ -31,6 +32,17 @@ echo "==> building the host with the svc extension linked in (feature inprocess)
 cargo build -p example-host --features inprocess --target-dir target/inprocess
 echo "==> building the standalone ABI fixtures"
 bash scripts/build-fixtures.sh
+echo "==> installing the mail tests' SMTP server (aiosmtpd, from PyPI, into a venv under target/)"
+py_venv="${CARGO_TARGET_DIR:-target}/py"
+if ! "$py_venv/bin/python" -c "import aiosmtpd" 2>/dev/null; then
+    if ! command -v python3 >/dev/null; then
+        echo "Python 3 was not found: the mail tests run a real SMTP server (aiosmtpd). Install it" >&2
+        echo "(Debian/Ubuntu: apt-get install python3 python3-venv)." >&2
+        exit 1
+    fi
+    [ -x "$py_venv/bin/python" ] || python3 -m venv "$py_venv"
+    "$py_venv/bin/python" -m pip install --quiet aiosmtpd
+fi
 echo "==> installing the @directus/sdk front-end tests' packages (npm ci, from the lockfile)"
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     echo "Node.js 20 (or later) and npm were not found: the suite drives the platform with the" >&2

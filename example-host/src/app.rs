@@ -12,7 +12,8 @@ use crate::extensions::Registry;
 use crate::items::Platform;
 use crate::storage::Store;
 use crate::{
-    bootstrap, demo, extensions, http, logging, memory, platform_schema, signin, storage, throttle,
+    bootstrap, demo, extensions, http, logging, mail, memory, platform_schema, signin, storage,
+    throttle,
 };
 
 /// Opens the database, applies the platform's migrations, seeds a new
@@ -141,8 +142,15 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
             return ExitCode::FAILURE;
         }
     };
+    let mailer = match mail::Settings::from_env() {
+        Ok(settings) => mail::Mailer::start(settings),
+        Err(e) => {
+            log::error!("cannot set mail up: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let signin = match signin::settings::Settings::from_env()
-        .and_then(|settings| signin::SignIn::start(&platform, settings))
+        .and_then(|settings| signin::SignIn::start(&platform, settings, mailer))
     {
         Ok(s) => Arc::new(s),
         Err(e) => {

@@ -14,6 +14,7 @@ mod extensions;
 mod http;
 mod items;
 mod logging;
+mod mail;
 mod memory;
 mod permissions;
 mod platform_schema;

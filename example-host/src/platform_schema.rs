@@ -13,7 +13,9 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         ("0003_schedule_runs", schedule_runs()),
         ("0004_sign_in", sign_in()),
         ("0005_counters", counters()),
-        ("0006_profile_fields", profile_fields()),
+        // 0006 and 0007 are once-steps of `bootstrap`.
+        ("0008_user_tokens", user_tokens()),
+        ("0009_profile_fields", profile_fields()),
     ]
 }
 
@@ -31,6 +33,27 @@ fn profile_fields() -> Vec<Step> {
         add(Field::string("language")),
     ]
 }
+
+/// The one-time tokens mailed to users (see `signin::tokens`): a
+/// registration's email verification, a password reset. Kept hashed, each
+/// for one `purpose` and until it `expires`; used once (deleted by its
+/// use); they go with their user. Never served.
+fn user_tokens() -> Vec<Step> {
+    let mut steps = vec![Collection::new(USER_TOKENS)
+        .field(Field::string("token").not_null().unique())
+        .field(Field::reference("user", "platform_users").not_null())
+        .field(Field::string("purpose").not_null())
+        .field(Field::text("url"))
+        .field(Field::timestamp("expires").not_null())
+        .index(&["user"])
+        .index(&["expires"])
+        .build()];
+    steps.extend(on_delete(OnDelete::Cascade, &[(USER_TOKENS, "user")]));
+    steps
+}
+
+/// The collection of mailed one-time tokens.
+pub const USER_TOKENS: &str = "platform_user_tokens";
 
 /// The throttle's counters shared by every host on the database (see
 /// `throttle` and `Store::counter`, which owns the table's shape): the
@@ -100,7 +123,7 @@ pub const SIGNING_KEYS: &str = "platform_signing_keys";
 /// Collections no API serves, to anyone: host code reads them from the
 /// store.
 pub fn is_internal(collection: &str) -> bool {
-    collection == SIGNING_KEYS || collection == COUNTERS
+    collection == SIGNING_KEYS || collection == COUNTERS || collection == USER_TOKENS
 }
 
 /// What deleting a role, user or policy does to what refers to it: the

@@ -130,6 +130,11 @@ impl Filter {
         Filter::compare(field, Comparison::Gt, value)
     }
 
+    /// `field` is less than `value`.
+    pub fn lt(field: &str, value: Value) -> Filter {
+        Filter::compare(field, Comparison::Lt, value)
+    }
+
     /// `field op value`, with the null forms of `Eq` and `Neq`.
     fn compare(field: &str, op: Comparison, value: Value) -> Filter {
         match (op, value.is_null()) {

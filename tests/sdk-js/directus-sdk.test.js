@@ -1,8 +1,13 @@
 // The platform driven by the real @directus/sdk, as a front end drives it.
 // Run by tests/tests/directus_sdk.rs against a host it started with the
 // demo data; PLATFORM_URL, PLATFORM_ADMIN_TOKEN, PLATFORM_EMAIL and
-// PLATFORM_PASSWORD (a demo viewer) say where and as whom.
+// PLATFORM_PASSWORD (a demo viewer) say where and as whom. The host mails
+// through an SMTP server the Rust side started, which writes each message
+// as a JSON file in PLATFORM_MAIL_DIR; PLATFORM_VERIFY_URL and
+// PLATFORM_RESET_URL are the links the host's allow-lists accept.
 import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { test } from 'node:test';
 
 import {
@@ -10,8 +15,12 @@ import {
 	createDirectus,
 	createItem,
 	customEndpoint,
+	passwordRequest,
+	passwordReset,
 	readItems,
 	readMe,
+	registerUser,
+	registerUserVerify,
 	rest,
 	staticToken,
 	updateItem,
@@ -22,11 +31,41 @@ import {
 const url = required('PLATFORM_URL');
 const adminToken = required('PLATFORM_ADMIN_TOKEN');
 const viewer = { email: required('PLATFORM_EMAIL'), password: required('PLATFORM_PASSWORD') };
+const mailDir = required('PLATFORM_MAIL_DIR');
+const verifyUrl = required('PLATFORM_VERIFY_URL');
+const resetUrl = required('PLATFORM_RESET_URL');
 
 function required(name) {
 	const value = process.env[name];
 	if (!value) throw new Error(`${name} is not set: run these tests through tests/tests/directus_sdk.rs`);
 	return value;
+}
+
+/** The messages the mail server received for `to`, in order. */
+async function mailsTo(to) {
+	let names = [];
+	try {
+		names = (await readdir(mailDir)).filter((n) => n.endsWith('.json')).sort();
+	} catch {
+		return [];
+	}
+	const mails = [];
+	for (const name of names) mails.push(JSON.parse(await readFile(join(mailDir, name), 'utf8')));
+	return mails.filter((m) => m.to.some((t) => t.toLowerCase() === to.toLowerCase()));
+}
+
+/** Waits for the `count`th message to `to`; the token of its link. */
+async function mailedToken(to, count = 1) {
+	const deadline = Date.now() + 20_000;
+	for (;;) {
+		const mails = await mailsTo(to);
+		if (mails.length >= count) {
+			const link = mails[count - 1].text.split(/\s+/).find((w) => w.startsWith('http'));
+			return new URL(link).searchParams.get('token');
+		}
+		assert.ok(Date.now() < deadline, `no mail ${count} to ${to}`);
+		await new Promise((resolve) => setTimeout(resolve, 50));
+	}
 }
 
 /** A storage the test can look into (the SDK's default keeps it private). */
@@ -206,4 +245,55 @@ test('readItems follows a reference and a one-to-many alias under the reader\'s 
 	}
 	assert.ok(models > 0, 'the demo videos have models');
 	await client.logout();
+});
+
+test('registerUser with a verification_url, then registerUserVerify with the mailed token', async () => {
+	const email = `registered-${Date.now()}@site.test`;
+	const password = 'a-long-password';
+	const client = createDirectus(url).with(rest());
+	await client.request(registerUser(email, password, { verification_url: verifyUrl, first_name: 'Reg' }));
+	const token = await mailedToken(email);
+	assert.equal(token.length, 64);
+	// Unverified: no sign-in yet.
+	assert.equal((await refusal(signedOutClient('json').login({ email, password }))).status, 401);
+	await client.request(registerUserVerify(token));
+	const signedIn = signedOutClient('json');
+	await signedIn.login({ email, password });
+	const me = await signedIn.request(readMe({ fields: ['first_name', 'status'] }));
+	assert.deepEqual(me, { first_name: 'Reg', status: 'active' });
+	// A used token, a made-up one, and a link outside the allow-list.
+	assert.deepEqual(await refusal(client.request(registerUserVerify(token))), { status: 400, code: 'INVALID_PAYLOAD' });
+	assert.deepEqual(await refusal(client.request(registerUserVerify('garbage'))), { status: 400, code: 'INVALID_PAYLOAD' });
+	assert.deepEqual(
+		await refusal(client.request(registerUser(`other-${email}`, password, { verification_url: 'https://evil.test/verify' }))),
+		{ status: 400, code: 'INVALID_PAYLOAD' },
+	);
+});
+
+test('passwordRequest then passwordReset: the new password works, old sessions and the used token do not', async () => {
+	const viewerRole = (await admin.request(readItems('platform_roles', { filter: { name: { _eq: 'Viewer' } }, fields: ['id'] })))[0].id;
+	const email = `forgetful-${Date.now()}@site.test`;
+	await admin.request(createItem('platform_users', { email, password: 'old-password', role: viewerRole }));
+	const old = signedOutClient('json');
+	await old.login({ email, password: 'old-password' });
+	await old.request(readMe());
+
+	const client = createDirectus(url).with(rest());
+	await client.request(passwordRequest(email, resetUrl));
+	// An unknown email is answered alike, and mailed nothing.
+	await client.request(passwordRequest(`nobody-${email}`, resetUrl));
+	const token = await mailedToken(email);
+	await client.request(passwordReset(token, 'new-password'));
+
+	assert.equal((await refusal(old.request(readMe()))).status, 401);
+	assert.equal((await refusal(signedOutClient('json').login({ email, password: 'old-password' }))).status, 401);
+	const renewed = signedOutClient('json');
+	await renewed.login({ email, password: 'new-password' });
+	await renewed.request(readMe());
+	assert.deepEqual(await refusal(client.request(passwordReset(token, 'third-password'))), { status: 403, code: 'FORBIDDEN' });
+	assert.deepEqual(
+		await refusal(client.request(passwordRequest(email, 'https://evil.test/reset'))),
+		{ status: 400, code: 'INVALID_PAYLOAD' },
+	);
+	assert.equal((await mailsTo(`nobody-${email}`)).length, 0);
 });

@@ -18,6 +18,7 @@ pub mod postgres;
 pub mod raw;
 mod rng;
 pub mod score;
+pub mod smtp;
 mod sqlite;
 pub mod time;
 
@@ -43,7 +44,7 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-fn target_dir() -> PathBuf {
+pub fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target"))

@@ -1,5 +1,9 @@
 //! `/auth/login`, `/auth/refresh`, `/auth/logout` (DECISIONS §3): the HTTP
-//! shape of `signin`, with the tokens in the body or in cookies by mode.
+//! shape of `signin`, with the tokens in the body or in cookies by mode;
+//! `/auth/password/request` and `/auth/password/reset`, the password reset
+//! by mail.
+
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
@@ -7,12 +11,14 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use serde_json::{json, Value};
+use tokio::time::Instant;
 
 use super::browsers::{
     clear_cookie, cookie, cookie_form_refused, is_json, require_json, set_cookie,
 };
 use super::throttle::{login_attempt, ClientAddress};
 use super::{blocking, read_body, AppState, HttpError};
+use crate::auth::hash_password;
 use crate::items::Platform;
 use crate::signin::sessions::Presented;
 use crate::signin::{Client, Issued, Mode, SignIn, SignInError};
@@ -108,6 +114,78 @@ pub async fn login(
     .await;
     attempt.settle(&out).await;
     Ok(issued(&state.signin, mode, out?))
+}
+
+/// The shortest time `/auth/password/request` answers in (Directus's
+/// stall): the work for a known email (a token written, a mail queued)
+/// and for an unknown one (a read) end in the same time.
+const PASSWORD_REQUEST_STALL: Duration = Duration::from_millis(500);
+
+/// Waits until `floor` has passed since `started` (on the timer, holding
+/// no worker).
+pub(super) async fn stall(started: Instant, floor: Duration) {
+    tokio::time::sleep_until(started + floor).await;
+}
+
+/// `POST /auth/password/request {email, reset_url?}`: 204 whether or not
+/// the email names an account; an active account is mailed a link that
+/// resets its password. Each request costs a point of the sign-in
+/// throttle to the email and to the client address, as a sign-in does, so
+/// the same bounds hold against mail flooding.
+pub async fn password_request(
+    State(state): State<AppState>,
+    Extension(address): Extension<ClientAddress>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, HttpError> {
+    let started = Instant::now();
+    require_json(&headers)?;
+    let bytes = read_body(body, &headers, &state.limits).await?;
+    let body = object_body(&bytes)?;
+    let Some(email) = text(&body, "email")? else {
+        return Err(HttpError::InvalidPayload(
+            "Invalid payload. \"email\" field is required.".into(),
+        ));
+    };
+    let email = email.to_string();
+    let url = text(&body, "reset_url")?.map(String::from);
+    // Counted and never given back.
+    login_attempt(&state, address, &email).await?;
+    let (platform, signin) = (state.platform.clone(), state.signin.clone());
+    blocking(move || Ok(signin.request_password_reset(&platform, &email, url.as_deref())?)).await?;
+    stall(started, PASSWORD_REQUEST_STALL).await;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /auth/password/reset {token, password}`: sets the password of the
+/// token's user and ends their sessions; the token is used up.
+pub async fn password_reset(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, HttpError> {
+    require_json(&headers)?;
+    let bytes = read_body(body, &headers, &state.limits).await?;
+    let body = object_body(&bytes)?;
+    let Some(token) = text(&body, "token")?.map(String::from) else {
+        return Err(HttpError::InvalidPayload(
+            "Invalid payload. \"token\" field is required.".into(),
+        ));
+    };
+    let Some(password) = text(&body, "password")?
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+    else {
+        return Err(HttpError::InvalidPayload(
+            "Invalid payload. \"password\" field is required.".into(),
+        ));
+    };
+    hashing(&state, move |signin, platform| {
+        let hash = hash_password(&password).map_err(HttpError::Internal)?;
+        Ok(signin.reset_password(platform, &token, &hash)?)
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// Runs sign-in work that hashes a password: it waits for a hashing slot

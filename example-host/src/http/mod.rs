@@ -71,11 +71,14 @@ pub fn router(state: AppState) -> Router {
         .route("/auth/login", post(auth_api::login))
         .route("/auth/refresh", post(auth_api::refresh))
         .route("/auth/logout", post(auth_api::logout))
+        .route("/auth/password/request", post(auth_api::password_request))
+        .route("/auth/password/reset", post(auth_api::password_reset))
         .route(
             "/users/me",
             get(users_api::read_me).patch(users_api::update_me),
         )
         .route("/users/register", post(users_api::register))
+        .route("/users/register/verify-email", get(users_api::verify_email))
         .route(
             "/items/{collection}",
             get(items_api::read_many).post(items_api::create),

@@ -1,8 +1,9 @@
-//! `/users/me` and `/users/register` (DECISIONS §3).
+//! `/users/me`, `/users/register` and `/users/register/verify-email`
+//! (DECISIONS §3).
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
@@ -10,6 +11,7 @@ use super::items_api::{caller, data_text, json_body_text, parse_query_string};
 use super::{blocking, read_body, AppState, HttpError};
 use crate::items::{ItemsError, Platform, Session, Who};
 use crate::query::{ListParam, WireQuery};
+use crate::signin::mailed::Verified;
 
 const USERS: &str = "platform_users";
 
@@ -122,11 +124,17 @@ fn without_unchanged_email(
     Ok(Value::Object(fields).to_string())
 }
 
+/// The shortest time a registration answers in (Directus's
+/// `REGISTER_STALL_TIME`): a new account (its verification link written and
+/// mailed) and a taken email end in the same time. Both hash the password.
+const REGISTER_STALL: std::time::Duration = std::time::Duration::from_millis(750);
+
 pub async fn register(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
+    let started = tokio::time::Instant::now();
     super::browsers::require_json(&headers)?;
     let bytes = read_body(body, &headers, &state.limits).await?;
     let payload: Value = serde_json::from_slice(&bytes)
@@ -135,5 +143,28 @@ pub async fn register(
         Ok(signin.register(platform, &payload)?)
     })
     .await?;
+    super::auth_api::stall(started, REGISTER_STALL).await;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `GET /users/register/verify-email?token=`: the token's user becomes
+/// active. Called by a front end with the token its link carried (204), or
+/// opened by a person from a link to the host itself (200, a line of
+/// text: Directus sends them on to its admin app, which this host has not).
+pub async fn verify_email(State(state): State<AppState>, uri: Uri) -> Result<Response, HttpError> {
+    let token = form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| ItemsError::InvalidQuery("\"token\" is required".into()))?;
+    let (platform, signin) = (state.platform.clone(), state.signin.clone());
+    let verified = blocking(move || Ok(signin.verify_registration(&platform, &token)?)).await?;
+    Ok(match verified {
+        Verified::ByFrontEnd => StatusCode::NO_CONTENT.into_response(),
+        Verified::Here => (
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "Your email address is verified: you can sign in now.\n",
+        )
+            .into_response(),
+    })
 }

@@ -1,11 +1,16 @@
 //! Sign-in as Directus does it (DECISIONS §3): passwords checked with
-//! argon2, sessions with rotating refresh tokens, JWT access tokens, and
-//! self-registration. Plain functions over the platform; the routes are in
-//! `http::auth_api` and `http::users_api`.
+//! argon2, sessions with rotating refresh tokens, JWT access tokens,
+//! self-registration, and what is done by mail: verifying a registration's
+//! email, resetting a password (`mailed`, with the one-time tokens of
+//! `tokens` and the links of `links`). Plain functions over the platform;
+//! the routes are in `http::auth_api` and `http::users_api`.
 
 pub mod jwt;
+pub mod links;
+pub mod mailed;
 pub mod sessions;
 pub mod settings;
+pub mod tokens;
 
 use std::sync::Arc;
 
@@ -98,6 +103,8 @@ pub struct SignIn {
     /// Password hashing is slow on purpose: at most this many at once, so
     /// that a flood of sign-ins leaves cores for every other route.
     pub hashing: tokio::sync::Semaphore,
+    /// Where verification and password-reset links are mailed from.
+    mailer: crate::mail::Mailer,
 }
 
 /// Password hashes at once: half the cores, at least one.
@@ -112,7 +119,11 @@ impl SignIn {
     /// Sets sign-in up: the signing secret (`SECRET`, or the one made at
     /// first start and kept in the database, made now if missing), and the
     /// platform's acceptance of access tokens.
-    pub fn start(platform: &Platform, settings: Settings) -> Result<Self, String> {
+    pub fn start(
+        platform: &Platform,
+        settings: Settings,
+        mailer: crate::mail::Mailer,
+    ) -> Result<Self, String> {
         let secret = match &settings.secret {
             Some(s) => s.clone(),
             None => stored_secret(platform).map_err(|e| format!("signing secret: {e}"))?,
@@ -127,6 +138,7 @@ impl SignIn {
             signer,
             decoy_hash,
             hashing: tokio::sync::Semaphore::new(hashing_slots()),
+            mailer,
         })
     }
 
@@ -224,8 +236,23 @@ impl SignIn {
     }
 
     /// Creates an account (DECISIONS §3): `Ok` whether or not the email was
-    /// taken, so that registration tells nobody which emails exist.
+    /// taken, so that registration tells nobody which emails exist. With
+    /// verification (a `verification_url`, or
+    /// `PUBLIC_REGISTRATION_VERIFY_EMAIL`), the account is `unverified` and
+    /// a link that activates it is mailed; registering again with the email
+    /// of an unverified account mails a new link (as Directus does), and
+    /// with the email of any other account mails nothing.
     pub fn register(&self, platform: &Platform, payload: &Value) -> Result<(), SignInError> {
+        let verification_url = match payload.get("verification_url") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(u)) => Some(u.as_str()),
+            Some(_) => {
+                return Err(SignInError::InvalidPayload(
+                    "\"verification_url\" must be a string".into(),
+                ))
+            }
+        };
+        self.check_verification_url(verification_url)?;
         if !self.settings.public_registration {
             return Err(SignInError::Forbidden);
         }
@@ -245,7 +272,7 @@ impl SignIn {
             if let Some(other) = obj.keys().find(|k| {
                 !matches!(
                     k.as_str(),
-                    "email" | "password" | "first_name" | "last_name"
+                    "email" | "password" | "first_name" | "last_name" | "verification_url"
                 )
             }) {
                 return Err(SignInError::InvalidPayload(format!(
@@ -254,6 +281,7 @@ impl SignIn {
             }
         }
         let role = role_named(platform, &self.settings.registration_role)?;
+        let verify = verification_url.is_some() || self.settings.registration_verify_email;
         let created = platform.create_one(
             &mut Session::Auto,
             &Who::system(),
@@ -264,13 +292,19 @@ impl SignIn {
                 "first_name": text("first_name"),
                 "last_name": text("last_name"),
                 "role": role,
-                "status": "active",
+                "status": if verify { "unverified" } else { "active" },
             }),
         );
-        match created {
-            Ok(_) | Err(ItemsError::NotUnique(_)) => Ok(()),
-            Err(e) => Err(e.into()),
+        let pending = match created {
+            Ok(id) => verify.then_some(id),
+            Err(ItemsError::NotUnique(_)) if verify => self.unverified(platform, &email)?,
+            Err(ItemsError::NotUnique(_)) => None,
+            Err(e) => return Err(e.into()),
+        };
+        if let Some(user) = pending {
+            self.mail_verification(platform, &user, &email, verification_url);
         }
+        Ok(())
     }
 
     fn issue(
@@ -309,6 +343,7 @@ struct Account {
     id: String,
     status: String,
     password: Option<String>,
+    email: Option<String>,
 }
 
 /// The user with this email: as given, or else in lower case (registration
@@ -329,7 +364,7 @@ fn find_by_email(platform: &Platform, email: &str) -> Result<Option<Account>, St
     read_with(platform.store.as_ref(), |conn| {
         for candidate in &candidates {
             let q = ReadQuery::select(
-                &["id", "status", "password"],
+                &["id", "status", "password", "email"],
                 Filter::eq("email", json!(candidate)),
             )
             .limit(1);
@@ -339,6 +374,7 @@ fn find_by_email(platform: &Platform, email: &str) -> Result<Option<Account>, St
                     id: text("id").unwrap_or_default(),
                     status: text("status").unwrap_or_default(),
                     password: text("password"),
+                    email: text("email"),
                 }));
             }
         }

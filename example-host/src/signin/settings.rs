@@ -1,5 +1,6 @@
 //! Sign-in settings, from the environment under Directus's names
-//! (DECISIONS §3): secret, token lifetimes, cookies, registration, CORS.
+//! (DECISIONS §3): secret, token lifetimes, cookies, registration, CORS,
+//! and the links mailed for email verification and password resets.
 
 use std::time::Duration;
 
@@ -44,6 +45,32 @@ pub struct Settings {
     pub registration_role: String,
     /// `None` when `CORS_ENABLED` is not true.
     pub cors: Option<CorsSettings>,
+    /// `PUBLIC_URL`: where the host is reached, for the links it mails
+    /// (Directus's default `/`).
+    pub public_url: String,
+    /// `PUBLIC_REGISTRATION_VERIFY_EMAIL`: registered users verify their
+    /// email before they may sign in, also when no `verification_url` is
+    /// given (the link then points at the host itself).
+    pub registration_verify_email: bool,
+    /// `USER_REGISTER_URL_ALLOW_LIST`: the `verification_url`s accepted.
+    pub register_url_allow_list: Vec<String>,
+    /// `PASSWORD_RESET_URL_ALLOW_LIST`: the `reset_url`s accepted.
+    pub reset_url_allow_list: Vec<String>,
+    /// `EMAIL_VERIFICATION_TOKEN_TTL`: how long a verification link works.
+    pub verification_ttl: Duration,
+    /// How long a password-reset link works (Directus: one day).
+    pub reset_ttl: Duration,
+}
+
+/// A comma-separated list, entries trimmed, empty ones dropped.
+fn comma_list(text: Option<String>) -> Vec<String> {
+    text.map(|t| {
+        t.split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 /// A lifetime as Directus writes them: `15m`, `7d`, `3600s`, `1h`, `500ms`
@@ -151,6 +178,12 @@ impl Settings {
             public_registration: flag("PUBLIC_REGISTRATION", false)?,
             registration_role: var("PUBLIC_REGISTRATION_ROLE").unwrap_or_else(|| "Viewer".into()),
             cors,
+            public_url: var("PUBLIC_URL").unwrap_or_else(|| "/".into()),
+            registration_verify_email: flag("PUBLIC_REGISTRATION_VERIFY_EMAIL", false)?,
+            register_url_allow_list: comma_list(var("USER_REGISTER_URL_ALLOW_LIST")),
+            reset_url_allow_list: comma_list(var("PASSWORD_RESET_URL_ALLOW_LIST")),
+            verification_ttl: duration("EMAIL_VERIFICATION_TOKEN_TTL", "7d")?,
+            reset_ttl: Duration::from_secs(86_400),
         })
     }
 }
@@ -191,6 +224,34 @@ mod tests {
         assert!(!s.public_registration);
         assert_eq!(s.registration_role, "Viewer");
         assert_eq!(s.cors, None);
+        assert_eq!(s.public_url, "/");
+        assert!(!s.registration_verify_email);
+        assert!(s.register_url_allow_list.is_empty());
+        assert_eq!(s.verification_ttl, Duration::from_secs(7 * 86_400));
+        assert_eq!(s.reset_ttl, Duration::from_secs(86_400));
+    }
+
+    #[test]
+    fn allow_lists_are_comma_lists() {
+        let s = with(&[
+            (
+                "USER_REGISTER_URL_ALLOW_LIST",
+                " https://a.example/v , ,https://b.example/v",
+            ),
+            ("PASSWORD_RESET_URL_ALLOW_LIST", "https://a.example/reset"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.register_url_allow_list,
+            vec![
+                "https://a.example/v".to_string(),
+                "https://b.example/v".to_string()
+            ]
+        );
+        assert_eq!(
+            s.reset_url_allow_list,
+            vec!["https://a.example/reset".to_string()]
+        );
     }
 
     #[test]

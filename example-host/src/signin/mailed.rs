@@ -1,0 +1,301 @@
+//! What sign-in does by mail, as Directus does it: the link that verifies
+//! a registration's email, and the link that resets a forgotten password.
+//! The links carry one-time tokens (`tokens`); the mail leaves through the
+//! mailer's queue, off the request's path.
+
+use serde_json::{json, Value};
+
+use super::tokens::{self, Purpose};
+use super::{find_by_email, links, SignIn, SignInError};
+use crate::items::{ItemsError, Platform, Session, Who};
+use crate::mail::Message;
+use crate::query::{Filter, ReadQuery};
+use crate::storage::codec::Scalar;
+use crate::storage::Columns;
+
+/// How a verified registration is answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verified {
+    /// The link pointed at a front end (`verification_url`), which calls
+    /// the host with the token: nothing to show.
+    ByFrontEnd,
+    /// The link pointed at the host itself: a person opened it.
+    Here,
+}
+
+/// A `verification_url` or `reset_url` outside its allow-list, worded as
+/// Directus words it.
+fn url_refused(url: &str, action: &str) -> SignInError {
+    SignInError::InvalidPayload(format!(
+        "Invalid payload. URL \"{url}\" can't be used to {action}."
+    ))
+}
+
+impl SignIn {
+    /// Refuses a `verification_url` that `USER_REGISTER_URL_ALLOW_LIST`
+    /// does not name.
+    pub(super) fn check_verification_url(&self, url: Option<&str>) -> Result<(), SignInError> {
+        match url {
+            Some(u) if !links::url_allowed(u, &self.settings.register_url_allow_list) => {
+                Err(url_refused(u, "verify registered users"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Mails `user` (unverified, at `email`) a link that verifies their
+    /// registration. A failure is logged, not answered: the account exists,
+    /// and registering again sends a new link.
+    pub(super) fn mail_verification(
+        &self,
+        platform: &Platform,
+        user: &str,
+        email: &str,
+        url: Option<&str>,
+    ) {
+        let schema = platform.store.schema();
+        let ttl = self.settings.verification_ttl;
+        let issued = platform.transaction(|session| {
+            let Session::Tx { conn, .. } = session else {
+                return Err(ItemsError::Internal("no transaction".into()));
+            };
+            Ok(tokens::issue(
+                &mut **conn,
+                &schema,
+                user,
+                Purpose::Registration,
+                url,
+                ttl,
+            )?)
+        });
+        let token = match issued {
+            Ok(t) => t,
+            Err(e) => {
+                log::error!("could not make a verification link: {e}");
+                return;
+            }
+        };
+        let base = url.map(String::from).unwrap_or_else(|| {
+            links::on_public_url(&self.settings.public_url, "/users/register/verify-email")
+        });
+        let link = links::with_token(&base, &token);
+        self.mailer.send(Message {
+            to: email.to_string(),
+            subject: "Verify your email address".into(),
+            text: format!(
+                "Hello,\n\nplease confirm that {email} is your email address by opening this link:\n\n{link}\n\n\
+                 The link works once, for {}. If you did not register, ignore this message.\n",
+                lifetime(ttl)
+            ),
+        });
+    }
+
+    /// The id of the unverified user with `email`, if there is one (a
+    /// second registration sends them a new link, as Directus does).
+    pub(super) fn unverified(
+        &self,
+        platform: &Platform,
+        email: &str,
+    ) -> Result<Option<String>, SignInError> {
+        Ok(find_by_email(platform, email)?
+            .filter(|u| u.status == "unverified")
+            .map(|u| u.id))
+    }
+
+    /// Uses a verification token: its user becomes active. A token that is
+    /// unknown, expired or used (here or on another host) is 400
+    /// `INVALID_PAYLOAD`, as Directus answers a link used twice.
+    pub fn verify_registration(
+        &self,
+        platform: &Platform,
+        token: &str,
+    ) -> Result<Verified, SignInError> {
+        let schema = platform.store.schema();
+        let users = schema
+            .get("platform_users")
+            .cloned()
+            .ok_or_else(|| SignInError::Internal("no users collection".into()))?;
+        let done = platform.transaction(|session| {
+            let Session::Tx { conn, .. } = session else {
+                return Err(ItemsError::Internal("no transaction".into()));
+            };
+            let Some(used) = tokens::consume(&mut **conn, &schema, token, Purpose::Registration)?
+            else {
+                return Ok(None);
+            };
+            let q = ReadQuery::select(&["status"], Filter::eq("id", json!(used.user))).limit(1);
+            let status = conn
+                .select(&users, &q)?
+                .into_iter()
+                .next()
+                .and_then(|r| r.get("status").and_then(Value::as_str).map(String::from));
+            if status.as_deref() != Some("unverified") {
+                return Ok(None);
+            }
+            tokens::void_all(&mut **conn, &schema, &used.user, Purpose::Registration)?;
+            // Through the items service: the write's item events, and the
+            // auth caches cleared after the commit.
+            platform.update_one(
+                session,
+                &Who::system(),
+                "platform_users",
+                &used.user,
+                &json!({"status": "active"}),
+            )?;
+            Ok(Some(used))
+        })?;
+        let used = done.ok_or_else(|| {
+            SignInError::InvalidPayload("Invalid payload. Invalid verification code.".into())
+        })?;
+        Ok(if used.url.is_some() {
+            Verified::ByFrontEnd
+        } else {
+            Verified::Here
+        })
+    }
+
+    /// Mails a password-reset link to the active user with `email`, if
+    /// there is one; does nothing otherwise. `Ok` either way (the caller
+    /// answers 204 alike); only a `reset_url` outside
+    /// `PASSWORD_RESET_URL_ALLOW_LIST` is refused, before anything is read.
+    pub fn request_password_reset(
+        &self,
+        platform: &Platform,
+        email: &str,
+        url: Option<&str>,
+    ) -> Result<(), SignInError> {
+        if let Some(u) = url {
+            if !links::url_allowed(u, &self.settings.reset_url_allow_list) {
+                return Err(url_refused(u, "reset passwords"));
+            }
+        }
+        // Past this point a failure is logged, and answered as a success:
+        // as Directus, nothing here tells whether the email exists.
+        if let Err(e) = self.mail_reset(platform, email, url) {
+            log::warn!("password reset request not served: {e}");
+        }
+        Ok(())
+    }
+
+    fn mail_reset(
+        &self,
+        platform: &Platform,
+        email: &str,
+        url: Option<&str>,
+    ) -> Result<(), SignInError> {
+        let Some(user) = find_by_email(platform, email)?.filter(|u| u.status == "active") else {
+            return Ok(());
+        };
+        let schema = platform.store.schema();
+        let ttl = self.settings.reset_ttl;
+        let token = platform.transaction(|session| {
+            let Session::Tx { conn, .. } = session else {
+                return Err(ItemsError::Internal("no transaction".into()));
+            };
+            Ok(tokens::issue(
+                &mut **conn,
+                &schema,
+                &user.id,
+                Purpose::PasswordReset,
+                url,
+                ttl,
+            )?)
+        })?;
+        let base = url.map(String::from).unwrap_or_else(|| {
+            links::on_public_url(&self.settings.public_url, "/admin/reset-password")
+        });
+        let link = links::with_token(&base, &token);
+        let to = user.email.unwrap_or_else(|| email.trim().to_lowercase());
+        self.mailer.send(Message {
+            to,
+            subject: "Password Reset Request".into(),
+            text: format!(
+                "Hello,\n\na new password was asked for the account of this email address. \
+                 Choose one by opening this link:\n\n{link}\n\n\
+                 The link works once, for {}. If you did not ask for it, ignore this message: \
+                 your password stays as it is.\n",
+                lifetime(ttl)
+            ),
+        });
+        Ok(())
+    }
+
+    /// Sets a new password with a reset token, already hashed as
+    /// `password_hash` (within sign-in's bound on hashing): the token is
+    /// used up, with every other reset token of its user, and every session
+    /// of the user ends in the same transaction. A token that is unknown,
+    /// expired or used (here or on another host), or whose user is no
+    /// longer active, is 403 `FORBIDDEN`, as Directus answers a used one.
+    pub fn reset_password(
+        &self,
+        platform: &Platform,
+        token: &str,
+        password_hash: &str,
+    ) -> Result<(), SignInError> {
+        let schema = platform.store.schema();
+        let users = schema
+            .get("platform_users")
+            .cloned()
+            .ok_or_else(|| SignInError::Internal("no users collection".into()))?;
+        let done = platform.transaction(|session| {
+            let Session::Tx { conn, .. } = session else {
+                return Err(ItemsError::Internal("no transaction".into()));
+            };
+            let Some(used) = tokens::consume(&mut **conn, &schema, token, Purpose::PasswordReset)?
+            else {
+                return Ok(false);
+            };
+            let q = ReadQuery::select(&["status"], Filter::eq("id", json!(used.user))).limit(1);
+            let active = conn
+                .select(&users, &q)?
+                .into_iter()
+                .next()
+                .is_some_and(|r| r.get("status").and_then(Value::as_str) == Some("active"));
+            if !active {
+                return Ok(false);
+            }
+            tokens::void_all(&mut **conn, &schema, &used.user, Purpose::PasswordReset)?;
+            // Written here, not through the items service, which would hash
+            // the password inside this transaction (holding SQLite's write
+            // lock meanwhile): it was hashed before, within the bound.
+            let mut changes = Columns::new();
+            changes.insert("password".into(), Scalar::Text(password_hash.to_string()));
+            conn.update(&users, &used.user, &changes)?;
+            // As a new password through the items service does.
+            crate::signin::sessions::end_all_of(&mut **conn, &schema, &used.user)?;
+            Ok(true)
+        })?;
+        if !done {
+            return Err(SignInError::Forbidden);
+        }
+        platform.auth.invalidate();
+        Ok(())
+    }
+}
+
+/// A link's lifetime in words: `7 days`, `1 day`, `2 hours`, `30 minutes`.
+fn lifetime(d: std::time::Duration) -> String {
+    let secs = d.as_secs();
+    let (n, unit) = if secs >= 86_400 && secs % 86_400 == 0 {
+        (secs / 86_400, "day")
+    } else if secs >= 3_600 && secs % 3_600 == 0 {
+        (secs / 3_600, "hour")
+    } else {
+        ((secs / 60).max(1), "minute")
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn lifetimes_in_words() {
+        assert_eq!(lifetime(Duration::from_secs(7 * 86_400)), "7 days");
+        assert_eq!(lifetime(Duration::from_secs(86_400)), "1 day");
+        assert_eq!(lifetime(Duration::from_secs(7_200)), "2 hours");
+        assert_eq!(lifetime(Duration::from_secs(90)), "1 minute");
+    }
+}
