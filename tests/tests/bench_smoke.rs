@@ -95,7 +95,9 @@ fn smoke_benchmark_runs_every_scenario_without_errors() {
         "errors under load:\n{stdout}"
     );
     assert!(
-        started.elapsed() < Duration::from_secs(120),
+        // A guard against a hang, not a speed target (the machine may be
+        // shared): the smoke run takes well under a minute when alone.
+        started.elapsed() < Duration::from_secs(300),
         "the smoke benchmark took {:?}",
         started.elapsed()
     );
