@@ -50,6 +50,19 @@ pub struct PermissionSet {
 }
 
 impl PermissionSet {
+    /// The collections the action is permitted on (on some of their
+    /// items, at least), sorted.
+    pub fn collections(&self, action: Action) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .rows
+            .keys()
+            .filter(|(_, a)| *a == action)
+            .map(|(c, _)| c.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
     /// `None`: the action is not permitted at all.
     pub fn grant(&self, collection: &str, action: Action) -> Option<Grant> {
         let rows = self.rows.get(&(collection.to_string(), action))?;
