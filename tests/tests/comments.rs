@@ -19,7 +19,9 @@ fn setup() -> (Host, String, String, String, String) {
         body["public"] = json!(public);
         let r = host.post("/svc/recordings", Some("cv-a"), &body);
         assert_eq!(r.status, 201, "{}", r.body);
-        str_of(&r.json()["id"])
+        let id = str_of(&r.json()["id"]);
+        host.admin_patch("recordings", &id, &json!({"public": public}));
+        id
     };
     let public = recording(true);
     let private = recording(false);
