@@ -248,6 +248,20 @@ mod tests {
     }
 
     #[test]
+    fn the_collections_of_an_action_are_listed_once_each() {
+        let own = json!({"user_created": {"_eq": "$CURRENT_USER"}});
+        let s = set(vec![
+            ("recordings", Action::Read, Some(own.clone()), None),
+            ("recordings", Action::Read, None, Some(vec!["id"])),
+            ("articles", Action::Read, None, None),
+            ("video_likes", Action::Create, Some(own), None),
+        ]);
+        assert_eq!(s.collections(Action::Read), vec!["articles", "recordings"]);
+        assert_eq!(s.collections(Action::Create), vec!["video_likes"]);
+        assert!(s.collections(Action::Delete).is_empty());
+    }
+
+    #[test]
     fn an_unrestricted_row_wins() {
         let s = set(vec![
             (
