@@ -4,7 +4,7 @@
 //! through `/users/me` with one's policies (`policies` of users and roles,
 //! read-only aliases over the access rows).
 
-use platform_tests::{encode, id_of, str_of, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{encode, id_of, str_of, Database, Host, HostOptions, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 fn code(r: &Resp) -> String {
@@ -242,4 +242,73 @@ fn a_member_reads_their_own_policies_and_their_roles() {
         &json!({"policies": []}),
     );
     assert_eq!(r.status, 400, "{}", r.body);
+}
+
+/// A member policy's read rules on `collection`.
+fn read_rules(host: &Host, policy: &str, collection: &str) -> Vec<Value> {
+    let policy = host.id_by_name("platform_policies", policy);
+    host.admin_find(
+        "platform_permissions",
+        &json!({"policy": policy, "collection": collection, "action": "read"}),
+    )
+}
+
+#[test]
+fn an_older_database_gets_the_members_own_access_rules_once() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "old-viewer");
+    // The rules as a database seeded before them holds them: none on
+    // access rows, policies or comments, the own-role rule with id and
+    // name; except the Model's rule on comments, which an administrator
+    // made their own.
+    for policy in ["Viewer", "Model"] {
+        for collection in ["platform_access", "platform_policies", "platform_comments"] {
+            for rule in read_rules(&host, policy, collection) {
+                if policy == "Model" && collection == "platform_comments" {
+                    host.admin_patch(
+                        "platform_permissions",
+                        &id_of(&rule),
+                        &json!({"fields": ["id", "comment"]}),
+                    );
+                } else {
+                    host.admin_delete("platform_permissions", &id_of(&rule));
+                }
+            }
+        }
+        for rule in read_rules(&host, policy, "platform_roles") {
+            host.admin_patch(
+                "platform_permissions",
+                &id_of(&rule),
+                &json!({"fields": ["id", "name"]}),
+            );
+        }
+    }
+    assert_eq!(host.get(READ_ME, Some("old-viewer")).status, 403);
+    let dir = host.stop();
+    let forgotten = Database::of_data_dir(dir.path()).sql(
+        "DELETE FROM \"platform_migrations\" WHERE \"id\" = '0009_members_read_own_access_and_comments'",
+    );
+    assert_eq!(forgotten, 1, "the step's record");
+    let mut opts = HostOptions::svc();
+    opts.data_dir = Some(dir);
+    let host = Host::start(opts);
+
+    let r = host.get(READ_ME, Some("old-viewer"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["data"]["policies"], json!([]));
+    assert_eq!(
+        r.json()["data"]["role"]["policies"][0]["policy"]["name"],
+        "Viewer"
+    );
+    for policy in ["Viewer", "Model"] {
+        let roles = read_rules(&host, policy, "platform_roles");
+        assert_eq!(roles.len(), 1, "{roles:?}");
+        assert_eq!(roles[0]["fields"], json!(["id", "name", "policies"]));
+        assert_eq!(read_rules(&host, policy, "platform_access").len(), 1);
+        assert_eq!(read_rules(&host, policy, "platform_policies").len(), 1);
+    }
+    // The administrator's own rule stands, alone.
+    let model_comments = read_rules(&host, "Model", "platform_comments");
+    assert_eq!(model_comments.len(), 1, "{model_comments:?}");
+    assert_eq!(model_comments[0]["fields"], json!(["id", "comment"]));
 }
