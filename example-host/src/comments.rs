@@ -34,14 +34,11 @@ pub enum CommentError {
     #[error("Invalid payload. {0}.")]
     InvalidPayload(String),
     /// The item commented on is missing, not readable by the caller, or in
-    /// a collection that does not exist; or the comment is not the
-    /// caller's to change.
+    /// a collection that does not exist; the comment is missing or out of
+    /// the caller's sight (to administrators too, as Directus answers a
+    /// missing item); or it is not the caller's to change.
     #[error("You don't have permission to access this.")]
     Forbidden,
-    /// No comment with this id (said to administrators only: others are
-    /// refused as for a comment they may not see).
-    #[error("Item \"{0}\" not found")]
-    NotFound(String),
     #[error(transparent)]
     Items(#[from] ItemsError),
 }
@@ -82,15 +79,7 @@ pub fn read_one(
     let scope = platform.comment_scope(who)?;
     platform
         .read_scoped_one_json(&mut Session::Auto, who, COMMENTS, id, q, scope)?
-        .ok_or_else(|| missing(who, id))
-}
-
-fn missing(who: &Who, id: &str) -> CommentError {
-    if who.is_admin() {
-        CommentError::NotFound(id.to_string())
-    } else {
-        CommentError::Forbidden
-    }
+        .ok_or(CommentError::Forbidden)
 }
 
 /// Creates a comment `{collection, item, comment}` by the caller; returns

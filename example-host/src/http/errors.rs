@@ -105,7 +105,6 @@ impl From<crate::comments::CommentError> for HttpError {
         match e {
             E::Required(_) | E::InvalidPayload(_) => HttpError::InvalidPayload(e.to_string()),
             E::Forbidden => HttpError::Items(ItemsError::forbidden()),
-            E::NotFound(_) => HttpError::Items(ItemsError::NotFound(e.to_string())),
             E::Items(e) => HttpError::Items(e),
         }
     }

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::items_api::{
-    caller, data, data_text, json_body_text, missing, parse_query_string, ItemPath, DEFAULT_LIMIT,
+    caller, data, data_text, json_body_text, parse_query_string, ItemPath, DEFAULT_LIMIT,
 };
 use super::{blocking, read_body, AppState, HttpError};
 use crate::items::{ItemsError, Platform, Session, Who};
@@ -78,10 +78,10 @@ fn list_users(platform: &Platform, who: &Who, q: &WireQuery) -> Result<Response,
     )?))
 }
 
-/// `GET /users/:id`: one user, as `/items/platform_users/:id` answers
-/// (a user that is missing or that the caller may not read is 403 to all
-/// but administrators, who get 404 for a missing one). `/users/me` is
-/// its own route and matches first.
+/// `GET /users/:id`: one user, as `/items/platform_users/:id` answers,
+/// except that a missing user is 403 to administrators too, as Directus
+/// answers it (and as anyone else is answered for a user out of their
+/// reach). `/users/me` is its own route and matches first.
 pub async fn read_one(
     State(state): State<AppState>,
     ItemPath(id): ItemPath<String>,
@@ -94,7 +94,7 @@ pub async fn read_one(
         let q = parse_query_string(uri.query())?;
         match platform.read_one_json(&mut Session::Auto, &who, USERS, &id, &q)? {
             Some(record) => Ok(data_text(&record)),
-            None => Err(missing(&who, &id)),
+            None => Err(ItemsError::forbidden().into()),
         }
     })
     .await
