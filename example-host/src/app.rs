@@ -69,6 +69,8 @@ pub(crate) fn open_platform(
         .map_err(|e| format!("granting members their own role failed: {e}"))?;
     bootstrap::lower_case_emails(&platform)
         .map_err(|e| format!("lower-casing the stored emails failed: {e}"))?;
+    bootstrap::grant_members_own_access(&platform)
+        .map_err(|e| format!("granting members their own access rows failed: {e}"))?;
     Ok(platform)
 }
 

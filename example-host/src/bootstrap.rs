@@ -141,6 +141,98 @@ fn own_role_rule(policy: &str) -> Value {
            "permissions": {"id": {"_eq": "$CURRENT_ROLE"}}, "fields": ["id", "name"]})
 }
 
+/// Id, among the platform's migrations, of the members' own-access and
+/// comment rules.
+const MEMBERS_READ_OWN_ACCESS: &str = "0011_members_read_own_access_and_comments";
+
+/// Gives members, once, what reading their own record with its policies
+/// needs (`/users/me?fields=policies.policy.name,role.policies.policy.name`,
+/// as the site's `readMe` asks), and nothing more: their own access rows
+/// (theirs, or their role's), the id and name of their own policies, and
+/// the `policies` of their own role. And the reading of comments through
+/// `/items/platform_comments` (counting a user's comments): the host
+/// narrows it to the comments on collections the member may read, as
+/// `/comments` does. A policy that already has a rule on reading one of
+/// these collections keeps it as it is; the own-role rule as seeded
+/// (`grant_members_own_role`) gains `policies`.
+pub fn grant_members_own_access(platform: &Platform) -> Result<usize, ItemsError> {
+    let who = Who::system();
+    let mut granted = 0;
+    platform.once(
+        crate::platform_schema::OWNER,
+        MEMBERS_READ_OWN_ACCESS,
+        |s| {
+            granted = 0;
+            for policy in member_policy_ids(platform, s)? {
+                for rule in own_access_rules(&policy) {
+                    let collection = rule["collection"].clone();
+                    let existing = platform.read_by_query(
+                        s,
+                        &who,
+                        "platform_permissions",
+                        &WireQuery {
+                            filter: Some(json!({
+                                "policy": &policy, "collection": collection, "action": "read",
+                            })),
+                            limit: Some(-1),
+                            ..Default::default()
+                        },
+                        None,
+                    )?;
+                    if collection == "platform_roles" {
+                        let seeded = own_role_rule(&policy);
+                        for rule in &existing {
+                            let as_seeded = rule.get("fields") == Some(&seeded["fields"])
+                                && rule.get("permissions") == Some(&seeded["permissions"]);
+                            if let (true, Some(id)) =
+                                (as_seeded, rule.get("id").and_then(Value::as_str))
+                            {
+                                platform.update_one(
+                                    s,
+                                    &who,
+                                    "platform_permissions",
+                                    id,
+                                    &json!({"fields": ["id", "name", "policies"]}),
+                                )?;
+                                granted += 1;
+                            }
+                        }
+                        if !existing.is_empty() {
+                            continue;
+                        }
+                    } else if !existing.is_empty() {
+                        continue;
+                    }
+                    platform.create_one(s, &who, "platform_permissions", &rule)?;
+                    granted += 1;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    Ok(granted)
+}
+
+/// A member's rules on access: their own rows and their role's (a user
+/// without a role reads no row by its role), the id and name of the
+/// policies that apply to them, their own role with its `policies`; and
+/// comments (narrowed by the host).
+fn own_access_rules(policy: &str) -> Vec<Value> {
+    let own_role =
+        json!({"_and": [{"role": {"_nnull": true}}, {"role": {"_eq": "$CURRENT_ROLE"}}]});
+    vec![
+        json!({"policy": policy, "collection": "platform_access", "action": "read",
+               "permissions": {"_or": [{"user": {"_eq": "$CURRENT_USER"}}, own_role]},
+               "fields": ["id", "role", "user", "policy", "sort"]}),
+        json!({"policy": policy, "collection": "platform_policies", "action": "read",
+               "permissions": {"id": {"_in": "$CURRENT_POLICIES"}}, "fields": ["id", "name"]}),
+        json!({"policy": policy, "collection": "platform_roles", "action": "read",
+               "permissions": {"id": {"_eq": "$CURRENT_ROLE"}}, "fields": ["id", "name", "policies"]}),
+        json!({"policy": policy, "collection": "platform_comments", "action": "read",
+               "permissions": null, "fields": ["*"]}),
+    ]
+}
+
 /// Id, among the platform's migrations, of the lower-casing of emails.
 const LOWER_CASE_EMAILS: &str = "0007_emails_lower_case";
 

@@ -8,6 +8,7 @@
 mod app;
 mod auth;
 mod bootstrap;
+mod comments;
 mod config;
 mod demo;
 mod extensions;

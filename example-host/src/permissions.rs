@@ -50,6 +50,19 @@ pub struct PermissionSet {
 }
 
 impl PermissionSet {
+    /// The collections the action is permitted on (on some of their
+    /// items, at least), sorted.
+    pub fn collections(&self, action: Action) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .rows
+            .keys()
+            .filter(|(_, a)| *a == action)
+            .map(|(c, _)| c.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
     /// `None`: the action is not permitted at all.
     pub fn grant(&self, collection: &str, action: Action) -> Option<Grant> {
         let rows = self.rows.get(&(collection.to_string(), action))?;
@@ -232,6 +245,20 @@ mod tests {
         assert_eq!(g.filter, Some(json!({"_or": [own, public]})));
         assert!(g.allows_field("title") && g.allows_field("public"));
         assert!(!g.allows_field("events"));
+    }
+
+    #[test]
+    fn the_collections_of_an_action_are_listed_once_each() {
+        let own = json!({"user_created": {"_eq": "$CURRENT_USER"}});
+        let s = set(vec![
+            ("recordings", Action::Read, Some(own.clone()), None),
+            ("recordings", Action::Read, None, Some(vec!["id"])),
+            ("articles", Action::Read, None, None),
+            ("video_likes", Action::Create, Some(own), None),
+        ]);
+        assert_eq!(s.collections(Action::Read), vec!["articles", "recordings"]);
+        assert_eq!(s.collections(Action::Create), vec!["video_likes"]);
+        assert!(s.collections(Action::Delete).is_empty());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The host's own collections (DECISIONS §6), as migrations.
 
-use host_sdk::schema::{on_delete, Collection, Field, OnDelete, Step};
+use host_sdk::schema::{on_delete, one_to_many, Collection, Field, OnDelete, Step};
 use serde_json::Value;
 
 /// Owner name of the host's migrations in `platform_migrations`.
@@ -13,9 +13,42 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         ("0003_schedule_runs", schedule_runs()),
         ("0004_sign_in", sign_in()),
         ("0005_counters", counters()),
-        // 0006 and 0007 are once-steps of `bootstrap`.
+        // 0006, 0007 and 0011 are once-steps of `bootstrap`.
         ("0008_user_tokens", user_tokens()),
         ("0009_profile_fields", profile_fields()),
+        ("0010_access_policies", access_policies()),
+    ]
+}
+
+/// Each access row's place among its user's or role's (`sort`), and the
+/// read-only `policies` alias of users and roles over their access rows,
+/// as Directus's `directus_users.policies` and `directus_roles.policies`
+/// (`readMe` with `policies.policy.name`). Numbered after the once-only
+/// steps of `bootstrap`, which share the numbering.
+fn access_policies() -> Vec<Step> {
+    let sorted = |mut step: Step| {
+        if let Step::CreateAlias { sort, .. } = &mut step {
+            *sort = Some("sort".into());
+        }
+        step
+    };
+    vec![
+        Step::AddField {
+            collection: "platform_access".into(),
+            field: Field::integer("sort"),
+        },
+        sorted(one_to_many(
+            "platform_users",
+            "policies",
+            "platform_access",
+            "user",
+        )),
+        sorted(one_to_many(
+            "platform_roles",
+            "policies",
+            "platform_access",
+            "role",
+        )),
     ]
 }
 

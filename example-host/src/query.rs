@@ -190,6 +190,8 @@ pub struct Vars {
     pub current_user: Option<String>,
     /// The caller's role, for `$CURRENT_ROLE`.
     pub current_role: Option<String>,
+    /// The ids of the caller's policies, for `$CURRENT_POLICIES` (a list).
+    pub current_policies: Vec<String>,
     pub now: String,
 }
 
@@ -198,6 +200,7 @@ impl Vars {
         Self {
             current_user,
             current_role: None,
+            current_policies: Vec::new(),
             now: values::now_timestamp(),
         }
     }
@@ -205,6 +208,12 @@ impl Vars {
     /// With the caller's role as `$CURRENT_ROLE`.
     pub fn with_role(mut self, role: Option<String>) -> Self {
         self.current_role = role;
+        self
+    }
+
+    /// With the caller's policies as `$CURRENT_POLICIES`.
+    pub fn with_policies(mut self, policies: Vec<String>) -> Self {
+        self.current_policies = policies;
         self
     }
 
@@ -220,6 +229,13 @@ impl Vars {
                 .clone()
                 .map(Value::String)
                 .unwrap_or(Value::Null),
+            Value::String(s) if s == "$CURRENT_POLICIES" => Value::Array(
+                self.current_policies
+                    .iter()
+                    .cloned()
+                    .map(Value::String)
+                    .collect(),
+            ),
             Value::String(s) if s == "$NOW" => Value::String(self.now.clone()),
             Value::Array(items) => Value::Array(items.iter().map(|i| self.resolve(i)).collect()),
             other => other.clone(),
@@ -394,10 +410,20 @@ fn parse_conditions(
             c.name
         ));
     };
-    let Value::Object(ops) = ops else {
-        return err(format!(
-            "filter of \"{field}\" must be an object of operators"
-        ));
+    // A bare value under a field is shorthand for `_eq` (as in Directus):
+    // `{collection: "videos"}` is `{collection: {_eq: "videos"}}`.
+    let shorthand;
+    let ops = match ops {
+        Value::Object(ops) => ops,
+        Value::Array(_) => {
+            return err(format!(
+                "filter of \"{field}\" must be a value or an object of operators"
+            ))
+        }
+        bare => {
+            shorthand = Map::from_iter([("_eq".to_string(), bare.clone())]);
+            &shorthand
+        }
     };
     let mut out = Vec::new();
     for (op_name, raw) in ops {
@@ -873,6 +899,51 @@ mod tests {
             ..Default::default()
         };
         assert!(q.to_read(&c, &vars, None).is_err());
+    }
+
+    #[test]
+    fn current_policies_is_the_list_of_the_callers_policies() {
+        let c = CollectionDef::new("platform_policies", vec![Field::string("name")]);
+        let vars = Vars::new(Some("u1".into())).with_policies(vec!["p1".into(), "p2".into()]);
+        let f = parse_filter(&c, &json!({"id": {"_in": "$CURRENT_POLICIES"}}), &vars).unwrap();
+        assert_eq!(f, Filter::is_in("id", vec![json!("p1"), json!("p2")]));
+        let none = parse_filter(
+            &c,
+            &json!({"id": {"_in": "$CURRENT_POLICIES"}}),
+            &Vars::new(None),
+        )
+        .unwrap();
+        assert_eq!(none, Filter::is_in("id", vec![]));
+    }
+
+    #[test]
+    fn a_bare_value_under_a_field_means_eq() {
+        let vars = Vars::new(Some("u1".into()));
+        let c = recordings();
+        let parse = |raw: Value| parse_filter(&c, &raw, &vars).unwrap();
+        assert_eq!(
+            parse(json!({"title": "x"})),
+            parse(json!({"title": {"_eq": "x"}}))
+        );
+        assert_eq!(
+            parse(json!({"user_created": "$CURRENT_USER", "public": true})),
+            parse(json!({"user_created": {"_eq": "u1"}, "public": {"_eq": true}}))
+        );
+        assert_eq!(
+            parse(json!({"title": null})),
+            Filter::IsNull {
+                field: "title".into(),
+                null: true
+            }
+        );
+        assert_eq!(
+            parse(json!({"_or": [{"title": "a"}, {"_and": [{"title": "b"}]}]})),
+            parse(json!({"_or": [{"title": {"_eq": "a"}}, {"_and": [{"title": {"_eq": "b"}}]}]}))
+        );
+        // Still checked against the field's type, and never a list.
+        assert!(parse_filter(&c, &json!({"public": "not a boolean"}), &vars).is_err());
+        assert!(parse_filter(&c, &json!({"title": ["a"]}), &vars).is_err());
+        assert!(parse_filter(&c, &json!({"nope": "x"}), &vars).is_err());
     }
 
     #[test]

@@ -11,18 +11,27 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import {
+	aggregate,
 	authentication,
+	createComment,
 	createDirectus,
 	createItem,
 	customEndpoint,
+	deleteComment,
+	deleteItem,
 	passwordRequest,
 	passwordReset,
+	readComment,
+	readComments,
 	readItems,
 	readMe,
+	readUser,
+	readUsers,
 	registerUser,
 	registerUserVerify,
 	rest,
 	staticToken,
+	updateComment,
 	updateItem,
 	updateMe,
 	withToken,
@@ -296,4 +305,70 @@ test('passwordRequest then passwordReset: the new password works, old sessions a
 		{ status: 400, code: 'INVALID_PAYLOAD' },
 	);
 	assert.equal((await mailsTo(`nobody-${email}`)).length, 0);
+});
+
+test('the site\'s own reads: readMe with its policies, comments, the users directory', async () => {
+	const client = signedOutClient('json');
+	await client.login(viewer);
+	const fields = ['*', 'avatar.*', 'policies.*', 'policies.policy.name', 'policies.policy.id',
+		'role.*', 'role.policies.policy.name', 'role.policies.policy.id'];
+
+	// A member with no policy of their own, then with one.
+	const me = await client.request(readMe({ fields }));
+	assert.equal(me.email, viewer.email);
+	assert.deepEqual(me.policies, []);
+	assert.equal(me.role.name, 'Viewer');
+	assert.deepEqual(me.role.policies.map((access) => access.policy.name), ['Viewer']);
+	const policy = await admin.request(createItem('platform_policies', { name: 'Site editors', admin_access: false }));
+	const access = await admin.request(createItem('platform_access', { user: me.id, policy: policy.id, sort: 1 }));
+	const again = await client.request(readMe({ fields }));
+	assert.deepEqual(again.policies, [{
+		id: access.id, user: me.id, role: null, sort: 1, policy: { id: policy.id, name: 'Site editors' },
+	}]);
+	await admin.request(deleteItem('platform_access', access.id));
+	await admin.request(deleteItem('platform_policies', policy.id));
+
+	// Comments on one of their recordings: made, listed, counted, changed, deleted.
+	const [recording] = await client.request(readItems('recordings', { filter: { user_created: me.id }, fields: ['id'], limit: 1 }));
+	assert.ok(recording, 'the demo viewer owns recordings');
+	const countMine = async () => {
+		const [{ count }] = await client.request(aggregate('platform_comments', {
+			aggregate: { count: '*' }, query: { filter: { user_created: me.id } },
+		}));
+		return Number(count);
+	};
+	const before = await countMine();
+	const created = await client.request(createComment({ collection: 'recordings', item: recording.id, comment: 'From the SDK' }));
+	assert.equal(created.user_created, me.id);
+	assert.equal(created.comment, 'From the SDK');
+	assert.equal(await countMine(), before + 1);
+	const listed = await client.request(readComments({
+		filter: { collection: 'recordings', item: recording.id }, sort: ['-date_created'], fields: ['id', 'comment'],
+	}));
+	assert.ok(listed.some((c) => c.id === created.id), JSON.stringify(listed));
+	const edited = await client.request(updateComment(created.id, { comment: 'Edited' }));
+	assert.equal(edited.comment, 'Edited');
+	assert.equal((await client.request(readComment(created.id, { fields: ['comment'] }))).comment, 'Edited');
+	await client.request(deleteComment(created.id));
+	assert.equal((await refusal(client.request(readComment(created.id)))).status, 403);
+	assert.equal(await countMine(), before);
+	const missing = await refusal(client.request(createComment({ collection: 'recordings', item: recording.id })));
+	assert.deepEqual(missing, { status: 400, code: 'INVALID_PAYLOAD' });
+
+	// Other users, under the users collection's permissions.
+	const found = await admin.request(readUsers({ filter: { email: viewer.email }, fields: ['id', 'email', 'role.name'] }));
+	assert.deepEqual(found, [{ id: me.id, email: viewer.email, role: { name: 'Viewer' } }]);
+	assert.equal((await admin.request(readUser(me.id, { fields: ['email'] }))).email, viewer.email);
+	const rule = await admin.request(createItem('platform_permissions', {
+		policy: me.role.policies[0].policy.id, collection: 'platform_users', action: 'read', fields: ['id', 'first_name'],
+	}));
+	const named = await client.request(readUsers({ filter: { id: me.id }, fields: ['id', 'first_name'] }));
+	assert.deepEqual(named, [{ id: me.id, first_name: me.first_name }]);
+	const read = await client.request(readUser(me.id));
+	assert.equal(read.id, me.id);
+	assert.equal(read.first_name, me.first_name);
+	assert.equal(read.email, undefined, 'only the fields their rules give');
+	assert.equal((await refusal(client.request(readUser(me.id, { fields: ['email'] })))).status, 403);
+	await admin.request(deleteItem('platform_permissions', rule.id));
+	await client.logout();
 });

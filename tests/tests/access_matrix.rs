@@ -13,7 +13,9 @@
 //! * DECISIONS §5: Model and Viewer read their own recordings and public
 //!   ones, create them, update and delete their own, and never write
 //!   `featured`; read, create and delete their own video_likes;
-//!   create platform_comments (204: they may not read them back); anonymous
+//!   create and read platform_comments (those on collections they may
+//!   read: `/comments` and `/items` alike; anyone sees the comments on
+//!   what they may read, only members and admins comment); anonymous
 //!   callers have no permissions on /items; admins may do everything; the
 //!   ownership checks of the recording endpoints apply to admins too.
 //! * README: a non-admin asking /items for an item that is missing or not
@@ -299,14 +301,36 @@ fn rows() -> Vec<Row> {
             "/items/video_likes/{fresh_like}",
             [403, 401, 403, 403, 204, 403, 204],
         ),
-        // ---- /items/platform_comments: create only (not readable: 204)
-        row("GET", "/items/platform_comments", ADMIN_ONLY_READ),
+        // ---- /items/platform_comments: members create and read them
+        row(
+            "GET",
+            "/items/platform_comments",
+            [403, 401, 200, 200, 200, 403, 200],
+        ),
         with_body(
             "POST",
             "/items/platform_comments",
             r#"{"collection":"recordings","item":"{public_rec}","comment":"hi from {caller}"}"#,
-            [403, 401, 204, 204, 204, 403, 200],
+            [403, 401, 200, 200, 200, 403, 200],
         ),
+        // ---- /comments: seen by whoever may read their collection (an
+        // empty list for who may read none); made on items one may read
+        row("GET", "/comments", PUBLIC),
+        with_body(
+            "POST",
+            "/comments",
+            r#"{"collection":"recordings","item":"{public_rec}","comment":"hi from {caller}"}"#,
+            [403, 401, 200, 200, 200, 403, 200],
+        ),
+        with_body(
+            "POST",
+            "/comments",
+            r#"{"collection":"recordings","item":"{private_rec}","comment":"hi from {caller}"}"#,
+            [403, 401, 403, 403, 200, 403, 200],
+        ),
+        // ---- /users: the users collection's permissions (admin only)
+        row("GET", "/users", ADMIN_ONLY_READ),
+        row("GET", "/users/{owner}", ADMIN_ONLY_READ),
         // ---- /items/videos: not granted to members
         row("GET", "/items/videos", ADMIN_ONLY_READ),
         row("GET", "/items/videos/{video}", ADMIN_ONLY_READ),

@@ -38,7 +38,7 @@ const SPEC_ROUTES: [(&str, &str); 24] = [
 ];
 
 /// The host's own routes (README "Host endpoints").
-const HOST_ROUTES: [(&str, &str); 16] = [
+const HOST_ROUTES: [(&str, &str); 23] = [
     ("get", "/server/ping"),
     ("get", "/server/health"),
     ("get", "/server/specs/oas"),
@@ -55,6 +55,13 @@ const HOST_ROUTES: [(&str, &str); 16] = [
     ("get", "/users/me"),
     ("patch", "/users/me"),
     ("post", "/users/register"),
+    ("get", "/users"),
+    ("get", "/users/{}"),
+    ("get", "/comments"),
+    ("post", "/comments"),
+    ("get", "/comments/{}"),
+    ("patch", "/comments/{}"),
+    ("delete", "/comments/{}"),
 ];
 
 const METHODS: [&str; 8] = [
@@ -178,6 +185,9 @@ fn the_document_matches_the_routes() {
                     format!("/svc/recordings/{RECORDING}/play/{recording_play}")
                 }
                 "/svc/gamification/user/{}" => format!("/svc/gamification/user/{user}"),
+                "/users/{}" => format!("/users/{user}"),
+                // No such comment: NOT_FOUND, which is no missing route.
+                "/comments/{}" => "/comments/00000000-0000-4000-8000-000000000000".to_string(),
                 s if s.starts_with("/svc/videos/{}") => s.replacen("{}", VIDEO, 1),
                 s if s.starts_with("/svc/recordings/{}") => s.replacen("{}", RECORDING, 1),
                 s => s.to_string(),

@@ -393,3 +393,56 @@ fn filters_through_references_read_under_the_callers_permissions() {
     let mine = r.json()["data"].as_array().map_or(0, Vec::len);
     assert!(mine > 0, "{}", r.body);
 }
+
+#[test]
+fn a_bare_value_under_a_field_means_eq_at_any_depth() {
+    let host = demo();
+    let expected = models_by_video(&host);
+    let (video, models) = expected.iter().next().expect("a video with models");
+    let slug = str_of(&host.admin_item("videos", video)["slug"]);
+    let ids = |filter: &Value| -> Vec<String> {
+        let r = filtered(
+            &host,
+            "/items/videos_models?fields=platform_users_id&limit=-1",
+            filter,
+            Some(ADMIN_TOKEN),
+        );
+        assert_eq!(r.status, 200, "{filter}: {}", r.body);
+        let mut got: Vec<String> = r.json()["data"]
+            .as_array()
+            .map(|l| l.iter().map(|l| str_of(&l["platform_users_id"])).collect())
+            .unwrap_or_default();
+        got.sort();
+        got
+    };
+    // On the field itself, through a reference, and inside `_or`.
+    assert_eq!(&ids(&json!({"videos_id": video})), models);
+    assert_eq!(&ids(&json!({"videos_id": {"slug": slug}})), models);
+    assert_eq!(
+        &ids(&json!({"_or": [{"videos_id": {"slug": slug}}, {"videos_id": null}]})),
+        models
+    );
+    // `null` is "is null", not a path.
+    assert!(ids(&json!({"videos_id": null})).is_empty());
+    // Two values: both must hold.
+    let first = models[0].clone();
+    assert_eq!(
+        ids(&json!({"videos_id": video, "platform_users_id": first})),
+        vec![first.clone()]
+    );
+    // In the bracket form a query-string builder writes.
+    let r = host.get(
+        &format!("/items/videos_models?fields=platform_users_id&filter[videos_id]={video}&filter[platform_users_id]={first}"),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["data"], json!([{"platform_users_id": first}]));
+    // A list is no value: refused, not taken for `_in`.
+    let r = filtered(
+        &host,
+        "/items/videos_models",
+        &json!({"videos_id": [video]}),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+}

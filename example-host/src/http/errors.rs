@@ -97,6 +97,19 @@ fn retry_after_secs(ms: i64) -> i64 {
     ((ms + 999) / 1000).max(1)
 }
 
+/// A refused comment operation: in the items API's shapes and codes, as
+/// Directus answers them.
+impl From<crate::comments::CommentError> for HttpError {
+    fn from(e: crate::comments::CommentError) -> Self {
+        use crate::comments::CommentError as E;
+        match e {
+            E::Required(_) | E::InvalidPayload(_) => HttpError::InvalidPayload(e.to_string()),
+            E::Forbidden => HttpError::Items(ItemsError::forbidden()),
+            E::Items(e) => HttpError::Items(e),
+        }
+    }
+}
+
 /// A credential that matches no active user is 401 `INVALID_CREDENTIALS`
 /// on the host's routes (an extension's route answers in its own shape,
 /// [`HttpError::ExtensionInvalidToken`]).

@@ -13,7 +13,7 @@ use crate::items::{ItemsError, Platform, Session, Who};
 use crate::query::{ListParam, WireQuery};
 
 /// The REST API's page size when a request gives no `limit` (`-1`: all).
-const DEFAULT_LIMIT: u64 = 100;
+pub(super) const DEFAULT_LIMIT: u64 = 100;
 
 /// The path parameters of an items route; a path that does not decode (say
 /// `%FF`, not UTF-8) is answered in the items API's JSON shape, not with
@@ -190,7 +190,7 @@ fn insert_at(map: &mut Map<String, Value>, path: &[String], value: String) -> Re
     }
 }
 
-fn data(value: impl serde::Serialize) -> Response {
+pub(super) fn data(value: impl serde::Serialize) -> Response {
     Json(json!({ "data": value })).into_response()
 }
 

@@ -4,6 +4,7 @@
 mod access_log;
 mod auth_api;
 mod browsers;
+mod comments_api;
 mod errors;
 mod extension_api;
 mod items_api;
@@ -79,6 +80,18 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/users/register", post(users_api::register))
         .route("/users/register/verify-email", get(users_api::verify_email))
+        .route("/users", get(users_api::read_many))
+        .route("/users/{id}", get(users_api::read_one))
+        .route(
+            "/comments",
+            get(comments_api::read_many).post(comments_api::create),
+        )
+        .route(
+            "/comments/{id}",
+            get(comments_api::read_one)
+                .patch(comments_api::update)
+                .delete(comments_api::delete),
+        )
         .route(
             "/items/{collection}",
             get(items_api::read_many).post(items_api::create),

@@ -122,6 +122,15 @@ fn request_schema(path: &str) -> (bool, Value) {
             json!({"type": "object", "required": ["email", "password"], "properties": {
                 "email": string, "password": string, "first_name": string, "last_name": string}}),
         ),
+        "/comments" => (
+            true,
+            json!({"type": "object", "required": ["collection", "item", "comment"], "properties": {
+                "collection": string, "item": string, "comment": string}}),
+        ),
+        "/comments/{id}" => (
+            true,
+            json!({"type": "object", "properties": {"comment": string}}),
+        ),
         _ => (true, json!({})),
     }
 }
@@ -183,6 +192,33 @@ pub fn build_openapi(registry: &Registry) -> Value {
             "post",
             "Create an account when PUBLIC_REGISTRATION is on (204 whether or not the email was taken)",
         ),
+        (
+            "/users",
+            "get",
+            "Read users under the caller's permissions (as /items/platform_users)",
+        ),
+        ("/users/{id}", "get", "Read one user (as /items/platform_users/{id})"),
+        (
+            "/comments",
+            "get",
+            "Read the comments on the collections the caller may read (query parameters and aggregate as /items)",
+        ),
+        (
+            "/comments",
+            "post",
+            "Comment on an item the caller may read, as the caller",
+        ),
+        ("/comments/{id}", "get", "Read one comment"),
+        (
+            "/comments/{id}",
+            "patch",
+            "Change one's own comment (administrators: any)",
+        ),
+        (
+            "/comments/{id}",
+            "delete",
+            "Delete one's own comment (administrators: any)",
+        ),
     ];
     for (path, method, summary) in host_routes {
         let mut parameters: Vec<Value> = ["collection", "id"]
@@ -190,7 +226,8 @@ pub fn build_openapi(registry: &Registry) -> Value {
             .filter(|p| path.contains(&format!("{{{p}}}")))
             .map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string"}}))
             .collect();
-        if path == "/items/{collection}" && method == "get" {
+        let lists = ["/items/{collection}", "/users", "/comments"];
+        if lists.contains(&path) && method == "get" {
             for (name, kind) in [
                 ("filter", "string"),
                 ("sort", "string"),
@@ -199,6 +236,7 @@ pub fn build_openapi(registry: &Registry) -> Value {
                 ("offset", "integer"),
                 ("page", "integer"),
                 ("groupBy", "string"),
+                ("aggregate", "string"),
             ] {
                 parameters.push(json!({"name": name, "in": "query", "required": false, "schema": {"type": kind}}));
             }
@@ -213,7 +251,8 @@ pub fn build_openapi(registry: &Registry) -> Value {
             op["requestBody"] =
                 json!({"required": required, "content": {"application/json": {"schema": schema}}});
         }
-        if path.starts_with("/items") || path.starts_with("/users/me") {
+        let served_to_anyone = ["/items", "/users", "/comments"];
+        if served_to_anyone.iter().any(|p| path.starts_with(p)) && path != "/users/register" {
             op["security"] = json!([{"bearer": []}, {"session": []}, {}]);
         } else if path == "/server/extensions" || path == "/server/metrics" {
             op["security"] = json!([{"bearer": []}, {"session": []}]);

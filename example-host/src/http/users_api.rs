@@ -1,5 +1,7 @@
 //! `/users/me`, `/users/register` and `/users/register/verify-email`
-//! (DECISIONS §3).
+//! (DECISIONS §3), and the directory of users, `/users` and `/users/:id`:
+//! the items API over `platform_users`, under the caller's permissions on
+//! it and on every related collection.
 
 use axum::body::Body;
 use axum::extract::State;
@@ -7,7 +9,9 @@ use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::items_api::{caller, data_text, json_body_text, parse_query_string};
+use super::items_api::{
+    caller, data, data_text, json_body_text, parse_query_string, ItemPath, DEFAULT_LIMIT,
+};
 use super::{blocking, read_body, AppState, HttpError};
 use crate::items::{ItemsError, Platform, Session, Who};
 use crate::query::{ListParam, WireQuery};
@@ -39,6 +43,60 @@ pub async fn read_me(
         match platform.read_own_json(&mut Session::Auto, &who, USERS, &id, &q)? {
             Some(record) => Ok(data_text(&record)),
             None => Err(HttpError::InvalidCredentials),
+        }
+    })
+    .await
+}
+
+/// `GET /users`: the users the caller may read, as `/items/platform_users`
+/// answers (`fields`, `filter`, `sort`, `limit`, `offset`, `page`,
+/// `aggregate`).
+pub async fn read_many(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, HttpError> {
+    let platform = state.platform.clone();
+    blocking(move || {
+        let who = caller(&platform, &headers, &uri)?;
+        let q = parse_query_string(uri.query())?;
+        Ok(list_users(&platform, &who, &q)?)
+    })
+    .await
+}
+
+/// The users the query asks for, or its aggregates.
+fn list_users(platform: &Platform, who: &Who, q: &WireQuery) -> Result<Response, ItemsError> {
+    let mut session = Session::Auto;
+    if q.aggregate.is_some() {
+        return Ok(data(platform.aggregate(&mut session, who, USERS, q)?));
+    }
+    Ok(data_text(&platform.read_by_query_json(
+        &mut session,
+        who,
+        USERS,
+        q,
+        Some(DEFAULT_LIMIT),
+    )?))
+}
+
+/// `GET /users/:id`: one user, as `/items/platform_users/:id` answers,
+/// except that a missing user is 403 to administrators too, as Directus
+/// answers it (and as anyone else is answered for a user out of their
+/// reach). `/users/me` is its own route and matches first.
+pub async fn read_one(
+    State(state): State<AppState>,
+    ItemPath(id): ItemPath<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, HttpError> {
+    let platform = state.platform.clone();
+    blocking(move || {
+        let who = caller(&platform, &headers, &uri)?;
+        let q = parse_query_string(uri.query())?;
+        match platform.read_one_json(&mut Session::Auto, &who, USERS, &id, &q)? {
+            Some(record) => Ok(data_text(&record)),
+            None => Err(ItemsError::forbidden().into()),
         }
     })
     .await

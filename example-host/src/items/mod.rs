@@ -18,6 +18,7 @@ mod write;
 
 pub use error::ItemsError;
 pub use events::{EventKind, EventSink, ItemEvent};
+pub use read::COMMENTS;
 
 use std::sync::Arc;
 
@@ -65,7 +66,9 @@ impl Who {
     }
     fn vars(&self) -> Vars {
         let acc = self.accountability.as_ref();
-        Vars::new(acc.map(|a| a.user.clone())).with_role(acc.and_then(|a| a.role.clone()))
+        Vars::new(acc.map(|a| a.user.clone()))
+            .with_role(acc.and_then(|a| a.role.clone()))
+            .with_policies(acc.map(|a| a.policies.clone()).unwrap_or_default())
     }
 }
 
@@ -182,20 +185,46 @@ impl Platform {
         if who.is_admin() {
             return Ok(None);
         }
+        self.permission_set(who)?
+            .grant(collection, action)
+            .map(Some)
+            .ok_or_else(ItemsError::forbidden)
+    }
+
+    /// What the caller's policies (the public ones, for an anonymous
+    /// caller) permit.
+    fn permission_set(
+        &self,
+        who: &Who,
+    ) -> Result<Arc<crate::permissions::PermissionSet>, ItemsError> {
         let policies = match &who.accountability {
             Some(acc) => acc.policies.clone(),
             None => self.auth.public_policies(self.store.as_ref())?,
         };
         // The caller's credentials were resolved for this request (or the
         // public policies just now), which brought the epoch up to date.
-        let set = self.permissions.for_policies(
+        Ok(self.permissions.for_policies(
             self.store.as_ref(),
             &policies,
             self.auth.current_epoch(),
-        )?;
-        set.grant(collection, action)
-            .map(Some)
-            .ok_or_else(ItemsError::forbidden)
+        )?)
+    }
+
+    /// The collections the caller may read (some items of, at least) that
+    /// exist and are served; `None` when they may read everything.
+    pub fn readable_collections(&self, who: &Who) -> Result<Option<Vec<String>>, ItemsError> {
+        if who.is_admin() {
+            return Ok(None);
+        }
+        let schema = self.store.schema();
+        let mut readable = self.permission_set(who)?.collections(Action::Read);
+        readable.retain(|c| schema.get(c).is_some() && !is_internal(c));
+        Ok(Some(readable))
+    }
+
+    /// Whether `collection` exists and is served (to an administrator).
+    pub fn has_collection(&self, collection: &str) -> bool {
+        self.store.schema().get(collection).is_some() && !is_internal(collection)
     }
 
     fn grant_filter(

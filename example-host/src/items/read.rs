@@ -44,7 +44,91 @@ impl Platform {
             q.filter.take(),
             self.grant_filter(def, grant.as_ref(), &vars)?,
         );
+        q.filter = Filter::and(q.filter.take(), self.host_scope(who, def)?);
         Ok(q)
+    }
+
+    /// What the host itself narrows a caller's reads of a collection to,
+    /// whatever their grant: comments are read only on the collections
+    /// the caller may read (`Platform::comment_scope`).
+    fn host_scope(&self, who: &Who, def: &CollectionDef) -> Result<Option<Filter>, ItemsError> {
+        if def.name != COMMENTS {
+            return Ok(None);
+        }
+        match self.comment_scope(who)? {
+            None => Ok(None),
+            Some(raw) => parse_filter(def, &raw, &who.vars())
+                .map(Some)
+                .map_err(|e| ItemsError::Internal(format!("bad comment scope: {e}"))),
+        }
+    }
+
+    /// The comments a caller may see: those on the collections they may
+    /// read (some items of, at least), as a filter of `platform_comments`;
+    /// `None` for an administrator, who sees every comment. One condition,
+    /// so that a list of comments stays one query.
+    pub fn comment_scope(&self, who: &Who) -> Result<Option<Value>, ItemsError> {
+        Ok(self
+            .readable_collections(who)?
+            .map(|readable| json!({"collection": {"_in": readable}})))
+    }
+
+    /// Reads `collection` whatever the caller's policies say of it, within
+    /// `scope` (the route's own rule, ANDed with the caller's filter),
+    /// while every condition and field through a relation is read under
+    /// the caller's permissions: for routes that decide themselves what
+    /// of a collection a caller sees (`/comments`).
+    pub fn read_scoped_json(
+        &self,
+        session: &mut Session<'_>,
+        caller: &Who,
+        collection: &str,
+        wire: &WireQuery,
+        scope: Option<Value>,
+        default_limit: Option<u64>,
+    ) -> Result<Vec<u8>, ItemsError> {
+        let own = Who::admin(caller.accountability.clone());
+        let q = scoped(wire, scope);
+        let readers = Readers {
+            root: &own,
+            related: caller,
+        };
+        self.read_following_references_json(session, readers, collection, &q, default_limit)
+    }
+
+    /// One item of such a read, `None` when it is missing or out of scope.
+    pub fn read_scoped_one_json(
+        &self,
+        session: &mut Session<'_>,
+        caller: &Who,
+        collection: &str,
+        key: &str,
+        wire: &WireQuery,
+        scope: Option<Value>,
+    ) -> Result<Option<Vec<u8>>, ItemsError> {
+        let own = Who::admin(caller.accountability.clone());
+        let q = one_item(&scoped(wire, scope), key);
+        let readers = Readers {
+            root: &own,
+            related: caller,
+        };
+        self.read_first_following_references(session, readers, collection, &q)
+    }
+
+    /// Aggregates `collection` as [`Platform::read_scoped_json`] reads it.
+    pub fn aggregate_scoped(
+        &self,
+        session: &mut Session<'_>,
+        caller: &Who,
+        collection: &str,
+        wire: &WireQuery,
+        scope: Option<Value>,
+    ) -> Result<Vec<Record>, ItemsError> {
+        let q = scoped(wire, scope);
+        // Conditions through references, as the caller.
+        let q = self.resolve_related_filters(session, caller, collection, &q)?;
+        let own = Who::admin(caller.accountability.clone());
+        self.aggregate(session, &own, collection, &q)
     }
 
     pub fn read_by_query(
@@ -209,8 +293,28 @@ impl Platform {
             q.filter.take(),
             self.grant_filter(&def, grant.as_ref(), &vars)?,
         );
+        q.filter = Filter::and(q.filter.take(), self.host_scope(who, &def)?);
         self.run_read(session, |conn| Ok(conn.aggregate(&def, &q)?))
     }
+}
+
+/// The platform's comments.
+pub const COMMENTS: &str = "platform_comments";
+
+/// `wire` with `scope` ANDed to its filter, every field when it names
+/// none.
+fn scoped(wire: &WireQuery, scope: Option<Value>) -> WireQuery {
+    let mut q = wire.clone();
+    if q.fields.as_ref().is_none_or(|f| f.items().is_empty()) {
+        q.fields = Some(crate::query::ListParam::List(vec!["*".into()]));
+    }
+    if let Some(scope) = scope {
+        q.filter = Some(match q.filter.take() {
+            Some(f) => json!({"_and": [f, scope]}),
+            None => scope,
+        });
+    }
+    q
 }
 
 /// `wire` narrowed to the item `key`.

@@ -15,7 +15,8 @@ use super::*;
 
 /// Whether `filter` has a condition naming a field below a field
 /// (`{author: {slug: ...}}`), as opposed to operators (`{author: {_eq:
-/// ...}}`).
+/// ...}}`) or a bare value, shorthand for `_eq` (`{author: "x"}`,
+/// `{author: null}`).
 pub(super) fn follows_references(filter: &Value) -> bool {
     let Value::Object(map) = filter else {
         return false;
@@ -149,5 +150,16 @@ mod tests {
             &json!({"_and": [{"author": {"_null": true}}]})
         ));
         assert!(!follows_references(&json!("not an object")));
+        // Shorthand for `_eq`, at any depth: a bare value is no path.
+        assert!(!follows_references(
+            &json!({"collection": "videos", "item": "x", "user_created": null})
+        ));
+        assert!(!follows_references(
+            &json!({"_or": [{"author": "x"}, {"author": null}]})
+        ));
+        assert!(follows_references(&json!({"author": {"slug": "x"}})));
+        assert!(follows_references(
+            &json!({"author": {"role": {"name": "Viewer"}}})
+        ));
     }
 }
