@@ -32,8 +32,17 @@ pub struct SqliteStore {
     write_lock: Mutex<()>,
     schema: RwLock<Arc<Schema>>,
     changes: Mutex<ChangeWatch>,
-    /// Statements run, by every connection (see [`Store::round_trips`]).
+    /// Statements run and rows read, by every connection.
+    counts: Counts,
+}
+
+/// What the connections did, for `/server/metrics`.
+#[derive(Default)]
+struct Counts {
+    /// Statements run (see [`Store::round_trips`]).
     statements: AtomicU64,
+    /// Rows the statements returned (see [`Store::rows_read`]).
+    rows: AtomicU64,
 }
 
 /// A connection of its own that never writes, so that SQLite's
@@ -262,13 +271,13 @@ impl Row for rusqlite::Row<'_> {
     }
 }
 
-/// A pooled connection driven by the shared SQL, and the store's count of
-/// statements run.
-struct Sqlite<'a>(&'a mut Connection, &'a AtomicU64);
+/// A pooled connection driven by the shared SQL, and the store's counts of
+/// statements run and rows read.
+struct Sqlite<'a>(&'a mut Connection, &'a Counts);
 
 impl Sqlite<'_> {
     fn count(&self) {
-        self.1.fetch_add(1, Ordering::Relaxed);
+        self.1.statements.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -289,10 +298,18 @@ impl SqlConn for Sqlite<'_> {
         let mut rows = stmt
             .query(params_from_iter(params.iter().map(Bound)))
             .map_err(map_sql_error)?;
-        while let Some(row) = rows.next().map_err(map_sql_error)? {
-            each(row)?;
-        }
-        Ok(())
+        // Counted once per statement: the counter is shared by every
+        // connection.
+        let mut read = 0;
+        let outcome = (|| {
+            while let Some(row) = rows.next().map_err(map_sql_error)? {
+                read += 1;
+                each(row)?;
+            }
+            Ok(())
+        })();
+        self.1.rows.fetch_add(read, Ordering::Relaxed);
+        outcome
     }
 
     fn execute(&mut self, sql: &str, params: &[Scalar]) -> Result<u64, StoreError> {
@@ -340,7 +357,7 @@ impl SqliteStore {
             write_lock: Mutex::new(()),
             schema: RwLock::new(Arc::new(Schema::default())),
             changes: Mutex::new(ChangeWatch::open(path)?),
-            statements: AtomicU64::new(0),
+            counts: Counts::default(),
         };
         let schema = store.in_write_tx(|conn| {
             conn.execute_batch(migrate::BOOKKEEPING)?;
@@ -374,8 +391,8 @@ impl SqliteStore {
                 conn.execute_batch("BEGIN IMMEDIATE")
                     .map_err(map_sql_error)?;
                 // BEGIN, and COMMIT or ROLLBACK.
-                self.statements.fetch_add(2, Ordering::Relaxed);
-                match f(&mut Sqlite(conn, &self.statements)) {
+                self.counts.statements.fetch_add(2, Ordering::Relaxed);
+                match f(&mut Sqlite(conn, &self.counts)) {
                     Ok(value) => match conn.execute_batch("COMMIT") {
                         Ok(()) => Ok(value),
                         Err(e) => {
@@ -399,7 +416,7 @@ impl Store for SqliteStore {
     }
 
     fn read(&self, work: &mut ReadWork<'_>) -> Result<(), StoreError> {
-        self.with_conn(|conn| work(&mut ReadConn(&mut Sqlite(conn, &self.statements))))
+        self.with_conn(|conn| work(&mut ReadConn(&mut Sqlite(conn, &self.counts))))
     }
 
     fn write(&self, work: &mut WriteWork<'_>) -> Result<(), StoreError> {
@@ -407,12 +424,16 @@ impl Store for SqliteStore {
     }
 
     fn data_version(&self) -> u64 {
-        self.statements.fetch_add(1, Ordering::Relaxed);
+        self.counts.statements.fetch_add(1, Ordering::Relaxed);
         self.changes.lock().version()
     }
 
     fn round_trips(&self) -> u64 {
-        self.statements.load(Ordering::Relaxed)
+        self.counts.statements.load(Ordering::Relaxed)
+    }
+
+    fn rows_read(&self) -> u64 {
+        self.counts.rows.load(Ordering::Relaxed)
     }
 
     fn track_changes(&self, collections: &[&str]) -> Result<(), StoreError> {
@@ -440,7 +461,7 @@ impl Store for SqliteStore {
     }
 
     fn tracked_version(&self) -> Result<u64, StoreError> {
-        self.statements.fetch_add(1, Ordering::Relaxed);
+        self.counts.statements.fetch_add(1, Ordering::Relaxed);
         self.with_conn(|c| {
             c.prepare_cached("SELECT version FROM platform_tracked_changes WHERE id = 1")
                 .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
