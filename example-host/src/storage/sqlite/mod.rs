@@ -346,9 +346,10 @@ impl SqliteStore {
                 .map_err(map_sql_error)?;
         }
         let manager = SqliteConnectionManager::file(path).with_init(set_up_connection);
+        let max_size = pool_max.unwrap_or(DEFAULT_POOL_SIZE).max(1);
         let pool = r2d2::Pool::builder()
-            .max_size(pool_max.unwrap_or(DEFAULT_POOL_SIZE).max(1))
-            .min_idle(Some(2))
+            .max_size(max_size)
+            .min_idle(Some(max_size.min(2)))
             .connection_timeout(Duration::from_secs(30))
             .build(manager)
             .map_err(|e| backend(format!("cannot open {}: {e}", path.display())))?;
