@@ -4,6 +4,7 @@
 # runs a benchmark and prints its figures. Usage:
 #   scripts/bench.sh [--inprocess] load [--scale 1] [--seed 42] [--duration-secs 5] [--smoke]
 #   scripts/bench.sh gamification [--points 100000] [--users 100000] [--requests 300]
+#   scripts/bench.sh recording-create [--prior 20000] [--events 1000] [--requests 200]
 #   scripts/bench.sh memory
 #   scripts/bench.sh compare [--duration-secs 10] [--only ID,..] [--keep]
 #   scripts/bench.sh sign-in [--attempts 20] [--duration-secs 5] [--flood 32]

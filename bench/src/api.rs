@@ -6,6 +6,10 @@ use std::time::Duration;
 use platform_tests::exchange;
 use serde_json::Value;
 
+/// The most items a host accepts in one array create by default
+/// (`MAX_BATCH_MUTATION`): imports send at most this many per request.
+pub use platform_tests::MAX_BATCH;
+
 /// Talks to one host over keep-alive.
 pub struct Api {
     base: String,

@@ -19,7 +19,8 @@ pub struct Config {
     pub requests: usize,
 }
 
-const CHUNK: usize = 5_000;
+/// Records per import request: as many as the host takes.
+const CHUNK: usize = crate::api::MAX_BATCH;
 
 fn check(r: &platform_tests::Resp, what: &str) -> Result<(), String> {
     if (200..300).contains(&r.status) {

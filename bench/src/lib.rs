@@ -7,7 +7,9 @@
 //! One concern per module: [`dataset`] (generation through the items API),
 //! [`driver`] (the tokio/hyper load driver), [`scenarios`] (the issue's
 //! requests), [`report`] (tables and targets), [`load`] (the `load`
-//! command), [`gamification`] (the play-award benchmark), [`memory`]
+//! command), [`gamification`] (the play-award benchmark),
+//! [`recording_create`] (a recording's create against its owner's
+//! history), [`memory`]
 //! (peak memory under hostile bodies), [`compare`] (the table against
 //! Directus on the same data, cache on, off and signed in),
 //! [`several_hosts`] (two hosts on one database against one), [`sign_in`]
@@ -22,6 +24,7 @@ pub mod gamification;
 pub mod hosts;
 pub mod load;
 pub mod memory;
+pub mod recording_create;
 pub mod report;
 pub mod rng;
 pub mod scenarios;

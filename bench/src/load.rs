@@ -1,7 +1,8 @@
 //! `platform-bench load`: the scenarios under load at scale ×1 and
 //! ×4 (separate hosts and datasets), the ABI's own cost (dynamic vs
-//! in-process host on the same data), the play award's cost growth, and the
-//! targets as PASS/MISS lines.
+//! in-process host on the same data), the play award's cost growth, a
+//! recording create's cost against its owner's history, and the targets as
+//! PASS/MISS lines.
 
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,7 @@ use crate::dataset::{Dataset, Generator, Sizes};
 use crate::driver::{self, Load};
 use crate::gamification;
 use crate::hosts;
+use crate::recording_create;
 use crate::report::{self, Check, Row};
 use crate::scenarios::{self, Scenario};
 
@@ -31,6 +33,8 @@ pub struct Options {
     /// The gamification benchmark's heavy player (prior point actions).
     pub play_points: usize,
     pub play_requests: usize,
+    /// The recording-create benchmark's heavy owner (prior recordings).
+    pub owner_recordings: usize,
     /// Only these scenarios, at ×1 data only (a focused run, e.g. to profile).
     pub only: Option<Vec<String>>,
 }
@@ -48,6 +52,7 @@ impl Options {
             smoke: false,
             play_points: 100_000,
             play_requests: 300,
+            owner_recordings: 20_000,
             only: None,
         }
     }
@@ -66,6 +71,7 @@ impl Options {
             smoke: true,
             play_points: 200,
             play_requests: 5,
+            owner_recordings: 20,
             only: None,
         }
     }
@@ -293,6 +299,16 @@ pub fn run(opts: &Options) -> Result<(), String> {
         play.ratio(),
         2.0,
     ));
+
+    eprintln!("== recording create: against the owner's history");
+    let create = recording_create::measure(&recording_create::Config {
+        prior: opts.owner_recordings,
+        events: 1_000,
+        requests: if opts.smoke { 5 } else { 200 },
+    })?;
+    println!();
+    recording_create::print(&create);
+    checks.extend(recording_create::checks(&create));
 
     let errors = report::total_errors(&small_rows) + report::total_errors(&large.rows);
     checks.push(Check::at_most(

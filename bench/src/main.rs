@@ -3,12 +3,15 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use platform_bench::{compare, gamification, load, memory, several_hosts, sign_in};
+use platform_bench::{
+    compare, gamification, load, memory, recording_create, several_hosts, sign_in,
+};
 
 fn usage() -> ExitCode {
     eprintln!(
         "usage: platform-bench load [--scale N] [--seed S] [--duration-secs D] [--smoke] [--only ID,..] [--keep] [--db DB]\n\
          \x20      platform-bench gamification [--points N] [--users N] [--requests N] [--db DB]\n\
+         \x20      platform-bench recording-create [--prior N] [--events N] [--requests N] [--db DB]\n\
          \x20      platform-bench memory [--db DB]\n\
          \x20      platform-bench compare [--seed S] [--duration-secs D] [--only ID,..] [--client-threads N] [--keep] [--db DB]\n\
          \x20      platform-bench several-hosts [--seed S] [--duration-secs D] [--concurrency N] [--db DB]\n\
@@ -20,6 +23,8 @@ fn usage() -> ExitCode {
          \x20 --only ID,..   only these scenarios, x1 data only (e.g. to profile one)\n\
          \x20 gamification   play-award latency with 10 vs N prior point actions, and the\n\
          \x20                leaderboard and user summary with N users having stats\n\
+         \x20 recording-create  POST /svc/recordings (draft and published, 1,000 events) by an\n\
+         \x20                owner with 10 vs N prior recordings (default 20,000 of 1,000 events)\n\
          \x20 memory         the host's peak RSS through 8 concurrent anonymous 14 MiB play\n\
          \x20                bodies and 2 concurrent 14 MiB recordings (target < 256 MB)\n\
          \x20 compare        the table against Directus 11 on the same data (2,000 videos, 20,000\n\
@@ -148,6 +153,14 @@ fn main() -> ExitCode {
                 requests: option(&args, "--requests", 300)?,
             };
             gamification::run(&config)
+        })(),
+        Some("recording-create") => (|| {
+            check_known(&args, &["--prior", "--events", "--requests"])?;
+            recording_create::run(&recording_create::Config {
+                prior: option(&args, "--prior", 20_000)?,
+                events: option(&args, "--events", 1_000)?,
+                requests: option(&args, "--requests", 200usize)?.max(1),
+            })
         })(),
         Some("load") => load_options(&args).and_then(|o| load::run(&o)),
         Some("compare") => (|| {

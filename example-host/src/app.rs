@@ -189,6 +189,7 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
         throttle,
         limits: http::Limits {
             max_payload: cli.serve.max_payload,
+            max_batch_mutation: usize::try_from(cli.serve.max_batch_mutation).unwrap_or(usize::MAX),
             extension_timeout: std::time::Duration::from_millis(
                 cli.serve.extension_timeout_ms.max(1),
             ),

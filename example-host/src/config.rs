@@ -108,6 +108,18 @@ pub struct ServeArgs {
         global = true
     )]
     pub anonymous_payload_budget: usize,
+    /// Most items one array create (`POST /items/:collection` with an
+    /// array) may hold; a longer array is refused with 400 before anything
+    /// is written. The array is one transaction, all or nothing, and holds
+    /// the writer while it and its hooks run: this bounds how long.
+    #[arg(
+        long = "max-batch-mutation",
+        env = "MAX_BATCH_MUTATION",
+        default_value_t = DEFAULT_MAX_BATCH_MUTATION,
+        value_parser = clap::value_parser!(u64).range(1..),
+        global = true
+    )]
+    pub max_batch_mutation: u64,
     /// Seed demo content on an empty database and print example curl lines.
     #[arg(long, global = true)]
     pub demo: bool,
@@ -156,6 +168,14 @@ pub struct ServeArgs {
     )]
     pub body_timeout_ms: u64,
 }
+
+/// The default of `--max-batch-mutation`: an array of this many
+/// recordings, each published with its award and achievement check,
+/// commits in about 40 ms on SQLite and half a second on PostgreSQL, where
+/// every statement is a round trip and the repeated updates of one stats
+/// row within a transaction grow its version chain (1,000: 0.3 s and 10 s;
+/// BENCHMARKS.md).
+pub const DEFAULT_MAX_BATCH_MUTATION: u64 = 100;
 
 /// The default SQLite file.
 pub const DEFAULT_DB_FILE: &str = "./data/platform.db";

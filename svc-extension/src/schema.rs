@@ -386,9 +386,10 @@ pub fn analytics_covering_indexes() -> Vec<Step> {
     ]
 }
 
-/// The triggers count an owner's published (and featured) recordings on
-/// every publication; this index answers those counts without reading the
-/// recordings themselves, whose events make rows large.
+/// The `recordings` check counts an owner's featured published recordings
+/// on every publication (the published ones are a counter of the stats
+/// row); this index answers that count without reading the recordings
+/// themselves, whose events make rows large.
 pub fn recordings_by_owner() -> Vec<Step> {
     vec![Step::CreateIndex {
         collection: "recordings".into(),

@@ -37,6 +37,11 @@ use serde_json::Value;
 /// The admin token every test host is started with.
 pub const ADMIN_TOKEN: &str = "test-admin-token";
 
+/// The most items a host takes in one array create by default
+/// (`--max-batch-mutation`): [`Host::admin_create_many`] and the
+/// benchmarks' imports send at most this many per request.
+pub const MAX_BATCH: usize = 100;
+
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -523,22 +528,26 @@ impl Host {
         r.json()["data"].clone()
     }
 
-    /// Creates many items at once (array POST) as admin; returns them in
-    /// order.
+    /// Creates many items as admin, in array POSTs of at most
+    /// [`MAX_BATCH`] (one transaction each); returns them in order.
     pub fn admin_create_many(&self, collection: &str, rows: &[Value]) -> Vec<Value> {
-        let r = self.post(
-            &format!("/items/{collection}"),
-            Some(ADMIN_TOKEN),
-            &Value::Array(rows.to_vec()),
-        );
-        assert_eq!(r.status, 200, "create many {collection}: {}", r.body);
-        let data = r.json()["data"].clone();
-        let list = data
-            .as_array()
-            .unwrap_or_else(|| panic!("array create of {collection} gave {data}"))
-            .clone();
-        assert_eq!(list.len(), rows.len(), "{collection}: {data}");
-        list
+        let mut created = Vec::with_capacity(rows.len());
+        for chunk in rows.chunks(MAX_BATCH) {
+            let r = self.post(
+                &format!("/items/{collection}"),
+                Some(ADMIN_TOKEN),
+                &Value::Array(chunk.to_vec()),
+            );
+            assert_eq!(r.status, 200, "create many {collection}: {}", r.body);
+            let data = r.json()["data"].clone();
+            let list = data
+                .as_array()
+                .unwrap_or_else(|| panic!("array create of {collection} gave {data}"))
+                .clone();
+            assert_eq!(list.len(), chunk.len(), "{collection}: {data}");
+            created.extend(list);
+        }
+        created
     }
 
     /// One item, read as admin.

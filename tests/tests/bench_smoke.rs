@@ -91,6 +91,10 @@ fn smoke_benchmark_runs_every_scenario_without_errors() {
         "the play award part did not report:\n{stdout}"
     );
     assert!(
+        stdout.contains("create latency ratio"),
+        "the recording create part did not report:\n{stdout}"
+    );
+    assert!(
         stdout.contains("PASS errors under load"),
         "errors under load:\n{stdout}"
     );

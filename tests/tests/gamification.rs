@@ -1159,12 +1159,7 @@ fn balanced_creator_needs_50_published_recordings_and_100_plays_on_others() {
         for _ in 0..5 {
             rows.push(json!({"recording_id": own, "user_id": u, "duration_played": 0, "completed": false}));
         }
-        let r = host.post(
-            "/items/recording_plays",
-            Some(ADMIN_TOKEN),
-            &Value::Array(rows),
-        );
-        assert_eq!(r.status, 200, "{}", r.body);
+        host.admin_create_many("recording_plays", &rows);
         // A comment refreshes the stats row through a trigger.
         comment(&host, token, "recordings", &src);
     }
@@ -1193,15 +1188,8 @@ fn ranked_users(host: &Host, n: usize, base: i64) -> Vec<String> {
                    "email": format!("rank{i}@test.local"), "artist_name": format!("Artist {i}")})
         })
         .collect();
-    let r = host.post(
-        "/items/platform_users",
-        Some(ADMIN_TOKEN),
-        &Value::Array(users),
-    );
-    assert_eq!(r.status, 200, "{}", r.body);
-    let ids: Vec<String> = r.json()["data"]
-        .as_array()
-        .expect("users")
+    let ids: Vec<String> = host
+        .admin_create_many("platform_users", &users)
         .iter()
         .map(|u| u["id"].as_str().expect("id").to_string())
         .collect();
@@ -1214,12 +1202,7 @@ fn ranked_users(host: &Host, n: usize, base: i64) -> Vec<String> {
                    "recording_id": null, "date_created": date})
         })
         .collect();
-    let r = host.post(
-        "/items/user_points",
-        Some(ADMIN_TOKEN),
-        &Value::Array(points),
-    );
-    assert_eq!(r.status, 200, "{}", r.body);
+    host.admin_create_many("user_points", &points);
     // COMMENT_CREATE needs an existing recording; a draft awards nobody.
     let on = host.admin_create("recordings", &rec_body("Ranked", None))["id"]
         .as_str()
@@ -1229,12 +1212,7 @@ fn ranked_users(host: &Host, n: usize, base: i64) -> Vec<String> {
         .iter()
         .map(|u| json!({"collection": "recordings", "item": on, "comment": "c", "user_created": u}))
         .collect();
-    let r = host.post(
-        "/items/platform_comments",
-        Some(ADMIN_TOKEN),
-        &Value::Array(comments),
-    );
-    assert_eq!(r.status, 200, "{}", r.body);
+    host.admin_create_many("platform_comments", &comments);
     ids
 }
 

@@ -130,8 +130,8 @@ const PLAY: u64 = 11;
 const POINT: u64 = 12;
 const STATS: u64 = 13;
 
-/// Records per request for small records.
-const CHUNK: usize = 5_000;
+/// Records per request for small records: as many as the host takes.
+const CHUNK: usize = crate::api::MAX_BATCH;
 /// Recordings per request (each carries its events: ~110 KB).
 const RECORDING_CHUNK: usize = 25;
 /// Samples kept for the scenarios.

@@ -328,13 +328,20 @@ pub async fn create(
 ) -> Result<Response, HttpError> {
     let bytes = read_body(body, &headers, &state.limits).await?;
     let platform = state.platform.clone();
+    let max_batch = state.limits.max_batch_mutation;
     blocking(move || {
         let who = caller(&platform, &headers, &uri)?;
         let payload = json_body_text(&bytes)?;
         let q = parse_query_string(uri.query())?;
         let many = payload.starts_with('[');
         let keys = if many {
-            platform.create_many_json(&mut Session::Auto, &who, &collection, payload)?
+            platform.create_many_json_at_most(
+                &mut Session::Auto,
+                &who,
+                &collection,
+                payload,
+                max_batch,
+            )?
         } else {
             vec![platform.create_one_json(&mut Session::Auto, &who, &collection, payload)?]
         };

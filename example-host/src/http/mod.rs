@@ -38,6 +38,8 @@ use crate::items::Platform;
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub max_payload: usize,
+    /// Most items of one array create on `/items` (`MAX_BATCH_MUTATION`).
+    pub max_batch_mutation: usize,
     pub extension_timeout: Duration,
     pub header_timeout: Duration,
     pub body_timeout: Duration,

@@ -95,6 +95,20 @@ impl Platform {
         collection: &str,
         data: &str,
     ) -> Result<Vec<String>, ItemsError> {
+        self.create_many_json_at_most(session, who, collection, data, usize::MAX)
+    }
+
+    /// [`Platform::create_many_json`] of at most `max` items: a longer
+    /// array is refused before anything is read or written (one array is
+    /// one transaction, which holds the writer while it runs).
+    pub fn create_many_json_at_most(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        data: &str,
+        max: usize,
+    ) -> Result<Vec<String>, ItemsError> {
         let data = data.trim();
         if !data.starts_with('[') {
             check_json(data)?;
@@ -103,6 +117,11 @@ impl Platform {
             ));
         }
         let items: Vec<&RawValue> = serde_json::from_str(data).map_err(invalid_json)?;
+        if items.len() > max {
+            return Err(ItemsError::InvalidPayload(format!(
+                "Invalid payload. Exceeded max batch mutation limit of {max}."
+            )));
+        }
         let payloads = items
             .into_iter()
             .map(|item| Payload::parse(item.get()))

@@ -186,6 +186,10 @@ pub trait Store: Send + Sync {
     /// an embedded database the statements run. The figure that predicts
     /// how a database shared by several hosts scales.
     fn round_trips(&self) -> u64;
+    /// Rows the database has returned to this process since it opened it,
+    /// by every query of the shared SQL (a count is one row). What a
+    /// request read, whatever the number of statements it took.
+    fn rows_read(&self) -> u64;
     /// Starts counting, in the database itself, the commits that change any
     /// of `collections`, whoever makes them (this process, another one, SQL
     /// by hand); [`Store::tracked_version`] reads the count. Idempotent.

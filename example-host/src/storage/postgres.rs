@@ -300,11 +300,12 @@ impl Row for PgRow<'_> {
 
 /// A pooled client and its prepared statements. Every exchange with the
 /// server goes through its methods, which count them (see
-/// [`Store::round_trips`]).
+/// [`Store::round_trips`]), and the rows they return ([`Store::rows_read`]).
 pub struct PgClient {
     client: Client,
     statements: HashMap<String, Statement>,
     round_trips: Arc<AtomicU64>,
+    rows_read: Arc<AtomicU64>,
 }
 
 impl PgClient {
@@ -331,7 +332,10 @@ impl PgClient {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<postgres::Row>, postgres::Error> {
         self.trip();
-        self.client.query(stmt, params)
+        let rows = self.client.query(stmt, params)?;
+        self.rows_read
+            .fetch_add(rows.len() as u64, Ordering::Relaxed);
+        Ok(rows)
     }
 
     fn query_one(&mut self, stmt: &Statement) -> Result<postgres::Row, postgres::Error> {
@@ -358,6 +362,7 @@ impl PgClient {
 struct Manager {
     config: postgres::Config,
     round_trips: Arc<AtomicU64>,
+    rows_read: Arc<AtomicU64>,
 }
 
 impl r2d2::ManageConnection for Manager {
@@ -370,6 +375,7 @@ impl r2d2::ManageConnection for Manager {
             client,
             statements: HashMap::new(),
             round_trips: self.round_trips.clone(),
+            rows_read: self.rows_read.clone(),
         })
     }
 
@@ -539,6 +545,8 @@ pub struct PgStore {
     commits: Mutex<CommitWatch>,
     /// Exchanges with the server, by every pooled client.
     round_trips: Arc<AtomicU64>,
+    /// Rows the queries of every pooled client returned.
+    rows_read: Arc<AtomicU64>,
 }
 
 impl PgStore {
@@ -550,6 +558,7 @@ impl PgStore {
         // "already exists, skipping" and the like: not news for the log.
         config.notice_callback(|notice| log::debug!("PostgreSQL: {}", notice.message()));
         let round_trips = Arc::new(AtomicU64::new(0));
+        let rows_read = Arc::new(AtomicU64::new(0));
         let pool = r2d2::Pool::builder()
             .max_size(pool_max.unwrap_or(DEFAULT_POOL_SIZE).max(1))
             .min_idle(Some(1))
@@ -560,6 +569,7 @@ impl PgStore {
             .build(Manager {
                 config,
                 round_trips: round_trips.clone(),
+                rows_read: rows_read.clone(),
             })
             .map_err(|e| backend(format!("cannot connect to {}: {e}", redacted(url))))?;
         let store = Self {
@@ -571,6 +581,7 @@ impl PgStore {
                 version: 1,
             }),
             round_trips,
+            rows_read,
         };
         let schema = store.exclusive(|conn| {
             conn.execute_batch(migrate::BOOKKEEPING)?;
@@ -728,6 +739,10 @@ impl Store for PgStore {
 
     fn round_trips(&self) -> u64 {
         self.round_trips.load(Ordering::Relaxed)
+    }
+
+    fn rows_read(&self) -> u64 {
+        self.rows_read.load(Ordering::Relaxed)
     }
 
     fn track_changes(&self, collections: &[&str]) -> Result<(), StoreError> {

@@ -148,41 +148,44 @@ fn already_awarded(
     Ok(n > 0)
 }
 
-/// The published recordings of `user` (rule 3's `recordings_count`).
-fn published_recordings(items: &Items<'_>, user: &str) -> Result<u64, ItemsError> {
-    items.count(
-        "recordings",
-        Some(json!({"_and": [{"user_created": {"_eq": user}}, {"status": {"_eq": "published"}}]})),
-    )
-}
-
-/// Recounts the published recordings of `user` into an existing stats row.
-pub fn recount_recordings(tx: &Context<'_>, user: &str) -> Result<(), ItemsError> {
-    adjust_existing(tx, user, |items, ledger| {
-        ledger.stats.recordings_count = published_recordings(items, user)?;
-        Ok(())
-    })
-}
-
-/// A recording of `owner` became published, or featured: award once per
-/// recording, recount, check `recordings`.
+/// A recording of `owner` became published (`newly_published`: one more
+/// published recording its stats row does not count yet), or featured:
+/// the count follows by one (an award never recounts: it costs the same
+/// whatever the owner's history), and the action is awarded once per
+/// recording with the `recordings` check.
 pub fn recording_promoted(
     tx: &Context<'_>,
     owner: &str,
     recording: &str,
     action: Action,
+    newly_published: bool,
 ) -> Result<(), ItemsError> {
     if already_awarded(tx, owner, action, recording)? {
-        return recount_recordings(tx, owner);
+        if !newly_published {
+            return Ok(());
+        }
+        return adjust_existing(tx, owner, |_, ledger| {
+            ledger.stats.recordings_count += 1;
+            Ok(())
+        });
     }
     let items = tx.as_admin();
     let mut ledger = load(tx, owner)?;
-    if ledger.existed() {
-        ledger.stats.recordings_count = published_recordings(&items, owner)?;
+    if newly_published {
+        ledger.adjust(|s| s.recordings_count += 1);
     }
     ledger.award(&items, action.name(), action.points(), Some(recording))?;
     check_category(&items, &mut ledger, "recordings")?;
     ledger.save(&items)
+}
+
+/// A published recording of `owner` stopped being published (archived, or
+/// back to draft): one fewer in the stats row.
+pub fn recording_unpublished(tx: &Context<'_>, owner: &str) -> Result<(), ItemsError> {
+    adjust_existing(tx, owner, |_, ledger| {
+        ledger.stats.recordings_count = ledger.stats.recordings_count.saturating_sub(1);
+        Ok(())
+    })
 }
 
 /// A comment on a recording was created by `user`: it counts, and when its

@@ -88,8 +88,12 @@ fn recordings(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), ItemsEr
         let owner_before = before.and_then(|r| r.str("user_created"));
         let owner_after = after.and_then(|r| r.str("user_created"));
         // It changes too when a recording changes owner or disappears:
-        // recount from scratch.
-        if owner_before != owner_after || event.kind == EventKind::Delete || imported {
+        // recount from scratch. A recording created under an id of the
+        // platform's own is new to everyone: its owner's row follows by one
+        // below, whatever their history.
+        let moved = event.kind == EventKind::Update && owner_before != owner_after;
+        let recounted = moved || event.kind == EventKind::Delete || imported;
+        if recounted {
             let mut owners: Vec<&str> = [owner_before.as_deref(), owner_after.as_deref()]
                 .into_iter()
                 .flatten()
@@ -106,14 +110,15 @@ fn recordings(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), ItemsEr
             event.kind != EventKind::Delete && published(after) && !published(before);
         let became_featured =
             event.kind == EventKind::Update && featured(after) && !featured(before);
+        // A row just recounted already counts this write.
         if became_published {
-            awards::recording_promoted(ctx, owner, key, Action::RecordingCreate)?;
+            awards::recording_promoted(ctx, owner, key, Action::RecordingCreate, !recounted)?;
         }
         if became_featured {
-            awards::recording_promoted(ctx, owner, key, Action::RecordingFeatured)?;
+            awards::recording_promoted(ctx, owner, key, Action::RecordingFeatured, false)?;
         }
-        if !became_published && published(before) != published(after) {
-            awards::recount_recordings(ctx, owner)?;
+        if !recounted && published(before) && !published(after) {
+            awards::recording_unpublished(ctx, owner)?;
         }
     }
     Ok(())

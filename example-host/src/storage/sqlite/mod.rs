@@ -32,8 +32,17 @@ pub struct SqliteStore {
     write_lock: Mutex<()>,
     schema: RwLock<Arc<Schema>>,
     changes: Mutex<ChangeWatch>,
-    /// Statements run, by every connection (see [`Store::round_trips`]).
+    /// Statements run and rows read, by every connection.
+    counts: Counts,
+}
+
+/// What the connections did, for `/server/metrics`.
+#[derive(Default)]
+struct Counts {
+    /// Statements run (see [`Store::round_trips`]).
     statements: AtomicU64,
+    /// Rows the statements returned (see [`Store::rows_read`]).
+    rows: AtomicU64,
 }
 
 /// A connection of its own that writes nothing but the counters, so that
@@ -267,13 +276,13 @@ impl Row for rusqlite::Row<'_> {
     }
 }
 
-/// A pooled connection driven by the shared SQL, and the store's count of
-/// statements run.
-struct Sqlite<'a>(&'a mut Connection, &'a AtomicU64);
+/// A pooled connection driven by the shared SQL, and the store's counts of
+/// statements run and rows read.
+struct Sqlite<'a>(&'a mut Connection, &'a Counts);
 
 impl Sqlite<'_> {
     fn count(&self) {
-        self.1.fetch_add(1, Ordering::Relaxed);
+        self.1.statements.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -294,10 +303,18 @@ impl SqlConn for Sqlite<'_> {
         let mut rows = stmt
             .query(params_from_iter(params.iter().map(Bound)))
             .map_err(map_sql_error)?;
-        while let Some(row) = rows.next().map_err(map_sql_error)? {
-            each(row)?;
-        }
-        Ok(())
+        // Counted once per statement: the counter is shared by every
+        // connection.
+        let mut read = 0;
+        let outcome = (|| {
+            while let Some(row) = rows.next().map_err(map_sql_error)? {
+                read += 1;
+                each(row)?;
+            }
+            Ok(())
+        })();
+        self.1.rows.fetch_add(read, Ordering::Relaxed);
+        outcome
     }
 
     fn execute(&mut self, sql: &str, params: &[Scalar]) -> Result<u64, StoreError> {
@@ -334,9 +351,10 @@ impl SqliteStore {
                 .map_err(map_sql_error)?;
         }
         let manager = SqliteConnectionManager::file(path).with_init(set_up_connection);
+        let max_size = pool_max.unwrap_or(DEFAULT_POOL_SIZE).max(1);
         let pool = r2d2::Pool::builder()
-            .max_size(pool_max.unwrap_or(DEFAULT_POOL_SIZE).max(1))
-            .min_idle(Some(2))
+            .max_size(max_size)
+            .min_idle(Some(max_size.min(2)))
             .connection_timeout(Duration::from_secs(30))
             .build(manager)
             .map_err(|e| backend(format!("cannot open {}: {e}", path.display())))?;
@@ -345,7 +363,7 @@ impl SqliteStore {
             write_lock: Mutex::new(()),
             schema: RwLock::new(Arc::new(Schema::default())),
             changes: Mutex::new(ChangeWatch::open(path)?),
-            statements: AtomicU64::new(0),
+            counts: Counts::default(),
         };
         let schema = store.in_write_tx(|conn| {
             conn.execute_batch(migrate::BOOKKEEPING)?;
@@ -379,8 +397,8 @@ impl SqliteStore {
                 conn.execute_batch("BEGIN IMMEDIATE")
                     .map_err(map_sql_error)?;
                 // BEGIN, and COMMIT or ROLLBACK.
-                self.statements.fetch_add(2, Ordering::Relaxed);
-                match f(&mut Sqlite(conn, &self.statements)) {
+                self.counts.statements.fetch_add(2, Ordering::Relaxed);
+                match f(&mut Sqlite(conn, &self.counts)) {
                     Ok(value) => match conn.execute_batch("COMMIT") {
                         Ok(()) => Ok(value),
                         Err(e) => {
@@ -404,7 +422,7 @@ impl Store for SqliteStore {
     }
 
     fn read(&self, work: &mut ReadWork<'_>) -> Result<(), StoreError> {
-        self.with_conn(|conn| work(&mut ReadConn(&mut Sqlite(conn, &self.statements))))
+        self.with_conn(|conn| work(&mut ReadConn(&mut Sqlite(conn, &self.counts))))
     }
 
     fn write(&self, work: &mut WriteWork<'_>) -> Result<(), StoreError> {
@@ -412,12 +430,16 @@ impl Store for SqliteStore {
     }
 
     fn data_version(&self) -> u64 {
-        self.statements.fetch_add(1, Ordering::Relaxed);
+        self.counts.statements.fetch_add(1, Ordering::Relaxed);
         self.changes.lock().version()
     }
 
     fn round_trips(&self) -> u64 {
-        self.statements.load(Ordering::Relaxed)
+        self.counts.statements.load(Ordering::Relaxed)
+    }
+
+    fn rows_read(&self) -> u64 {
+        self.counts.rows.load(Ordering::Relaxed)
     }
 
     fn track_changes(&self, collections: &[&str]) -> Result<(), StoreError> {
@@ -445,7 +467,7 @@ impl Store for SqliteStore {
     }
 
     fn tracked_version(&self) -> Result<u64, StoreError> {
-        self.statements.fetch_add(1, Ordering::Relaxed);
+        self.counts.statements.fetch_add(1, Ordering::Relaxed);
         self.with_conn(|c| {
             c.prepare_cached("SELECT version FROM platform_tracked_changes WHERE id = 1")
                 .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
