@@ -499,7 +499,7 @@ impl Store for SqliteStore {
         exclusive_write(|| {
             let _turn = self.write_lock.lock();
             let mut watch = self.changes.lock();
-            sql::counter(&mut Sqlite(&mut watch.conn, &self.statements), op)
+            sql::counter(&mut Sqlite(&mut watch.conn, &self.counts), op)
         })
     }
 }
