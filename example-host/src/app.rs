@@ -12,7 +12,8 @@ use crate::extensions::Registry;
 use crate::items::Platform;
 use crate::storage::Store;
 use crate::{
-    bootstrap, demo, extensions, http, logging, memory, platform_schema, signin, storage, throttle,
+    bootstrap, demo, extensions, files, http, logging, memory, platform_schema, signin, storage,
+    throttle,
 };
 
 /// Opens the database, applies the platform's migrations, seeds a new
@@ -68,6 +69,8 @@ pub(crate) fn open_platform(
         .map_err(|e| format!("granting members their own role failed: {e}"))?;
     bootstrap::lower_case_emails(&platform)
         .map_err(|e| format!("lower-casing the stored emails failed: {e}"))?;
+    bootstrap::grant_member_files(&platform)
+        .map_err(|e| format!("granting members their rules on files failed: {e}"))?;
     Ok(platform)
 }
 
@@ -157,6 +160,21 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
             return ExitCode::FAILURE;
         }
     };
+    let files = match cli
+        .common
+        .location()
+        .and_then(|database| files::Files::from_env(&files::default_root(&database)))
+    {
+        Ok(files) => Arc::new(files),
+        Err(e) => {
+            log::error!("cannot set file storage up: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    log::info!(
+        "files kept in storage locations {:?}",
+        files.storage.names().collect::<Vec<_>>()
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -177,6 +195,7 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
             cli.serve.anonymous_payload_budget,
         )),
         throttle,
+        files,
         limits: http::Limits {
             max_payload: cli.serve.max_payload,
             extension_timeout: std::time::Duration::from_millis(

@@ -11,6 +11,7 @@ mod bootstrap;
 mod config;
 mod demo;
 mod extensions;
+pub mod files;
 mod http;
 mod items;
 mod logging;

@@ -25,6 +25,12 @@ pub enum HttpError {
     ExtensionInvalidToken,
     #[error("Payload too large")]
     PayloadTooLarge,
+    /// An upload past `FILES_MAX_UPLOAD_SIZE` (Directus's answer).
+    #[error("Uploaded content is too large.")]
+    ContentTooLarge,
+    /// File storage failed (Directus's answer, 503).
+    #[error("Service \"files\" is unavailable. {0}.")]
+    StorageUnavailable(String),
     /// A body nested deeper than its route accepts.
     #[error("Request body nested too deeply")]
     BodyTooDeep,
@@ -188,6 +194,14 @@ impl HttpError {
             }
             HttpError::ExtensionInvalidToken => simple_body(StatusCode::UNAUTHORIZED, &message),
             HttpError::PayloadTooLarge => simple_body(StatusCode::PAYLOAD_TOO_LARGE, &message),
+            HttpError::ContentTooLarge => {
+                items_body(StatusCode::PAYLOAD_TOO_LARGE, "CONTENT_TOO_LARGE", &message)
+            }
+            HttpError::StorageUnavailable(_) => items_body(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "SERVICE_UNAVAILABLE",
+                &message,
+            ),
             HttpError::BodyTooDeep => simple_body(StatusCode::BAD_REQUEST, &message),
             HttpError::BodyTimeout => simple_body(StatusCode::REQUEST_TIMEOUT, &message),
             HttpError::ExtensionTimeout => simple_body(StatusCode::GATEWAY_TIMEOUT, &message),

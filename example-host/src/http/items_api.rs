@@ -241,7 +241,7 @@ pub async fn read_many(
 
 /// A missing item reads as forbidden for non-admins, so that ids of other
 /// users' items cannot be probed.
-fn missing(who: &Who, id: &str) -> HttpError {
+pub(super) fn missing(who: &Who, id: &str) -> HttpError {
     if who.is_admin() {
         HttpError::Items(ItemsError::NotFound(format!("Item \"{id}\" not found")))
     } else {

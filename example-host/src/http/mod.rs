@@ -6,6 +6,7 @@ mod auth_api;
 mod browsers;
 mod errors;
 mod extension_api;
+mod files_api;
 mod items_api;
 mod server_api;
 mod throttle;
@@ -53,6 +54,8 @@ pub struct AppState {
     /// What requests that are not authenticated may make the host hold.
     pub unauthenticated: Arc<UnauthenticatedBodies>,
     pub throttle: Arc<crate::throttle::Throttle>,
+    /// File storage and the rules of uploads.
+    pub files: Arc<crate::files::Files>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -85,6 +88,13 @@ pub fn router(state: AppState) -> Router {
             get(items_api::read_one)
                 .patch(items_api::update)
                 .delete(items_api::delete),
+        )
+        .route("/files", get(files_api::read_many).post(files_api::create))
+        .route(
+            "/files/{id}",
+            get(files_api::read_one)
+                .patch(files_api::update)
+                .delete(files_api::delete),
         )
         .fallback(extension_api::dispatch)
         .method_not_allowed_fallback(method_not_allowed)
