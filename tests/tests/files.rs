@@ -309,3 +309,66 @@ fn hosts_on_one_database_share_an_s3_bucket() {
     assert_eq!(r.status, 204, "{}", r.body);
     assert_eq!(file_count(&first), 0);
 }
+
+#[test]
+fn folders_hold_files_and_members_read_them() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "folders-6");
+    let r = host.post("/folders", Some(ADMIN_TOKEN), &json!({"name": "Photos"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let photos = id_of(&r.json()["data"]);
+    let r = host.post(
+        "/folders",
+        Some(ADMIN_TOKEN),
+        &json!({"name": "Beach", "parent": photos}),
+    );
+    let beach = id_of(&r.json()["data"]);
+    assert_eq!(r.json()["data"]["parent"], photos.as_str());
+
+    let r = host.get(
+        "/folders?filter[parent][_null]=true&fields=name",
+        Some("folders-6"),
+    );
+    assert_eq!(r.json()["data"], json!([{"name": "Photos"}]), "{}", r.body);
+    let r = host.get(
+        &format!("/folders/{beach}?fields=name,parent.name"),
+        Some("folders-6"),
+    );
+    assert_eq!(
+        r.json()["data"],
+        json!({"name": "Beach", "parent": {"name": "Photos"}}),
+        "{}",
+        r.body
+    );
+    let r = host.post("/folders", Some("folders-6"), &json!({"name": "Mine"}));
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(host.get("/folders", None).status, 403);
+
+    let form =
+        Form::new()
+            .field("folder", &beach)
+            .file("file", "a.txt", "text/plain", b"in the folder");
+    let r = host.send_form("POST", "/files", Some("folders-6"), &form);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let file = id_of(&r.json()["data"]);
+    assert_eq!(r.json()["data"]["folder"], beach.as_str());
+    let r = host.get(
+        &format!("/files?filter[folder][_eq]={beach}&fields=id"),
+        Some("folders-6"),
+    );
+    assert_eq!(r.json()["data"], json!([{"id": file}]), "{}", r.body);
+
+    let r = host.patch(
+        &format!("/folders/{beach}"),
+        Some(ADMIN_TOKEN),
+        &json!({"name": "Sea"}),
+    );
+    assert_eq!(r.json()["data"]["name"], "Sea", "{}", r.body);
+    assert_eq!(
+        host.delete(&format!("/folders/{beach}"), Some(ADMIN_TOKEN))
+            .status,
+        204
+    );
+    let r = host.get(&format!("/files/{file}"), Some("folders-6"));
+    assert_eq!(r.json()["data"]["folder"], json!(null), "{}", r.body);
+}

@@ -7,6 +7,7 @@ mod browsers;
 mod errors;
 mod extension_api;
 mod files_api;
+mod folders_api;
 mod items_api;
 mod server_api;
 mod throttle;
@@ -95,6 +96,16 @@ pub fn router(state: AppState) -> Router {
             get(files_api::read_one)
                 .patch(files_api::update)
                 .delete(files_api::delete),
+        )
+        .route(
+            "/folders",
+            get(folders_api::read_many).post(folders_api::create),
+        )
+        .route(
+            "/folders/{id}",
+            get(folders_api::read_one)
+                .patch(folders_api::update)
+                .delete(folders_api::delete),
         )
         .fallback(extension_api::dispatch)
         .method_not_allowed_fallback(method_not_allowed)
