@@ -15,6 +15,9 @@ pub struct Files {
     /// Types an upload may have (`FILES_MIME_TYPE_ALLOW_LIST`: `type/sub`,
     /// `type/*` or `*/*`; default any).
     pub allowed_types: Vec<String>,
+    /// How long clients may keep an asset (`ASSETS_CACHE_TTL`, default
+    /// `30d`), in its `Cache-Control`.
+    pub cache_ttl: std::time::Duration,
 }
 
 /// How many first bytes of an upload are looked at for its type and an
@@ -41,6 +44,12 @@ impl Files {
                         .collect()
                 })
                 .unwrap_or_else(|| vec!["*/*".into()]),
+            cache_ttl: match var("ASSETS_CACHE_TTL") {
+                None => std::time::Duration::from_secs(30 * 86_400),
+                Some(v) if v.trim() == "0" => std::time::Duration::ZERO,
+                Some(v) => crate::signin::settings::parse_duration(&v)
+                    .map_err(|e| format!("ASSETS_CACHE_TTL: {e}"))?,
+            },
         })
     }
 
@@ -178,6 +187,7 @@ mod tests {
             storage: Storage::open(vec![]).unwrap_or_else(|_| unreachable!()),
             max_upload_size: 1,
             allowed_types: allowed.iter().map(|s| s.to_string()).collect(),
+            cache_ttl: std::time::Duration::ZERO,
         };
         let images = files(&["image/*", "application/pdf"]);
         assert!(images.allows("image/png"));

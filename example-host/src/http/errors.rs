@@ -28,6 +28,9 @@ pub enum HttpError {
     /// An upload past `FILES_MAX_UPLOAD_SIZE` (Directus's answer).
     #[error("Uploaded content is too large.")]
     ContentTooLarge,
+    /// A `Range` outside a file's bytes (Directus's answer, 416).
+    #[error("Range \"{0}\" is invalid or the file's size doesn't match the requested range.")]
+    RangeNotSatisfiable(String),
     /// File storage failed (Directus's answer, 503).
     #[error("Service \"files\" is unavailable. {0}.")]
     StorageUnavailable(String),
@@ -197,6 +200,11 @@ impl HttpError {
             HttpError::ContentTooLarge => {
                 items_body(StatusCode::PAYLOAD_TOO_LARGE, "CONTENT_TOO_LARGE", &message)
             }
+            HttpError::RangeNotSatisfiable(_) => items_body(
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                "RANGE_NOT_SATISFIABLE",
+                &message,
+            ),
             HttpError::StorageUnavailable(_) => items_body(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "SERVICE_UNAVAILABLE",

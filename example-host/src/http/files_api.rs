@@ -566,3 +566,11 @@ async fn write_bytes(
         }
     }
 }
+
+/// Stored bytes as a response body, read as it is sent.
+pub(super) fn body_of(
+    chunks: futures_util::stream::BoxStream<'static, Result<Bytes, files::StorageError>>,
+) -> Body {
+    use futures_util::StreamExt;
+    Body::from_stream(chunks.map(|c| c.map_err(std::io::Error::other)))
+}

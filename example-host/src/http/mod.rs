@@ -2,6 +2,7 @@
 //! authentication of each request, body limits and graceful shutdown.
 
 mod access_log;
+mod assets_api;
 mod auth_api;
 mod browsers;
 mod errors;
@@ -107,6 +108,8 @@ pub fn router(state: AppState) -> Router {
                 .patch(folders_api::update)
                 .delete(folders_api::delete),
         )
+        .route("/assets/{id}", get(assets_api::asset))
+        .route("/assets/{id}/{filename}", get(assets_api::asset_named))
         .fallback(extension_api::dispatch)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
