@@ -242,15 +242,26 @@ pub fn grant_member_files(platform: &Platform) -> Result<usize, ItemsError> {
     Ok(granted)
 }
 
+/// What members may write of a file record: its description, never where
+/// its bytes are, what they are or who uploaded them (the host's).
+const MEMBER_FILE_FIELDS: [&str; 6] = [
+    "title",
+    "description",
+    "tags",
+    "folder",
+    "filename_download",
+    "charset",
+];
+
 /// Members' rules on files and folders.
 fn member_file_rules(policy: &str) -> Vec<Value> {
     let own = json!({"uploaded_by": {"_eq": "$CURRENT_USER"}});
     vec![
         json!({"policy": policy, "collection": "platform_files", "action": "create", "permissions": null,
-               "fields": ["*"], "presets": {"uploaded_by": "$CURRENT_USER"}}),
+               "fields": MEMBER_FILE_FIELDS, "presets": {"uploaded_by": "$CURRENT_USER"}}),
         json!({"policy": policy, "collection": "platform_files", "action": "read", "permissions": own, "fields": ["*"]}),
-        json!({"policy": policy, "collection": "platform_files", "action": "update", "permissions": own, "fields": ["*"],
-               "presets": {"uploaded_by": "$CURRENT_USER"}}),
+        json!({"policy": policy, "collection": "platform_files", "action": "update", "permissions": own,
+               "fields": MEMBER_FILE_FIELDS}),
         json!({"policy": policy, "collection": "platform_files", "action": "delete", "permissions": own}),
         json!({"policy": policy, "collection": "platform_folders", "action": "read", "permissions": null, "fields": ["*"]}),
     ]

@@ -117,6 +117,37 @@ fn metadata_changes_and_replacements_keep_the_record() {
     );
     assert_eq!(r.status, 403, "{}", r.body);
 
+    // Where the bytes are, what they are and who uploaded them are the
+    // host's: an owner pointing their record at other bytes is refused.
+    for field in [
+        "filename_disk",
+        "storage",
+        "filesize",
+        "type",
+        "uploaded_by",
+    ] {
+        let r = host.patch(
+            &format!("/files/{id}"),
+            Some("owner-2"),
+            &json!({ field: "x" }),
+        );
+        assert_eq!(r.status, 403, "{field}: {}", r.body);
+    }
+    let form = Form::new()
+        .field("filename_disk", "elsewhere.txt")
+        .field("uploaded_by", "someone")
+        .file("file", "d.txt", "text/plain", b"d");
+    let r = host.send_form("POST", "/files", Some("owner-2"), &form);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let other = r.json()["data"].clone();
+    assert_eq!(other["filename_disk"], format!("{}.txt", id_of(&other)));
+    assert_ne!(other["uploaded_by"], "someone");
+    assert_eq!(
+        host.delete(&format!("/files/{}", id_of(&other)), Some("owner-2"))
+            .status,
+        204
+    );
+
     // New bytes through multipart: same record, new size, old bytes gone.
     let form = Form::new().file("file", "b.txt", "text/plain", b"second version");
     let r = host.send_form("PATCH", &format!("/files/{id}"), Some("owner-2"), &form);

@@ -28,6 +28,21 @@ use crate::items::{Platform, Session, Who};
 /// The collection of file records.
 pub const FILES: &str = "platform_files";
 
+/// Fields of a file record that say where its bytes are and what they
+/// are: the host writes them from the upload, whatever a form says.
+const HOST_FIELDS: &[&str] = &[
+    "id",
+    "filename_disk",
+    "filesize",
+    "type",
+    "width",
+    "height",
+    "duration",
+    "uploaded_by",
+    "uploaded_on",
+    "modified_on",
+];
+
 /// Longest value of a form field before the file.
 const MAX_FIELD_LEN: usize = 64 * 1024;
 
@@ -403,12 +418,28 @@ async fn store(
     let size = files::image_size(&mime, &head.bytes);
     let extension = files::extension_of(&upload.filename);
 
-    // The record: made now (or, for a replacement, checked writable).
+    // The record: made now (or, for a replacement, checked writable) from
+    // what the caller may write; where and what the bytes are is the
+    // host's to write, below.
+    let mut payload = upload.payload;
+    for owned in HOST_FIELDS {
+        payload.remove(*owned);
+    }
+    let asked_location = match payload.remove("storage") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => Some(name),
+        Some(other) => Some(other.to_string()),
+    };
+    if let Some(name) = &asked_location {
+        if files.storage.location(name).is_none() {
+            return Err(HttpError::InvalidPayload(format!(
+                "Invalid payload. Storage location \"{name}\" doesn't exist."
+            )));
+        }
+    }
     let platform = state.platform.clone();
     let default_location = files.storage.default_location().name.clone();
     let (record_who, existing) = (who.clone(), upload.existing.clone());
-    let record_mime = mime.clone();
-    let mut payload = upload.payload;
     let filename = upload.filename;
     let prepared = blocking(move || match existing {
         None => {
@@ -416,21 +447,13 @@ async fn store(
                 .entry("title")
                 .or_insert_with(|| Value::String(files::title_from_filename(&filename)));
             payload.insert("filename_download".into(), Value::String(filename));
-            payload.insert("type".into(), Value::String(record_mime));
-            payload
-                .entry("storage")
-                .or_insert_with(|| Value::String(default_location));
-            let location = payload
-                .get("storage")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
             let id = platform.create_one(
                 &mut Session::Auto,
                 &record_who,
                 FILES,
                 &Value::Object(payload),
             )?;
+            let location = asked_location.unwrap_or(default_location);
             Ok::<_, HttpError>((id.clone(), location, format!("{id}{extension}"), None))
         }
         Some(id) => {
@@ -442,9 +465,10 @@ async fn store(
                 &Value::Object(payload),
             )?;
             let old = stored_at(&platform, &id)?;
-            let location = match &old {
-                Some((location, _)) => location.clone(),
-                None => default_location,
+            let location = match (asked_location, &old) {
+                (Some(asked), _) => asked,
+                (None, Some((location, _))) => location.clone(),
+                (None, None) => default_location,
             };
             let nonce = &uuid::Uuid::new_v4().simple().to_string()[..8];
             Ok((
