@@ -8,14 +8,19 @@ import { test } from 'node:test';
 import {
 	authentication,
 	createDirectus,
+	createFolder,
 	createItem,
 	customEndpoint,
+	deleteFile,
+	readFile,
+	readFolders,
 	readItems,
 	readMe,
 	rest,
 	staticToken,
 	updateItem,
 	updateMe,
+	uploadFiles,
 	withToken,
 } from '@directus/sdk';
 
@@ -205,5 +210,36 @@ test('readItems follows a reference and a one-to-many alias under the reader\'s 
 		}
 	}
 	assert.ok(models > 0, 'the demo videos have models');
+	await client.logout();
+});
+
+test('uploadFiles sends fields and a file; readFile, readFolders and deleteFile', async () => {
+	const folder = await admin.request(createFolder({ name: 'Uploads' }));
+	const client = signedOutClient('json');
+	await client.login(viewer);
+	const me = await client.request(readMe({ fields: ['id'] }));
+
+	const form = new FormData();
+	form.append('title', 'A note');
+	form.append('folder', folder.id);
+	form.append('file', new Blob(['hello from the sdk'], { type: 'text/plain' }), 'note.txt');
+	const file = await client.request(uploadFiles(form));
+	assert.equal(file.title, 'A note');
+	assert.equal(file.folder, folder.id);
+	assert.equal(file.type, 'text/plain');
+	assert.equal(file.filesize, 18);
+	assert.equal(file.filename_download, 'note.txt');
+	assert.equal(file.uploaded_by, me.id);
+
+	const read = await client.request(readFile(file.id, { fields: ['id', 'title', 'folder.name'] }));
+	assert.deepEqual(read, { id: file.id, title: 'A note', folder: { name: 'Uploads' } });
+	const folders = await client.request(readFolders({ filter: { name: { _eq: 'Uploads' } }, fields: ['id', 'name'] }));
+	assert.deepEqual(folders, [{ id: folder.id, name: 'Uploads' }]);
+	const bytes = await fetch(`${url}/assets/${file.id}`, { headers: { Authorization: `Bearer ${(await client.getToken())}` } });
+	assert.equal(bytes.status, 200);
+	assert.equal(await bytes.text(), 'hello from the sdk');
+
+	await client.request(deleteFile(file.id));
+	assert.equal((await refusal(client.request(readFile(file.id)))).status, 403);
 	await client.logout();
 });
