@@ -257,3 +257,158 @@ fn bytes_uploaded_through_one_host_are_read_through_another() {
     );
     assert_eq!(got.status, 403);
 }
+
+fn png(width: u32, height: u32) -> Vec<u8> {
+    let img = image::DynamicImage::ImageRgba8(image::RgbaImage::from_pixel(
+        width,
+        height,
+        image::Rgba([10, 120, 200, 255]),
+    ));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("png");
+    out.into_inner()
+}
+
+fn dimensions(bytes: &[u8]) -> (u32, u32) {
+    let img = image::load_from_memory(bytes).expect("an image");
+    (img.width(), img.height())
+}
+
+fn transforms_in(host: &Host, id: &str) -> usize {
+    std::fs::read_dir(host.uploads_dir().join("__transforms").join(id))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn images_are_transformed_once_and_kept() {
+    let host = Host::start(
+        HostOptions::svc()
+            .env_var(
+                "ASSETS_TRANSFORM_PRESETS",
+                r#"[{"key": "thumb", "width": 8, "height": 8, "fit": "contain"}]"#,
+            )
+            .env_var("ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION", "100"),
+    );
+    let form = Form::new().file("file", "pic.png", "image/png", &png(40, 20));
+    let r = host.send_form("POST", "/files", Some(ADMIN_TOKEN), &form);
+    let id = id_of(&r.json()["data"]);
+    let admin = format!("Bearer {ADMIN_TOKEN}");
+    let auth = ("Authorization", admin.as_str());
+
+    let got = get(&host, &format!("/assets/{id}?width=10&unknown=1"), &[auth]);
+    assert_eq!(got.status, 200);
+    assert_eq!(got.header("content-type"), Some("image/png"));
+    assert_eq!(dimensions(&got.body), (10, 5));
+    assert_eq!(transforms_in(&host, &id), 1);
+    let again = get(&host, &format!("/assets/{id}?width=10"), &[auth]);
+    assert_eq!(again.body, got.body);
+    assert_eq!(transforms_in(&host, &id), 1, "computed once");
+
+    let got = get(
+        &host,
+        &format!("/assets/{id}?width=10&height=10&fit=inside"),
+        &[auth],
+    );
+    assert_eq!(dimensions(&got.body), (10, 5));
+    let got = get(&host, &format!("/assets/{id}?key=thumb"), &[auth]);
+    assert_eq!(dimensions(&got.body), (8, 8));
+    let got = get(
+        &host,
+        &format!("/assets/{id}?width=10&format=auto"),
+        &[auth, ("Accept", "image/avif,image/webp,*/*")],
+    );
+    assert_eq!(got.header("content-type"), Some("image/webp"));
+    assert_eq!(dimensions(&got.body), (10, 5));
+    let got = get(
+        &host,
+        &format!("/assets/{id}?width=10&format=jpg&quality=40"),
+        &[auth],
+    );
+    assert_eq!(got.header("content-type"), Some("image/jpeg"));
+    let got = get(
+        &host,
+        &format!("/assets/{id}?width=400&withoutEnlargement=true"),
+        &[auth],
+    );
+    assert_eq!(dimensions(&got.body), (40, 20));
+    let got = get(
+        &host,
+        &format!("/assets/{id}?transforms=%5B%5B%22rotate%22%2C90%5D%5D"),
+        &[auth],
+    );
+    assert_eq!(dimensions(&got.body), (20, 40));
+
+    // Refused: a preset with other parameters, an unknown preset, a
+    // parameter out of range, an image past the size bound.
+    for query in ["key=thumb&width=3", "key=none", "width=abc", "fit=sideways"] {
+        let got = get(&host, &format!("/assets/{id}?{query}"), &[auth]);
+        assert_eq!(got.status, 400, "{query}");
+    }
+    let form = Form::new().file("file", "wide.png", "image/png", &png(200, 4));
+    let wide = id_of(
+        &host
+            .send_form("POST", "/files", Some(ADMIN_TOKEN), &form)
+            .json()["data"],
+    );
+    let got = get(&host, &format!("/assets/{wide}?width=10"), &[auth]);
+    assert_eq!(got.status, 400);
+    let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(
+        error["errors"][0]["extensions"]["code"],
+        "ILLEGAL_ASSET_TRANSFORMATION"
+    );
+    assert_eq!(
+        dimensions(&get(&host, &format!("/assets/{wide}"), &[auth]).body),
+        (200, 4)
+    );
+
+    // Not an image: the parameters are ignored.
+    let text = upload(&host, ADMIN_TOKEN, "a.txt", b"plain");
+    let got = get(
+        &host,
+        &format!("/assets/{text}?width=10&format=webp"),
+        &[auth],
+    );
+    assert_eq!(got.body, b"plain");
+
+    // New bytes and a deleted file take their transformations along.
+    let form = Form::new().file("file", "pic.png", "image/png", &png(30, 30));
+    let r = host.send_form("PATCH", &format!("/files/{id}"), Some(ADMIN_TOKEN), &form);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(transforms_in(&host, &id), 0);
+    let got = get(&host, &format!("/assets/{id}?width=10"), &[auth]);
+    assert_eq!(dimensions(&got.body), (10, 10));
+    assert_eq!(
+        host.delete(&format!("/files/{id}"), Some(ADMIN_TOKEN))
+            .status,
+        204
+    );
+    assert_eq!(transforms_in(&host, &id), 0);
+}
+
+#[test]
+fn a_transformation_past_its_time_is_503_and_keeps_nothing() {
+    let host = Host::start(HostOptions::svc().env_var("ASSETS_TRANSFORM_TIMEOUT", "1ms"));
+    let form = Form::new().file("file", "big.png", "image/png", &png(1500, 1500));
+    let id = id_of(
+        &host
+            .send_form("POST", "/files", Some(ADMIN_TOKEN), &form)
+            .json()["data"],
+    );
+    let admin = format!("Bearer {ADMIN_TOKEN}");
+    let got = get(
+        &host,
+        &format!("/assets/{id}?width=1499"),
+        &[("Authorization", &admin)],
+    );
+    assert_eq!(got.status, 503);
+    let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(
+        error["errors"][0]["extensions"]["code"],
+        "SERVICE_UNAVAILABLE"
+    );
+    assert_eq!(transforms_in(&host, &id), 0);
+    host.assert_serving();
+}

@@ -3,6 +3,7 @@
 //! is allowed at all (`Files`, from `FILES_*`).
 
 pub mod storage;
+pub mod transform;
 
 pub use storage::{Location, Storage, StorageError};
 
@@ -18,6 +19,11 @@ pub struct Files {
     /// How long clients may keep an asset (`ASSETS_CACHE_TTL`, default
     /// `30d`), in its `Cache-Control`.
     pub cache_ttl: std::time::Duration,
+    /// Image transformations of assets (`ASSETS_TRANSFORM_*`).
+    pub transforms: transform::Settings,
+    /// Transformations running now, at most `transforms.max_concurrent`
+    /// (one that ran past its time holds its slot until it ends).
+    pub transform_slots: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 /// How many first bytes of an upload are looked at for its type and an
@@ -29,8 +35,13 @@ impl Files {
     /// `local` location without a root keeps its files in `default_root`.
     pub fn from_env(default_root: &std::path::Path) -> Result<Self, String> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let transforms = transform::Settings::from_vars(&var)?;
         Ok(Self {
             storage: Storage::from_env(default_root)?,
+            transform_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(
+                transforms.max_concurrent,
+            )),
+            transforms,
             max_upload_size: match var("FILES_MAX_UPLOAD_SIZE") {
                 None => 100 * 1000 * 1000,
                 Some(v) => parse_size(&v)
@@ -188,6 +199,8 @@ mod tests {
             max_upload_size: 1,
             allowed_types: allowed.iter().map(|s| s.to_string()).collect(),
             cache_ttl: std::time::Duration::ZERO,
+            transforms: transform::Settings::from_vars(&|_| None).unwrap(),
+            transform_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(1)),
         };
         let images = files(&["image/*", "application/pdf"]);
         assert!(images.allows("image/png"));

@@ -310,6 +310,19 @@ impl Location {
         Ok(self.store.get(&Key::from(key)).await?.bytes().await?)
     }
 
+    /// Removes every key under the folder `prefix`.
+    pub async fn delete_under(&self, prefix: &str) -> Result<(), StorageError> {
+        let mut listed = self.store.list(Some(&Key::from(prefix)));
+        while let Some(meta) = listed.next().await {
+            let meta = meta?;
+            match self.store.delete(&meta.location).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
     /// Removes `key`; one that is already gone is no error.
     pub async fn delete(&self, key: &str) -> Result<(), StorageError> {
         match self.store.delete(&Key::from(key)).await {

@@ -13,6 +13,7 @@ use sha2::Digest;
 use super::files_api::{body_of, FILES};
 use super::items_api::{caller, ItemPath};
 use super::{blocking, AppState, HttpError};
+use crate::files::transform::{self, Transform};
 use crate::files::StorageError;
 use crate::items::{ItemsError, Session, Who};
 use crate::query::{ListParam, WireQuery};
@@ -47,6 +48,8 @@ struct Record {
     mime: String,
     filename: Option<String>,
     signed_in: bool,
+    width: Option<u64>,
+    height: Option<u64>,
 }
 
 async fn serve(
@@ -55,9 +58,12 @@ async fn serve(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Response, HttpError> {
+    let transform = Transform::from_query(uri.query(), &state.files.transforms)
+        .map_err(|e| HttpError::Items(ItemsError::InvalidQuery(e)))?;
     let platform = state.platform.clone();
+    let file_id = id.clone();
     let (request_headers, request_uri) = (headers.clone(), uri.clone());
-    let record = blocking(move || {
+    let mut record = blocking(move || {
         let who = caller(&platform, &request_headers, &request_uri)?;
         // Access is the caller's right to read the record.
         let only_id = WireQuery {
@@ -89,6 +95,8 @@ async fn serve(
             mime: text("type").unwrap_or_else(|| "application/octet-stream".into()),
             filename: text("filename_download"),
             signed_in: who.accountability.is_some(),
+            width: full.get("width").and_then(Value::as_u64),
+            height: full.get("height").and_then(Value::as_u64),
         })
     })
     .await?;
@@ -101,6 +109,24 @@ async fn serve(
         StorageError::NotFound => forbidden(),
         other => HttpError::StorageUnavailable(format!("Couldn't read file: {other}")),
     };
+    if let Some(transform) = transform.filter(|_| transform::transformable(&record.mime)) {
+        let accept = headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if let Some(format) = transform.output_format(&record.mime, accept) {
+            let key = transform.key(&file_id, format);
+            match location.head(&key).await {
+                Ok(_) => {}
+                Err(StorageError::NotFound) => {
+                    transformed(&state, location, &record, &transform, format, &key).await?
+                }
+                Err(e) => return Err(unavailable(e)),
+            }
+            record.key = key;
+            record.mime = format.mime().to_string();
+        }
+    }
     let stat = location.head(&record.key).await.map_err(unavailable)?;
 
     let etag = {
@@ -188,6 +214,59 @@ async fn serve(
         None => StatusCode::OK,
     };
     Ok((status, answer_headers, body_of(read.chunks)).into_response())
+}
+
+/// Computes a transformation of the original and keeps it under `key`:
+/// within the size bound, the concurrency bound (503 past it) and the
+/// time limit (503 past it), off the async workers.
+async fn transformed(
+    state: &AppState,
+    location: &crate::files::Location,
+    record: &Record,
+    transform: &Transform,
+    format: transform::Format,
+    key: &str,
+) -> Result<(), HttpError> {
+    let files = &state.files;
+    let max = files.transforms.max_dimension;
+    if !matches!((record.width, record.height), (Some(w), Some(h)) if w <= max && h <= max) {
+        return Err(HttpError::IllegalTransformation);
+    }
+    let busy = || HttpError::StorageUnavailable("Server too busy".into());
+    let slot = files
+        .transform_slots
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| busy())?;
+    let failed =
+        |e: StorageError| HttpError::StorageUnavailable(format!("Couldn't read file: {e}"));
+    let original = location.read_all(&record.key).await.map_err(failed)?;
+    let transform = transform.clone();
+    let work = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        transform.apply(&original, format)
+    });
+    let out = match tokio::time::timeout(files.transforms.timeout, work).await {
+        Err(_) => {
+            return Err(HttpError::StorageUnavailable(
+                "Transformation timed out".into(),
+            ))
+        }
+        Ok(Err(e)) => return Err(HttpError::Internal(format!("transformation failed: {e}"))),
+        Ok(Ok(Err(e))) => {
+            return Err(HttpError::Items(ItemsError::InvalidQuery(format!(
+                "The image could not be transformed: {e}"
+            ))))
+        }
+        Ok(Ok(Ok(bytes))) => bytes,
+    };
+    let mut upload = location.begin(key).await.map_err(failed)?;
+    if let Err(e) = upload.put(axum::body::Bytes::from(out)).await {
+        upload.abort().await;
+        return Err(failed(e));
+    }
+    upload.finish().await.map_err(failed)?;
+    Ok(())
 }
 
 fn has_param(uri: &Uri, name: &str) -> bool {

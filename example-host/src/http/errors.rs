@@ -31,6 +31,10 @@ pub enum HttpError {
     /// A `Range` outside a file's bytes (Directus's answer, 416).
     #[error("Range \"{0}\" is invalid or the file's size doesn't match the requested range.")]
     RangeNotSatisfiable(String),
+    /// An image too large (or of unknown size) to transform (Directus's
+    /// answer).
+    #[error("Illegal asset transformation: width, height.")]
+    IllegalTransformation,
     /// File storage failed (Directus's answer, 503).
     #[error("Service \"files\" is unavailable. {0}.")]
     StorageUnavailable(String),
@@ -200,6 +204,11 @@ impl HttpError {
             HttpError::ContentTooLarge => {
                 items_body(StatusCode::PAYLOAD_TOO_LARGE, "CONTENT_TOO_LARGE", &message)
             }
+            HttpError::IllegalTransformation => items_body(
+                StatusCode::BAD_REQUEST,
+                "ILLEGAL_ASSET_TRANSFORMATION",
+                &message,
+            ),
             HttpError::RangeNotSatisfiable(_) => items_body(
                 StatusCode::RANGE_NOT_SATISFIABLE,
                 "RANGE_NOT_SATISFIABLE",

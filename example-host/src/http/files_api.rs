@@ -180,6 +180,7 @@ pub async fn delete(
     uri: Uri,
 ) -> Result<Response, HttpError> {
     let platform = state.platform.clone();
+    let file_id = id.clone();
     let stored = blocking(move || {
         let who = caller(&platform, &headers, &uri)?;
         let stored = stored_at(&platform, &id)?;
@@ -189,6 +190,7 @@ pub async fn delete(
     .await?;
     if let Some((location, key)) = stored {
         forget_bytes(&state.files, &location, &key).await;
+        forget_transforms(&state.files, &location, &file_id).await;
     }
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -220,6 +222,18 @@ pub(super) fn stored_at(
             _ => None,
         },
     )
+}
+
+/// Removes the transformations kept of a file's bytes.
+async fn forget_transforms(files: &Files, location: &str, id: &str) {
+    if let Some(location) = files.storage.location(location) {
+        if let Err(e) = location
+            .delete_under(&files::transform::prefix_of(id))
+            .await
+        {
+            log::warn!("deleting the transformations of {id} failed: {e}");
+        }
+    }
 }
 
 async fn forget_bytes(files: &Files, location: &str, key: &str) {
@@ -529,6 +543,7 @@ async fn store(
         if old_key != key {
             forget_bytes(&files, &old_location, &old_key).await;
         }
+        forget_transforms(&files, &old_location, &id).await;
     }
     Ok(id)
 }
