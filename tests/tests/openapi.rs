@@ -38,7 +38,7 @@ const SPEC_ROUTES: [(&str, &str); 24] = [
 ];
 
 /// The host's own routes (README "Host endpoints").
-const HOST_ROUTES: [(&str, &str); 16] = [
+const HOST_ROUTES: [(&str, &str); 28] = [
     ("get", "/server/ping"),
     ("get", "/server/health"),
     ("get", "/server/specs/oas"),
@@ -55,6 +55,18 @@ const HOST_ROUTES: [(&str, &str); 16] = [
     ("get", "/users/me"),
     ("patch", "/users/me"),
     ("post", "/users/register"),
+    ("get", "/files"),
+    ("post", "/files"),
+    ("get", "/files/{}"),
+    ("patch", "/files/{}"),
+    ("delete", "/files/{}"),
+    ("get", "/folders"),
+    ("post", "/folders"),
+    ("get", "/folders/{}"),
+    ("patch", "/folders/{}"),
+    ("delete", "/folders/{}"),
+    ("get", "/assets/{}"),
+    ("get", "/assets/{}/{}"),
 ];
 
 const METHODS: [&str; 8] = [
@@ -178,6 +190,11 @@ fn the_document_matches_the_routes() {
                     format!("/svc/recordings/{RECORDING}/play/{recording_play}")
                 }
                 "/svc/gamification/user/{}" => format!("/svc/gamification/user/{user}"),
+                // No such file or folder: the route answers all the same.
+                "/files/{}" | "/folders/{}" | "/assets/{}" => {
+                    shape(path).replace("{}", "00000000-0000-4000-8000-000000000000")
+                }
+                "/assets/{}/{}" => "/assets/00000000-0000-4000-8000-000000000000/a.txt".into(),
                 s if s.starts_with("/svc/videos/{}") => s.replacen("{}", VIDEO, 1),
                 s if s.starts_with("/svc/recordings/{}") => s.replacen("{}", RECORDING, 1),
                 s => s.to_string(),
