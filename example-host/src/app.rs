@@ -12,8 +12,8 @@ use crate::extensions::Registry;
 use crate::items::Platform;
 use crate::storage::Store;
 use crate::{
-    bootstrap, demo, extensions, http, logging, mail, memory, platform_schema, signin, storage,
-    throttle,
+    bootstrap, demo, extensions, files, http, logging, mail, memory, platform_schema, signin,
+    storage, throttle,
 };
 
 /// Opens the database, applies the platform's migrations, seeds a new
@@ -71,6 +71,8 @@ pub(crate) fn open_platform(
         .map_err(|e| format!("lower-casing the stored emails failed: {e}"))?;
     bootstrap::grant_members_own_access(&platform)
         .map_err(|e| format!("granting members their own access rows failed: {e}"))?;
+    bootstrap::grant_member_files(&platform)
+        .map_err(|e| format!("granting members their rules on files failed: {e}"))?;
     Ok(platform)
 }
 
@@ -167,6 +169,21 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
             return ExitCode::FAILURE;
         }
     };
+    let files = match cli
+        .common
+        .location()
+        .and_then(|database| files::Files::from_env(&files::default_root(&database)))
+    {
+        Ok(files) => Arc::new(files),
+        Err(e) => {
+            log::error!("cannot set file storage up: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    log::info!(
+        "files kept in storage locations {:?}",
+        files.storage.names().collect::<Vec<_>>()
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -187,6 +204,7 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
             cli.serve.anonymous_payload_budget,
         )),
         throttle,
+        files,
         limits: http::Limits {
             max_payload: cli.serve.max_payload,
             max_batch_mutation: usize::try_from(cli.serve.max_batch_mutation).unwrap_or(usize::MAX),

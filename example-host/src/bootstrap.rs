@@ -295,6 +295,70 @@ pub fn lower_case_emails(platform: &Platform) -> Result<usize, ItemsError> {
     Ok(changed)
 }
 
+/// Id, among the platform's migrations, of the members' rules on files.
+const MEMBER_FILES: &str = "0013_member_files";
+
+/// Gives members, once, the rules of uploading (DECISIONS §5): they create
+/// files (the uploader is always themselves), and read, change and delete
+/// the ones they uploaded; folders they read. A policy that has any rule
+/// on files already keeps its rules as they are.
+pub fn grant_member_files(platform: &Platform) -> Result<usize, ItemsError> {
+    let who = Who::system();
+    let mut granted = 0;
+    platform.once(crate::platform_schema::OWNER, MEMBER_FILES, |s| {
+        granted = 0;
+        for policy in member_policy_ids(platform, s)? {
+            let existing = platform.read_by_query(
+                s,
+                &who,
+                "platform_permissions",
+                &WireQuery {
+                    filter: Some(json!({"_and": [
+                        {"policy": {"_eq": &policy}},
+                        {"collection": {"_in": ["platform_files", "platform_folders"]}},
+                    ]})),
+                    limit: Some(1),
+                    ..Default::default()
+                },
+                None,
+            )?;
+            if existing.is_empty() {
+                for rule in member_file_rules(&policy) {
+                    platform.create_one(s, &who, "platform_permissions", &rule)?;
+                    granted += 1;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(granted)
+}
+
+/// What members may write of a file record: its description, never where
+/// its bytes are, what they are or who uploaded them (the host's).
+const MEMBER_FILE_FIELDS: [&str; 6] = [
+    "title",
+    "description",
+    "tags",
+    "folder",
+    "filename_download",
+    "charset",
+];
+
+/// Members' rules on files and folders.
+fn member_file_rules(policy: &str) -> Vec<Value> {
+    let own = json!({"uploaded_by": {"_eq": "$CURRENT_USER"}});
+    vec![
+        json!({"policy": policy, "collection": "platform_files", "action": "create", "permissions": null,
+               "fields": MEMBER_FILE_FIELDS, "presets": {"uploaded_by": "$CURRENT_USER"}}),
+        json!({"policy": policy, "collection": "platform_files", "action": "read", "permissions": own, "fields": ["*"]}),
+        json!({"policy": policy, "collection": "platform_files", "action": "update", "permissions": own,
+               "fields": MEMBER_FILE_FIELDS}),
+        json!({"policy": policy, "collection": "platform_files", "action": "delete", "permissions": own}),
+        json!({"policy": policy, "collection": "platform_folders", "action": "read", "permissions": null, "fields": ["*"]}),
+    ]
+}
+
 /// The record of the first-start seeding among the platform's migrations.
 const FIRST_START: &str = "0000_first_start";
 

@@ -12,6 +12,7 @@ mod comments;
 mod config;
 mod demo;
 mod extensions;
+pub mod files;
 mod http;
 mod items;
 mod logging;

@@ -13,10 +13,11 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         ("0003_schedule_runs", schedule_runs()),
         ("0004_sign_in", sign_in()),
         ("0005_counters", counters()),
-        // 0006, 0007 and 0011 are once-steps of `bootstrap`.
+        // 0006, 0007, 0011 and 0013 are once-steps of `bootstrap`.
         ("0008_user_tokens", user_tokens()),
         ("0009_profile_fields", profile_fields()),
         ("0010_access_policies", access_policies()),
+        ("0012_files", files()),
     ]
 }
 
@@ -49,6 +50,36 @@ fn access_policies() -> Vec<Step> {
             "platform_access",
             "role",
         )),
+    ]
+}
+
+/// Folders of files, and what Directus's files carry besides their bytes:
+/// a folder, a description, tags, a character set and when the record
+/// last changed. Deleting a folder leaves its files and sub-folders at the
+/// top (the reference is set to null).
+fn files() -> Vec<Step> {
+    let add = |field: Field| Step::AddField {
+        collection: "platform_files".into(),
+        field,
+    };
+    vec![
+        Collection::new("platform_folders")
+            .field(Field::string("name").not_null())
+            .field(Field::reference("parent", "platform_folders"))
+            .index(&["parent"])
+            .build(),
+        add(Field::reference("folder", "platform_folders")),
+        add(Field::text("description")),
+        add(Field::json("tags")),
+        add(Field::string("charset")),
+        add(Field::timestamp("modified_on")),
+        Step::CreateIndex {
+            collection: "platform_files".into(),
+            index: host_sdk::schema::Index {
+                fields: vec!["folder".into()],
+                unique: false,
+            },
+        },
     ]
 }
 

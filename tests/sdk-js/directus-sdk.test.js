@@ -6,7 +6,7 @@
 // as a JSON file in PLATFORM_MAIL_DIR; PLATFORM_VERIFY_URL and
 // PLATFORM_RESET_URL are the links the host's allow-lists accept.
 import assert from 'node:assert/strict';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile as readLocalFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
@@ -15,14 +15,18 @@ import {
 	authentication,
 	createComment,
 	createDirectus,
+	createFolder,
 	createItem,
 	customEndpoint,
 	deleteComment,
+	deleteFile,
 	deleteItem,
 	passwordRequest,
 	passwordReset,
 	readComment,
 	readComments,
+	readFile,
+	readFolders,
 	readItems,
 	readMe,
 	readUser,
@@ -34,6 +38,7 @@ import {
 	updateComment,
 	updateItem,
 	updateMe,
+	uploadFiles,
 	withToken,
 } from '@directus/sdk';
 
@@ -59,7 +64,7 @@ async function mailsTo(to) {
 		return [];
 	}
 	const mails = [];
-	for (const name of names) mails.push(JSON.parse(await readFile(join(mailDir, name), 'utf8')));
+	for (const name of names) mails.push(JSON.parse(await readLocalFile(join(mailDir, name), 'utf8')));
 	return mails.filter((m) => m.to.some((t) => t.toLowerCase() === to.toLowerCase()));
 }
 
@@ -370,5 +375,36 @@ test('the site\'s own reads: readMe with its policies, comments, the users direc
 	assert.equal(read.email, undefined, 'only the fields their rules give');
 	assert.equal((await refusal(client.request(readUser(me.id, { fields: ['email'] })))).status, 403);
 	await admin.request(deleteItem('platform_permissions', rule.id));
+	await client.logout();
+});
+
+test('uploadFiles sends fields and a file; readFile, readFolders and deleteFile', async () => {
+	const folder = await admin.request(createFolder({ name: 'Uploads' }));
+	const client = signedOutClient('json');
+	await client.login(viewer);
+	const me = await client.request(readMe({ fields: ['id'] }));
+
+	const form = new FormData();
+	form.append('title', 'A note');
+	form.append('folder', folder.id);
+	form.append('file', new Blob(['hello from the sdk'], { type: 'text/plain' }), 'note.txt');
+	const file = await client.request(uploadFiles(form));
+	assert.equal(file.title, 'A note');
+	assert.equal(file.folder, folder.id);
+	assert.equal(file.type, 'text/plain');
+	assert.equal(file.filesize, 18);
+	assert.equal(file.filename_download, 'note.txt');
+	assert.equal(file.uploaded_by, me.id);
+
+	const read = await client.request(readFile(file.id, { fields: ['id', 'title', 'folder.name'] }));
+	assert.deepEqual(read, { id: file.id, title: 'A note', folder: { name: 'Uploads' } });
+	const folders = await client.request(readFolders({ filter: { name: { _eq: 'Uploads' } }, fields: ['id', 'name'] }));
+	assert.deepEqual(folders, [{ id: folder.id, name: 'Uploads' }]);
+	const bytes = await fetch(`${url}/assets/${file.id}`, { headers: { Authorization: `Bearer ${(await client.getToken())}` } });
+	assert.equal(bytes.status, 200);
+	assert.equal(await bytes.text(), 'hello from the sdk');
+
+	await client.request(deleteFile(file.id));
+	assert.equal((await refusal(client.request(readFile(file.id)))).status, 403);
 	await client.logout();
 });

@@ -13,10 +13,12 @@
 
 mod client;
 pub mod database;
+pub mod multipart;
 pub mod node;
 pub mod postgres;
 pub mod raw;
 mod rng;
+pub mod s3;
 pub mod score;
 pub mod smtp;
 mod sqlite;
@@ -167,6 +169,12 @@ impl HostOptions {
         self
     }
 
+    /// An environment variable of the host.
+    pub fn env_var(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_string(), value.to_string()));
+        self
+    }
+
     /// This host on `backend`, whatever the suite runs on.
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = Some(backend);
@@ -260,6 +268,8 @@ impl Host {
             .args(&opts.extra_args)
             .env_remove("RUST_LOG")
             .env("LOG_LEVEL", "info")
+            // Uploads in the host's own folder, on either backend.
+            .env("STORAGE_LOCAL_ROOT", dir.path().join("uploads"))
             .stdout(Stdio::null())
             .stderr(Stdio::from(log));
         for (k, v) in &opts.env {
@@ -503,6 +513,32 @@ impl Host {
             body,
             headers,
         }
+    }
+
+    /// Sends `form` (multipart/form-data) with `method` to `path`.
+    pub fn send_form(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        form: &multipart::Form,
+    ) -> Resp {
+        let content_type = form.content_type();
+        let mut headers = vec![("Content-Type", content_type)];
+        if let Some(t) = token {
+            headers.push(("Authorization", format!("Bearer {t}")));
+        }
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        self.request_with(method, path, &headers, Some(&form.body()))
+    }
+
+    /// The folder of the host's `local` storage location.
+    pub fn uploads_dir(&self) -> PathBuf {
+        self.dir
+            .as_ref()
+            .expect("a running host's folder")
+            .path()
+            .join("uploads")
     }
 
     pub fn get(&self, path: &str, token: Option<&str>) -> Resp {

@@ -38,7 +38,7 @@ const SPEC_ROUTES: [(&str, &str); 24] = [
 ];
 
 /// The host's own routes (README "Host endpoints").
-const HOST_ROUTES: [(&str, &str); 23] = [
+const HOST_ROUTES: [(&str, &str); 35] = [
     ("get", "/server/ping"),
     ("get", "/server/health"),
     ("get", "/server/specs/oas"),
@@ -62,6 +62,18 @@ const HOST_ROUTES: [(&str, &str); 23] = [
     ("get", "/comments/{}"),
     ("patch", "/comments/{}"),
     ("delete", "/comments/{}"),
+    ("get", "/files"),
+    ("post", "/files"),
+    ("get", "/files/{}"),
+    ("patch", "/files/{}"),
+    ("delete", "/files/{}"),
+    ("get", "/folders"),
+    ("post", "/folders"),
+    ("get", "/folders/{}"),
+    ("patch", "/folders/{}"),
+    ("delete", "/folders/{}"),
+    ("get", "/assets/{}"),
+    ("get", "/assets/{}/{}"),
 ];
 
 const METHODS: [&str; 8] = [
@@ -188,6 +200,11 @@ fn the_document_matches_the_routes() {
                 "/users/{}" => format!("/users/{user}"),
                 // No such comment: NOT_FOUND, which is no missing route.
                 "/comments/{}" => "/comments/00000000-0000-4000-8000-000000000000".to_string(),
+                // No such file or folder: the route answers all the same.
+                "/files/{}" | "/folders/{}" | "/assets/{}" => {
+                    shape(path).replace("{}", "00000000-0000-4000-8000-000000000000")
+                }
+                "/assets/{}/{}" => "/assets/00000000-0000-4000-8000-000000000000/a.txt".into(),
                 s if s.starts_with("/svc/videos/{}") => s.replacen("{}", VIDEO, 1),
                 s if s.starts_with("/svc/recordings/{}") => s.replacen("{}", RECORDING, 1),
                 s => s.to_string(),

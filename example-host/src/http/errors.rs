@@ -25,6 +25,19 @@ pub enum HttpError {
     ExtensionInvalidToken,
     #[error("Payload too large")]
     PayloadTooLarge,
+    /// An upload past `FILES_MAX_UPLOAD_SIZE` (Directus's answer).
+    #[error("Uploaded content is too large.")]
+    ContentTooLarge,
+    /// A `Range` outside a file's bytes (Directus's answer, 416).
+    #[error("Range \"{0}\" is invalid or the file's size doesn't match the requested range.")]
+    RangeNotSatisfiable(String),
+    /// An image too large (or of unknown size) to transform (Directus's
+    /// answer).
+    #[error("Illegal asset transformation: width, height.")]
+    IllegalTransformation,
+    /// File storage failed (Directus's answer, 503).
+    #[error("Service \"files\" is unavailable. {0}.")]
+    StorageUnavailable(String),
     /// A body nested deeper than its route accepts.
     #[error("Request body nested too deeply")]
     BodyTooDeep,
@@ -201,6 +214,24 @@ impl HttpError {
             }
             HttpError::ExtensionInvalidToken => simple_body(StatusCode::UNAUTHORIZED, &message),
             HttpError::PayloadTooLarge => simple_body(StatusCode::PAYLOAD_TOO_LARGE, &message),
+            HttpError::ContentTooLarge => {
+                items_body(StatusCode::PAYLOAD_TOO_LARGE, "CONTENT_TOO_LARGE", &message)
+            }
+            HttpError::IllegalTransformation => items_body(
+                StatusCode::BAD_REQUEST,
+                "ILLEGAL_ASSET_TRANSFORMATION",
+                &message,
+            ),
+            HttpError::RangeNotSatisfiable(_) => items_body(
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                "RANGE_NOT_SATISFIABLE",
+                &message,
+            ),
+            HttpError::StorageUnavailable(_) => items_body(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "SERVICE_UNAVAILABLE",
+                &message,
+            ),
             HttpError::BodyTooDeep => simple_body(StatusCode::BAD_REQUEST, &message),
             HttpError::BodyTimeout => simple_body(StatusCode::REQUEST_TIMEOUT, &message),
             HttpError::ExtensionTimeout => simple_body(StatusCode::GATEWAY_TIMEOUT, &message),

@@ -214,6 +214,17 @@ pub async fn read_many(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Response, HttpError> {
+    read_many_in(state, collection, headers, uri).await
+}
+
+/// `GET` of a collection's items (also the host's own routes over one
+/// collection, such as `/folders`).
+pub(super) async fn read_many_in(
+    state: AppState,
+    collection: String,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, HttpError> {
     let platform = state.platform.clone();
     blocking(move || {
         let who = caller(&platform, &headers, &uri)?;
@@ -241,7 +252,7 @@ pub async fn read_many(
 
 /// A missing item reads as forbidden for non-admins, so that ids of other
 /// users' items cannot be probed.
-fn missing(who: &Who, id: &str) -> HttpError {
+pub(super) fn missing(who: &Who, id: &str) -> HttpError {
     if who.is_admin() {
         HttpError::Items(ItemsError::NotFound(format!("Item \"{id}\" not found")))
     } else {
@@ -252,6 +263,17 @@ fn missing(who: &Who, id: &str) -> HttpError {
 pub async fn read_one(
     State(state): State<AppState>,
     ItemPath((collection, id)): ItemPath<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, HttpError> {
+    read_one_in(state, collection, id, headers, uri).await
+}
+
+/// `GET` of one item.
+pub(super) async fn read_one_in(
+    state: AppState,
+    collection: String,
+    id: String,
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Response, HttpError> {
@@ -326,6 +348,17 @@ pub async fn create(
     uri: Uri,
     body: Body,
 ) -> Result<Response, HttpError> {
+    create_in(state, collection, headers, uri, body).await
+}
+
+/// `POST` of one item or an array of them.
+pub(super) async fn create_in(
+    state: AppState,
+    collection: String,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Result<Response, HttpError> {
     let bytes = read_body(body, &headers, &state.limits).await?;
     let platform = state.platform.clone();
     let max_batch = state.limits.max_batch_mutation;
@@ -357,6 +390,18 @@ pub async fn update(
     uri: Uri,
     body: Body,
 ) -> Result<Response, HttpError> {
+    update_in(state, collection, id, headers, uri, body).await
+}
+
+/// `PATCH` of one item.
+pub(super) async fn update_in(
+    state: AppState,
+    collection: String,
+    id: String,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Result<Response, HttpError> {
     let bytes = read_body(body, &headers, &state.limits).await?;
     let platform = state.platform.clone();
     blocking(move || {
@@ -372,6 +417,17 @@ pub async fn update(
 pub async fn delete(
     State(state): State<AppState>,
     ItemPath((collection, id)): ItemPath<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, HttpError> {
+    delete_in(state, collection, id, headers, uri).await
+}
+
+/// `DELETE` of one item.
+pub(super) async fn delete_in(
+    state: AppState,
+    collection: String,
+    id: String,
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Response, HttpError> {

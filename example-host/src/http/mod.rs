@@ -2,11 +2,14 @@
 //! authentication of each request, body limits and graceful shutdown.
 
 mod access_log;
+mod assets_api;
 mod auth_api;
 mod browsers;
 mod comments_api;
 mod errors;
 mod extension_api;
+mod files_api;
+mod folders_api;
 mod items_api;
 mod server_api;
 mod throttle;
@@ -56,6 +59,8 @@ pub struct AppState {
     /// What requests that are not authenticated may make the host hold.
     pub unauthenticated: Arc<UnauthenticatedBodies>,
     pub throttle: Arc<crate::throttle::Throttle>,
+    /// File storage and the rules of uploads.
+    pub files: Arc<crate::files::Files>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -104,6 +109,25 @@ pub fn router(state: AppState) -> Router {
                 .patch(items_api::update)
                 .delete(items_api::delete),
         )
+        .route("/files", get(files_api::read_many).post(files_api::create))
+        .route(
+            "/files/{id}",
+            get(files_api::read_one)
+                .patch(files_api::update)
+                .delete(files_api::delete),
+        )
+        .route(
+            "/folders",
+            get(folders_api::read_many).post(folders_api::create),
+        )
+        .route(
+            "/folders/{id}",
+            get(folders_api::read_one)
+                .patch(folders_api::update)
+                .delete(folders_api::delete),
+        )
+        .route("/assets/{id}", get(assets_api::asset))
+        .route("/assets/{id}/{filename}", get(assets_api::asset_named))
         .fallback(extension_api::dispatch)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(

@@ -220,9 +220,37 @@ pub fn build_openapi(registry: &Registry) -> Value {
             "delete",
             "Delete one's own comment (administrators: any)",
         ),
+        ("/files", "get", "Read file records (as /items/platform_files)"),
+        (
+            "/files",
+            "post",
+            "Upload files (multipart/form-data, fields before each file) or create a record alone (JSON with type)",
+        ),
+        ("/files/{id}", "get", "Read one file record"),
+        (
+            "/files/{id}",
+            "patch",
+            "Change a file record (JSON) or its bytes (multipart/form-data)",
+        ),
+        ("/files/{id}", "delete", "Delete a file record and its bytes (204)"),
+        ("/folders", "get", "Read folders (as /items/platform_folders)"),
+        ("/folders", "post", "Create a folder"),
+        ("/folders/{id}", "get", "Read one folder"),
+        ("/folders/{id}", "patch", "Change a folder"),
+        ("/folders/{id}", "delete", "Delete a folder (204)"),
+        (
+            "/assets/{id}",
+            "get",
+            "A file's bytes: Range, ETag and Last-Modified, ?download, image transformations (width, height, fit, quality, format, withoutEnlargement, transforms, key)",
+        ),
+        (
+            "/assets/{id}/{filename}",
+            "get",
+            "A file's bytes, with a file name in the path",
+        ),
     ];
     for (path, method, summary) in host_routes {
-        let mut parameters: Vec<Value> = ["collection", "id"]
+        let mut parameters: Vec<Value> = ["collection", "id", "filename"]
             .iter()
             .filter(|p| path.contains(&format!("{{{p}}}")))
             .map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string"}}))
@@ -251,8 +279,21 @@ pub fn build_openapi(registry: &Registry) -> Value {
             let (required, schema) = request_schema(path);
             op["requestBody"] =
                 json!({"required": required, "content": {"application/json": {"schema": schema}}});
+            if path.starts_with("/files") {
+                op["requestBody"]["content"]["multipart/form-data"] = json!({"schema": {"type": "object", "properties": {
+                        "title": {"type": "string"}, "folder": {"type": "string"},
+                        "storage": {"type": "string"},
+                        "file": {"type": "string", "format": "binary"}}}});
+            }
         }
-        let served_to_anyone = ["/items", "/users", "/comments"];
+        let served_to_anyone = [
+            "/items",
+            "/users",
+            "/comments",
+            "/files",
+            "/folders",
+            "/assets",
+        ];
         if served_to_anyone.iter().any(|p| path.starts_with(p)) && path != "/users/register" {
             op["security"] = json!([{"bearer": []}, {"session": []}, {}]);
         } else if path == "/server/extensions" || path == "/server/metrics" {

@@ -1,0 +1,401 @@
+//! `/assets/:id[/:filename]`: a file's bytes, streamed from storage, to
+//! whoever may read its record (403 otherwise, and for a file that does
+//! not exist, as Directus answers), with validators (`ETag`,
+//! `Last-Modified`, 304), `Cache-Control` from `ASSETS_CACHE_TTL`, single
+//! byte ranges (206, 416) and `?download`.
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use sha2::Digest;
+
+use super::files_api::{body_of, FILES};
+use super::items_api::{caller, ItemPath};
+use super::{blocking, AppState, HttpError};
+use crate::files::transform::{self, Transform};
+use crate::files::StorageError;
+use crate::items::{ItemsError, Session, Who};
+use crate::query::{ListParam, WireQuery};
+
+pub async fn asset(
+    State(state): State<AppState>,
+    ItemPath(id): ItemPath<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, HttpError> {
+    serve(state, id, headers, uri).await
+}
+
+/// The same, with a file name in the path for the client's sake.
+pub async fn asset_named(
+    State(state): State<AppState>,
+    ItemPath((id, _filename)): ItemPath<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, HttpError> {
+    serve(state, id, headers, uri).await
+}
+
+fn forbidden() -> HttpError {
+    HttpError::Items(ItemsError::forbidden())
+}
+
+/// What an asset's answer is made from.
+struct Record {
+    storage: String,
+    key: String,
+    mime: String,
+    filename: Option<String>,
+    signed_in: bool,
+    width: Option<u64>,
+    height: Option<u64>,
+}
+
+async fn serve(
+    state: AppState,
+    id: String,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, HttpError> {
+    let transform = Transform::from_query(uri.query(), &state.files.transforms)
+        .map_err(|e| HttpError::Items(ItemsError::InvalidQuery(e)))?;
+    let platform = state.platform.clone();
+    let file_id = id.clone();
+    let (request_headers, request_uri) = (headers.clone(), uri.clone());
+    let mut record = blocking(move || {
+        let who = caller(&platform, &request_headers, &request_uri)?;
+        // Access is the caller's right to read the record.
+        let only_id = WireQuery {
+            fields: Some(ListParam::List(vec!["id".into()])),
+            ..Default::default()
+        };
+        match platform.read_one_json(&mut Session::Auto, &who, FILES, &id, &only_id) {
+            Ok(Some(_)) => {}
+            Ok(None) | Err(ItemsError::Forbidden(_)) | Err(ItemsError::NotFound(_)) => {
+                return Err(forbidden())
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let full = platform
+            .read_one_json(
+                &mut Session::Auto,
+                &Who::system(),
+                FILES,
+                &id,
+                &WireQuery::default(),
+            )?
+            .ok_or_else(forbidden)?;
+        let full: Value = serde_json::from_slice(&full)
+            .map_err(|e| HttpError::Internal(format!("a file record does not read: {e}")))?;
+        let text = |name: &str| full.get(name).and_then(Value::as_str).map(String::from);
+        Ok(Record {
+            storage: text("storage").ok_or_else(forbidden)?,
+            key: text("filename_disk").ok_or_else(forbidden)?,
+            mime: text("type").unwrap_or_else(|| "application/octet-stream".into()),
+            filename: text("filename_download"),
+            signed_in: who.accountability.is_some(),
+            width: full.get("width").and_then(Value::as_u64),
+            height: full.get("height").and_then(Value::as_u64),
+        })
+    })
+    .await?;
+    let location = state
+        .files
+        .storage
+        .location(&record.storage)
+        .ok_or_else(forbidden)?;
+    let unavailable = |e: StorageError| match e {
+        StorageError::NotFound => forbidden(),
+        other => HttpError::StorageUnavailable(format!("Couldn't read file: {other}")),
+    };
+    if let Some(transform) = transform.filter(|_| transform::transformable(&record.mime)) {
+        let accept = headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if let Some(format) = transform.output_format(&record.mime, accept) {
+            let key = transform.key(&file_id, format);
+            match location.head(&key).await {
+                Ok(_) => {}
+                Err(StorageError::NotFound) => {
+                    transformed(&state, location, &record, &transform, format, &key).await?
+                }
+                Err(e) => return Err(unavailable(e)),
+            }
+            record.key = key;
+            record.mime = format.mime().to_string();
+        }
+    }
+    let stat = location.head(&record.key).await.map_err(unavailable)?;
+
+    let etag = {
+        let mut digest = sha2::Sha256::new();
+        digest.update(record.key.as_bytes());
+        digest.update(stat.size.to_be_bytes());
+        digest.update(stat.last_modified.timestamp_millis().to_be_bytes());
+        format!("\"{}\"", &hex::encode(digest.finalize())[..32])
+    };
+    let last_modified = stat
+        .last_modified
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string();
+    let cache_control = format!(
+        "{}, max-age={}",
+        if record.signed_in {
+            "private"
+        } else {
+            "public"
+        },
+        state.files.cache_ttl.as_secs()
+    );
+    let mut answer_headers = HeaderMap::new();
+    let mut set = |name: header::HeaderName, value: &str| {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            answer_headers.insert(name, v);
+        }
+    };
+    set(header::ETAG, &etag);
+    set(header::LAST_MODIFIED, &last_modified);
+    set(header::CACHE_CONTROL, &cache_control);
+    set(header::ACCEPT_RANGES, "bytes");
+
+    if not_modified(&headers, &etag, stat.last_modified) {
+        return Ok((StatusCode::NOT_MODIFIED, answer_headers).into_response());
+    }
+
+    let range = match headers.get(header::RANGE).and_then(|v| v.to_str().ok()) {
+        None => None,
+        Some(text) => match byte_range(text, stat.size) {
+            RangeAsked::Whole => None,
+            RangeAsked::Part(range) => Some(range),
+            RangeAsked::Unsatisfiable => {
+                let mut response =
+                    HttpError::RangeNotSatisfiable(text.trim_start_matches("bytes=").to_string())
+                        .into_response();
+                if let Ok(v) = HeaderValue::from_str(&format!("bytes */{}", stat.size)) {
+                    response.headers_mut().insert(header::CONTENT_RANGE, v);
+                }
+                return Ok(response);
+            }
+        },
+    };
+    let read = location
+        .read(&record.key, range.clone())
+        .await
+        .map_err(unavailable)?;
+    let mut set = |name: header::HeaderName, value: &str| {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            answer_headers.insert(name, v);
+        }
+    };
+    set(header::CONTENT_TYPE, &record.mime);
+    set(
+        header::CONTENT_LENGTH,
+        &(read.range.end - read.range.start).to_string(),
+    );
+    if has_param(&uri, "download") {
+        let filename = record.filename.as_deref().unwrap_or(&record.key);
+        set(header::CONTENT_DISPOSITION, &attachment(filename));
+    }
+    let status = match &range {
+        Some(_) => {
+            set(
+                header::CONTENT_RANGE,
+                &format!(
+                    "bytes {}-{}/{}",
+                    read.range.start,
+                    read.range.end.saturating_sub(1),
+                    stat.size
+                ),
+            );
+            StatusCode::PARTIAL_CONTENT
+        }
+        None => StatusCode::OK,
+    };
+    Ok((status, answer_headers, body_of(read.chunks)).into_response())
+}
+
+/// Computes a transformation of the original and keeps it under `key`:
+/// within the size bound, the concurrency bound (503 past it) and the
+/// time limit (503 past it), off the async workers.
+async fn transformed(
+    state: &AppState,
+    location: &crate::files::Location,
+    record: &Record,
+    transform: &Transform,
+    format: transform::Format,
+    key: &str,
+) -> Result<(), HttpError> {
+    let files = &state.files;
+    let max = files.transforms.max_dimension;
+    if !matches!((record.width, record.height), (Some(w), Some(h)) if w <= max && h <= max) {
+        return Err(HttpError::IllegalTransformation);
+    }
+    let busy = || HttpError::StorageUnavailable("Server too busy".into());
+    let slot = files
+        .transform_slots
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| busy())?;
+    let failed =
+        |e: StorageError| HttpError::StorageUnavailable(format!("Couldn't read file: {e}"));
+    let original = location.read_all(&record.key).await.map_err(failed)?;
+    let transform = transform.clone();
+    let work = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        transform.apply(&original, format)
+    });
+    let out = match tokio::time::timeout(files.transforms.timeout, work).await {
+        Err(_) => {
+            return Err(HttpError::StorageUnavailable(
+                "Transformation timed out".into(),
+            ))
+        }
+        Ok(Err(e)) => return Err(HttpError::Internal(format!("transformation failed: {e}"))),
+        Ok(Ok(Err(e))) => {
+            return Err(HttpError::Items(ItemsError::InvalidQuery(format!(
+                "The image could not be transformed: {e}"
+            ))))
+        }
+        Ok(Ok(Ok(bytes))) => bytes,
+    };
+    let mut upload = location.begin(key).await.map_err(failed)?;
+    if let Err(e) = upload.put(axum::body::Bytes::from(out)).await {
+        upload.abort().await;
+        return Err(failed(e));
+    }
+    upload.finish().await.map_err(failed)?;
+    Ok(())
+}
+
+fn has_param(uri: &Uri, name: &str) -> bool {
+    form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()).any(|(k, _)| k == name)
+}
+
+/// `attachment; filename="…"` with a plain fallback and the UTF-8 name.
+fn attachment(filename: &str) -> String {
+    let plain: String = filename
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let encoded: String = filename
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    format!("attachment; filename=\"{plain}\"; filename*=UTF-8''{encoded}")
+}
+
+/// Whether the client's copy is current: `If-None-Match` names the tag
+/// (or `*`), or, without it, `If-Modified-Since` is no earlier than the
+/// bytes' date.
+fn not_modified(headers: &HeaderMap, etag: &str, modified: chrono::DateTime<chrono::Utc>) -> bool {
+    if let Some(tags) = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+    {
+        return tags
+            .split(',')
+            .map(|t| t.trim().trim_start_matches("W/"))
+            .any(|t| t == "*" || t == etag);
+    }
+    headers
+        .get(header::IF_MODIFIED_SINCE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| chrono::DateTime::parse_from_rfc2822(v.trim()).ok())
+        .is_some_and(|since| modified.timestamp() <= since.timestamp())
+}
+
+/// What a `Range` header asks of `size` bytes.
+#[derive(Debug, PartialEq, Eq)]
+enum RangeAsked {
+    /// No range this host serves (several ranges, another unit): the whole.
+    Whole,
+    Part(std::ops::Range<u64>),
+    Unsatisfiable,
+}
+
+fn byte_range(text: &str, size: u64) -> RangeAsked {
+    let Some(spec) = text.trim().strip_prefix("bytes=") else {
+        return RangeAsked::Whole;
+    };
+    if spec.contains(',') {
+        return RangeAsked::Whole;
+    }
+    let Some((start, end)) = spec.trim().split_once('-') else {
+        return RangeAsked::Unsatisfiable;
+    };
+    let parse = |s: &str| -> Result<Option<u64>, ()> {
+        let s = s.trim();
+        if s.is_empty() {
+            Ok(None)
+        } else {
+            s.parse().map(Some).map_err(|_| ())
+        }
+    };
+    let (Ok(start), Ok(end)) = (parse(start), parse(end)) else {
+        return RangeAsked::Unsatisfiable;
+    };
+    match (start, end) {
+        (None, None) => RangeAsked::Unsatisfiable,
+        // The last `n` bytes.
+        (None, Some(n)) => {
+            if n == 0 || size == 0 {
+                RangeAsked::Unsatisfiable
+            } else {
+                RangeAsked::Part(size.saturating_sub(n)..size)
+            }
+        }
+        (Some(start), end) => {
+            let end = end.map_or(size, |e| e.saturating_add(1).min(size));
+            if start >= size || end <= start {
+                RangeAsked::Unsatisfiable
+            } else {
+                RangeAsked::Part(start..end)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_read_as_http_reads_them() {
+        assert_eq!(byte_range("bytes=0-9", 100), RangeAsked::Part(0..10));
+        assert_eq!(byte_range("bytes=90-", 100), RangeAsked::Part(90..100));
+        assert_eq!(byte_range("bytes=-10", 100), RangeAsked::Part(90..100));
+        assert_eq!(byte_range("bytes=-500", 100), RangeAsked::Part(0..100));
+        assert_eq!(byte_range("bytes=95-200", 100), RangeAsked::Part(95..100));
+        assert_eq!(byte_range("bytes=100-", 100), RangeAsked::Unsatisfiable);
+        assert_eq!(byte_range("bytes=5-2", 100), RangeAsked::Unsatisfiable);
+        assert_eq!(byte_range("bytes=x-2", 100), RangeAsked::Unsatisfiable);
+        assert_eq!(byte_range("bytes=0-1,5-6", 100), RangeAsked::Whole);
+        assert_eq!(byte_range("items=0-1", 100), RangeAsked::Whole);
+    }
+
+    #[test]
+    fn download_names_survive_any_characters() {
+        assert_eq!(
+            attachment("a \"b\".txt"),
+            "attachment; filename=\"a _b_.txt\"; filename*=UTF-8''a%20%22b%22.txt"
+        );
+        assert_eq!(
+            attachment("ç.png"),
+            "attachment; filename=\"_.png\"; filename*=UTF-8''%C3%A7.png"
+        );
+    }
+}
