@@ -271,7 +271,8 @@ fn png(width: u32, height: u32) -> Vec<u8> {
 }
 
 fn dimensions(bytes: &[u8]) -> (u32, u32) {
-    let img = image::load_from_memory(bytes).expect("an image");
+    let img = image::load_from_memory(bytes)
+        .unwrap_or_else(|e| panic!("not an image ({e}): {}", String::from_utf8_lossy(bytes)));
     (img.width(), img.height())
 }
 
@@ -346,6 +347,11 @@ fn images_are_transformed_once_and_kept() {
         let got = get(&host, &format!("/assets/{id}?{query}"), &[auth]);
         assert_eq!(got.status, 400, "{query}");
     }
+    // An output past the bound is refused as an original past it is.
+    let kept = transforms_in(&host, &id);
+    let got = get(&host, &format!("/assets/{id}?width=101"), &[auth]);
+    assert_eq!(got.status, 400);
+    assert_eq!(transforms_in(&host, &id), kept, "nothing kept for a refusal");
     let form = Form::new().file("file", "wide.png", "image/png", &png(200, 4));
     let wide = id_of(
         &host
@@ -386,6 +392,42 @@ fn images_are_transformed_once_and_kept() {
         204
     );
     assert_eq!(transforms_in(&host, &id), 0);
+}
+
+#[test]
+fn corrupt_and_huge_images_are_refused_cleanly() {
+    let host = Host::start(HostOptions::svc());
+    let admin = format!("Bearer {ADMIN_TOKEN}");
+    let auth = ("Authorization", admin.as_str());
+
+    // A whole header and a cut body: the record is made from the header,
+    // the transformation fails as a bad request, the bytes stay served.
+    let cut: Vec<u8> = png(50, 50).into_iter().take(60).collect();
+    let form = Form::new().file("file", "cut.png", "image/png", &cut);
+    let r = host.send_form("POST", "/files", Some(ADMIN_TOKEN), &form);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = id_of(&r.json()["data"]);
+    let got = get(&host, &format!("/assets/{id}?width=10"), &[auth]);
+    assert_eq!(got.status, 400);
+    assert_eq!(transforms_in(&host, &id), 0);
+    assert_eq!(get(&host, &format!("/assets/{id}"), &[auth]).body, cut);
+
+    // A few bytes that say 60000 x 60000: refused before any decoding.
+    let mut bomb = png(1, 1);
+    bomb[16..24].copy_from_slice(&[0, 0, 0xEA, 0x60, 0, 0, 0xEA, 0x60]);
+    let form = Form::new().file("file", "bomb.png", "image/png", &bomb);
+    let r = host.send_form("POST", "/files", Some(ADMIN_TOKEN), &form);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["data"]["width"], 60000);
+    let bomb_id = id_of(&r.json()["data"]);
+    let got = get(&host, &format!("/assets/{bomb_id}?width=10"), &[auth]);
+    assert_eq!(got.status, 400);
+    let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(
+        error["errors"][0]["extensions"]["code"],
+        "ILLEGAL_ASSET_TRANSFORMATION"
+    );
+    assert_eq!(host.get("/server/ping", None).status, 200);
 }
 
 #[test]

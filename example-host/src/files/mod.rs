@@ -113,14 +113,38 @@ pub fn content_type(head: &[u8], declared: Option<&str>) -> String {
         .unwrap_or_else(|| "application/octet-stream".into())
 }
 
-/// An image's width and height, from its header alone.
+/// An image's width and height as shown, from its header alone: a JPEG
+/// whose EXIF turns it a quarter has them swapped, as Directus records them.
 pub fn image_size(mime: &str, head: &[u8]) -> Option<(u64, u64)> {
     if !mime.starts_with("image/") {
         return None;
     }
-    imagesize::blob_size(head)
-        .ok()
-        .map(|s| (s.width as u64, s.height as u64))
+    let size = imagesize::blob_size(head).ok()?;
+    let (w, h) = (size.width as u64, size.height as u64);
+    Some(if turned_quarter(mime, head) {
+        (h, w)
+    } else {
+        (w, h)
+    })
+}
+
+/// Whether a JPEG's EXIF orientation (5 to 8) turns it a quarter.
+fn turned_quarter(mime: &str, head: &[u8]) -> bool {
+    use image::metadata::Orientation;
+    use image::ImageDecoder;
+    mime == "image/jpeg"
+        && image::codecs::jpeg::JpegDecoder::new(std::io::Cursor::new(head))
+            .ok()
+            .and_then(|mut decoder| decoder.orientation().ok())
+            .is_some_and(|o| {
+                matches!(
+                    o,
+                    Orientation::Rotate90
+                        | Orientation::Rotate270
+                        | Orientation::Rotate90FlipH
+                        | Orientation::Rotate270FlipH
+                )
+            })
 }
 
 /// A title from a file name, as Directus makes one: the name without its
@@ -190,6 +214,8 @@ mod tests {
         assert_eq!(content_type(b"hello", Some("Text/Plain")), "text/plain");
         assert_eq!(content_type(b"hello", None), "application/octet-stream");
         assert_eq!(image_size("text/plain", png), None);
+        let turned = transform::tests::jpeg_turned_quarter();
+        assert_eq!(image_size("image/jpeg", &turned), Some((20, 40)));
     }
 
     #[test]

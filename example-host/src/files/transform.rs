@@ -8,8 +8,7 @@
 
 use std::io::Cursor;
 
-use image::imageops::FilterType;
-use image::{DynamicImage, ImageFormat};
+use image::{DynamicImage, ImageDecoder, ImageFormat};
 use serde_json::Value;
 use sha2::Digest;
 
@@ -286,8 +285,12 @@ impl Transform {
     }
 
     /// Transforms the image `bytes` into `format` (blocking, CPU-bound).
-    pub fn apply(&self, bytes: &[u8], format: Format) -> Result<Vec<u8>, String> {
-        let mut img = image::load_from_memory(bytes).map_err(|e| e.to_string())?;
+    /// Both the decoded original and the output are bounded by `max` pixels
+    /// a side whatever the record says. Unless the steps rotate it, the
+    /// image is first turned as its EXIF orientation says, as Directus does.
+    pub fn apply(&self, bytes: &[u8], format: Format, max: u32) -> Result<Vec<u8>, TransformError> {
+        let rotates = self.steps.iter().any(|s| matches!(s, Step::Rotate(_)));
+        let mut img = decode(bytes, max, !rotates)?;
         for step in &self.steps {
             img = match step {
                 Step::Rotate(d) => match d.rem_euclid(360) {
@@ -298,11 +301,12 @@ impl Transform {
                 },
                 Step::Flip => img.flipv(),
                 Step::Flop => img.fliph(),
-                Step::Blur(sigma) => img.blur(*sigma),
+                // A box blur: its cost does not grow with sigma.
+                Step::Blur(sigma) => img.fast_blur(*sigma),
                 Step::Grayscale => img.grayscale(),
             };
         }
-        img = self.resized(img);
+        img = self.resized(img, max)?;
         let mut out = Cursor::new(Vec::new());
         match format {
             Format::Jpeg => {
@@ -311,29 +315,27 @@ impl Transform {
                     &mut out,
                     self.quality.unwrap_or(80),
                 );
-                rgb.write_with_encoder(encoder).map_err(|e| e.to_string())?;
+                rgb.write_with_encoder(encoder).map_err(failed)?;
             }
             Format::Webp => {
                 let rgba = DynamicImage::ImageRgba8(img.to_rgba8());
                 rgba.write_with_encoder(image::codecs::webp::WebPEncoder::new_lossless(&mut out))
-                    .map_err(|e| e.to_string())?;
+                    .map_err(failed)?;
             }
-            Format::Png => img
-                .write_to(&mut out, ImageFormat::Png)
-                .map_err(|e| e.to_string())?,
+            Format::Png => img.write_to(&mut out, ImageFormat::Png).map_err(failed)?,
             Format::Gif | Format::Auto => DynamicImage::ImageRgba8(img.to_rgba8())
                 .write_to(&mut out, ImageFormat::Gif)
-                .map_err(|e| e.to_string())?,
+                .map_err(failed)?,
         }
         Ok(out.into_inner())
     }
 
-    fn resized(&self, img: DynamicImage) -> DynamicImage {
+    fn resized(&self, img: DynamicImage, max: u32) -> Result<DynamicImage, TransformError> {
         let (w0, h0) = (img.width().max(1), img.height().max(1));
         let (mut w, mut h) = match (self.width, self.height) {
-            (None, None) => return img,
-            (Some(w), None) => (w, ((w as u64 * h0 as u64) / w0 as u64).max(1) as u32),
-            (None, Some(h)) => (((h as u64 * w0 as u64) / h0 as u64).max(1) as u32, h),
+            (None, None) => return Ok(img),
+            (Some(w), None) => (w, scaled(h0, w, w0)),
+            (None, Some(h)) => (scaled(w0, h, h0), h),
             (Some(w), Some(h)) => (w, h),
         };
         if self.without_enlargement && (w > w0 || h > h0) {
@@ -341,31 +343,113 @@ impl Transform {
             w = ((w as f64 * scale).round() as u32).max(1);
             h = ((h as f64 * scale).round() as u32).max(1);
         }
-        let filter = FilterType::Lanczos3;
-        if self.width.is_none() || self.height.is_none() {
-            return img.resize_exact(w, h, filter);
-        }
-        match self.fit.unwrap_or(Fit::Cover) {
-            Fit::Cover => img.resize_to_fill(w, h, filter),
-            Fit::Inside => img.resize(w, h, filter),
+        // The sizes resized to, and the canvas of `contain`, all bounded
+        // before a pixel is allocated.
+        let fit = match (self.width, self.height) {
+            (Some(_), Some(_)) => self.fit.unwrap_or(Fit::Cover),
+            _ => Fit::Cover,
+        };
+        let (rw, rh) = match fit {
+            Fit::Cover => (w, h),
+            Fit::Inside | Fit::Contain => inside(w0, h0, w, h),
             Fit::Outside => {
                 let scale = (w as f64 / w0 as f64).max(h as f64 / h0 as f64);
-                img.resize_exact(
-                    ((w0 as f64 * scale).round() as u32).max(1),
-                    ((h0 as f64 * scale).round() as u32).max(1),
-                    filter,
+                (
+                    (w0 as f64 * scale).round().max(1.0).min(u32::MAX as f64) as u32,
+                    (h0 as f64 * scale).round().max(1.0).min(u32::MAX as f64) as u32,
                 )
             }
-            Fit::Contain => {
-                let inner = img.resize(w, h, filter).to_rgba8();
-                let mut canvas = image::RgbaImage::new(w, h);
-                let x = (w - inner.width()) / 2;
-                let y = (h - inner.height()) / 2;
-                image::imageops::overlay(&mut canvas, &inner, x as i64, y as i64);
-                DynamicImage::ImageRgba8(canvas)
-            }
+        };
+        if [w, h, rw, rh].into_iter().any(|side| side > max) {
+            return Err(TransformError::TooLarge);
         }
+        let resized = resize(&img, rw, rh, fit == Fit::Cover)?;
+        if fit != Fit::Contain {
+            return Ok(resized);
+        }
+        let inner = resized.to_rgba8();
+        let mut canvas = image::RgbaImage::new(w, h);
+        let x = (w - inner.width()) / 2;
+        let y = (h - inner.height()) / 2;
+        image::imageops::overlay(&mut canvas, &inner, x as i64, y as i64);
+        Ok(DynamicImage::ImageRgba8(canvas))
     }
+}
+
+/// Why a transformation was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum TransformError {
+    /// The original or the output is past `ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION`.
+    #[error("the image is too large to be transformed")]
+    TooLarge,
+    /// The bytes do not decode, or the output cannot be written.
+    #[error("{0}")]
+    Failed(String),
+}
+
+fn failed(e: impl std::fmt::Display) -> TransformError {
+    TransformError::Failed(e.to_string())
+}
+
+/// Decodes an image within `max` pixels a side, turned as its EXIF
+/// orientation says when `orient`.
+fn decode(bytes: &[u8], max: u32, orient: bool) -> Result<DynamicImage, TransformError> {
+    let mut reader = image::ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(failed)?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(max);
+    limits.max_image_height = Some(max);
+    reader.limits(limits);
+    let mut decoder = reader.into_decoder().map_err(|e| match e {
+        image::ImageError::Limits(_) => TransformError::TooLarge,
+        e => failed(e),
+    })?;
+    let orientation = decoder
+        .orientation()
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    let mut img = DynamicImage::from_decoder(decoder).map_err(failed)?;
+    if orient {
+        img.apply_orientation(orientation);
+    }
+    Ok(img)
+}
+
+/// `side` scaled by `to / from`, at least 1.
+fn scaled(side: u32, to: u32, from: u32) -> u32 {
+    ((u64::from(side) * u64::from(to)) / u64::from(from.max(1))).max(1) as u32
+}
+
+/// The largest size of the original's shape within `w` × `h`.
+fn inside(w0: u32, h0: u32, w: u32, h: u32) -> (u32, u32) {
+    let scale = (w as f64 / w0 as f64).min(h as f64 / h0 as f64);
+    (
+        ((w0 as f64 * scale).round() as u32).clamp(1, w),
+        ((h0 as f64 * scale).round() as u32).clamp(1, h),
+    )
+}
+
+/// `img` resized to exactly `w` × `h` (Lanczos3, SIMD where the CPU has
+/// it); `fill` crops the original, centred, to the new shape first.
+fn resize(img: &DynamicImage, w: u32, h: u32, fill: bool) -> Result<DynamicImage, TransformError> {
+    // Eight bits a channel, with alpha only where the original has it:
+    // the pixel types the resizer takes.
+    let src = if img.color().has_alpha() {
+        DynamicImage::ImageRgba8(img.to_rgba8())
+    } else {
+        DynamicImage::ImageRgb8(img.to_rgb8())
+    };
+    let mut dst = DynamicImage::new(w, h, src.color());
+    let mut options = fast_image_resize::ResizeOptions::new().resize_alg(
+        fast_image_resize::ResizeAlg::Convolution(fast_image_resize::FilterType::Lanczos3),
+    );
+    if fill {
+        options = options.fit_into_destination(None);
+    }
+    fast_image_resize::Resizer::new()
+        .resize(&src, &mut dst, &options)
+        .map_err(failed)?;
+    Ok(dst)
 }
 
 /// `transforms`: `[["rotate", 90], ["blur", 2], ["grayscale"], ["flip"],
@@ -406,7 +490,7 @@ pub fn transformable(mime: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn settings() -> Settings {
@@ -464,6 +548,56 @@ mod tests {
         (img.width(), img.height())
     }
 
+    /// A 40x20 JPEG whose EXIF says "turn a quarter clockwise" (6).
+    pub(crate) fn jpeg_turned_quarter() -> Vec<u8> {
+        use image::ImageEncoder;
+        let img = image::RgbImage::from_pixel(40, 20, image::Rgb([10, 200, 10]));
+        let mut out = Cursor::new(Vec::new());
+        let mut encoder = image::codecs::jpeg::JpegEncoder::new(&mut out);
+        // A little-endian TIFF block with one entry: orientation (0x0112) = 6.
+        let exif = [
+            b"II\x2a\x00\x08\x00\x00\x00\x01\x00".as_slice(),
+            &[0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0],
+        ]
+        .concat();
+        encoder.set_exif_metadata(exif).unwrap();
+        encoder
+            .write_image(img.as_raw(), 40, 20, image::ExtendedColorType::Rgb8)
+            .unwrap();
+        out.into_inner()
+    }
+
+    #[test]
+    fn the_exif_orientation_is_applied_first() {
+        let t = Transform::from_query(Some("width=10"), &settings())
+            .unwrap()
+            .unwrap();
+        let out = t.apply(&jpeg_turned_quarter(), Format::Png, 6000).unwrap();
+        // Shown 20 wide and 40 high, so 10 wide is 20 high.
+        assert_eq!(size_of(&out), (10, 20));
+    }
+
+    #[test]
+    fn outputs_and_originals_past_the_bound_are_refused() {
+        let s = settings();
+        let t = |q: &str| Transform::from_query(Some(q), &s).unwrap().unwrap();
+        let too_large = |q: &str, max: u32| {
+            matches!(
+                t(q).apply(&png(40, 2), Format::Png, max),
+                Err(TransformError::TooLarge)
+            )
+        };
+        assert!(too_large("width=10", 30), "the original");
+        assert!(too_large("width=100", 60), "the output");
+        assert!(too_large("width=50&height=50&fit=outside", 60), "outside");
+        assert!(!too_large("width=100&withoutEnlargement", 60));
+        assert!(!too_large("width=50&height=50&fit=inside", 60));
+        assert!(matches!(
+            t("width=10").apply(&b"not an image"[..], Format::Png, 6000),
+            Err(TransformError::Failed(_))
+        ));
+    }
+
     #[test]
     fn images_are_fitted_as_asked() {
         let original = png(40, 20);
@@ -472,7 +606,7 @@ mod tests {
                 .unwrap()
                 .unwrap()
         };
-        let apply = |q: &str| size_of(&t(q).apply(&original, Format::Png).unwrap());
+        let apply = |q: &str| size_of(&t(q).apply(&original, Format::Png, 6000).unwrap());
         assert_eq!(apply("width=10"), (10, 5));
         assert_eq!(apply("height=10"), (20, 10));
         assert_eq!(apply("width=10&height=10"), (10, 10));
@@ -482,10 +616,10 @@ mod tests {
         assert_eq!(apply("width=400&withoutEnlargement"), (40, 20));
         assert_eq!(apply("width=10&transforms=[[\"rotate\",90]]"), (10, 20));
         let jpeg = t("width=10&quality=50")
-            .apply(&original, Format::Jpeg)
+            .apply(&original, Format::Jpeg, 6000)
             .unwrap();
         assert_eq!(infer::get(&jpeg).map(|t| t.mime_type()), Some("image/jpeg"));
-        let webp = t("width=10").apply(&original, Format::Webp).unwrap();
+        let webp = t("width=10").apply(&original, Format::Webp, 6000).unwrap();
         assert_eq!(infer::get(&webp).map(|t| t.mime_type()), Some("image/webp"));
     }
 }

@@ -244,7 +244,7 @@ async fn transformed(
     let transform = transform.clone();
     let work = tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        transform.apply(&original, format)
+        transform.apply(&original, format, u32::try_from(max).unwrap_or(u32::MAX))
     });
     let out = match tokio::time::timeout(files.transforms.timeout, work).await {
         Err(_) => {
@@ -253,7 +253,10 @@ async fn transformed(
             ))
         }
         Ok(Err(e)) => return Err(HttpError::Internal(format!("transformation failed: {e}"))),
-        Ok(Ok(Err(e))) => {
+        Ok(Ok(Err(transform::TransformError::TooLarge))) => {
+            return Err(HttpError::IllegalTransformation)
+        }
+        Ok(Ok(Err(transform::TransformError::Failed(e)))) => {
             return Err(HttpError::Items(ItemsError::InvalidQuery(format!(
                 "The image could not be transformed: {e}"
             ))))
