@@ -10,9 +10,10 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use sha2::Digest;
 
+use super::as_caller::AsCaller;
 use super::files_api::{body_of, FILES};
-use super::items_api::{caller, ItemPath};
-use super::{blocking, AppState, HttpError};
+use super::items_api::ItemPath;
+use super::{AppState, HttpError};
 use crate::files::transform::{self, Transform};
 use crate::files::StorageError;
 use crate::items::{ItemsError, Session, Who};
@@ -21,20 +22,18 @@ use crate::query::{ListParam, WireQuery};
 pub async fn asset(
     State(state): State<AppState>,
     ItemPath(id): ItemPath<String>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
 ) -> Result<Response, HttpError> {
-    serve(state, id, headers, uri).await
+    serve(state, id, call).await
 }
 
 /// The same, with a file name in the path for the client's sake.
 pub async fn asset_named(
     State(state): State<AppState>,
     ItemPath((id, _filename)): ItemPath<(String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
 ) -> Result<Response, HttpError> {
-    serve(state, id, headers, uri).await
+    serve(state, id, call).await
 }
 
 fn forbidden() -> HttpError {
@@ -52,54 +51,49 @@ struct Record {
     height: Option<u64>,
 }
 
-async fn serve(
-    state: AppState,
-    id: String,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, HttpError> {
+async fn serve(state: AppState, id: String, call: AsCaller) -> Result<Response, HttpError> {
+    let (headers, uri) = (call.headers().clone(), call.uri().clone());
     let transform = Transform::from_query(uri.query(), &state.files.transforms)
         .map_err(|e| HttpError::Items(ItemsError::InvalidQuery(e)))?;
-    let platform = state.platform.clone();
     let file_id = id.clone();
-    let (request_headers, request_uri) = (headers.clone(), uri.clone());
-    let mut record = blocking(move || {
-        let who = caller(&platform, &request_headers, &request_uri)?;
-        // Access is the caller's right to read the record.
-        let only_id = WireQuery {
-            fields: Some(ListParam::List(vec!["id".into()])),
-            ..Default::default()
-        };
-        match platform.read_one_json(&mut Session::Auto, &who, FILES, &id, &only_id) {
-            Ok(Some(_)) => {}
-            Ok(None) | Err(ItemsError::Forbidden(_)) | Err(ItemsError::NotFound(_)) => {
-                return Err(forbidden())
+    let mut record = call
+        .run(move |c| {
+            let (platform, who) = (c.platform, c.who);
+            // Access is the caller's right to read the record.
+            let only_id = WireQuery {
+                fields: Some(ListParam::List(vec!["id".into()])),
+                ..Default::default()
+            };
+            match platform.read_one_json(&mut Session::Auto, &who, FILES, &id, &only_id) {
+                Ok(Some(_)) => {}
+                Ok(None) | Err(ItemsError::Forbidden(_)) | Err(ItemsError::NotFound(_)) => {
+                    return Err(forbidden())
+                }
+                Err(e) => return Err(e.into()),
             }
-            Err(e) => return Err(e.into()),
-        }
-        let full = platform
-            .read_one_json(
-                &mut Session::Auto,
-                &Who::system(),
-                FILES,
-                &id,
-                &WireQuery::default(),
-            )?
-            .ok_or_else(forbidden)?;
-        let full: Value = serde_json::from_slice(&full)
-            .map_err(|e| HttpError::Internal(format!("a file record does not read: {e}")))?;
-        let text = |name: &str| full.get(name).and_then(Value::as_str).map(String::from);
-        Ok(Record {
-            storage: text("storage").ok_or_else(forbidden)?,
-            key: text("filename_disk").ok_or_else(forbidden)?,
-            mime: text("type").unwrap_or_else(|| "application/octet-stream".into()),
-            filename: text("filename_download"),
-            signed_in: who.accountability.is_some(),
-            width: full.get("width").and_then(Value::as_u64),
-            height: full.get("height").and_then(Value::as_u64),
+            let full = platform
+                .read_one_json(
+                    &mut Session::Auto,
+                    &Who::system(),
+                    FILES,
+                    &id,
+                    &WireQuery::default(),
+                )?
+                .ok_or_else(forbidden)?;
+            let full: Value = serde_json::from_slice(&full)
+                .map_err(|e| HttpError::Internal(format!("a file record does not read: {e}")))?;
+            let text = |name: &str| full.get(name).and_then(Value::as_str).map(String::from);
+            Ok(Record {
+                storage: text("storage").ok_or_else(forbidden)?,
+                key: text("filename_disk").ok_or_else(forbidden)?,
+                mime: text("type").unwrap_or_else(|| "application/octet-stream".into()),
+                filename: text("filename_download"),
+                signed_in: who.accountability.is_some(),
+                width: full.get("width").and_then(Value::as_u64),
+                height: full.get("height").and_then(Value::as_u64),
+            })
         })
-    })
-    .await?;
+        .await?;
     let location = state
         .files
         .storage

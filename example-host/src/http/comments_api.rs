@@ -3,13 +3,14 @@
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::items_api::{caller, data_text, parse_query_string, ItemPath};
-use super::{blocking, read_body, AppState, HttpError};
+use super::as_caller::{AsCaller, Call};
+use super::items_api::{data_text, ItemPath};
+use super::{read_body, AppState, HttpError};
 use crate::comments;
 
 /// The body of a write, as a JSON value.
@@ -17,50 +18,38 @@ fn json_body(bytes: &[u8]) -> Result<Value, HttpError> {
     serde_json::from_slice(bytes).map_err(|_| HttpError::InvalidPayload("Invalid JSON body".into()))
 }
 
-pub async fn read_many(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, HttpError> {
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        let q = parse_query_string(uri.query())?;
+pub async fn read_many(call: AsCaller) -> Result<Response, HttpError> {
+    call.run(|c| {
+        let q = c.query()?;
         if q.aggregate.is_some() {
-            let rows = comments::aggregate(&platform, &who, &q)?;
+            let rows = comments::aggregate(c.platform, &c.who, &q)?;
             Ok(Json(json!({ "data": rows })).into_response())
         } else {
-            Ok(data_text(&comments::list(&platform, &who, &q)?))
+            Ok(data_text(&comments::list(c.platform, &c.who, &q)?))
         }
     })
     .await
 }
 
 pub async fn read_one(
-    State(state): State<AppState>,
     ItemPath(id): ItemPath<String>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
 ) -> Result<Response, HttpError> {
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        let q = parse_query_string(uri.query())?;
-        Ok(data_text(&comments::read_one(&platform, &who, &id, &q)?))
+    call.run(move |c| {
+        Ok(data_text(&comments::read_one(
+            c.platform,
+            &c.who,
+            &id,
+            &c.query()?,
+        )?))
     })
     .await
 }
 
 /// The comment just written, read back with the request's query; 204 when
 /// the caller may not read it.
-fn read_back(
-    platform: &crate::items::Platform,
-    who: &crate::items::Who,
-    id: &str,
-    uri: &Uri,
-) -> Result<Response, HttpError> {
-    let q = parse_query_string(uri.query())?;
-    match comments::read_one(platform, who, id, &q) {
+fn read_back(c: &Call<'_>, id: &str) -> Result<Response, HttpError> {
+    match comments::read_one(c.platform, &c.who, id, &c.query()?) {
         Ok(record) => Ok(data_text(&record)),
         Err(comments::CommentError::Forbidden) => Ok(StatusCode::NO_CONTENT.into_response()),
         Err(e) => Err(e.into()),
@@ -69,17 +58,13 @@ fn read_back(
 
 pub async fn create(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
     body: Body,
 ) -> Result<Response, HttpError> {
-    let bytes = read_body(body, &headers, &state.limits).await?;
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        let body = json_body(&bytes)?;
-        let id = comments::create(&platform, &who, &body)?;
-        read_back(&platform, &who, &id, &uri)
+    let bytes = read_body(body, call.headers(), &state.limits).await?;
+    call.run(move |c| {
+        let id = comments::create(c.platform, &c.who, &json_body(&bytes)?)?;
+        read_back(&c, &id)
     })
     .await
 }
@@ -87,31 +72,20 @@ pub async fn create(
 pub async fn update(
     State(state): State<AppState>,
     ItemPath(id): ItemPath<String>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
     body: Body,
 ) -> Result<Response, HttpError> {
-    let bytes = read_body(body, &headers, &state.limits).await?;
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        let body = json_body(&bytes)?;
-        let id = comments::update(&platform, &who, &id, &body)?;
-        read_back(&platform, &who, &id, &uri)
+    let bytes = read_body(body, call.headers(), &state.limits).await?;
+    call.run(move |c| {
+        let id = comments::update(c.platform, &c.who, &id, &json_body(&bytes)?)?;
+        read_back(&c, &id)
     })
     .await
 }
 
-pub async fn delete(
-    State(state): State<AppState>,
-    ItemPath(id): ItemPath<String>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, HttpError> {
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        comments::delete(&platform, &who, &id)?;
+pub async fn delete(ItemPath(id): ItemPath<String>, call: AsCaller) -> Result<Response, HttpError> {
+    call.run(move |c| {
+        comments::delete(c.platform, &c.who, &id)?;
         Ok(StatusCode::NO_CONTENT.into_response())
     })
     .await

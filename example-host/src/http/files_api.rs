@@ -14,12 +14,13 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
 
+use super::as_caller::AsCaller;
 use super::items_api::{
-    caller, data_text, json_body_text, missing, parse_query_string, read_back, ItemPath,
+    json_body_text, parse_query_string, read_back, read_many_in, read_one_in, ItemPath,
 };
 use super::{blocking, read_body, AppState, HttpError};
 use crate::files::{self, Files};
@@ -57,63 +58,30 @@ fn is_multipart(headers: &HeaderMap) -> bool {
         })
 }
 
-async fn who(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Who, HttpError> {
-    let platform = state.platform.clone();
-    let (headers, uri) = (headers.clone(), uri.clone());
-    blocking(move || caller(&platform, &headers, &uri)).await
-}
-
-pub async fn read_many(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, HttpError> {
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        let q = parse_query_string(uri.query())?;
-        Ok(data_text(&platform.read_by_query_json(
-            &mut Session::Auto,
-            &who,
-            FILES,
-            &q,
-            Some(100),
-        )?))
-    })
-    .await
+pub async fn read_many(call: AsCaller) -> Result<Response, HttpError> {
+    read_many_in(FILES, call).await
 }
 
 pub async fn read_one(
-    State(state): State<AppState>,
     ItemPath(id): ItemPath<String>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
 ) -> Result<Response, HttpError> {
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        let q = parse_query_string(uri.query())?;
-        match platform.read_one_json(&mut Session::Auto, &who, FILES, &id, &q)? {
-            Some(record) => Ok(data_text(&record)),
-            None => Err(missing(&who, &id)),
-        }
-    })
-    .await
+    read_one_in(FILES, id, call).await
 }
 
 /// `POST /files`: an upload (multipart), or a record alone (JSON, which
 /// must name its `type`, as in Directus).
 pub async fn create(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
     body: Body,
 ) -> Result<Response, HttpError> {
-    let who = who(&state, &headers, &uri).await?;
-    let keys = if is_multipart(&headers) {
-        receive(&state, &who, &headers, body, None).await?
+    let who = call.who().await?;
+    let (headers, uri) = (call.headers(), call.uri().clone());
+    let keys = if is_multipart(headers) {
+        receive(&state, &who, headers, body, None).await?
     } else {
-        let bytes = read_body(body, &headers, &state.limits).await?;
+        let bytes = read_body(body, headers, &state.limits).await?;
         let platform = state.platform.clone();
         let who = who.clone();
         vec![
@@ -144,15 +112,15 @@ pub async fn create(
 pub async fn update(
     State(state): State<AppState>,
     ItemPath(id): ItemPath<String>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
     body: Body,
 ) -> Result<Response, HttpError> {
-    let who = who(&state, &headers, &uri).await?;
-    if is_multipart(&headers) {
-        receive(&state, &who, &headers, body, Some(id.clone())).await?;
+    let who = call.who().await?;
+    let (headers, uri) = (call.headers(), call.uri().clone());
+    if is_multipart(headers) {
+        receive(&state, &who, headers, body, Some(id.clone())).await?;
     } else {
-        let bytes = read_body(body, &headers, &state.limits).await?;
+        let bytes = read_body(body, headers, &state.limits).await?;
         let platform = state.platform.clone();
         let (who, id) = (who.clone(), id.clone());
         blocking(move || {
@@ -176,18 +144,17 @@ pub async fn update(
 pub async fn delete(
     State(state): State<AppState>,
     ItemPath(id): ItemPath<String>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
 ) -> Result<Response, HttpError> {
-    let platform = state.platform.clone();
     let file_id = id.clone();
-    let stored = blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        let stored = stored_at(&platform, &id)?;
-        platform.delete_one(&mut Session::Auto, &who, FILES, &id)?;
-        Ok(stored)
-    })
-    .await?;
+    let stored = call
+        .run(move |c| {
+            let stored = stored_at(c.platform, &id)?;
+            c.platform
+                .delete_one(&mut Session::Auto, &c.who, FILES, &id)?;
+            Ok(stored)
+        })
+        .await?;
     if let Some((location, key)) = stored {
         forget_bytes(&state.files, &location, &key).await;
         forget_transforms(&state.files, &location, &file_id).await;

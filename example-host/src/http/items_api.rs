@@ -3,12 +3,13 @@
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::{authenticate, blocking, credentials, read_body, AppState, HttpError};
+use super::as_caller::AsCaller;
+use super::{read_body, AppState, HttpError};
 use crate::items::{ItemsError, Platform, Session, Who};
 use crate::query::{ListParam, WireQuery};
 
@@ -39,15 +40,6 @@ where
             ))),
         }
     }
-}
-
-pub(super) fn caller(
-    platform: &Platform,
-    headers: &HeaderMap,
-    uri: &Uri,
-) -> Result<Who, HttpError> {
-    let accountability = authenticate(platform, &credentials(platform, headers, uri))?;
-    Ok(Who::caller(accountability))
 }
 
 fn bad_query(message: impl Into<String>) -> HttpError {
@@ -209,38 +201,33 @@ pub(super) fn data_text(json: &[u8]) -> Response {
 }
 
 pub async fn read_many(
-    State(state): State<AppState>,
     ItemPath(collection): ItemPath<String>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
 ) -> Result<Response, HttpError> {
-    read_many_in(state, collection, headers, uri).await
+    read_many_in(collection, call).await
 }
 
 /// `GET` of a collection's items (also the host's own routes over one
 /// collection, such as `/folders`).
 pub(super) async fn read_many_in(
-    state: AppState,
-    collection: String,
-    headers: HeaderMap,
-    uri: Uri,
+    collection: impl Into<String>,
+    call: AsCaller,
 ) -> Result<Response, HttpError> {
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        let q = parse_query_string(uri.query())?;
+    let collection = collection.into();
+    call.run(move |c| {
+        let q = c.query()?;
         let mut session = Session::Auto;
         if q.aggregate.is_some() {
-            Ok(data(platform.aggregate(
+            Ok(data(c.platform.aggregate(
                 &mut session,
-                &who,
+                &c.who,
                 &collection,
                 &q,
             )?))
         } else {
-            Ok(data_text(&platform.read_by_query_json(
+            Ok(data_text(&c.platform.read_by_query_json(
                 &mut session,
-                &who,
+                &c.who,
                 &collection,
                 &q,
                 Some(DEFAULT_LIMIT),
@@ -261,29 +248,26 @@ pub(super) fn missing(who: &Who, id: &str) -> HttpError {
 }
 
 pub async fn read_one(
-    State(state): State<AppState>,
     ItemPath((collection, id)): ItemPath<(String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
 ) -> Result<Response, HttpError> {
-    read_one_in(state, collection, id, headers, uri).await
+    read_one_in(collection, id, call).await
 }
 
 /// `GET` of one item.
 pub(super) async fn read_one_in(
-    state: AppState,
-    collection: String,
+    collection: impl Into<String>,
     id: String,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
 ) -> Result<Response, HttpError> {
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        let q = parse_query_string(uri.query())?;
-        match platform.read_one_json(&mut Session::Auto, &who, &collection, &id, &q)? {
+    let collection = collection.into();
+    call.run(move |c| {
+        match c
+            .platform
+            .read_one_json(&mut Session::Auto, &c.who, &collection, &id, &c.query()?)?
+        {
             Some(record) => Ok(data_text(&record)),
-            None => Err(missing(&who, &id)),
+            None => Err(missing(&c.who, &id)),
         }
     })
     .await
@@ -344,41 +328,40 @@ pub(super) fn json_body_text(bytes: &[u8]) -> Result<&str, HttpError> {
 pub async fn create(
     State(state): State<AppState>,
     ItemPath(collection): ItemPath<String>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
     body: Body,
 ) -> Result<Response, HttpError> {
-    create_in(state, collection, headers, uri, body).await
+    create_in(state, collection, call, body).await
 }
 
 /// `POST` of one item or an array of them.
 pub(super) async fn create_in(
     state: AppState,
-    collection: String,
-    headers: HeaderMap,
-    uri: Uri,
+    collection: impl Into<String>,
+    call: AsCaller,
     body: Body,
 ) -> Result<Response, HttpError> {
-    let bytes = read_body(body, &headers, &state.limits).await?;
-    let platform = state.platform.clone();
+    let collection = collection.into();
+    let bytes = read_body(body, call.headers(), &state.limits).await?;
     let max_batch = state.limits.max_batch_mutation;
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
+    call.run(move |c| {
         let payload = json_body_text(&bytes)?;
-        let q = parse_query_string(uri.query())?;
+        let q = c.query()?;
         let many = payload.starts_with('[');
         let keys = if many {
-            platform.create_many_json_at_most(
+            c.platform.create_many_json_at_most(
                 &mut Session::Auto,
-                &who,
+                &c.who,
                 &collection,
                 payload,
                 max_batch,
             )?
         } else {
-            vec![platform.create_one_json(&mut Session::Auto, &who, &collection, payload)?]
+            vec![c
+                .platform
+                .create_one_json(&mut Session::Auto, &c.who, &collection, payload)?]
         };
-        read_back(&platform, &who, &collection, &keys, &q, many)
+        read_back(c.platform, &c.who, &collection, &keys, &q, many)
     })
     .await
 }
@@ -386,55 +369,50 @@ pub(super) async fn create_in(
 pub async fn update(
     State(state): State<AppState>,
     ItemPath((collection, id)): ItemPath<(String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
     body: Body,
 ) -> Result<Response, HttpError> {
-    update_in(state, collection, id, headers, uri, body).await
+    update_in(state, collection, id, call, body).await
 }
 
 /// `PATCH` of one item.
 pub(super) async fn update_in(
     state: AppState,
-    collection: String,
+    collection: impl Into<String>,
     id: String,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
     body: Body,
 ) -> Result<Response, HttpError> {
-    let bytes = read_body(body, &headers, &state.limits).await?;
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
+    let collection = collection.into();
+    let bytes = read_body(body, call.headers(), &state.limits).await?;
+    call.run(move |c| {
         let payload = json_body_text(&bytes)?;
-        let q = parse_query_string(uri.query())?;
-        let key = platform.update_one_json(&mut Session::Auto, &who, &collection, &id, payload)?;
-        read_back(&platform, &who, &collection, &[key], &q, false)
+        let q = c.query()?;
+        let key =
+            c.platform
+                .update_one_json(&mut Session::Auto, &c.who, &collection, &id, payload)?;
+        read_back(c.platform, &c.who, &collection, &[key], &q, false)
     })
     .await
 }
 
 pub async fn delete(
-    State(state): State<AppState>,
     ItemPath((collection, id)): ItemPath<(String, String)>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
 ) -> Result<Response, HttpError> {
-    delete_in(state, collection, id, headers, uri).await
+    delete_in(collection, id, call).await
 }
 
 /// `DELETE` of one item.
 pub(super) async fn delete_in(
-    state: AppState,
-    collection: String,
+    collection: impl Into<String>,
     id: String,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
 ) -> Result<Response, HttpError> {
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        platform.delete_one(&mut Session::Auto, &who, &collection, &id)?;
+    let collection = collection.into();
+    call.run(move |c| {
+        c.platform
+            .delete_one(&mut Session::Auto, &c.who, &collection, &id)?;
         Ok(StatusCode::NO_CONTENT.into_response())
     })
     .await

@@ -2,6 +2,7 @@
 //! authentication of each request, body limits and graceful shutdown.
 
 mod access_log;
+mod as_caller;
 mod assets_api;
 mod auth_api;
 mod browsers;

@@ -9,9 +9,8 @@ use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::items_api::{
-    caller, data, data_text, json_body_text, parse_query_string, ItemPath, DEFAULT_LIMIT,
-};
+use super::as_caller::{caller, AsCaller};
+use super::items_api::{data_text, json_body_text, parse_query_string, read_many_in, ItemPath};
 use super::{blocking, read_body, AppState, HttpError};
 use crate::items::{ItemsError, Platform, Session, Who};
 use crate::query::{ListParam, WireQuery};
@@ -30,17 +29,13 @@ fn me(who: &Who) -> Result<String, HttpError> {
         .ok_or(HttpError::InvalidCredentials)
 }
 
-pub async fn read_me(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, HttpError> {
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        let id = me(&who)?;
-        let q = parse_query_string(uri.query())?;
-        match platform.read_own_json(&mut Session::Auto, &who, USERS, &id, &q)? {
+pub async fn read_me(call: AsCaller) -> Result<Response, HttpError> {
+    call.run(|c| {
+        let id = me(&c.who)?;
+        match c
+            .platform
+            .read_own_json(&mut Session::Auto, &c.who, USERS, &id, &c.query()?)?
+        {
             Some(record) => Ok(data_text(&record)),
             None => Err(HttpError::InvalidCredentials),
         }
@@ -51,33 +46,8 @@ pub async fn read_me(
 /// `GET /users`: the users the caller may read, as `/items/platform_users`
 /// answers (`fields`, `filter`, `sort`, `limit`, `offset`, `page`,
 /// `aggregate`).
-pub async fn read_many(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, HttpError> {
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        let q = parse_query_string(uri.query())?;
-        Ok(list_users(&platform, &who, &q)?)
-    })
-    .await
-}
-
-/// The users the query asks for, or its aggregates.
-fn list_users(platform: &Platform, who: &Who, q: &WireQuery) -> Result<Response, ItemsError> {
-    let mut session = Session::Auto;
-    if q.aggregate.is_some() {
-        return Ok(data(platform.aggregate(&mut session, who, USERS, q)?));
-    }
-    Ok(data_text(&platform.read_by_query_json(
-        &mut session,
-        who,
-        USERS,
-        q,
-        Some(DEFAULT_LIMIT),
-    )?))
+pub async fn read_many(call: AsCaller) -> Result<Response, HttpError> {
+    read_many_in(USERS, call).await
 }
 
 /// `GET /users/:id`: one user, as `/items/platform_users/:id` answers,
@@ -85,16 +55,14 @@ fn list_users(platform: &Platform, who: &Who, q: &WireQuery) -> Result<Response,
 /// answers it (and as anyone else is answered for a user out of their
 /// reach). `/users/me` is its own route and matches first.
 pub async fn read_one(
-    State(state): State<AppState>,
     ItemPath(id): ItemPath<String>,
-    headers: HeaderMap,
-    uri: Uri,
+    call: AsCaller,
 ) -> Result<Response, HttpError> {
-    let platform = state.platform.clone();
-    blocking(move || {
-        let who = caller(&platform, &headers, &uri)?;
-        let q = parse_query_string(uri.query())?;
-        match platform.read_one_json(&mut Session::Auto, &who, USERS, &id, &q)? {
+    call.run(move |c| {
+        match c
+            .platform
+            .read_one_json(&mut Session::Auto, &c.who, USERS, &id, &c.query()?)?
+        {
             Some(record) => Ok(data_text(&record)),
             None => Err(ItemsError::forbidden().into()),
         }

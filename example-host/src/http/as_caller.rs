@@ -1,0 +1,92 @@
+//! The prologue the platform's routes share: on a blocking worker (the
+//! items service is synchronous), who is calling, from the request's
+//! credentials, and what the query string asks.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Uri};
+
+use super::items_api::parse_query_string;
+use super::{authenticate, blocking, credentials, AppState, HttpError};
+use crate::items::{Platform, Who};
+use crate::query::WireQuery;
+
+/// A request to be served as its caller: an extractor that never fails
+/// (credentials are checked by [`AsCaller::run`], on a blocking worker).
+pub struct AsCaller {
+    platform: Arc<Platform>,
+    headers: HeaderMap,
+    uri: Uri,
+}
+
+/// What a route's work is given: the platform, the caller, and the request.
+pub struct Call<'a> {
+    pub platform: &'a Platform,
+    pub who: Who,
+    pub uri: &'a Uri,
+}
+
+impl Call<'_> {
+    /// The request's query string read as the items API's query.
+    pub fn query(&self) -> Result<WireQuery, HttpError> {
+        parse_query_string(self.uri.query())
+    }
+}
+
+impl AsCaller {
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    pub fn uri(&self) -> &Uri {
+        &self.uri
+    }
+
+    /// The caller alone, for routes that do more than one blocking step.
+    pub async fn who(&self) -> Result<Who, HttpError> {
+        let platform = self.platform.clone();
+        let (headers, uri) = (self.headers.clone(), self.uri.clone());
+        blocking(move || caller(&platform, &headers, &uri)).await
+    }
+
+    /// Runs `work` on a blocking worker as the request's caller; bad
+    /// credentials answer before `work` runs.
+    pub async fn run<T: Send + 'static>(
+        self,
+        work: impl FnOnce(Call<'_>) -> Result<T, HttpError> + Send + 'static,
+    ) -> Result<T, HttpError> {
+        blocking(move || {
+            let who = caller(&self.platform, &self.headers, &self.uri)?;
+            work(Call {
+                platform: &self.platform,
+                who,
+                uri: &self.uri,
+            })
+        })
+        .await
+    }
+}
+
+impl axum::extract::FromRequestParts<AppState> for AsCaller {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Infallible> {
+        Ok(Self {
+            platform: state.platform.clone(),
+            headers: parts.headers.clone(),
+            uri: parts.uri.clone(),
+        })
+    }
+}
+
+/// Who the request's credentials name (anonymous without any).
+pub(super) fn caller(
+    platform: &Platform,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<Who, HttpError> {
+    let accountability = authenticate(platform, &credentials(platform, headers, uri))?;
+    Ok(Who::caller(accountability))
+}
