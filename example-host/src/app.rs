@@ -129,12 +129,6 @@ pub fn run() -> ExitCode {
 }
 
 fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCode {
-    if cli.serve.demo {
-        if let Err(e) = demo::seed(&platform, &cli.serve) {
-            log::error!("demo seeding failed: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
     let addr: SocketAddr = match format!("{}:{}", cli.serve.host, cli.serve.port).parse() {
         Ok(a) => a,
         Err(e) => {
@@ -194,6 +188,13 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
             return ExitCode::FAILURE;
         }
     };
+    // After the storage is set up: the demo's files are stored there.
+    if cli.serve.demo {
+        if let Err(e) = demo::seed(&platform, &files, runtime.handle(), &cli.serve) {
+            log::error!("demo seeding failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let state = http::AppState {
         platform: platform.clone(),
         openapi: Arc::new(http::server_api_openapi(&registry)),

@@ -1,11 +1,14 @@
 //! `--demo`: a small, believable catalogue (models with photos and banners,
 //! videos with movies, articles, viewers, a few recordings) and the curl
 //! lines to explore it. Seeded once, on a platform without demo users.
+//! Its files are real: embedded pictures and movies, stored like uploads.
 
+use bytes::Bytes;
 use chrono::{Duration, Utc};
 use serde_json::{json, Value};
 
 use crate::config::ServeArgs;
+use crate::files::{self, Files, Location};
 use crate::items::{ItemsError, Platform, Session, Who};
 use crate::query::WireQuery;
 use crate::values::format_timestamp;
@@ -42,6 +45,17 @@ impl Ctx<'_, '_> {
     }
 
     fn id_of(&mut self, collection: &str, field: &str, value: &str) -> Result<String, ItemsError> {
+        self.value_of(collection, field, value, "id")
+    }
+
+    /// Field `wanted` of the first item whose `field` is `value`.
+    fn value_of(
+        &mut self,
+        collection: &str,
+        field: &str,
+        value: &str,
+        wanted: &str,
+    ) -> Result<String, ItemsError> {
         let q = WireQuery {
             filter: Some(json!({ field: {"_eq": value} })),
             limit: Some(1),
@@ -51,10 +65,14 @@ impl Ctx<'_, '_> {
             .platform
             .read_by_query(self.session, &self.who, collection, &q, None)?;
         rows.first()
-            .and_then(|r| r.get("id"))
+            .and_then(|r| r.get(wanted))
             .and_then(Value::as_str)
             .map(String::from)
-            .ok_or_else(|| ItemsError::Internal(format!("no {collection} with {field} = {value}")))
+            .ok_or_else(|| {
+                ItemsError::Internal(format!(
+                    "no {wanted} of {collection} with {field} = {value}"
+                ))
+            })
     }
 }
 
@@ -62,8 +80,249 @@ fn days_ago(days: i64) -> String {
     format_timestamp(Utc::now() - Duration::days(days))
 }
 
+/// A demo model: a user of role Model with an avatar, a banner and three
+/// photos (`<slug>-avatar.jpg`, …, `<slug>-photo-3.jpg` in `demo-media`).
+struct DemoModel {
+    first: &'static str,
+    last: &'static str,
+    artist: &'static str,
+    slug: &'static str,
+    email: &'static str,
+    token: Option<&'static str>,
+    /// Days since the account was made.
+    age: i64,
+}
+
+const MODELS: [DemoModel; 3] = [
+    DemoModel {
+        first: "Aria",
+        last: "Vale",
+        artist: "Aria Vale",
+        slug: "aria-vale",
+        email: MARKER_EMAIL,
+        token: Some(MODEL_TOKEN),
+        age: 420,
+    },
+    DemoModel {
+        first: "Bianca",
+        last: "Moreau",
+        artist: "Bianca M",
+        slug: "bianca-moreau",
+        email: "bianca@demo.local",
+        token: None,
+        age: 300,
+    },
+    DemoModel {
+        first: "Chloe",
+        last: "Sato",
+        artist: "Chloe Sato",
+        slug: "chloe-sato",
+        email: "chloe@demo.local",
+        token: None,
+        age: 30,
+    },
+];
+
+/// The demo videos: title, slug, days since upload (negative: scheduled,
+/// not public until then), the slugs of their models. Each has a poster
+/// (`<slug>-poster.jpg`) and plays one of the three movies in turn.
+const VIDEOS: [(&str, &str, i64, &[&str]); 6] = [
+    ("Sunset Session", "sunset-session", 60, &["aria-vale"]),
+    (
+        "Ocean Drift",
+        "ocean-drift",
+        40,
+        &["aria-vale", "bianca-moreau"],
+    ),
+    ("City Lights", "city-lights", 21, &["bianca-moreau"]),
+    ("Morning Flow", "morning-flow", 10, &["chloe-sato"]),
+    (
+        "Studio Diaries",
+        "studio-diaries",
+        2,
+        &["aria-vale", "chloe-sato"],
+    ),
+    ("Coming Soon", "coming-soon", -7, &["bianca-moreau"]),
+];
+
+/// The demo's pictures and movies (made by `scripts/make-demo-media.sh`),
+/// in the binary so that the demo runs from any folder.
+macro_rules! media {
+    ($($name:literal),* $(,)?) => {
+        [$(($name, include_bytes!(concat!("../demo-media/", $name)) as &[u8])),*]
+    };
+}
+
+const MEDIA: [(&str, &[u8]); 24] = media![
+    "aria-vale-avatar.jpg",
+    "aria-vale-banner.jpg",
+    "aria-vale-photo-1.jpg",
+    "aria-vale-photo-2.jpg",
+    "aria-vale-photo-3.jpg",
+    "bianca-moreau-avatar.jpg",
+    "bianca-moreau-banner.jpg",
+    "bianca-moreau-photo-1.jpg",
+    "bianca-moreau-photo-2.jpg",
+    "bianca-moreau-photo-3.jpg",
+    "chloe-sato-avatar.jpg",
+    "chloe-sato-banner.jpg",
+    "chloe-sato-photo-1.jpg",
+    "chloe-sato-photo-2.jpg",
+    "chloe-sato-photo-3.jpg",
+    "sunset-session-poster.jpg",
+    "ocean-drift-poster.jpg",
+    "city-lights-poster.jpg",
+    "morning-flow-poster.jpg",
+    "studio-diaries-poster.jpg",
+    "coming-soon-poster.jpg",
+    "movie-1.webm",
+    "movie-2.webm",
+    "movie-3.webm",
+];
+
+fn embedded(name: &str) -> Result<&'static [u8], String> {
+    MEDIA
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, bytes)| *bytes)
+        .ok_or_else(|| format!("the demo has no medium {name}"))
+}
+
+/// One demo file: its bytes and what the host reads of them, as an upload
+/// would be read.
+struct DemoFile {
+    id: String,
+    /// `filename_download`.
+    name: String,
+    /// `filename_disk`: `<id>.<ext>`, as uploads are kept.
+    key: String,
+    bytes: &'static [u8],
+    mime: String,
+    size: Option<(u64, u64)>,
+}
+
+impl DemoFile {
+    fn new(name: String, bytes: &'static [u8]) -> Self {
+        let id = uuid::Uuid::new_v4().to_string();
+        let head = &bytes[..bytes.len().min(files::HEAD_LEN)];
+        let mime = files::content_type(head, None);
+        let size = files::image_size(&mime, head);
+        let key = format!("{id}{}", files::extension_of(&name));
+        Self {
+            id,
+            name,
+            key,
+            bytes,
+            mime,
+            size,
+        }
+    }
+}
+
+/// The files the demo seeds: each model's avatar, banner and photos and,
+/// with the catalogue, each video's poster and movie (its own copy, so
+/// that deleting one video's file leaves the others' bytes).
+fn demo_files(with_catalogue: bool) -> Result<Vec<DemoFile>, String> {
+    let mut files = Vec::new();
+    for model in &MODELS {
+        for part in ["avatar", "banner", "photo-1", "photo-2", "photo-3"] {
+            let name = format!("{}-{part}.jpg", model.slug);
+            files.push(DemoFile::new(name.clone(), embedded(&name)?));
+        }
+    }
+    if with_catalogue {
+        for (n, (_, slug, _, _)) in VIDEOS.iter().enumerate() {
+            let poster = format!("{slug}-poster.jpg");
+            files.push(DemoFile::new(poster.clone(), embedded(&poster)?));
+            let movie = embedded(&format!("movie-{}.webm", n % 3 + 1))?;
+            files.push(DemoFile::new(format!("{slug}.webm"), movie));
+        }
+    }
+    Ok(files)
+}
+
+/// The demo files, their bytes stored in `location`.
+struct Media {
+    location: String,
+    files: Vec<DemoFile>,
+}
+
+impl Media {
+    /// Creates the record of the stored file `name`; its id.
+    fn record(&self, ctx: &mut Ctx<'_, '_>, name: &str) -> Result<String, ItemsError> {
+        let file =
+            self.files.iter().find(|f| f.name == name).ok_or_else(|| {
+                ItemsError::Internal(format!("the demo file {name} was not stored"))
+            })?;
+        ctx.create(
+            "platform_files",
+            json!({
+                "id": file.id,
+                "storage": self.location,
+                "filename_disk": file.key,
+                "filename_download": file.name,
+                "title": files::title_from_filename(&file.name),
+                "type": file.mime,
+                "filesize": file.bytes.len(),
+                "width": file.size.map(|s| s.0),
+                "height": file.size.map(|s| s.1),
+                "uploaded_on": days_ago(200),
+            }),
+        )
+    }
+}
+
+/// Writes the bytes of `files` to `location`; when one fails, removes
+/// those written, so that no bytes stay without a record.
+async fn store(location: &Location, files: &[DemoFile]) -> Result<(), String> {
+    for (n, file) in files.iter().enumerate() {
+        if let Err(e) = location
+            .put(&file.key, Bytes::from_static(file.bytes))
+            .await
+        {
+            remove(location, &files[..=n]).await;
+            return Err(format!(
+                "cannot store the demo file {} in storage location \"{}\": {e}",
+                file.name, location.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Removes the bytes of `files` (those of records that were not made).
+async fn remove(location: &Location, files: &[DemoFile]) {
+    for file in files {
+        if let Err(e) = location.delete(&file.key).await {
+            log::warn!("removing the demo file {} failed: {e}", file.key);
+        }
+    }
+}
+
+/// Whether the demo was seeded already (its first model exists).
+fn present(platform: &Platform, session: &mut Session<'_>) -> Result<bool, ItemsError> {
+    let found = platform.read_by_query(
+        session,
+        &Who::system(),
+        "platform_users",
+        &WireQuery {
+            filter: Some(json!({"email": {"_eq": MARKER_EMAIL}})),
+            ..Default::default()
+        },
+        Some(1),
+    )?;
+    Ok(!found.is_empty())
+}
+
 /// Seeds the demo content (unless present) and prints how to explore it.
-pub fn seed(platform: &Platform, serve: &ServeArgs) -> Result<(), String> {
+/// The files' bytes go to the default storage location before their
+/// records are made; `runtime` runs the storage's calls.
+pub fn seed(
+    platform: &Platform,
+    files: &Files,
+    runtime: &tokio::runtime::Handle,
+    serve: &ServeArgs,
+) -> Result<(), String> {
     let schema = platform.store.schema();
     let has_service = [
         "videos",
@@ -74,23 +333,21 @@ pub fn seed(platform: &Platform, serve: &ServeArgs) -> Result<(), String> {
     ]
     .iter()
     .all(|c| schema.get(c).is_some());
-    // Checked inside the seeding transaction, so that hosts started
-    // together seed once (the loser of the race sees the winner's users).
-    let seeded = platform
-        .transaction(|session| {
-            let present = !platform
-                .read_by_query(
-                    session,
-                    &Who::system(),
-                    "platform_users",
-                    &WireQuery {
-                        filter: Some(json!({"email": {"_eq": MARKER_EMAIL}})),
-                        ..Default::default()
-                    },
-                    Some(1),
-                )?
-                .is_empty();
-            if present {
+    // Looked at first, so that a restart writes no bytes.
+    let seeded = if present(platform, &mut Session::Auto).map_err(|e| e.to_string())? {
+        false
+    } else {
+        let location = files.storage.default_location();
+        let media = Media {
+            location: location.name.clone(),
+            files: demo_files(has_service)?,
+        };
+        runtime.block_on(store(location, &media.files))?;
+        // Checked again inside the seeding transaction, so that hosts
+        // started together seed once (the loser of the race sees the
+        // winner's users, and removes the bytes it wrote).
+        let seeded = platform.transaction(|session| {
+            if present(platform, session)? {
                 return Ok(false);
             }
             let mut ctx = Ctx {
@@ -98,14 +355,18 @@ pub fn seed(platform: &Platform, serve: &ServeArgs) -> Result<(), String> {
                 session,
                 who: Who::system(),
             };
-            seed_users(&mut ctx)?;
+            seed_users(&mut ctx, &media)?;
             if has_service {
-                seed_catalogue(&mut ctx)?;
+                seed_catalogue(&mut ctx, &media)?;
                 grant_site_reads(&mut ctx)?;
             }
             Ok(true)
-        })
-        .map_err(|e| e.to_string())?;
+        });
+        if !matches!(seeded, Ok(true)) {
+            runtime.block_on(remove(location, &media.files));
+        }
+        seeded.map_err(|e| e.to_string())?
+    };
     match (seeded, has_service) {
         (false, _) => log::info!("demo content already present"),
         (true, true) => {
@@ -116,90 +377,30 @@ pub fn seed(platform: &Platform, serve: &ServeArgs) -> Result<(), String> {
             "demo users seeded; the svc extension is not loaded, so no catalogue was seeded"
         ),
     }
-    print_examples(serve);
+    print_examples(serve, example_assets(platform, has_service).as_ref());
     Ok(())
 }
 
-fn file(
-    ctx: &mut Ctx<'_, '_>,
-    name: &str,
-    kind: &str,
-    size: (i64, i64),
-) -> Result<String, ItemsError> {
-    let ext = if kind.starts_with("video") {
-        "mp4"
-    } else {
-        "jpg"
-    };
-    ctx.create(
-        "platform_files",
-        json!({
-            "storage": "local",
-            "filename_disk": format!("{}.{ext}", uuid::Uuid::new_v4()),
-            "filename_download": format!("{name}.{ext}"),
-            "title": name,
-            "type": kind,
-            "filesize": size.0 * size.1 / 4,
-            "width": size.0,
-            "height": size.1,
-            "duration": if kind.starts_with("video") { json!(600) } else { Value::Null },
-            "uploaded_on": days_ago(200),
-        }),
-    )
-}
-
-fn seed_users(ctx: &mut Ctx<'_, '_>) -> Result<(), ItemsError> {
+fn seed_users(ctx: &mut Ctx<'_, '_>, media: &Media) -> Result<(), ItemsError> {
     let model_role = ctx.id_of("platform_roles", "name", "Model")?;
     let viewer_role = ctx.id_of("platform_roles", "name", "Viewer")?;
-    let models = [
-        (
-            "Aria",
-            "Vale",
-            "Aria Vale",
-            "aria-vale",
-            MARKER_EMAIL,
-            Some(MODEL_TOKEN),
-            420,
-        ),
-        (
-            "Bianca",
-            "Moreau",
-            "Bianca M",
-            "bianca-moreau",
-            "bianca@demo.local",
-            None,
-            300,
-        ),
-        (
-            "Chloe",
-            "Sato",
-            "Chloe Sato",
-            "chloe-sato",
-            "chloe@demo.local",
-            None,
-            30,
-        ),
-    ];
-    for (first, last, artist, slug, email, token, age) in models {
-        let avatar = file(ctx, &format!("{slug}-avatar"), "image/jpeg", (400, 400))?;
-        let banner = file(ctx, &format!("{slug}-banner"), "image/jpeg", (1920, 480))?;
+    for model in &MODELS {
+        let slug = model.slug;
+        let avatar = media.record(ctx, &format!("{slug}-avatar.jpg"))?;
+        let banner = media.record(ctx, &format!("{slug}-banner.jpg"))?;
         let mut user = json!({
-            "first_name": first, "last_name": last, "email": email, "role": model_role,
-            "artist_name": artist, "slug": slug, "avatar": avatar, "banner": banner,
-            "description": format!("{artist} creates interactive videos."),
-            "date_created": days_ago(age),
+            "first_name": model.first, "last_name": model.last, "email": model.email,
+            "role": model_role, "artist_name": model.artist, "slug": slug,
+            "avatar": avatar, "banner": banner,
+            "description": format!("{} creates interactive videos.", model.artist),
+            "date_created": days_ago(model.age),
         });
-        if let Some(t) = token {
+        if let Some(t) = model.token {
             user["token"] = json!(t);
         }
         let user_id = ctx.create("platform_users", user)?;
         for sort in 1..=3 {
-            let photo = file(
-                ctx,
-                &format!("{slug}-photo-{sort}"),
-                "image/jpeg",
-                (1200, 1600),
-            )?;
+            let photo = media.record(ctx, &format!("{slug}-photo-{sort}.jpg"))?;
             ctx.create(
                 "model_photos",
                 json!({"platform_users_id": user_id, "platform_files_id": photo, "sort": sort}),
@@ -227,26 +428,17 @@ fn seed_users(ctx: &mut Ctx<'_, '_>) -> Result<(), ItemsError> {
     Ok(())
 }
 
-fn seed_catalogue(ctx: &mut Ctx<'_, '_>) -> Result<(), ItemsError> {
+fn seed_catalogue(ctx: &mut Ctx<'_, '_>, media: &Media) -> Result<(), ItemsError> {
     let aria = ctx.id_of("platform_users", "slug", "aria-vale")?;
     let bianca = ctx.id_of("platform_users", "slug", "bianca-moreau")?;
     let chloe = ctx.id_of("platform_users", "slug", "chloe-sato")?;
     let victor = ctx.id_of("platform_users", "email", "victor@demo.local")?;
     let wendy = ctx.id_of("platform_users", "email", "wendy@demo.local")?;
 
-    let videos: [(&str, &str, i64, Vec<&String>); 6] = [
-        ("Sunset Session", "sunset-session", 60, vec![&aria]),
-        ("Ocean Drift", "ocean-drift", 40, vec![&aria, &bianca]),
-        ("City Lights", "city-lights", 21, vec![&bianca]),
-        ("Morning Flow", "morning-flow", 10, vec![&chloe]),
-        ("Studio Diaries", "studio-diaries", 2, vec![&aria, &chloe]),
-        // Scheduled: not public until its upload date.
-        ("Coming Soon", "coming-soon", -7, vec![&bianca]),
-    ];
     let mut first_video = None;
-    for (n, (title, slug, age, models)) in videos.into_iter().enumerate() {
-        let movie = file(ctx, slug, "video/mp4", (1920, 1080))?;
-        let image = file(ctx, &format!("{slug}-poster"), "image/jpeg", (1280, 720))?;
+    for (n, (title, slug, age, models)) in VIDEOS.into_iter().enumerate() {
+        let movie = media.record(ctx, &format!("{slug}.webm"))?;
+        let image = media.record(ctx, &format!("{slug}-poster.jpg"))?;
         let video = ctx.create(
             "videos",
             json!({"id": video_id(n + 1), "slug": slug, "title": title, "description": format!("{title}, an interactive video."),
@@ -254,6 +446,7 @@ fn seed_catalogue(ctx: &mut Ctx<'_, '_>) -> Result<(), ItemsError> {
                    "premium": false}),
         )?;
         for model in models {
+            let model = ctx.id_of("platform_users", "slug", model)?;
             ctx.create(
                 "videos_models",
                 json!({"videos_id": video, "platform_users_id": model}),
@@ -385,15 +578,41 @@ fn print_site_reads() {
     );
 }
 
-fn print_examples(serve: &ServeArgs) {
+/// The ids of a model's avatar and a video's movie, for the printed
+/// examples (none without the catalogue, which grants visitors reads).
+fn example_assets(platform: &Platform, has_service: bool) -> Option<(String, String)> {
+    if !has_service {
+        return None;
+    }
+    let mut session = Session::Auto;
+    let mut ctx = Ctx {
+        platform,
+        session: &mut session,
+        who: Who::system(),
+    };
+    let avatar = ctx
+        .value_of("platform_users", "slug", MODELS[0].slug, "avatar")
+        .ok()?;
+    let movie = ctx.value_of("videos", "id", &video_id(1), "movie").ok()?;
+    Some((avatar, movie))
+}
+
+fn print_examples(serve: &ServeArgs, assets: Option<&(String, String)>) {
     let base = format!("http://{}:{}", serve.host, serve.port);
     let (video, recording) = (video_id(1), recording_id(1));
+    let assets = assets.map_or_else(String::new, |(avatar, movie)| {
+        format!(
+            "\x20 curl -o avatar.webp '{base}/assets/{avatar}?width=64&format=webp'\n\
+             \x20 curl -o movie.webm {base}/assets/{movie}\n"
+        )
+    });
     println!(
         "\nDemo platform ready. Tokens: admin `{ADMIN_TOKEN}` (unless ADMIN_TOKEN is set), \
          model `{MODEL_TOKEN}`, viewers `{VIEWER_TOKEN}` and `{VIEWER2_TOKEN}`.\nTry:\n\
          \x20 curl {base}/svc/stats\n\
          \x20 curl {base}/svc/models\n\
          \x20 curl {base}/svc/videos/sunset-session\n\
+         {assets}\
          \x20 curl -X POST -H 'Authorization: Bearer {VIEWER_TOKEN}' {base}/svc/videos/{video}/like\n\
          \x20 curl -H 'Authorization: Bearer {MODEL_TOKEN}' {base}/svc/analytics\n\
          \x20 curl -H 'Authorization: Bearer {VIEWER_TOKEN}' {base}/svc/recordings\n\
@@ -404,4 +623,64 @@ fn print_examples(serve: &ServeArgs) {
          \x20 curl -H 'Content-Type: application/json' -d '{{\"email\":\"victor@demo.local\",\"password\":\"{VIEWER_PASSWORD}\"}}' {base}/auth/login\n\
          (README.md lists every endpoint with an example.)\n"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::storage::{Driver, LocationSettings};
+    use crate::files::Storage;
+
+    #[test]
+    fn the_media_read_as_uploads_of_them_would() {
+        assert_eq!(demo_files(false).unwrap().len(), 15);
+        let all = demo_files(true).unwrap();
+        assert_eq!(all.len(), 27);
+        for file in &all {
+            let (kind, size) = (file.mime.as_str(), file.size);
+            match file.name.rsplit_once('.').map(|(_, ext)| ext) {
+                Some("jpg") => assert!(kind == "image/jpeg" && size.is_some(), "{}", file.name),
+                Some("webm") => assert!(kind == "video/webm" && size.is_none(), "{}", file.name),
+                _ => panic!("unexpected demo file {}", file.name),
+            }
+        }
+        let mut keys: Vec<&str> = all.iter().map(|f| f.key.as_str()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), all.len(), "each file has bytes of its own");
+        let avatar = all
+            .iter()
+            .find(|f| f.name == "aria-vale-avatar.jpg")
+            .unwrap();
+        assert_eq!(avatar.size, Some((256, 256)));
+    }
+
+    #[tokio::test]
+    async fn a_failed_store_leaves_no_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(vec![LocationSettings {
+            name: "local".into(),
+            driver: Driver::Local {
+                root: dir.path().to_path_buf(),
+            },
+        }])
+        .unwrap();
+        let location = storage.default_location();
+        let mut files = demo_files(false).unwrap();
+        // A key under a file, which no folder can be made for.
+        std::fs::write(dir.path().join("blocked"), b"").unwrap();
+        files[2].key = "blocked/x.jpg".into();
+        let err = store(location, &files).await.unwrap_err();
+        assert!(err.contains(&files[2].name), "{err}");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec!["blocked"]);
+
+        files.truncate(2);
+        store(location, &files).await.unwrap();
+        let stored = location.read_all(&files[1].key).await.unwrap();
+        assert_eq!(stored.as_ref(), files[1].bytes);
+    }
 }

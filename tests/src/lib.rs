@@ -205,6 +205,33 @@ pub struct Resp {
     pub headers: Vec<(String, String)>,
 }
 
+/// One HTTP answer whose body is bytes ([`Host::get_bytes`]).
+#[derive(Debug, Clone)]
+pub struct BytesResp {
+    pub status: u16,
+    /// Every header of the answer (the first value of each), names in
+    /// lower case.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl BytesResp {
+    /// The value of header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The width and height of an image, decoded whole (PNG, JPEG, WebP, GIF).
+pub fn image_dimensions(bytes: &[u8]) -> (u32, u32) {
+    let img = image::load_from_memory(bytes)
+        .unwrap_or_else(|e| panic!("not an image ({e}): {}", String::from_utf8_lossy(bytes)));
+    (img.width(), img.height())
+}
+
 impl Resp {
     /// The values of header `name` (lower case).
     pub fn header_all(&self, name: &str) -> Vec<&str> {
@@ -543,6 +570,79 @@ impl Host {
 
     pub fn get(&self, path: &str, token: Option<&str>) -> Resp {
         self.request("GET", path, token, None)
+    }
+
+    /// `GET path` with exactly `headers`, the body as bytes (an asset).
+    pub fn get_bytes(&self, path: &str, headers: &[(&str, &str)]) -> BytesResp {
+        let agent = ureq::AgentBuilder::new()
+            .timeout(Duration::from_secs(60))
+            .build();
+        let response = client::send_with(&agent, &self.base, "GET", path, headers, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let status = response.status();
+        let headers = response
+            .headers_names()
+            .into_iter()
+            .map(|n| {
+                let v = response.header(&n).unwrap_or_default().to_string();
+                (n.to_ascii_lowercase(), v)
+            })
+            .collect();
+        let mut body = Vec::new();
+        response
+            .into_reader()
+            .read_to_end(&mut body)
+            .unwrap_or_else(|e| panic!("GET {path}: reading the answer failed: {e}"));
+        BytesResp {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// How many files' bytes the host's `local` location holds (the
+    /// transformations, kept in a folder of their own, not counted).
+    pub fn stored_files(&self) -> usize {
+        fs::read_dir(self.uploads_dir())
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Every file record `token` may read, each checked to be served
+    /// whole: `GET /assets/:id` is 200 with the record's `type` and, as
+    /// `Content-Length` and in bytes, its `filesize`. The records.
+    pub fn assert_files_served(&self, token: Option<&str>) -> Vec<Value> {
+        let r = self.get("/files?limit=-1", token);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let records = r.json()["data"].as_array().cloned().unwrap_or_default();
+        let bearer = token.map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> = bearer
+            .iter()
+            .map(|b| ("Authorization", b.as_str()))
+            .collect();
+        for record in &records {
+            let id = id_of(record);
+            let got = self.get_bytes(&format!("/assets/{id}"), &headers);
+            assert_eq!(got.status, 200, "the bytes of {record}");
+            assert_eq!(
+                got.header("content-type"),
+                record["type"].as_str(),
+                "{record}"
+            );
+            let size = record["filesize"].as_u64();
+            assert_eq!(
+                got.header("content-length").and_then(|v| v.parse().ok()),
+                size,
+                "{record}"
+            );
+            assert_eq!(Some(got.body.len() as u64), size, "{record}");
+        }
+        records
     }
 
     pub fn post(&self, path: &str, token: Option<&str>, body: &Value) -> Resp {

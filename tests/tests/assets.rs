@@ -2,62 +2,9 @@
 //! validators, caching, ranges and downloads; through a second host on
 //! the same database when the bytes are in a shared S3 bucket.
 
-use std::io::Read;
-use std::time::Duration;
-
 use platform_tests::multipart::Form;
 use platform_tests::s3::S3;
-use platform_tests::{id_of, Host, HostOptions, ADMIN_TOKEN};
-
-/// One answer, its body as bytes.
-struct Got {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Got {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-fn get(host: &Host, path: &str, headers: &[(&str, &str)]) -> Got {
-    let agent = ureq::AgentBuilder::new()
-        .timeout(Duration::from_secs(60))
-        .build();
-    let mut request = agent.get(&format!("{}{path}", host.base));
-    for (name, value) in headers {
-        request = request.set(name, value);
-    }
-    let response = match request.call() {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("GET {path}: {e}"),
-    };
-    let status = response.status();
-    let headers = response
-        .headers_names()
-        .into_iter()
-        .map(|n| {
-            let v = response.header(&n).unwrap_or_default().to_string();
-            (n.to_ascii_lowercase(), v)
-        })
-        .collect();
-    let mut body = Vec::new();
-    response
-        .into_reader()
-        .read_to_end(&mut body)
-        .expect("the answer's body");
-    Got {
-        status,
-        headers,
-        body,
-    }
-}
+use platform_tests::{id_of, image_dimensions, Host, HostOptions, ADMIN_TOKEN};
 
 fn upload(host: &Host, token: &str, filename: &str, bytes: &[u8]) -> String {
     let form = Form::new().file("file", filename, "text/plain", bytes);
@@ -74,7 +21,7 @@ fn an_asset_is_served_to_those_who_may_read_its_record() {
     let id = upload(&host, "owner-a", "notes.txt", b"0123456789abcdef");
 
     let bearer = [("Authorization", "Bearer owner-a")];
-    let got = get(&host, &format!("/assets/{id}"), &bearer);
+    let got = host.get_bytes(&format!("/assets/{id}"), &bearer);
     assert_eq!(got.status, 200);
     assert_eq!(got.body, b"0123456789abcdef");
     assert_eq!(got.header("content-type"), Some("text/plain"));
@@ -88,51 +35,47 @@ fn an_asset_is_served_to_those_who_may_read_its_record() {
     let modified = got.header("last-modified").expect("a date").to_string();
 
     // The token in the query, and a file name in the path.
-    let got = get(
-        &host,
-        &format!("/assets/{id}/notes.txt?access_token=owner-a"),
-        &[],
-    );
+    let got = host.get_bytes(&format!("/assets/{id}/notes.txt?access_token=owner-a"), &[]);
     assert_eq!(got.body, b"0123456789abcdef");
 
     // Others, and anonymous callers, get 403, as for a file that is not.
     let other = [("Authorization", "Bearer other-a")];
-    assert_eq!(get(&host, &format!("/assets/{id}"), &other).status, 403);
-    assert_eq!(get(&host, &format!("/assets/{id}"), &[]).status, 403);
+    assert_eq!(host.get_bytes(&format!("/assets/{id}"), &other).status, 403);
+    assert_eq!(host.get_bytes(&format!("/assets/{id}"), &[]).status, 403);
     let nothing = "00000000-0000-4000-8000-000000000000";
     let admin = format!("Bearer {ADMIN_TOKEN}");
     let as_admin = [("Authorization", admin.as_str())];
     assert_eq!(
-        get(&host, &format!("/assets/{nothing}"), &as_admin).status,
+        host.get_bytes(&format!("/assets/{nothing}"), &as_admin)
+            .status,
         403
     );
-    assert_eq!(get(&host, &format!("/assets/{id}"), &as_admin).status, 200);
+    assert_eq!(
+        host.get_bytes(&format!("/assets/{id}"), &as_admin).status,
+        200
+    );
 
     // Validators.
-    let got = get(
-        &host,
+    let got = host.get_bytes(
         &format!("/assets/{id}"),
         &[bearer[0], ("If-None-Match", &etag)],
     );
     assert_eq!(got.status, 304);
     assert!(got.body.is_empty());
     assert_eq!(got.header("etag"), Some(etag.as_str()));
-    let got = get(
-        &host,
+    let got = host.get_bytes(
         &format!("/assets/{id}"),
         &[bearer[0], ("If-Modified-Since", &modified)],
     );
     assert_eq!(got.status, 304);
-    let got = get(
-        &host,
+    let got = host.get_bytes(
         &format!("/assets/{id}"),
         &[bearer[0], ("If-None-Match", "\"another\"")],
     );
     assert_eq!(got.status, 200);
 
     // Ranges.
-    let got = get(
-        &host,
+    let got = host.get_bytes(
         &format!("/assets/{id}"),
         &[bearer[0], ("Range", "bytes=2-5")],
     );
@@ -140,20 +83,17 @@ fn an_asset_is_served_to_those_who_may_read_its_record() {
     assert_eq!(got.body, b"2345");
     assert_eq!(got.header("content-range"), Some("bytes 2-5/16"));
     assert_eq!(got.header("content-length"), Some("4"));
-    let got = get(
-        &host,
+    let got = host.get_bytes(
         &format!("/assets/{id}"),
         &[bearer[0], ("Range", "bytes=-3")],
     );
     assert_eq!(got.body, b"def");
-    let got = get(
-        &host,
+    let got = host.get_bytes(
         &format!("/assets/{id}"),
         &[bearer[0], ("Range", "bytes=14-")],
     );
     assert_eq!(got.body, b"ef");
-    let got = get(
-        &host,
+    let got = host.get_bytes(
         &format!("/assets/{id}"),
         &[bearer[0], ("Range", "bytes=16-")],
     );
@@ -166,7 +106,7 @@ fn an_asset_is_served_to_those_who_may_read_its_record() {
     );
 
     // Downloads.
-    let got = get(&host, &format!("/assets/{id}?download"), &bearer);
+    let got = host.get_bytes(&format!("/assets/{id}?download"), &bearer);
     assert_eq!(
         got.header("content-disposition"),
         Some("attachment; filename=\"notes.txt\"; filename*=UTF-8''notes.txt")
@@ -176,8 +116,7 @@ fn an_asset_is_served_to_those_who_may_read_its_record() {
     let form = Form::new().file("file", "notes.txt", "text/plain", b"new");
     let r = host.send_form("PATCH", &format!("/files/{id}"), Some("owner-a"), &form);
     assert_eq!(r.status, 200, "{}", r.body);
-    let got = get(
-        &host,
+    let got = host.get_bytes(
         &format!("/assets/{id}"),
         &[bearer[0], ("If-None-Match", &etag)],
     );
@@ -189,20 +128,23 @@ fn an_asset_is_served_to_those_who_may_read_its_record() {
         host.delete(&format!("/files/{id}"), Some("owner-a")).status,
         204
     );
-    assert_eq!(get(&host, &format!("/assets/{id}"), &bearer).status, 403);
+    assert_eq!(
+        host.get_bytes(&format!("/assets/{id}"), &bearer).status,
+        403
+    );
 }
 
 #[test]
 fn public_assets_follow_public_grants_and_the_cache_setting() {
     let host = Host::start(HostOptions::svc().env_var("ASSETS_CACHE_TTL", "1h"));
     let id = upload(&host, ADMIN_TOKEN, "public.txt", b"for everyone");
-    assert_eq!(get(&host, &format!("/assets/{id}"), &[]).status, 403);
+    assert_eq!(host.get_bytes(&format!("/assets/{id}"), &[]).status, 403);
     host.grant(
         "Public",
         "platform_files",
         serde_json::json!({"action": "read"}),
     );
-    let got = get(&host, &format!("/assets/{id}"), &[]);
+    let got = host.get_bytes(&format!("/assets/{id}"), &[]);
     assert_eq!(got.status, 200);
     assert_eq!(got.body, b"for everyone");
     assert_eq!(got.header("cache-control"), Some("public, max-age=3600"));
@@ -225,16 +167,11 @@ fn bytes_uploaded_through_one_host_are_read_through_another() {
     let id = id_of(&r.json()["data"]);
 
     let admin = format!("Bearer {ADMIN_TOKEN}");
-    let got = get(
-        &second,
-        &format!("/assets/{id}"),
-        &[("Authorization", &admin)],
-    );
+    let got = second.get_bytes(&format!("/assets/{id}"), &[("Authorization", &admin)]);
     assert_eq!(got.status, 200);
     assert_eq!(got.body.len(), bytes.len());
     assert!(got.body == bytes, "the bytes read back differ");
-    let got = get(
-        &second,
+    let got = second.get_bytes(
         &format!("/assets/{id}"),
         &[
             ("Authorization", &admin),
@@ -250,11 +187,7 @@ fn bytes_uploaded_through_one_host_are_read_through_another() {
             .status,
         204
     );
-    let got = get(
-        &first,
-        &format!("/assets/{id}"),
-        &[("Authorization", &admin)],
-    );
+    let got = first.get_bytes(&format!("/assets/{id}"), &[("Authorization", &admin)]);
     assert_eq!(got.status, 403);
 }
 
@@ -268,12 +201,6 @@ fn png(width: u32, height: u32) -> Vec<u8> {
     img.write_to(&mut out, image::ImageFormat::Png)
         .expect("png");
     out.into_inner()
-}
-
-fn dimensions(bytes: &[u8]) -> (u32, u32) {
-    let img = image::load_from_memory(bytes)
-        .unwrap_or_else(|e| panic!("not an image ({e}): {}", String::from_utf8_lossy(bytes)));
-    (img.width(), img.height())
 }
 
 fn transforms_in(host: &Host, id: &str) -> usize {
@@ -298,58 +225,53 @@ fn images_are_transformed_once_and_kept() {
     let admin = format!("Bearer {ADMIN_TOKEN}");
     let auth = ("Authorization", admin.as_str());
 
-    let got = get(&host, &format!("/assets/{id}?width=10&unknown=1"), &[auth]);
+    let got = host.get_bytes(&format!("/assets/{id}?width=10&unknown=1"), &[auth]);
     assert_eq!(got.status, 200);
     assert_eq!(got.header("content-type"), Some("image/png"));
-    assert_eq!(dimensions(&got.body), (10, 5));
+    assert_eq!(image_dimensions(&got.body), (10, 5));
     assert_eq!(transforms_in(&host, &id), 1);
-    let again = get(&host, &format!("/assets/{id}?width=10"), &[auth]);
+    let again = host.get_bytes(&format!("/assets/{id}?width=10"), &[auth]);
     assert_eq!(again.body, got.body);
     assert_eq!(transforms_in(&host, &id), 1, "computed once");
 
-    let got = get(
-        &host,
+    let got = host.get_bytes(
         &format!("/assets/{id}?width=10&height=10&fit=inside"),
         &[auth],
     );
-    assert_eq!(dimensions(&got.body), (10, 5));
-    let got = get(&host, &format!("/assets/{id}?key=thumb"), &[auth]);
-    assert_eq!(dimensions(&got.body), (8, 8));
-    let got = get(
-        &host,
+    assert_eq!(image_dimensions(&got.body), (10, 5));
+    let got = host.get_bytes(&format!("/assets/{id}?key=thumb"), &[auth]);
+    assert_eq!(image_dimensions(&got.body), (8, 8));
+    let got = host.get_bytes(
         &format!("/assets/{id}?width=10&format=auto"),
         &[auth, ("Accept", "image/avif,image/webp,*/*")],
     );
     assert_eq!(got.header("content-type"), Some("image/webp"));
-    assert_eq!(dimensions(&got.body), (10, 5));
-    let got = get(
-        &host,
+    assert_eq!(image_dimensions(&got.body), (10, 5));
+    let got = host.get_bytes(
         &format!("/assets/{id}?width=10&format=jpg&quality=40"),
         &[auth],
     );
     assert_eq!(got.header("content-type"), Some("image/jpeg"));
-    let got = get(
-        &host,
+    let got = host.get_bytes(
         &format!("/assets/{id}?width=400&withoutEnlargement=true"),
         &[auth],
     );
-    assert_eq!(dimensions(&got.body), (40, 20));
-    let got = get(
-        &host,
+    assert_eq!(image_dimensions(&got.body), (40, 20));
+    let got = host.get_bytes(
         &format!("/assets/{id}?transforms=%5B%5B%22rotate%22%2C90%5D%5D"),
         &[auth],
     );
-    assert_eq!(dimensions(&got.body), (20, 40));
+    assert_eq!(image_dimensions(&got.body), (20, 40));
 
     // Refused: a preset with other parameters, an unknown preset, a
     // parameter out of range, an image past the size bound.
     for query in ["key=thumb&width=3", "key=none", "width=abc", "fit=sideways"] {
-        let got = get(&host, &format!("/assets/{id}?{query}"), &[auth]);
+        let got = host.get_bytes(&format!("/assets/{id}?{query}"), &[auth]);
         assert_eq!(got.status, 400, "{query}");
     }
     // An output past the bound is refused as an original past it is.
     let kept = transforms_in(&host, &id);
-    let got = get(&host, &format!("/assets/{id}?width=101"), &[auth]);
+    let got = host.get_bytes(&format!("/assets/{id}?width=101"), &[auth]);
     assert_eq!(got.status, 400);
     assert_eq!(
         transforms_in(&host, &id),
@@ -362,7 +284,7 @@ fn images_are_transformed_once_and_kept() {
             .send_form("POST", "/files", Some(ADMIN_TOKEN), &form)
             .json()["data"],
     );
-    let got = get(&host, &format!("/assets/{wide}?width=10"), &[auth]);
+    let got = host.get_bytes(&format!("/assets/{wide}?width=10"), &[auth]);
     assert_eq!(got.status, 400);
     let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
     assert_eq!(
@@ -370,17 +292,13 @@ fn images_are_transformed_once_and_kept() {
         "ILLEGAL_ASSET_TRANSFORMATION"
     );
     assert_eq!(
-        dimensions(&get(&host, &format!("/assets/{wide}"), &[auth]).body),
+        image_dimensions(&host.get_bytes(&format!("/assets/{wide}"), &[auth]).body),
         (200, 4)
     );
 
     // Not an image: the parameters are ignored.
     let text = upload(&host, ADMIN_TOKEN, "a.txt", b"plain");
-    let got = get(
-        &host,
-        &format!("/assets/{text}?width=10&format=webp"),
-        &[auth],
-    );
+    let got = host.get_bytes(&format!("/assets/{text}?width=10&format=webp"), &[auth]);
     assert_eq!(got.body, b"plain");
 
     // New bytes and a deleted file take their transformations along.
@@ -388,8 +306,8 @@ fn images_are_transformed_once_and_kept() {
     let r = host.send_form("PATCH", &format!("/files/{id}"), Some(ADMIN_TOKEN), &form);
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(transforms_in(&host, &id), 0);
-    let got = get(&host, &format!("/assets/{id}?width=10"), &[auth]);
-    assert_eq!(dimensions(&got.body), (10, 10));
+    let got = host.get_bytes(&format!("/assets/{id}?width=10"), &[auth]);
+    assert_eq!(image_dimensions(&got.body), (10, 10));
     assert_eq!(
         host.delete(&format!("/files/{id}"), Some(ADMIN_TOKEN))
             .status,
@@ -411,10 +329,10 @@ fn corrupt_and_huge_images_are_refused_cleanly() {
     let r = host.send_form("POST", "/files", Some(ADMIN_TOKEN), &form);
     assert_eq!(r.status, 200, "{}", r.body);
     let id = id_of(&r.json()["data"]);
-    let got = get(&host, &format!("/assets/{id}?width=10"), &[auth]);
+    let got = host.get_bytes(&format!("/assets/{id}?width=10"), &[auth]);
     assert_eq!(got.status, 400);
     assert_eq!(transforms_in(&host, &id), 0);
-    assert_eq!(get(&host, &format!("/assets/{id}"), &[auth]).body, cut);
+    assert_eq!(host.get_bytes(&format!("/assets/{id}"), &[auth]).body, cut);
 
     // A few bytes that say 60000 x 60000: refused before any decoding.
     let mut bomb = png(1, 1);
@@ -424,7 +342,7 @@ fn corrupt_and_huge_images_are_refused_cleanly() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["data"]["width"], 60000);
     let bomb_id = id_of(&r.json()["data"]);
-    let got = get(&host, &format!("/assets/{bomb_id}?width=10"), &[auth]);
+    let got = host.get_bytes(&format!("/assets/{bomb_id}?width=10"), &[auth]);
     assert_eq!(got.status, 400);
     let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
     assert_eq!(
@@ -444,8 +362,7 @@ fn a_transformation_past_its_time_is_503_and_keeps_nothing() {
             .json()["data"],
     );
     let admin = format!("Bearer {ADMIN_TOKEN}");
-    let got = get(
-        &host,
+    let got = host.get_bytes(
         &format!("/assets/{id}?width=1499"),
         &[("Authorization", &admin)],
     );

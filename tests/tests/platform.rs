@@ -1,7 +1,7 @@
 //! The platform core through HTTP: /svc/stats counts, the items API with
 //! permissions, authentication, secrets, limits and restarts.
 
-use platform_tests::{encode, Database, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{encode, image_dimensions, str_of, Database, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -745,7 +745,9 @@ fn demo_data_is_seeded_once_and_its_tokens_work() {
         Some("demo-admin-token"),
     );
     assert_eq!(photos.json()["data"][0]["count"], 9);
-    // A restart with --demo does not seed twice.
+    demo_files_are_served(&host);
+    // A restart with --demo does not seed twice, nor store bytes again.
+    let stored = host.stored_files();
     let dir = host.stop();
     let mut opts = HostOptions::svc().arg("--demo");
     opts.env.push(("ADMIN_TOKEN".into(), String::new()));
@@ -757,6 +759,60 @@ fn demo_data_is_seeded_once_and_its_tokens_work() {
         host.log()
     );
     assert_eq!(host.get("/svc/stats", None).json()["videos_count"], 6);
+    assert_eq!(host.stored_files(), stored);
+    assert_eq!(host.assert_files_served(None).len(), stored);
+}
+
+/// Every demo file has its bytes: the pictures decode at their records'
+/// sizes and transform, the movies are WebM served in ranges.
+fn demo_files_are_served(host: &Host) {
+    let viewer = Some("demo-viewer-token");
+    // Each model's avatar, banner and three photos; each video's poster
+    // and movie.
+    let files = host.assert_files_served(viewer);
+    assert_eq!(files.len(), 3 * 5 + 6 * 2);
+    assert_eq!(host.stored_files(), files.len(), "bytes without a record");
+    let bearer = [("Authorization", "Bearer demo-viewer-token")];
+    let find = |name: &str| -> &Value {
+        files
+            .iter()
+            .find(|f| f["filename_download"] == name)
+            .unwrap_or_else(|| panic!("no demo file {name}"))
+    };
+
+    let avatar = find("aria-vale-avatar.jpg");
+    assert_eq!(avatar["type"], "image/jpeg");
+    let users = host.get(
+        "/items/platform_users?filter[slug][_eq]=aria-vale&fields=avatar",
+        viewer,
+    );
+    assert_eq!(users.json()["data"][0]["avatar"], avatar["id"]);
+    let got = host.get_bytes(&format!("/assets/{}", str_of(&avatar["id"])), &bearer);
+    let size = (avatar["width"].as_u64(), avatar["height"].as_u64());
+    let (width, height) = image_dimensions(&got.body);
+    assert_eq!((Some(u64::from(width)), Some(u64::from(height))), size);
+
+    let photo = str_of(&find("bianca-moreau-photo-2.jpg")["id"]);
+    let got = host.get_bytes(&format!("/assets/{photo}?width=64"), &bearer);
+    assert_eq!(got.status, 200);
+    assert_eq!(image_dimensions(&got.body).0, 64);
+
+    let video = host.get(
+        "/items/videos/00000000-0000-4000-a000-000000000001?fields=movie.*",
+        viewer,
+    );
+    let movie = video.json()["data"]["movie"].clone();
+    assert_eq!(movie["type"], "video/webm", "{movie}");
+    assert_eq!(movie["filename_download"], "sunset-session.webm");
+    let movies = files.iter().filter(|f| f["type"] == "video/webm").count();
+    assert_eq!(movies, 6);
+    let got = host.get_bytes(
+        &format!("/assets/{}", str_of(&movie["id"])),
+        &[bearer[0], ("Range", "bytes=0-99")],
+    );
+    assert_eq!(got.status, 206);
+    assert_eq!(got.body.len(), 100);
+    assert_eq!(got.body[..4], [0x1A, 0x45, 0xDF, 0xA3], "WebM (EBML) magic");
 }
 
 /// (events delivered after commits, writes handed to in-transaction hooks)
@@ -1138,6 +1194,12 @@ fn hosts_starting_together_on_an_empty_database_set_it_up_once() {
         let r = host.get("/items/platform_users?limit=1", Some(ADMIN_TOKEN));
         assert_eq!(r.status, 200, "{}", r.body);
     }
+    // Its files' bytes are in the seeding host's own folder; the others
+    // removed whatever they stored before seeing the demo there.
+    let files = count("SELECT count(*) FROM \"platform_files\"");
+    let stored: Vec<usize> = hosts.iter().map(Host::stored_files).collect();
+    assert_eq!(stored.iter().sum::<usize>() as i64, files, "{stored:?}");
+    assert_eq!(stored.iter().filter(|&&n| n > 0).count(), 1, "{stored:?}");
 }
 
 /// `database_round_trips` of `/server/metrics`.

@@ -277,6 +277,19 @@ impl Location {
         })
     }
 
+    /// Writes `bytes` under `key` as one upload: published only once
+    /// whole, nothing left when it fails.
+    pub async fn put(&self, key: &str, bytes: Bytes) -> Result<u64, StorageError> {
+        let mut upload = self.begin(key).await?;
+        match upload.put(bytes).await {
+            Ok(()) => upload.finish().await,
+            Err(e) => {
+                upload.abort().await;
+                Err(e)
+            }
+        }
+    }
+
     /// The size and date of `key`.
     pub async fn head(&self, key: &str) -> Result<Stored, StorageError> {
         let meta = self.store.head(&Key::from(key)).await?;
