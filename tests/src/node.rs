@@ -1,7 +1,8 @@
 //! The Node.js side of the suite: `tests/sdk-js`, front-end tests written
-//! with the real `@directus/sdk`, pinned by its `package-lock.json`.
+//! with the real `@directus/sdk`, and a browser's, Chromium driven by
+//! `playwright-core`; packages pinned by its `package-lock.json`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::workspace_root;
@@ -41,15 +42,31 @@ pub fn install_sdk_js() {
     );
 }
 
-/// Runs the Node.js test files of `tests/sdk-js` (`node --test`) with
-/// `env`, after installing their packages.
-pub fn run_sdk_js(env: &[(&str, &str)]) -> Output {
+/// Runs the Node.js test file `file` of `tests/sdk-js` (`node --test`)
+/// with `env`, after installing their packages.
+pub fn run_sdk_js(file: &str, env: &[(&str, &str)]) -> Output {
     install_sdk_js();
     Command::new("node")
         .arg("--test")
         .arg("--test-reporter=spec")
+        .arg(file)
         .current_dir(sdk_js_dir())
         .envs(env.iter().copied())
         .output()
         .unwrap_or_else(|e| panic!("node could not run ({e}): the SDK tests need Node.js 20"))
+}
+
+/// The browser of the browser tests: Debian's Chromium, which
+/// `scripts/test.sh` installs (`playwright-core` drives it and brings no
+/// browser of its own).
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// [`CHROMIUM`]; panics saying how to get it when it is not there.
+pub fn chromium() -> &'static str {
+    assert!(
+        Path::new(CHROMIUM).is_file(),
+        "{CHROMIUM} was not found: the browser tests run the site in Chromium. \
+         scripts/test.sh installs it (apt-get install -y chromium)"
+    );
+    CHROMIUM
 }

@@ -25,18 +25,21 @@ fn a_directus_sdk_front_end_signs_in_and_reads() {
     }
     let host = Host::start(opts);
     let mail_dir = mail.folder();
-    let out = run_sdk_js(&[
-        ("PLATFORM_URL", host.base.as_str()),
-        ("PLATFORM_ADMIN_TOKEN", ADMIN_TOKEN),
-        ("PLATFORM_EMAIL", "victor@demo.local"),
-        ("PLATFORM_PASSWORD", "demo-password"),
-        (
-            "PLATFORM_MAIL_DIR",
-            mail_dir.to_str().expect("a UTF-8 path"),
-        ),
-        ("PLATFORM_VERIFY_URL", VERIFY_URL),
-        ("PLATFORM_RESET_URL", RESET_URL),
-    ]);
+    let out = run_sdk_js(
+        "directus-sdk.test.js",
+        &[
+            ("PLATFORM_URL", host.base.as_str()),
+            ("PLATFORM_ADMIN_TOKEN", ADMIN_TOKEN),
+            ("PLATFORM_EMAIL", "victor@demo.local"),
+            ("PLATFORM_PASSWORD", "demo-password"),
+            (
+                "PLATFORM_MAIL_DIR",
+                mail_dir.to_str().expect("a UTF-8 path"),
+            ),
+            ("PLATFORM_VERIFY_URL", VERIFY_URL),
+            ("PLATFORM_RESET_URL", RESET_URL),
+        ],
+    );
     let report = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -1,8 +1,9 @@
 //! `/files`: uploads as Directus takes them (multipart/form-data, fields
 //! before the file), streamed to storage; the records under the caller's
 //! permissions; nothing left behind by a refused or failed upload; the
-//! bytes gone with their record; one S3 bucket shared by two hosts; and an
-//! upload's memory.
+//! bytes gone with their record; one S3 bucket shared by two hosts; an
+//! upload's memory; and uploads by the session cookie, taken from the
+//! site's own pages only.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use platform_tests::multipart::Form;
 use platform_tests::s3::S3;
-use platform_tests::{id_of, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{id_of, user_email, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::json;
 
 /// A 3×2 PNG header (enough for its type and size).
@@ -402,4 +403,59 @@ fn folders_hold_files_and_members_read_them() {
     );
     let r = host.get(&format!("/files/{file}"), Some("folders-6"));
     assert_eq!(r.json()["data"]["folder"], json!(null), "{}", r.body);
+}
+
+#[test]
+fn a_cookie_upload_is_taken_from_the_sites_own_pages_only() {
+    const PASSWORD: &str = "avatar password 7";
+    let host = Host::start(HostOptions::svc());
+    let member = host.user_with(Some("Viewer"), "cookie-7", &json!({ "password": PASSWORD }));
+    let cookie = host.session_cookie(&user_email("cookie-7"), PASSWORD);
+    let own = host.base.clone();
+    let form = Form::new()
+        .field("title", "Avatar")
+        .file("file", "avatar.png", "image/png", PNG);
+    let upload = |extra: &[(&str, &str)]| {
+        let mut headers = vec![("Cookie", cookie.as_str())];
+        headers.extend_from_slice(extra);
+        host.send_form_with("POST", "/files", &headers, &form)
+    };
+
+    // From the host's own origin (as the site's avatar form sends it).
+    let r = upload(&[("Origin", &own)]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let record = r.json()["data"].clone();
+    assert_eq!(record["title"], "Avatar");
+    assert_eq!(record["type"], "image/png");
+    assert_eq!(record["uploaded_by"], member);
+    assert_eq!(
+        host.get(&format!("/files/{}", id_of(&record)), Some("cookie-7"))
+            .json()["data"]["title"],
+        "Avatar"
+    );
+    // Without an Origin, the Referer's origin counts.
+    let r = upload(&[("Referer", &format!("{own}/profile/edit"))]);
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // Another site's page, a null origin, and no origin at all: refused.
+    let referer = format!("https://evil.example/{own}");
+    for extra in [
+        vec![("Origin", "https://evil.example")],
+        vec![("Origin", "null")],
+        vec![("Referer", referer.as_str())],
+        vec![],
+    ] {
+        let r = upload(&extra);
+        assert_eq!(r.status, 403, "{extra:?}: {}", r.body);
+        assert_eq!(r.json()["errors"][0]["extensions"]["code"], "FORBIDDEN");
+        assert!(
+            r.json()["errors"][0]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Origin")),
+            "{}",
+            r.body
+        );
+    }
+    assert_eq!(file_count(&host), 2);
+    assert_eq!(files_in(&host.uploads_dir()).len(), 2);
 }

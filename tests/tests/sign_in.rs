@@ -179,7 +179,8 @@ fn session_mode_signs_in_by_an_http_only_cookie() {
     let me = host.request_with("GET", "/users/me", &with_cookie(&cookie, false), None);
     assert_eq!(me.status, 200, "{}", me.body);
 
-    // A state change by cookie must be JSON: a cross-site form is refused.
+    // A state change by cookie must be JSON or name a trusted origin: a
+    // form that names none is refused.
     let body = br#"{"first_name":"Changed"}"#;
     let form = host.request_with(
         "PATCH",

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::browsers::{
-    clear_cookie, cookie, cookie_form_refused, is_json, require_json, set_cookie,
+    clear_cookie, cookie, cookie_form_refused, cookie_write_allowed, require_json, set_cookie,
 };
 use super::throttle::{login_attempt, ClientAddress};
 use super::{blocking, read_body, AppState, HttpError};
@@ -206,7 +206,8 @@ pub(super) async fn hashing<T: Send + 'static>(
 
 /// The session a refresh or logout is about: the body's refresh token,
 /// else the session cookie (mode `session`), else the refresh cookie. A
-/// cookie counts only on a JSON request.
+/// cookie counts only on a JSON request or one from a trusted origin
+/// (`browsers::cookie_write_allowed`).
 fn presented(
     signin: &SignIn,
     headers: &HeaderMap,
@@ -230,7 +231,7 @@ fn presented(
     };
     match found {
         None => Ok(None),
-        Some(_) if !is_json(headers) => Err(cookie_form_refused()),
+        Some(_) if !cookie_write_allowed(headers, settings) => Err(cookie_form_refused()),
         // A session cookie whose token is not ours names no session.
         Some(None) => Err(SignInError::InvalidCredentials.into()),
         Some(p) => Ok(p),

@@ -1,0 +1,104 @@
+//! The site in a real browser: Chromium, driven by `playwright-core` from
+//! `tests/sdk-js/browser.test.js`. A member signs in in the browser with
+//! the session cookie; their private image and movie, which anonymous
+//! callers may not read, then load in `<img>` and `<video>` by that cookie
+//! alone (the movie played through ranged reads); and the page uploads a
+//! file by the cookie, as the site's avatar form does.
+
+use std::io::Cursor;
+use std::time::Instant;
+
+use platform_tests::multipart::Form;
+use platform_tests::node::{chromium, run_sdk_js};
+use platform_tests::{id_of, user_email, workspace_root, Host, HostOptions};
+use serde_json::json;
+
+const PASSWORD: &str = "browser password 1";
+const MEMBER: &str = "browser-1";
+
+/// A 300×200 PNG, a gradient.
+fn picture() -> Vec<u8> {
+    let img = image::RgbImage::from_fn(300, 200, |x, y| {
+        image::Rgb([(x % 256) as u8, (y % 256) as u8, 160])
+    });
+    let mut out = Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("a PNG");
+    out.into_inner()
+}
+
+/// Uploads `bytes` as the member's own file; its record.
+fn upload(host: &Host, filename: &str, content_type: &str, bytes: &[u8]) -> serde_json::Value {
+    let form = Form::new()
+        .field("title", filename)
+        .file("file", filename, content_type, bytes);
+    let r = host.send_form("POST", "/files", Some(MEMBER), &form);
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["data"].clone()
+}
+
+#[test]
+fn a_browser_shows_a_members_private_media_by_the_session_cookie() {
+    let chromium = chromium();
+    let host = Host::start(HostOptions::svc());
+    let member = host.user_with(Some("Viewer"), MEMBER, &json!({ "password": PASSWORD }));
+
+    let image = upload(&host, "picture.png", "image/png", &picture());
+    assert_eq!(
+        (image["width"].clone(), image["height"].clone()),
+        (json!(300), json!(200))
+    );
+    let movie_bytes = std::fs::read(
+        workspace_root()
+            .join("example-host")
+            .join("demo-media")
+            .join("movie-1.webm"),
+    )
+    .expect("the demo movie");
+    let movie = upload(&host, "movie-1.webm", "video/webm", &movie_bytes);
+    assert_eq!(movie["type"], "video/webm");
+    let (image, movie) = (id_of(&image), id_of(&movie));
+    // The files are the member's own: without their cookie, nothing.
+    for id in [&image, &movie] {
+        let r = host.get(&format!("/assets/{id}"), None);
+        assert_eq!(r.status, 403, "anonymous read of {id}: {}", r.body);
+    }
+
+    let started = Instant::now();
+    let out = run_sdk_js(
+        "browser.test.js",
+        &[
+            ("PLATFORM_URL", host.base.as_str()),
+            ("PLATFORM_EMAIL", user_email(MEMBER).as_str()),
+            ("PLATFORM_PASSWORD", PASSWORD),
+            ("PLATFORM_IMAGE_ID", image.as_str()),
+            ("PLATFORM_MOVIE_ID", movie.as_str()),
+            ("PLATFORM_CHROMIUM", chromium),
+        ],
+    );
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{report}\nthe browser's run took {:?}", started.elapsed());
+    assert!(
+        out.status.success(),
+        "the browser tests failed:\n{report}\nhost log:\n{}",
+        host.log()
+    );
+    // Every test ran: a file that failed to load reports no test at all.
+    assert!(
+        report.contains("ℹ pass 3") && report.contains("ℹ fail 0"),
+        "{report}"
+    );
+
+    // The page's upload is the member's.
+    let uploaded = host.admin_find(
+        "platform_files",
+        &json!({"title": {"_eq": "Avatar from the browser"}}),
+    );
+    assert_eq!(uploaded.len(), 1, "{uploaded:?}");
+    assert_eq!(uploaded[0]["uploaded_by"], member);
+    assert_eq!(uploaded[0]["type"], "image/png");
+}
