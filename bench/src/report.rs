@@ -96,7 +96,7 @@ pub fn print_against_floor(title: &str, rows: &[Row], floor: f64) {
     println!("|---|---:|---:|---:|---:|");
     for r in rows {
         println!(
-            "| `{}` | {} | {:.0} | {floor:.0} | {:.2} |",
+            "| `{}` | {} | {:.0} | {floor:.0} | {:.3} |",
             r.label,
             r.concurrency,
             r.throughput,
