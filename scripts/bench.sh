@@ -6,6 +6,7 @@
 #   scripts/bench.sh gamification [--points 100000] [--users 100000] [--requests 300]
 #   scripts/bench.sh recording-create [--prior 20000] [--events 1000] [--requests 200]
 #   scripts/bench.sh memory
+#   scripts/bench.sh assets [--duration-secs 5]
 #   scripts/bench.sh compare [--duration-secs 10] [--only ID,..] [--keep]
 #   scripts/bench.sh sign-in [--attempts 20] [--duration-secs 5] [--flood 32]
 #   scripts/bench.sh several-hosts [--duration-secs 10] [--concurrency 16] --db postgres

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST};
+use hyper::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
@@ -25,6 +25,11 @@ pub struct Req {
     /// A non-2xx status that is an expected answer, not an error (the 400
     /// of a like racing another).
     pub tolerated: Option<u16>,
+    /// Other headers (a `Range`).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The one status every answer must have (the 206 of a range): any
+    /// other, 2xx included, is an error.
+    pub expected: Option<u16>,
 }
 
 impl Req {
@@ -35,6 +40,8 @@ impl Req {
             auth: None,
             body: None,
             tolerated: None,
+            headers: Vec::new(),
+            expected: None,
         }
     }
 
@@ -54,6 +61,18 @@ impl Req {
 
     pub fn tolerate(mut self, status: u16) -> Self {
         self.tolerated = Some(status);
+        self
+    }
+
+    /// Adds a header (a name and value the caller knows are valid).
+    pub fn header(mut self, name: HeaderName, value: &'static str) -> Self {
+        self.headers.push((name, HeaderValue::from_static(value)));
+        self
+    }
+
+    /// Every answer must have `status`.
+    pub fn expect(mut self, status: u16) -> Self {
+        self.expected = Some(status);
         self
     }
 }
@@ -282,6 +301,9 @@ async fn send(sender: &mut Sender, authority: &str, req: &Req) -> Result<Answer,
     if let Some(auth) = &req.auth {
         builder = builder.header(AUTHORIZATION, auth.clone());
     }
+    for (name, value) in &req.headers {
+        builder = builder.header(name, value.clone());
+    }
     let body = match &req.body {
         Some(b) => {
             builder = builder.header(CONTENT_TYPE, "application/json");
@@ -362,7 +384,10 @@ impl Worker {
             }
             tally.bytes += len as u64;
             tally.answers += 1;
-            if (200..300).contains(&status) {
+            if req
+                .expected
+                .map_or((200..300).contains(&status), |e| e == status)
+            {
                 continue;
             }
             if req.tolerated == Some(status) {
@@ -397,5 +422,10 @@ mod tests {
             Some("Bearer t")
         );
         assert_eq!(r.tolerated, Some(400));
+        let r = Req::get("/assets/x")
+            .header(hyper::header::RANGE, "bytes=0-9")
+            .expect(206);
+        assert_eq!(r.headers.len(), 1);
+        assert_eq!(r.expected, Some(206));
     }
 }

@@ -13,10 +13,13 @@
 //! (peak memory under hostile bodies), [`compare`] (the table against
 //! Directus on the same data, cache on, off and signed in),
 //! [`several_hosts`] (two hosts on one database against one), [`sign_in`]
-//! (what password hashing costs the other routes), [`hosts`]
+//! (what password hashing costs the other routes), [`assets`] (files:
+//! asset reads against ping, first transformations, concurrent uploads'
+//! memory), [`hosts`]
 //! (starting hosts), and small helpers.
 
 pub mod api;
+pub mod assets;
 pub mod compare;
 pub mod dataset;
 pub mod driver;

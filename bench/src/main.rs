@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use platform_bench::{
-    compare, gamification, load, memory, recording_create, several_hosts, sign_in,
+    assets, compare, gamification, load, memory, recording_create, several_hosts, sign_in,
 };
 
 fn usage() -> ExitCode {
@@ -13,6 +13,7 @@ fn usage() -> ExitCode {
          \x20      platform-bench gamification [--points N] [--users N] [--requests N] [--db DB]\n\
          \x20      platform-bench recording-create [--prior N] [--events N] [--requests N] [--db DB]\n\
          \x20      platform-bench memory [--db DB]\n\
+         \x20      platform-bench assets [--duration-secs D] [--db DB]\n\
          \x20      platform-bench compare [--seed S] [--duration-secs D] [--only ID,..] [--client-threads N] [--keep] [--db DB]\n\
          \x20      platform-bench several-hosts [--seed S] [--duration-secs D] [--concurrency N] [--db DB]\n\
          \x20      platform-bench sign-in [--attempts N] [--duration-secs D] [--flood N] [--db DB]\n\
@@ -27,6 +28,11 @@ fn usage() -> ExitCode {
          \x20                owner with 10 vs N prior recordings (default 20,000 of 1,000 events)\n\
          \x20 memory         the host's peak RSS through 8 concurrent anonymous 14 MiB play\n\
          \x20                bodies and 2 concurrent 14 MiB recordings (target < 256 MB)\n\
+         \x20 assets         GET /assets/:id (a ~100 KB JPEG, its kept 320 px WebP, a 1 MiB range)\n\
+         \x20                against /server/ping at c=16 (default 5 s measured per row), the\n\
+         \x20                first transformation of a 4000x3000 JPEG against the kept one, and\n\
+         \x20                the host's peak RSS through 8 concurrent 100 MB uploads (target:\n\
+         \x20                growth < 256 MB)\n\
          \x20 compare        the table against Directus 11 on the same data (2,000 videos, 20,000\n\
          \x20                likes, 50,000 plays, 10,000 stats rows): answer cache on, cache off,\n\
          \x20                signed in; a fresh host per row (default 10 s measured per row)\n\
@@ -209,6 +215,14 @@ fn main() -> ExitCode {
             })
         })(),
         Some("memory") => check_known(&args, &[]).and_then(|()| memory::run()),
+        Some("assets") => (|| {
+            check_known(&args, &["--duration-secs"])?;
+            let seconds: f64 = option(&args, "--duration-secs", 5.0)?;
+            if seconds.is_nan() || seconds <= 0.0 {
+                return Err("--duration-secs must be positive".to_string());
+            }
+            assets::run(&assets::Options::new(Duration::from_secs_f64(seconds)))
+        })(),
         _ => return usage(),
     };
     match result {

@@ -88,6 +88,23 @@ pub fn print_table(title: &str, rows: &[Row]) {
     }
 }
 
+/// Prints each row's throughput as a share of `floor` req/s (the
+/// `/server/ping` of the same run, the same client and concurrency).
+pub fn print_against_floor(title: &str, rows: &[Row], floor: f64) {
+    println!("\n{title}\n");
+    println!("| request | c | req/s | ping req/s | ratio to ping |");
+    println!("|---|---:|---:|---:|---:|");
+    for r in rows {
+        println!(
+            "| `{}` | {} | {:.0} | {floor:.0} | {:.3} |",
+            r.label,
+            r.concurrency,
+            r.throughput,
+            r.throughput / floor.max(1e-9)
+        );
+    }
+}
+
 fn find<'a>(rows: &'a [Row], scenario: &str, concurrency: usize) -> Option<&'a Row> {
     rows.iter()
         .find(|r| r.scenario == scenario && r.concurrency == concurrency)
