@@ -11,7 +11,7 @@
 #   scripts/bench.sh sign-in [--attempts 20] [--duration-secs 5] [--flood 32]
 #   scripts/bench.sh several-hosts [--duration-secs 10] [--concurrency 16] --db postgres
 # Each takes --db sqlite|postgres|postgres://... (the database of the hosts).
-# See BENCHMARKS.md.
+# See docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,4 +1,4 @@
-//! `platform-bench`: see the library's documentation and BENCHMARKS.md.
+//! `platform-bench`: see the library's documentation and docs/benchmarks.md.
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -51,7 +51,7 @@ fn rss(kib: Option<u64>) -> String {
     kib.map_or_else(|| "?".into(), |k| format!("{:.0}", mb(k)))
 }
 
-/// Prints rows as a Markdown table (pasted as is into BENCHMARKS.md).
+/// Prints rows as a Markdown table (pasted as is into docs/benchmarks.md).
 pub fn print_table(title: &str, rows: &[Row]) {
     println!("\n{title}\n");
     println!(

@@ -174,7 +174,7 @@ pub struct ServeArgs {
 /// commits in about 40 ms on SQLite and half a second on PostgreSQL, where
 /// every statement is a round trip and the repeated updates of one stats
 /// row within a transaction grow its version chain (1,000: 0.3 s and 10 s;
-/// BENCHMARKS.md).
+/// docs/benchmarks.md).
 pub const DEFAULT_MAX_BATCH_MUTATION: u64 = 100;
 
 /// The default SQLite file.

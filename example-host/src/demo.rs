@@ -621,7 +621,7 @@ fn print_examples(serve: &ServeArgs, assets: Option<&(String, String)>) {
          \x20 curl -H 'Authorization: Bearer {ADMIN_TOKEN}' {base}/server/extensions\n\
          \x20 curl {base}/server/specs/oas\n\
          \x20 curl -H 'Content-Type: application/json' -d '{{\"email\":\"victor@demo.local\",\"password\":\"{VIEWER_PASSWORD}\"}}' {base}/auth/login\n\
-         (README.md lists every endpoint with an example.)\n"
+         (docs/api.md lists every endpoint with an example.)\n"
     );
 }
 

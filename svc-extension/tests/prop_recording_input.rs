@@ -164,7 +164,7 @@ fn valid_linked_video(v: Option<&Value>) -> bool {
 
 /// What POST /recordings must answer for a body: `Ok(())`, or the
 /// possible messages (rules 1 and 2 come first, in SPEC's order; among the
-/// type rules of DECISIONS/README any violated one may be reported).
+/// type rules of docs/decisions.md any violated one may be reported).
 fn expected_create(body: &Value) -> Result<(), Vec<String>> {
     let get = |k: &str| body.get(k);
     if !["title", "duration", "events", "device_info"]

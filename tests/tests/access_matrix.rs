@@ -18,7 +18,7 @@
 //!   what they may read, only members and admins comment); anonymous
 //!   callers have no permissions on /items; admins may do everything; the
 //!   ownership checks of the recording endpoints apply to admins too.
-//! * README: a non-admin asking /items for an item that is missing or not
+//! * docs/api.md: a non-admin asking /items for an item that is missing or not
 //!   theirs gets 403; /server/extensions and /server/metrics are admin-only;
 //!   a refusal by the platform's permissions inside a /svc endpoint is a 500
 //!   with its message ("Behaviour the spec leaves open").
@@ -121,7 +121,7 @@ fn rows() -> Vec<Row> {
         row("GET", "/svc/gamification/achievements", PUBLIC),
         // ---- /svc: video interaction. The like record is written under the
         // caller's permissions: a user without any is refused by the
-        // platform, a 500 with its message (README).
+        // platform, a 500 with its message (docs/api.md).
         row(
             "POST",
             "/svc/videos/{video}/like",

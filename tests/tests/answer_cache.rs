@@ -1,4 +1,4 @@
-//! The answers the svc extension's public routes keep (see README, "Answer
+//! The answers the svc extension's public routes keep (see docs/operations.md, "Answer
 //! cache"): never served once the data they were computed from changed,
 //! whoever changed it, nor once a scheduled item's date has passed.
 

@@ -12,7 +12,7 @@
 //! cannot split them).
 //!
 //! Rounds: `DURABILITY_ROUNDS` (default 5). Prints rounds, acknowledged
-//! writes and lost writes (which must be 0) for RELIABILITY.md.
+//! writes and lost writes (which must be 0) for docs/reliability.md.
 
 use std::collections::{BTreeSet, HashMap};
 use std::process::Command;

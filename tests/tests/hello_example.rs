@@ -1,6 +1,6 @@
-//! README's extension (`examples/hello-extension`), loaded as an author
+//! The extension of docs/extensions.md (`examples/hello-extension`), loaded as an author
 //! would load it: its grants, its authenticated route, its typed body and
-//! its caller-scoped reads work as the README says.
+//! its caller-scoped reads work as the document says.
 
 use platform_tests::{library, str_of, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::json;

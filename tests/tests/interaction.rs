@@ -224,7 +224,7 @@ fn like_unlike_and_play_of_a_missing_video_are_404_and_write_nothing() {
 #[test]
 fn a_caller_not_allowed_to_create_likes_fails_and_writes_nothing() {
     // SPEC: any unexpected failure is a 500 with the failure's message; a
-    // refusal by the platform's permissions is one (README, "Behaviour the
+    // refusal by the platform's permissions is one (docs/decisions.md, "Behaviour the
     // spec leaves open").
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");

@@ -37,7 +37,7 @@ const SPEC_ROUTES: [(&str, &str); 24] = [
     ("get", "/svc/gamification/achievements"),
 ];
 
-/// The host's own routes (README "Host endpoints").
+/// The host's own routes (docs/api.md "Host endpoints").
 const HOST_ROUTES: [(&str, &str); 35] = [
     ("get", "/server/ping"),
     ("get", "/server/health"),
@@ -94,7 +94,7 @@ fn shape(path: &str) -> String {
         .join("/")
 }
 
-/// Demo ids (README "Trying it").
+/// Demo ids (docs/api.md, "Service endpoints").
 const VIDEO: &str = "00000000-0000-4000-a000-000000000001";
 const RECORDING: &str = "00000000-0000-4000-b000-000000000001";
 

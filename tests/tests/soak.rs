@@ -15,7 +15,7 @@
 //!   user with points has a stats row.
 //!
 //! The figures printed at the end (requests, clients, duration, answers by
-//! status) go into RELIABILITY.md.
+//! status) go into docs/reliability.md.
 
 use platform_tests::time::{days_ago, now_ms, ts_ms};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

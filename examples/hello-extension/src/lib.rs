@@ -1,5 +1,5 @@
-//! The extension of README.md's "Writing an extension", compiled by the
-//! workspace so that the README stays true.
+//! The extension of docs/extensions.md, compiled by the
+//! workspace so that the document stays true.
 
 use host_sdk::prelude::*;
 use host_sdk::schema::{Collection, Field, Grant};
