@@ -351,7 +351,11 @@ fn images_are_transformed_once_and_kept() {
     let kept = transforms_in(&host, &id);
     let got = get(&host, &format!("/assets/{id}?width=101"), &[auth]);
     assert_eq!(got.status, 400);
-    assert_eq!(transforms_in(&host, &id), kept, "nothing kept for a refusal");
+    assert_eq!(
+        transforms_in(&host, &id),
+        kept,
+        "nothing kept for a refusal"
+    );
     let form = Form::new().file("file", "wide.png", "image/png", &png(200, 4));
     let wide = id_of(
         &host
