@@ -23,9 +23,9 @@
 #      schema errors.
 #
 # Exit status: 0 when schemathesis found no failure and no schema error,
-# except the 500s SPEC.md itself mandates (PATCH /svc/recordings/:id: "a
-# missing record or any failure gives 500"), which are listed but do not
-# count; 1 otherwise; 2 when the set-up failed.
+# except the 500s docs/service-api.md itself mandates (PATCH
+# /svc/recordings/:id: "a missing record or any failure gives 500"), which are
+# listed but do not count; 1 otherwise; 2 when the set-up failed.
 #
 # Knobs (environment): ST_MAX_EXAMPLES (cases per operation and phase,
 # default 25), ST_SEED (default 1; "random" for a fresh seed), ST_TOKEN,
@@ -164,8 +164,8 @@ import glob, json, sys
 import xml.etree.ElementTree as ET
 
 report, st_status = sys.argv[1], int(sys.argv[2])
-# 500s SPEC.md mandates: "PATCH /recordings/:id ... A missing record or any
-# failure gives 500."
+# 500s docs/service-api.md mandates: "PATCH /recordings/:id ... A missing record
+# or any failure gives 500."
 MANDATED = {"PATCH /svc/recordings/{id}"}
 summary = json.load(open(glob.glob(f"{report}/json*.json")[0]))
 cases = summary["test_cases"]["generated"]
@@ -183,7 +183,7 @@ for tc in ET.parse(glob.glob(f"{report}/junit*.xml")[0]).getroot().iter("testcas
             errors.append((op, text))
 errors = sorted(set(errors))
 print(f"schemathesis: {cases} generated cases over {summary['operations']['tested']} operations, "
-      f"{len(failures)} failures, {len(mandated)} SPEC-mandated 500s (not counted), "
+      f"{len(failures)} failures, {len(mandated)} mandated 500s of docs/service-api.md (not counted), "
       f"{len(errors)} errors (schemathesis exit {st_status})")
 for op, text in failures:
     print(f"  FAILURE {op}: {text[:400]}")

@@ -1,6 +1,6 @@
 //! `platform-bench several-hosts`: two hosts on one database against one
 //! host, for a read mix and a write mix, with the database round trips each
-//! request cost (DECISIONS §8).
+//! request cost (docs/decisions.md §8).
 //!
 //! On the data the Directus figures were measured on, each mix is driven at
 //! the same concurrency first through one host, then through two hosts on

@@ -1,5 +1,5 @@
 //! First start on an empty database: roles, policies, permissions and the
-//! administrator (DECISIONS §2 and §5).
+//! administrator (docs/decisions.md §2 and §5).
 
 use serde_json::{json, Value};
 
@@ -33,7 +33,7 @@ const ROLES: &[&str] = &["Administrator", "Model", "Viewer"];
 const NARROWED_MEMBER_RECORDINGS: &str = "0002_member_recordings_narrowed";
 
 /// Narrows, once, the recording rules of members on a database seeded
-/// before DECISIONS §5 said members read only their own and public
+/// before docs/decisions.md §5 said members read only their own and public
 /// recordings and never write `featured`: a rule still as it was seeded
 /// (all recordings readable, every field writable) takes the new form; a
 /// rule an administrator changed since is left as they made it.
@@ -91,7 +91,7 @@ pub fn narrow_member_recordings(platform: &Platform) -> Result<usize, ItemsError
     )?;
     if narrowed_rules > 0 {
         log::info!(
-            "narrowed {narrowed_rules} seeded recording rules of members: they read their own and public recordings and never write `featured` (DECISIONS §5)"
+            "narrowed {narrowed_rules} seeded recording rules of members: they read their own and public recordings and never write `featured` (docs/decisions.md §5)"
         );
     }
     Ok(narrowed_rules)
@@ -298,9 +298,9 @@ pub fn lower_case_emails(platform: &Platform) -> Result<usize, ItemsError> {
 /// Id, among the platform's migrations, of the members' rules on files.
 const MEMBER_FILES: &str = "0013_member_files";
 
-/// Gives members, once, the rules of uploading (DECISIONS §5): they create
-/// files (the uploader is always themselves), and read, change and delete
-/// the ones they uploaded; folders they read. A policy that has any rule
+/// Gives members, once, the rules of uploading (docs/decisions.md §5): they
+/// create files (the uploader is always themselves), and read, change and
+/// delete the ones they uploaded; folders they read. A policy that has any rule
 /// on files already keeps its rules as they are.
 pub fn grant_member_files(platform: &Platform) -> Result<usize, ItemsError> {
     let who = Who::system();
@@ -499,7 +499,7 @@ const MEMBER_RECORDING_FIELDS: [&str; 11] = [
 ];
 
 /// What `Model` and `Viewer` may do with the platform's own collections
-/// (DECISIONS §5). Extensions grant their collections' rules in their
+/// (docs/decisions.md §5). Extensions grant their collections' rules in their
 /// migrations (svc: `0009_member_grants`).
 fn member_permissions(policy: &str) -> Vec<Value> {
     vec![

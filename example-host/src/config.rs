@@ -1,4 +1,4 @@
-//! Command line and environment (DECISIONS §2).
+//! Command line and environment (docs/decisions.md §2).
 
 use std::path::PathBuf;
 
@@ -226,8 +226,8 @@ fn conn_value(v: &str) -> String {
     format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
-/// Where the data lives (DECISIONS §2): `--db`/`DB_FILENAME` names a file
-/// or a PostgreSQL URL; otherwise `DB_CLIENT=pg` selects PostgreSQL with
+/// Where the data lives (docs/decisions.md §2): `--db`/`DB_FILENAME` names a
+/// file or a PostgreSQL URL; otherwise `DB_CLIENT=pg` selects PostgreSQL with
 /// `DB_CONNECTION_STRING` or the separate parts.
 pub fn db_location(db: Option<&str>, env: &DbEnv) -> Result<Location, String> {
     if let Some(db) = db {

@@ -546,8 +546,8 @@ const SITE_READS: [(&str, &[&str]); 7] = [
     ),
 ];
 
-/// Lets visitors and members read what the site shows (DECISIONS §9), so
-/// that its pages work without an operator writing permissions first.
+/// Lets visitors and members read what the site shows (docs/decisions.md §9),
+/// so that its pages work without an operator writing permissions first.
 fn grant_site_reads(ctx: &mut Ctx<'_, '_>) -> Result<(), ItemsError> {
     for policy in SITE_READERS {
         let policy = ctx.id_of("platform_policies", "name", policy)?;

@@ -1,4 +1,4 @@
-//! The host's own collections (DECISIONS §6), as migrations.
+//! The host's own collections (docs/decisions.md §6), as migrations.
 
 use host_sdk::schema::{on_delete, one_to_many, Collection, Field, OnDelete, Step};
 use serde_json::Value;
@@ -83,8 +83,8 @@ fn files() -> Vec<Step> {
     ]
 }
 
-/// The profile a site shows of its users (DECISIONS §9): tags, where they
-/// are, a title and a language; unset, each reads as `null`.
+/// The profile a site shows of its users (docs/decisions.md §9): tags, where
+/// they are, a title and a language; unset, each reads as `null`.
 fn profile_fields() -> Vec<Step> {
     let add = |field: Field| Step::AddField {
         collection: "platform_users".into(),

@@ -262,7 +262,7 @@ pub mod limits {
     pub const AGGREGATES: usize = 32;
 }
 
-/// How far and how wide a read may follow relations (DECISIONS §4):
+/// How far and how wide a read may follow relations (docs/decisions.md §4):
 /// past either bound it is refused, 400 `INVALID_QUERY`, the depth before
 /// anything is read. Through one-to-many aliases every level multiplies
 /// the records read, so one short `fields` list could otherwise ask for

@@ -33,7 +33,7 @@ impl From<Access> for FfiAccess {
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Query {
     #[serde(skip_serializing_if = "Option::is_none")]
-    /// Only the items matching this filter (DECISIONS §4 operators).
+    /// Only the items matching this filter (docs/decisions.md §4 operators).
     pub filter: Option<Value>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     /// Sort fields, `-` for descending.

@@ -1,10 +1,10 @@
-//! The 17 seeded achievements (DECISIONS §7), kept as plain data so the seed
-//! migration, the achievement check and the tests all read one table.
+//! The 17 seeded achievements (docs/decisions.md §7), kept as plain data so the
+//! seed migration, the achievement check and the tests all read one table.
 
 use serde_json::{json, Value};
 
-/// One seeded achievement. `code` is what progress is computed from (SPEC,
-/// Resources rule 5); the rest is presentation and reward.
+/// One seeded achievement. `code` is what progress is computed from
+/// (docs/service-api.md rule 5); the rest is presentation and reward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AchievementDef {
     pub code: &'static str,
@@ -17,10 +17,12 @@ pub struct AchievementDef {
     pub sort: i64,
 }
 
-/// The status every seeded achievement gets (the only one SPEC lists).
+/// The status every seeded achievement gets (the only one docs/service-api.md
+/// lists).
 pub const PUBLISHED: &str = "published";
 
-/// A table row in the column order of DECISIONS §7, then icon and description.
+/// A table row in the column order of docs/decisions.md §7, then icon and
+/// description.
 #[allow(clippy::too_many_arguments)]
 const fn def(
     code: &'static str,
@@ -44,7 +46,7 @@ const fn def(
     }
 }
 
-/// The seeded achievements, in `sort` order, exactly as DECISIONS §7.
+/// The seeded achievements, in `sort` order, exactly as docs/decisions.md §7.
 #[rustfmt::skip]
 pub const ACHIEVEMENTS: &[AchievementDef] = &[
     def("first_recording", "First Recording", "recordings", 1, 50, 1,
@@ -131,7 +133,8 @@ mod tests {
 
     #[test]
     fn rows_match_the_decisions_table() {
-        // (code, name, category, required, reward, sort), copied from DECISIONS §7.
+        // (code, name, category, required, reward, sort), copied from
+        // docs/decisions.md §7.
         let expected: [(&str, &str, &str, i64, i64, i64); 17] = [
             ("first_recording", "First Recording", "recordings", 1, 50, 1),
             (

@@ -4,9 +4,9 @@
 //! answers cannot disagree; the record lists, written as text from the
 //! stored rows, are described by the record types here.
 //!
-//! Parameters and bodies are read by the rules of SPEC and DECISIONS §7
-//! (an unusable `limit` counts as absent, errors are `{error}` without
-//! `details`): [`crate::params`], [`crate::play_input`] and
+//! Parameters and bodies are read by the rules of docs/service-api.md and
+//! docs/decisions.md §7 (an unusable `limit` counts as absent, errors are
+//! `{error}` without `details`): [`crate::params`], [`crate::play_input`] and
 //! [`crate::recording_input`] read them; these types say what they take.
 
 use host_sdk::JsonSchema;

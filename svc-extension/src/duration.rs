@@ -1,5 +1,5 @@
 //! Durations (`duration`, `duration_played`, `duration_watched`; in
-//! milliseconds, DECISIONS §7): finite numbers, never negative, and no
+//! milliseconds, docs/decisions.md §7): finite numbers, never negative, and no
 //! larger than JavaScript's largest exact integer, so that the sums and
 //! means the analytics take of them stay exact and in range.
 

@@ -1,11 +1,11 @@
-//! How an items-service failure becomes an answer (SPEC "Errors": 500 with
-//! the failure's message, or the endpoint's fallback).
+//! How an items-service failure becomes an answer (docs/service-api.md
+//! "Errors": 500 with the failure's message, or the endpoint's fallback).
 //!
 //! Failures internal to the platform (storage errors, a busy database) are
 //! answered with the endpoint's fallback message and logged in full: their
 //! text would leak internals. Anything else, a permission refusal of the
-//! platform included, is a 500 with the failure's own message, as SPEC
-//! says of every unexpected failure.
+//! platform included, is a 500 with the failure's own message, as
+//! docs/service-api.md "Errors" says of every unexpected failure.
 
 use host_sdk::{ApiError, ItemsError};
 
@@ -19,7 +19,8 @@ fn refused_payload(error: ItemsError) -> Result<ApiError, ItemsError> {
     }
 }
 
-/// Maps failures of one endpoint, with its SPEC fallback message.
+/// Maps failures of one endpoint, with its fallback message
+/// (docs/service-api.md "Errors").
 #[derive(Debug, Clone, Copy)]
 pub struct Failure {
     pub fallback: &'static str,

@@ -1,9 +1,9 @@
 //! # svc-extension
 //!
-//! The content, interaction and recording service of SPEC.md, as a platform
-//! extension mounted at `/svc`. It never opens the database: its collections
-//! ship as migrations ([`schema`]) and every read and write goes through the
-//! item services the host hands each handler.
+//! The content, interaction and recording service of docs/service-api.md, as a
+//! platform extension mounted at `/svc`. It never opens the database: its
+//! collections ship as migrations ([`schema`]) and every read and write goes
+//! through the item services the host hands each handler.
 //!
 //! * [`achievements`]: the seeded achievements, as data.
 //! * [`schema`]: the migrations creating and seeding the collections.
@@ -76,7 +76,8 @@ const SMALL_BODY: u64 = 64 * 1024;
 /// The deepest nesting such a body needs (its fields are scalars).
 const SMALL_DEPTH: u32 = 8;
 
-/// Every route of SPEC.md, with what the OpenAPI document says of it.
+/// Every route of docs/service-api.md, with what the OpenAPI document says of
+/// it.
 fn routes(r: &mut Router) {
     r.get("/stats", stats::handler)
         .cached()

@@ -1,5 +1,5 @@
-//! Query parameters as DECISIONS §7 reads them: a `limit` or `offset` that
-//! is not a non-negative integer, and `limit=0`, count as absent; a `page`
+//! Query parameters as docs/decisions.md §7 reads them: a `limit` or `offset`
+//! that is not a non-negative integer, and `limit=0`, count as absent; a `page`
 //! that is not a positive integer counts as absent. Values past the largest
 //! signed 64-bit integer are clamped to it.
 

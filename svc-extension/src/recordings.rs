@@ -1,7 +1,7 @@
 //! The caller's recordings: list, read, create, update, archive, and the
 //! duplication of a publicly shared one. Reads and writes of `recordings`
-//! run under the caller's permissions (DECISIONS §5); the ownership checks
-//! are endpoint logic and apply to admins too.
+//! run under the caller's permissions (docs/decisions.md §5); the ownership
+//! checks are endpoint logic and apply to admins too.
 
 use host_sdk::{ApiError, Context, ItemsError, Query, Request, Response};
 use serde::Deserialize;
@@ -19,7 +19,8 @@ const CREATE: Failure = Failure::new("Failed to create recording");
 const UPDATE: Failure = Failure::new("Failed to update recording");
 const DELETE: Failure = Failure::new("Failed to delete recording");
 const DUPLICATE: Failure = Failure::new("Failed to duplicate recording");
-/// SPEC gives the list no fallback of its own; it reads recordings.
+/// docs/service-api.md gives the list no fallback of its own; it reads
+/// recordings.
 const LIST: Failure = Failure::new("Failed to fetch recordings");
 
 fn owner_of(recording: &Value) -> Option<&str> {
@@ -117,8 +118,9 @@ pub fn create(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
 
 /// Whether the caller may read recordings at all. A member who may, but is
 /// refused one recording, asked for another member's private recording
-/// (DECISIONS §5): SPEC's 403 `Forbidden` for a recording not theirs. A
-/// caller who may read none fails as any failure to read does.
+/// (docs/decisions.md §5): docs/service-api.md's 403 `Forbidden` for a
+/// recording not theirs. A caller who may read none fails as any failure to
+/// read does.
 fn reads_recordings(ctx: &Context<'_>) -> bool {
     ctx.as_caller()
         .read_by_query("recordings", &Query::new().fields(&["id"]).limit(0))
@@ -154,7 +156,7 @@ pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let id = req.param("id");
     let body: Value = req.json()?;
     let changes = recording_changes(&body)?;
-    // SPEC: on PATCH, a missing record gives 500.
+    // docs/service-api.md: on PATCH, a missing record gives 500.
     owned(
         ctx,
         user,

@@ -1,4 +1,5 @@
-//! The service's collections (DECISIONS §6, fields of SPEC.md) as migrations.
+//! The service's collections (docs/decisions.md §6, fields of
+//! docs/service-api.md) as migrations.
 //!
 //! The extension never touches the database: it declares its collections and
 //! seed data here and the host applies them once each, in order. Every
@@ -249,10 +250,10 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
     ]
 }
 
-/// What the site's pages read besides SPEC's fields (DECISIONS §9): tags
-/// on videos and articles, an article's category, and on the platform's
-/// users (a host collection an extension may add to) the date they joined
-/// and their website. Unset, each reads as `null`.
+/// What the site's pages read besides docs/service-api.md's fields
+/// (docs/decisions.md §9): tags on videos and articles, an article's category,
+/// and on the platform's users (a host collection an extension may add to) the
+/// date they joined and their website. Unset, each reads as `null`.
 pub fn site_fields() -> Vec<Step> {
     let add = |collection: &str, field: Field| Step::AddField {
         collection: collection.into(),
@@ -284,12 +285,12 @@ pub const MEMBER_RECORDING_FIELDS: [&str; 11] = [
     "original_recording_id",
 ];
 
-/// What `Model` and `Viewer` may do with recordings and likes (DECISIONS
-/// §5): read their own recordings and public ones (a private recording is
-/// never readable by another member), create recordings as themselves,
-/// update and delete their own, never write `featured`; read, create and
-/// delete their own likes. On a database whose first start seeded these
-/// rules already, each is kept as it is.
+/// What `Model` and `Viewer` may do with recordings and likes
+/// (docs/decisions.md §5): read their own recordings and public ones (a private
+/// recording is never readable by another member), create recordings as
+/// themselves, update and delete their own, never write `featured`; read,
+/// create and delete their own likes. On a database whose first start seeded
+/// these rules already, each is kept as it is.
 pub fn member_grants() -> Vec<Step> {
     let own = |field: &str| json!({ field: {"_eq": "$CURRENT_USER"} });
     let own_or_public = json!({"_or": [own("user_created"), {"public": {"_eq": true}}]});

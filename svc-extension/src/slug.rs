@@ -1,5 +1,5 @@
-//! The slug rule (SPEC, POST /recordings rule 3; DECISIONS §7): Unicode
-//! lower-casing as JavaScript's `toLowerCase`, each run of characters
+//! The slug rule (docs/service-api.md create rule 3; docs/decisions.md §7):
+//! Unicode lower-casing as JavaScript's `toLowerCase`, each run of characters
 //! outside `a-z0-9` replaced by one `-`, leading and trailing `-` removed.
 
 pub fn slugify(title: &str) -> String {

@@ -2,10 +2,10 @@
 //!
 //! A user is a "Model" (or "Viewer") when their role is named so, when their
 //! role has a policy of that name attached, or when such a policy is attached
-//! to the user directly (DECISIONS §5: a user's policies are those of the
-//! user and of the role). The platform's rows are read in a constant number
-//! of admin calls; which users that makes is decided by [`audience_filter`],
-//! a plain function, and the users are then counted once each by the host.
+//! to the user directly (docs/decisions.md §5: a user's policies are those of
+//! the user and of the role). The platform's rows are read in a constant number
+//! of admin calls; which users that makes is decided by [`audience_filter`], a
+//! plain function, and the users are then counted once each by the host.
 
 use std::collections::BTreeSet;
 
@@ -20,7 +20,8 @@ pub const MODEL: &str = "Model";
 /// The role/policy name of viewers.
 pub const VIEWER: &str = "Viewer";
 
-/// SPEC lists no fallback for `/stats`; this one follows the others' style.
+/// docs/service-api.md lists no fallback for `/stats`; this one follows the
+/// others' style.
 const FAILURE: Failure = Failure::new("Failed to fetch stats");
 
 /// The response body.
@@ -150,8 +151,8 @@ pub fn site_counts(items: &Items<'_>) -> Result<SiteCounts, ItemsError> {
     })
 }
 
-/// `GET /stats` (public; reads as admin, SPEC: public reads bypass
-/// per-role permissions).
+/// `GET /stats` (public; reads as admin, docs/service-api.md: public reads
+/// bypass per-role permissions).
 pub fn handler(_req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let counts = site_counts(&ctx.as_admin()).map_err(FAILURE.of())?;
     Ok(Response::ok(&counts))

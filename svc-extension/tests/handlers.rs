@@ -1,6 +1,6 @@
 //! svc's handlers against the real host, in process (the test kit): the
-//! SPEC's state tables and texts, and derived data kept exact whichever
-//! way a write comes in.
+//! docs/service-api.md's state tables and texts, and derived data kept exact
+//! whichever way a write comes in.
 
 use example_host::testkit::{TestHost, TestUser};
 use host_sdk::Query;
@@ -151,7 +151,7 @@ fn recordings_are_private_until_shared_and_then_duplicable() {
     });
     assert_eq!(mine.expect("bob reads his recordings").len(), 1);
     let r = host.as_user(&ann).get("/recordings");
-    // A plain array, the caller's own only (SPEC).
+    // A plain array, the caller's own only (docs/service-api.md).
     let titles: Vec<Value> = r
         .json()
         .as_array()

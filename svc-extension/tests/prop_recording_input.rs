@@ -1,5 +1,5 @@
-//! Property tests of the recording body validation (SPEC "POST
-//! /recordings" rules 1–5 and "PATCH /recordings/:id"; DECISIONS §7 for
+//! Property tests of the recording body validation (docs/service-api.md
+//! create rules 1–5 and "PATCH /recordings/:id"; docs/decisions.md §7 for
 //! falsy values, wrong types and statuses) and of the slug rule.
 //!
 //! For arbitrary JSON bodies, `new_recording` and `recording_changes` never
@@ -136,7 +136,7 @@ fn body() -> impl Strategy<Value = Value> {
 
 // ---------------------------------------------------------------- the rules
 
-/// JavaScript truthiness (DECISIONS §7: `[]` and `{}` are present).
+/// JavaScript truthiness (docs/decisions.md §7: `[]` and `{}` are present).
 fn js_truthy(v: Option<&Value>) -> bool {
     match v {
         None | Some(Value::Null) | Some(Value::Bool(false)) => false,
@@ -163,8 +163,9 @@ fn valid_linked_video(v: Option<&Value>) -> bool {
 }
 
 /// What POST /recordings must answer for a body: `Ok(())`, or the
-/// possible messages (rules 1 and 2 come first, in SPEC's order; among the
-/// type rules of docs/decisions.md any violated one may be reported).
+/// possible messages (rules 1 and 2 come first, in docs/service-api.md's order;
+/// among the type rules of docs/decisions.md §7 any violated one
+/// may be reported).
 fn expected_create(body: &Value) -> Result<(), Vec<String>> {
     let get = |k: &str| body.get(k);
     if !["title", "duration", "events", "device_info"]
@@ -335,7 +336,7 @@ proptest! {
                     }
                     None => prop_assert!(!changes.contains_key("slug")),
                 }
-                // No other field can be changed (SPEC).
+                // No other field can be changed (docs/service-api.md).
                 for k in changes.keys() {
                     prop_assert!(
                         ["title", "slug", "description", "tags", "status", "public", "linked_video"]

@@ -322,8 +322,8 @@ impl Host {
     /// Another host on this host's database, with a data folder and
     /// extensions of its own (`opts.data_dir` and `opts.backend` must be
     /// unset): several hosts serving one platform, as behind a load
-    /// balancer (DECISIONS §8). The database outlives this host; it goes
-    /// with the first one.
+    /// balancer (docs/decisions.md §8). The database outlives this host; it
+    /// goes with the first one.
     pub fn start_beside(&self, mut opts: HostOptions) -> Host {
         assert!(
             opts.data_dir.is_none() && opts.backend.is_none(),

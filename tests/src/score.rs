@@ -1,5 +1,5 @@
-//! The gamification score as SPEC's rule 2 defines it, recomputed from
-//! point actions to check what the service serves.
+//! The gamification score as docs/service-api.md rule 2 defines it, recomputed
+//! from point actions to check what the service serves.
 
 use crate::time::DAY_MS;
 

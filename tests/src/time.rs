@@ -1,5 +1,5 @@
 //! Instants as the platform writes them (RFC 3339 UTC with milliseconds,
-//! DECISIONS §6), without a date library.
+//! docs/decisions.md §6), without a date library.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -16,7 +16,7 @@ pub fn now_ms() -> i64 {
 }
 
 /// Milliseconds since the epoch of an RFC 3339 UTC timestamp
-/// (`2026-11-22T10:00:00.000Z`, DECISIONS §6); panics on anything else.
+/// (`2026-11-22T10:00:00.000Z`, docs/decisions.md §6); panics on anything else.
 pub fn ts_ms(v: &Value) -> i64 {
     let s = v
         .as_str()

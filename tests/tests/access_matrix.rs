@@ -1,23 +1,23 @@
 //! The access control matrix: every route of the platform (each `/svc`
-//! route of SPEC.md, the `/items` routes of several collections, `/server/*`)
-//! against every kind of caller, with the expected status, in one
+//! route of docs/service-api.md, the `/items` routes of several collections,
+//! `/server/*`) against every kind of caller, with the expected status, in one
 //! table-driven test.
 //!
 //! Where the statuses come from:
-//! * SPEC "Endpoints", "Authentication", "Errors": public routes, 401
-//!   `Unauthorized` (and `Authentication required` for duplicate), 403
-//!   `Forbidden` on someone else's private recording, ownership checks.
-//! * DECISIONS §3: a token that matches no active user is 401 on every
+//! * docs/service-api.md "Endpoints", "Authentication", "Errors": public
+//!   routes, 401 `Unauthorized` (and `Authentication required` for duplicate),
+//!   403 `Forbidden` on someone else's private recording, ownership checks.
+//! * docs/decisions.md §3: a token that matches no active user is 401 on every
 //!   route, public ones included (`{error: "Invalid token"}` under `/svc`,
 //!   `INVALID_CREDENTIALS` on the host's routes).
-//! * DECISIONS §5: Model and Viewer read their own recordings and public
-//!   ones, create them, update and delete their own, and never write
-//!   `featured`; read, create and delete their own video_likes;
-//!   create and read platform_comments (those on collections they may
-//!   read: `/comments` and `/items` alike; anyone sees the comments on
-//!   what they may read, only members and admins comment); anonymous
-//!   callers have no permissions on /items; admins may do everything; the
-//!   ownership checks of the recording endpoints apply to admins too.
+//! * docs/decisions.md §5: Model and Viewer read their own recordings and
+//!   public ones, create them, update and delete their own, and never write
+//!   `featured`; read, create and delete their own video_likes; create and read
+//!   platform_comments (those on collections they may read: `/comments` and
+//!   `/items` alike; anyone sees the comments on what they may read, only
+//!   members and admins comment); anonymous callers have no permissions on
+//!   /items; admins may do everything; the ownership checks of the recording
+//!   endpoints apply to admins too.
 //! * docs/api.md: a non-admin asking /items for an item that is missing or not
 //!   theirs gets 403; /server/extensions and /server/metrics are admin-only;
 //!   a refusal by the platform's permissions inside a /svc endpoint is a 500
@@ -106,7 +106,7 @@ fn rows() -> Vec<Row> {
         row("GET", "/server/metrics", ADMIN_ONLY_READ),
         // ---- sign-in: one's own record, for anyone signed in
         row("GET", "/users/me", AUTH_ONLY),
-        // ---- /svc: public site data (SPEC Authentication 4)
+        // ---- /svc: public site data (docs/service-api.md auth rule 4)
         row("GET", "/svc/stats", PUBLIC),
         row("GET", "/svc/models", PUBLIC),
         row("GET", "/svc/models/am-model-slug", PUBLIC),
@@ -224,7 +224,7 @@ fn rows() -> Vec<Row> {
             "/items/recordings",
             [403, 401, 200, 200, 200, 403, 200],
         ),
-        // Another member's private recording is not readable (DECISIONS
+        // Another member's private recording is not readable (docs/decisions.md
         // §5); a public one is.
         row(
             "GET",

@@ -1,5 +1,5 @@
 //! The same data gives the same answers, byte for byte, on SQLite and on
-//! PostgreSQL (DECISIONS §8): one host on each, the same items written
+//! PostgreSQL (docs/decisions.md §8): one host on each, the same items written
 //! through the API (ids and timestamps given), then the public reads, a
 //! recording of 1,000 events and `/items` reads compared as bytes.
 //!

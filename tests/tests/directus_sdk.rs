@@ -1,5 +1,5 @@
-//! A front end written with the real `@directus/sdk` (DECISIONS §3, §4):
-//! the Node.js tests of `tests/sdk-js` against a host with the demo data,
+//! A front end written with the real `@directus/sdk` (docs/decisions.md §3,
+//! §4): the Node.js tests of `tests/sdk-js` against a host with the demo data,
 //! mailing through a real SMTP server, on the backend `TEST_DB` names.
 
 use platform_tests::node::run_sdk_js;

@@ -5,10 +5,12 @@
 //!   admin, a viewer and anonymously: every answer is 200 `{data}` or a 4xx
 //!   in the items error shape, never a 5xx, never a hang;
 //! * random bodies to `POST /svc/recordings` and `PATCH /svc/recordings/:id`:
-//!   201/200, or a 4xx `{error}`; the only 5xx allowed are SPEC's (a 500
-//!   `{error}`, with `details` on create), never a panic or a timeout;
+//!   201/200, or a 4xx `{error}`; the only 5xx allowed are
+//!   docs/service-api.md's (a 500 `{error}`, with `details` on create), never a
+//!   panic or a timeout;
 //! * random `limit`/`offset`/`page`/filter values to the service's list
-//!   endpoints: 200, never a 5xx (DECISIONS §7: unusable values are absent).
+//!   endpoints: 200, never a 5xx (docs/decisions.md §7: unusable values are
+//!   absent).
 //!
 //! Each property runs a fixed number of cases (printed) with no failure
 //! persistence; every request has a 10 s deadline.
@@ -334,8 +336,8 @@ fn check_items_answer(status: u16, body: &str) -> Result<(), String> {
     }
 }
 
-/// 2xx, a 4xx `{error}`, or a 500 as SPEC allows it (`{error}`, with
-/// `details` on create) — never a panic or a timeout.
+/// 2xx, a 4xx `{error}`, or a 500 as docs/service-api.md allows it (`{error}`,
+/// with `details` on create) — never a panic or a timeout.
 fn check_svc_answer(status: u16, body: &str, create: bool) -> Result<(), String> {
     let v: Value = serde_json::from_str(body).map_err(|e| format!("not JSON ({e})"))?;
     match status {
@@ -343,7 +345,7 @@ fn check_svc_answer(status: u16, body: &str, create: bool) -> Result<(), String>
         400..=499 if v["error"].is_string() => Ok(()),
         500 if v["error"] == "Internal extension error" => Err("a panic".into()),
         500 if v["error"].is_string() && (!create || v["details"].is_string()) => Ok(()),
-        _ => Err("not an answer SPEC allows".into()),
+        _ => Err("not an answer docs/service-api.md allows".into()),
     }
 }
 

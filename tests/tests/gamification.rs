@@ -1,10 +1,10 @@
-//! The gamification layer of the svc extension, read straight from SPEC.md
-//! ("Gamification records": point values and rules 1–7, the recording play
-//! endpoints, "Gamification (no auth)", "Errors", "Limits") and DECISIONS.md
-//! (§5, §6, §7: the triggers of RECORDING_CREATE / RECORDING_FEATURED /
-//! COMMENT_CREATE, the recalculation schedule `recalculate-stats`,
-//! `total_weighted_points` as of the read, the 17 seeded achievements, the
-//! special achievements unlocking only in the recalculation).
+//! The gamification layer of the svc extension, read straight from
+//! docs/service-api.md ("Gamification": point values and rules 1–7, the
+//! recording play endpoints, "Gamification (public)", "Errors", "Limits") and
+//! docs/decisions.md (§5, §6, §7: the triggers of RECORDING_CREATE /
+//! RECORDING_FEATURED / COMMENT_CREATE, the recalculation schedule
+//! `recalculate-stats`, `total_weighted_points` as of the read, the 17 seeded
+//! achievements, the special achievements unlocking only in the recalculation).
 //!
 //! Expected values are recomputed here from the raw records (read as admin
 //! through the items API) with the rules as written, never from the
@@ -22,7 +22,8 @@ use serde_json::{json, Value};
 
 const REL_TOL: f64 = 1e-9;
 
-/// DECISIONS §7: (code, name, category, required_count, points_reward, sort).
+/// docs/decisions.md §7: (code, name, category, required_count, points_reward,
+/// sort).
 const SEEDED: [(&str, &str, &str, i64, i64, i64); 17] = [
     ("first_recording", "First Recording", "recordings", 1, 50, 1),
     (
@@ -440,7 +441,7 @@ fn gamification_endpoints_need_no_token() {
         assert_eq!(authed.status, 200, "{path}: {}", authed.body);
         let admin = host.get(&path, Some(ADMIN_TOKEN));
         assert_eq!(admin.status, 200, "{path}: {}", admin.body);
-        // DECISIONS §3: a token that matches no active user is refused.
+        // docs/decisions.md §3: a token that matches no active user is refused.
         let bad = host.get(&path, Some("no-such-token"));
         assert_eq!(bad.status, 401, "{path}: {}", bad.body);
         assert_eq!(bad.json(), json!({"error": "Invalid token"}));
@@ -576,7 +577,8 @@ fn a_play_by_another_user_awards_recording_play_10() {
     assert_eq!(plays[0].recording.as_deref(), Some(rec.as_str()));
     assert_eq!(stats(&host, &v)["playbacks_count"], 1);
     host.play_recording(&rec, Some("pl-v"));
-    // Any existing recording counts, a draft too (SPEC: "recording exists").
+    // Any existing recording counts, a draft too (docs/service-api.md: "the
+    // recording exists").
     let draft = create_recording(&host, "pl-owner", None);
     host.play_recording(&draft, Some("pl-v"));
     assert_eq!(named(&host, &v, "RECORDING_PLAY").len(), 3);
@@ -2311,7 +2313,7 @@ fn comments_earn_comment_create_only_on_an_existing_recording() {
     viewer(&host, "ce-o");
     let rec = create_recording(&host, "ce-o", Some("published"));
     // `item` names no recording at all: counted as a comment on
-    // recordings (DECISIONS §7), never rewarded.
+    // recordings (docs/decisions.md §7), never rewarded.
     comment(
         &host,
         "ce-u",
@@ -2350,7 +2352,7 @@ fn a_stats_row_written_by_hand_is_put_right_by_the_next_award() {
                       "recordings_count": 42, "playbacks_count": 42, "comments_count": 42,
                       "achievements_count": 42});
     host.admin_patch("user_stats", row[0]["id"].as_str().expect("id"), &junk);
-    // The edit stands until the next award (SPEC rule 1)…
+    // The edit stands until the next award (docs/service-api.md rule 1)…
     assert_eq!(stats(&host, &u)["total_raw_points"], 1);
     // …which recomputes the row from scratch, and keeps it exact after.
     host.play_recording(&rec, Some("he-u"));

@@ -475,8 +475,8 @@ fn invalid_utf8_bodies_and_query_strings() {
     host.assert_serving();
 }
 
-/// DECISIONS §3: a token that matches no active user is 401 on every route;
-/// one that is not even valid UTF-8 cannot match one either.
+/// docs/decisions.md §3: a token that matches no active user is 401 on every
+/// route; one that is not even valid UTF-8 cannot match one either.
 #[test]
 fn an_authorization_header_that_is_not_utf8_is_401_not_anonymous() {
     let host = Host::start(HostOptions::svc());
@@ -526,8 +526,8 @@ fn huge_and_negative_paging_values_on_items() {
     }
 }
 
-/// DECISIONS §7: `limit`/`offset`/`page` values the service cannot use are
-/// treated as absent; a number too large for the platform is no reason for
+/// docs/decisions.md §7: `limit`/`offset`/`page` values the service cannot use
+/// are treated as absent; a number too large for the platform is no reason for
 /// a 500 (and its text must not leak the parser's internals).
 #[test]
 fn svc_paging_values_out_of_range_are_not_server_errors() {
@@ -954,8 +954,8 @@ fn header_injection_attempts_do_not_reach_responses_or_grant_access() {
     host.assert_serving();
 }
 
-/// DECISIONS §3: credentials that disagree get 401, like a bad token, on
-/// the host's routes and under an extension's mount alike.
+/// docs/decisions.md §3: credentials that disagree get 401, like a bad token,
+/// on the host's routes and under an extension's mount alike.
 #[test]
 fn credentials_that_disagree_are_refused() {
     let host = Host::start(HostOptions::svc());

@@ -1,9 +1,10 @@
-//! Video interaction and analytics of SPEC.md: POST/DELETE
+//! Video interaction and analytics of docs/service-api.md: POST/DELETE
 //! /svc/videos/:id/like, GET /svc/videos/:id/like-status, POST
 //! /svc/videos/:id/play, PATCH /svc/videos/:id/play/:playId and GET
 //! /svc/analytics, black-box through HTTP, including concurrent callers.
 //!
-//! Data is set up as admin through the platform's items API (DECISIONS §6).
+//! Data is set up as admin through the platform's items API (docs/decisions.md
+//! §6).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Barrier;
@@ -223,9 +224,9 @@ fn like_unlike_and_play_of_a_missing_video_are_404_and_write_nothing() {
 
 #[test]
 fn a_caller_not_allowed_to_create_likes_fails_and_writes_nothing() {
-    // SPEC: any unexpected failure is a 500 with the failure's message; a
-    // refusal by the platform's permissions is one (docs/decisions.md, "Behaviour the
-    // spec leaves open").
+    // docs/service-api.md: any unexpected failure is a 500 with the failure's
+    // message; a refusal by the platform's permissions is one (README,
+    // "Behaviour the spec leaves open").
     let host = Host::start(HostOptions::svc());
     let v = video(&host, "v");
     host.users(None, &["roleless".into()]);
@@ -997,7 +998,7 @@ fn concurrent_plays_are_all_counted() {
 }
 
 // ---------------------------------------------------------------------------
-// The counters follow every write, whatever path made it (DECISIONS §7)
+// The counters follow every write, whatever path made it (docs/decisions.md §7)
 // ---------------------------------------------------------------------------
 
 fn likes_count(host: &Host, video: &str) -> u64 {

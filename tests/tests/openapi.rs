@@ -1,15 +1,15 @@
 //! The OpenAPI document at `GET /server/specs/oas` is kept true:
 //! it is OpenAPI 3.1, every documented path and method exists (requested
 //! with ids of the demo data, it never answers the router's 404 `Route not
-//! found` / `ROUTE_NOT_FOUND` or a 405), and every route SPEC.md defines under
-//! `/svc` and every host route is documented.
+//! found` / `ROUTE_NOT_FOUND` or a 405), and every route docs/service-api.md
+//! defines under `/svc` and every host route is documented.
 
 use std::collections::BTreeSet;
 
 use platform_tests::{Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
-/// Every route of SPEC.md "Endpoints", below `/svc`.
+/// Every route of docs/service-api.md "Endpoints", below `/svc`.
 const SPEC_ROUTES: [(&str, &str); 24] = [
     ("get", "/svc/stats"),
     ("get", "/svc/models"),
@@ -253,7 +253,7 @@ fn the_document_matches_the_routes() {
     assert!(is_route_not_found(r.status, &r.body), "{}", r.body);
 
     println!(
-        "openapi: {} documented operations requested, {} SPEC routes and {} host routes checked",
+        "openapi: {} documented operations requested, {} service API routes and {} host routes checked",
         requested,
         SPEC_ROUTES.len(),
         HOST_ROUTES.len()

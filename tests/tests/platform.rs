@@ -95,8 +95,8 @@ fn recordings_through_the_items_api_follow_permissions() {
     assert_eq!(created["tags"], json!([]));
     let id = created["id"].as_str().expect("id").to_string();
 
-    // Another viewer may not read it while it is private (DECISIONS §5),
-    // may once it is public, and may never change or delete it.
+    // Another viewer may not read it while it is private (docs/decisions.md
+    // §5), may once it is public, and may never change or delete it.
     assert_eq!(
         host.get(&format!("/items/recordings/{id}"), Some("bob-token"))
             .status,
@@ -470,7 +470,8 @@ fn extension_grants_apply_once_and_an_administrators_edit_stands() {
     assert!(host
         .log()
         .contains("[svc] applied migration 0009_member_grants"));
-    // svc's migration granted the members their rules, as DECISIONS §5 says.
+    // svc's migration granted the members their rules, as docs/decisions.md §5
+    // says.
     let viewer = host.id_by_name("platform_policies", "Viewer");
     let likes = host.admin_find(
         "platform_permissions",
@@ -714,7 +715,7 @@ fn demo_data_is_seeded_once_and_its_tokens_work() {
         Some("demo-viewer-token"),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    // Their own and the public ones (DECISIONS §5).
+    // Their own and the public ones (docs/decisions.md §5).
     assert_eq!(r.json()["data"].as_array().map(Vec::len), Some(3));
     assert_eq!(
         host.get("/server/extensions", Some("demo-admin-token"))
@@ -722,7 +723,7 @@ fn demo_data_is_seeded_once_and_its_tokens_work() {
         200
     );
     // The site's public collections are readable by visitors and members
-    // (DECISIONS §9), users by their public fields only.
+    // (docs/decisions.md §9), users by their public fields only.
     for token in [None, Some("demo-model-token"), Some("demo-viewer-token")] {
         for path in [
             "/items/videos?fields=*,models.platform_users_id.first_name",
@@ -991,8 +992,9 @@ fn in_transaction_hooks_write_with_the_write_and_refuse_it_whole() {
     assert_eq!(audit_comments, 3, "{seen:?}");
 }
 
-/// The members' rules on recordings as a database seeded before DECISIONS
-/// §5 narrowed them holds them: everything readable, every field writable.
+/// The members' rules on recordings as a database seeded before
+/// docs/decisions.md §5 narrowed them holds them: everything readable, every
+/// field writable.
 fn rules_of(host: &Host, policy: &str) -> Vec<Value> {
     let policy = host.id_by_name("platform_policies", policy);
     host.admin_find(
@@ -1131,8 +1133,8 @@ fn a_token_or_permission_revoked_by_another_process_is_refused_at_once() {
 
 /// Hosts started together on one empty database apply each migration and
 /// the first-start seeding once, and serve the same platform. Several
-/// hosts on one database is PostgreSQL's configuration (DECISIONS §8), so
-/// this runs in the PostgreSQL pass only.
+/// hosts on one database is PostgreSQL's configuration (docs/decisions.md §8),
+/// so this runs in the PostgreSQL pass only.
 #[test]
 fn hosts_starting_together_on_an_empty_database_set_it_up_once() {
     if platform_tests::Backend::from_env() != platform_tests::Backend::Postgres {

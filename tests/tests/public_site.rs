@@ -1,8 +1,10 @@
-//! The public site data of SPEC.md ("Public site data"): GET /svc/models,
-//! /svc/models/:slug, /svc/videos, /svc/videos/:slug and /svc/articles,
-//! black-box through HTTP against a real host with the svc extension.
+//! The public site data of docs/service-api.md ("Public site data"): GET
+//! /svc/models, /svc/models/:slug, /svc/videos, /svc/videos/:slug and
+//! /svc/articles, black-box through HTTP against a real host with the svc
+//! extension.
 //!
-//! Data is set up as admin through the platform's items API (DECISIONS §6).
+//! Data is set up as admin through the platform's items API (docs/decisions.md
+//! §6).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};

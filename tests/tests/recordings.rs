@@ -1,7 +1,8 @@
-//! The recording endpoints of the svc extension, read straight from SPEC.md
-//! ("Recording", "Recording status", "Recordings", "Authentication",
-//! "Errors", "Limits") and DECISIONS.md (§3, §5, §6, §7): listing, reading,
-//! creating, updating, archiving, duplicating, community listing and plays.
+//! The recording endpoints of the svc extension, read straight from
+//! docs/service-api.md ("Recording", "Recording status", "Recordings",
+//! "Authentication", "Errors", "Limits") and docs/decisions.md (§3, §5, §6,
+//! §7): listing, reading, creating, updating, archiving, duplicating, community
+//! listing and plays.
 
 use platform_tests::time::{now_ms, ts_ms};
 use std::collections::BTreeSet;
@@ -1927,7 +1928,7 @@ fn malformed_ids_in_every_route_get_clear_answers() {
             "GET {id}"
         );
 
-        // SPEC: a missing record on PATCH gives 500.
+        // docs/service-api.md: a missing record on PATCH gives 500.
         let r = host.patch(
             &format!("/svc/recordings/{id}"),
             Some("prober"),
@@ -1987,9 +1988,9 @@ fn malformed_ids_in_every_route_get_clear_answers() {
     host.assert_serving();
 }
 
-/// SPEC mandates a 500 for a missing record on PATCH only; DELETE says
-/// "Owner only, otherwise 403 Forbidden", so a missing or malformed id is a
-/// 4xx (403 or 404), not a server error.
+/// docs/service-api.md mandates a 500 for a missing record on PATCH only;
+/// DELETE says "Owner only, otherwise 403 Forbidden", so a missing or malformed
+/// id is a 4xx (403 or 404), not a server error.
 #[test]
 fn delete_of_a_missing_or_malformed_recording_is_a_4xx() {
     let host = Host::start(HostOptions::svc());

@@ -1,4 +1,4 @@
-//! Relational `fields` in `/items` (DECISIONS §4): paths through
+//! Relational `fields` in `/items` (docs/decisions.md §4): paths through
 //! references and one-to-many aliases, to any depth, each related
 //! collection read under the caller's permissions on it.
 

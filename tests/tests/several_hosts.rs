@@ -1,4 +1,4 @@
-//! Several hosts on one database, as behind a load balancer (DECISIONS
+//! Several hosts on one database, as behind a load balancer (docs/decisions.md
 //! §8): what one host acknowledged, every host serves from then on;
 //! counters and uniqueness hold when writes for the same rows arrive at
 //! different hosts at once; a host killed mid-load loses nothing it

@@ -1,5 +1,5 @@
-//! Sign-in as Directus does it (DECISIONS §3): login in its three modes,
-//! refresh with rotation, logout, access tokens on every route, sessions
+//! Sign-in as Directus does it (docs/decisions.md §3): login in its three
+//! modes, refresh with rotation, logout, access tokens on every route, sessions
 //! ended at once, `/users/me`, registration, cookies, CORS.
 
 use platform_tests::{Host, HostOptions, Resp, ADMIN_TOKEN};

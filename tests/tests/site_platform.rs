@@ -1,7 +1,7 @@
 //! What the site's own front end needs of the platform around the
-//! extension (DECISIONS §9): the fields its pages read, present as `null`
-//! until set and writable by their owners, and a line in the log for every
-//! request it makes.
+//! extension (docs/decisions.md §9): the fields its pages read, present as
+//! `null` until set and writable by their owners, and a line in the log for
+//! every request it makes.
 
 use platform_tests::{id_of, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::json;

@@ -11,8 +11,8 @@
 //! - every video's stored `likes_count` / `plays_count` equals its like /
 //!   play records, and no user liked a video twice;
 //! - every `user_stats` row equals a from-scratch recompute written here from
-//!   SPEC's rules 2 and 3 (never from the implementation's code), and every
-//!   user with points has a stats row.
+//!   docs/service-api.md rules 2 and 3 (never from the implementation's code),
+//!   and every user with points has a stats row.
 //!
 //! The figures printed at the end (requests, clients, duration, answers by
 //! status) go into docs/reliability.md.
@@ -640,7 +640,7 @@ fn soak_64_clients_mixed_load_keeps_every_invariant() {
 }
 
 /// The same soak with the clients split between two hosts on one database
-/// (DECISIONS §8): the invariants are the database's, whichever host
+/// (docs/decisions.md §8): the invariants are the database's, whichever host
 /// wrote.
 #[test]
 fn soak_split_across_two_hosts_keeps_every_invariant() {

@@ -1,5 +1,5 @@
 //! One run per period of each schedule across every host on the database
-//! (DECISIONS §8): a host runs a period only after claiming it, by
+//! (docs/decisions.md §8): a host runs a period only after claiming it, by
 //! inserting the period's row into `platform_schedule_runs`, whose `run`
 //! key is unique. The claim holds a lease that the running host renews;
 //! a claim left unfinished past its lease (its host died mid-run) is taken

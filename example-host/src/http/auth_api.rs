@@ -1,7 +1,7 @@
-//! `/auth/login`, `/auth/refresh`, `/auth/logout` (DECISIONS §3): the HTTP
-//! shape of `signin`, with the tokens in the body or in cookies by mode;
-//! `/auth/password/request` and `/auth/password/reset`, the password reset
-//! by mail.
+//! `/auth/login`, `/auth/refresh`, `/auth/logout` (docs/decisions.md §3): the
+//! HTTP shape of `signin`, with the tokens in the body or in cookies by mode;
+//! `/auth/password/request` and `/auth/password/reset`, the password reset by
+//! mail.
 
 use std::time::Duration;
 

@@ -328,8 +328,8 @@ pub enum Credentials {
 /// else the session cookie (a token the client names wins over the one its
 /// browser sends along, as in Directus).
 /// Credentials that disagree (a header and a query token that differ, two
-/// different query tokens) are refused like a wrong token (DECISIONS §3):
-/// serving the request as one of them would let the other go unchecked.
+/// different query tokens) are refused like a wrong token (docs/decisions.md
+/// §3): serving the request as one of them would let the other go unchecked.
 pub fn credentials(platform: &Platform, headers: &HeaderMap, uri: &Uri) -> Credentials {
     match named_credentials(headers, uri) {
         Credentials::Anonymous => platform
@@ -390,7 +390,7 @@ pub fn authenticate(
 }
 
 /// Refuses, on the host's public routes, credentials that match no active
-/// user (DECISIONS §3: a bad token gets 401 on every route).
+/// user (docs/decisions.md §3: a bad token gets 401 on every route).
 pub async fn reject_bad_credentials(
     axum::extract::State(state): axum::extract::State<AppState>,
     request: axum::extract::Request,

@@ -1,7 +1,7 @@
 //! `/users/me`, `/users/register` and `/users/register/verify-email`
-//! (DECISIONS §3), and the directory of users, `/users` and `/users/:id`:
-//! the items API over `platform_users`, under the caller's permissions on
-//! it and on every related collection.
+//! (docs/decisions.md §3), and the directory of users, `/users` and
+//! `/users/:id`: the items API over `platform_users`, under the caller's
+//! permissions on it and on every related collection.
 
 use axum::body::Body;
 use axum::extract::State;

@@ -212,8 +212,8 @@ impl Platform {
     /// The caller's own record (`/users/me`), as JSON text: the record
     /// itself whatever the policies say of its collection, and everything
     /// its `fields` and `filter` reach under the caller's permissions, so
-    /// that one's own record is no way around them (DECISIONS §9). `None`
-    /// when it does not exist or the filter leaves it out.
+    /// that one's own record is no way around them (docs/decisions.md §9).
+    /// `None` when it does not exist or the filter leaves it out.
     pub fn read_own_json(
         &self,
         session: &mut Session<'_>,

@@ -1,4 +1,4 @@
-//! `filter` through references (DECISIONS §4): `{author: {slug: {_eq:
+//! `filter` through references (docs/decisions.md §4): `{author: {slug: {_eq:
 //! "x"}}}` keeps the items whose `author` is one of the users matching
 //! `{slug: {_eq: "x"}}`. Before a read is planned, each such condition is
 //! read on the referred collection, under the caller's permissions on it

@@ -1,4 +1,4 @@
-//! Relational `fields` (DECISIONS §4): paths through references
+//! Relational `fields` (docs/decisions.md §4): paths through references
 //! (`movie.*`, `user_created.first_name`, `author.avatar.id`) and through
 //! one-to-many aliases (`models.platform_users_id.*`). The root is read
 //! with the columns the relations start from; each related collection is

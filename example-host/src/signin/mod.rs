@@ -1,4 +1,4 @@
-//! Sign-in as Directus does it (DECISIONS §3): passwords checked with
+//! Sign-in as Directus does it (docs/decisions.md §3): passwords checked with
 //! argon2, sessions with rotating refresh tokens, JWT access tokens,
 //! self-registration, and what is done by mail: verifying a registration's
 //! email, resetting a password (`mailed`, with the one-time tokens of
@@ -27,7 +27,7 @@ use jwt::{Claims, Signer};
 use sessions::{Opening, Presented};
 use settings::Settings;
 
-/// Where the tokens of a sign-in go (DECISIONS §3).
+/// Where the tokens of a sign-in go (docs/decisions.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Both tokens in the body.
@@ -235,13 +235,13 @@ impl SignIn {
             .map(|claims| claims.session)
     }
 
-    /// Creates an account (DECISIONS §3): `Ok` whether or not the email was
-    /// taken, so that registration tells nobody which emails exist. With
+    /// Creates an account (docs/decisions.md §3): `Ok` whether or not the email
+    /// was taken, so that registration tells nobody which emails exist. With
     /// verification (a `verification_url`, or
-    /// `PUBLIC_REGISTRATION_VERIFY_EMAIL`), the account is `unverified` and
-    /// a link that activates it is mailed; registering again with the email
-    /// of an unverified account mails a new link (as Directus does), and
-    /// with the email of any other account mails nothing.
+    /// `PUBLIC_REGISTRATION_VERIFY_EMAIL`), the account is `unverified` and a
+    /// link that activates it is mailed; registering again with the email of an
+    /// unverified account mails a new link (as Directus does), and with the
+    /// email of any other account mails nothing.
     pub fn register(&self, platform: &Platform, payload: &Value) -> Result<(), SignInError> {
         let verification_url = match payload.get("verification_url") {
             None | Some(Value::Null) => None,

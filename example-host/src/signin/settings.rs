@@ -1,6 +1,6 @@
 //! Sign-in settings, from the environment under Directus's names
-//! (DECISIONS §3): secret, token lifetimes, cookies, registration, CORS,
-//! and the links mailed for email verification and password resets.
+//! (docs/decisions.md §3): secret, token lifetimes, cookies, registration,
+//! CORS, and the links mailed for email verification and password resets.
 
 use std::time::Duration;
 

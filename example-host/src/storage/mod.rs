@@ -218,7 +218,7 @@ pub trait Store: Send + Sync {
     fn counter(&self, op: CounterOp<'_>) -> Result<Option<Window>, StoreError>;
 }
 
-/// Where the data lives, as configured (DECISIONS §2).
+/// Where the data lives, as configured (docs/decisions.md §2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
     /// A SQLite database file.

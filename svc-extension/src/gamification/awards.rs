@@ -1,8 +1,8 @@
-//! When points are awarded (SPEC point values; DECISIONS §7 triggers), and
-//! how the stats rows follow the writes that change them. Everything here
-//! runs inside the transaction of the write that caused it: the write, the
-//! award, the counters it changes and the achievement check commit together
-//! or not at all.
+//! When points are awarded (docs/service-api.md "Points"; docs/decisions.md §7
+//! triggers), and how the stats rows follow the writes that change them.
+//! Everything here runs inside the transaction of the write that caused it:
+//! the write, the award, the counters it changes and the achievement check
+//! commit together or not at all.
 
 use host_sdk::{Context, Items, ItemsError, Query};
 use serde_json::{json, Value};

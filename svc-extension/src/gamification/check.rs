@@ -1,4 +1,4 @@
-//! The achievement check (SPEC rule 4).
+//! The achievement check (docs/service-api.md rule 4).
 
 use std::collections::HashMap;
 

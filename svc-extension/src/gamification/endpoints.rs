@@ -1,6 +1,6 @@
 //! `GET /gamification/leaderboard`, `/gamification/user/:id` and
 //! `/gamification/achievements` (public). Weighted points are reported as
-//! of the read (DECISIONS §7); ordering by the anchored sum is exact.
+//! of the read (docs/decisions.md §7); ordering by the anchored sum is exact.
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -1,13 +1,14 @@
 //! The in-transaction hook that keeps the stats exact and fires the
-//! triggers of DECISIONS §7 after every write, whatever path made it (the
-//! `/svc` endpoints, the items API, another extension, an import): a
+//! triggers of docs/decisions.md §7 after every write, whatever path made it
+//! (the `/svc` endpoints, the items API, another extension, an import): a
 //! recording published or featured, a comment on a recording, plays, point
-//! actions, unlocked achievements and the stats rows themselves. It runs
-//! inside the writing transaction, so the write and what it changes commit
-//! together; an error refuses the write.
+//! actions, unlocked achievements and the stats rows themselves. It runs inside
+//! the writing transaction, so the write and what it changes commit together;
+//! an error refuses the write.
 //!
-//! The endpoints only write the records and make the awards SPEC places on
-//! them (plays); every count follows from here, so nothing counts twice.
+//! The endpoints only write the records and make the awards docs/service-api.md
+//! places on them (plays); every count follows from here, so nothing counts
+//! twice.
 
 use host_sdk::raw::RawRecord;
 use host_sdk::{BoxError, Context, EventKind, ItemEvent, ItemsError, RawItemEvent};

@@ -1,5 +1,5 @@
 //! The gamification layer: points, time-decayed scores, achievements and
-//! the leaderboard (SPEC "Gamification records", rules 1–7).
+//! the leaderboard (docs/service-api.md "Gamification", rules 1–7).
 //!
 //! * [`score`]: the decay-anchored sum that makes scores and ranks exact at
 //!   constant cost.

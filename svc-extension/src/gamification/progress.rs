@@ -1,5 +1,5 @@
-//! Achievement progress by code (SPEC rule 5), as a pure function of what
-//! is known about a user.
+//! Achievement progress by code (docs/service-api.md rule 5), as a pure
+//! function of what is known about a user.
 
 use chrono::{DateTime, Months, TimeZone, Utc};
 

@@ -1,9 +1,9 @@
-//! The recalculation routine (SPEC rule 6; DECISIONS §7): every user with a
-//! stats row gets rule 3 from scratch, then the full achievement check with
-//! ranks for `top_10_rank` taken from the refreshed scores, in
-//! batches (one transaction each, so writers are never held up for long),
-//! with a progress line in the log. It also moves the decay anchor forward
-//! when due.
+//! The recalculation routine (docs/service-api.md rule 6; docs/decisions.md
+//! §7): every user with a stats row gets rule 3 from scratch, then the full
+//! achievement check with ranks for `top_10_rank` taken from the refreshed
+//! scores, in batches (one transaction each, so writers are never held up for
+//! long), with a progress line in the log. It also moves the decay anchor
+//! forward when due.
 
 use std::time::Instant;
 

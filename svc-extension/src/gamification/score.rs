@@ -1,4 +1,4 @@
-//! Time-decayed scores (SPEC rule 2), kept at constant cost.
+//! Time-decayed scores (docs/service-api.md rule 2), kept at constant cost.
 //!
 //! Rule 2 weighs each point action by `exp(-λ · age_in_days)`. With a fixed
 //! anchor time t₀, a user's weighted score at any instant `now` is
@@ -19,7 +19,7 @@
 
 use chrono::{DateTime, Utc};
 
-/// λ: the decay constant, per day (SPEC "Limits").
+/// λ: the decay constant, per day (docs/service-api.md "Limits").
 pub const DECAY_PER_DAY: f64 = 0.005;
 
 const MS_PER_DAY: f64 = 86_400_000.0;
