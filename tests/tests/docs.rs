@@ -16,15 +16,6 @@ use std::process::Command;
 
 use platform_tests::workspace_root;
 
-/// Documents at the root that still cite the old names and are being
-/// rewritten on their own; each leaves this list once it cites `docs/`.
-const EXEMPT_UNTIL_REWRITTEN: [&str; 4] = [
-    "README.md",
-    "BENCHMARKS.md",
-    "RELIABILITY.md",
-    "ARCHITECTURE.md",
-];
-
 /// Text that cites the contract outside the repository. Built from pieces so
 /// that this file does not match itself.
 fn outside_citations() -> Vec<String> {
@@ -70,14 +61,10 @@ fn source_files(root: &Path) -> Vec<PathBuf> {
     files
         .into_iter()
         .filter(|p| {
-            let top = p.components().next().map(|c| c.as_os_str().to_owned());
             !p.components().any(|c| {
                 let c = c.as_os_str();
                 c == "target" || c == "node_modules" || c == ".git"
-            }) && top.as_deref() != Some("docs".as_ref())
-                && !EXEMPT_UNTIL_REWRITTEN
-                    .iter()
-                    .any(|exempt| p == Path::new(exempt))
+            })
         })
         .collect()
 }
@@ -204,12 +191,7 @@ fn no_source_cites_the_contract_outside_the_repository() {
             }
         }
     }
-    println!(
-        "docs: {} source files read, {} exempt until rewritten: {:?}",
-        texts.len(),
-        EXEMPT_UNTIL_REWRITTEN.len(),
-        EXEMPT_UNTIL_REWRITTEN
-    );
+    println!("docs: {} files read", texts.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
