@@ -36,13 +36,20 @@ fn outside_words() -> [&'static str; 2] {
     [concat!("SP", "EC"), concat!("DECI", "SIONS")]
 }
 
-/// The tracked files (`git ls-files`), or, outside a git checkout, every
+/// The files git tracks or would (`git ls-files`, untracked ones not
+/// ignored included), or, outside a git checkout, every
 /// file under the workspace; never build output or installed packages.
 fn source_files(root: &Path) -> Vec<PathBuf> {
     let listed = Command::new("git")
         .arg("-C")
         .arg(root)
-        .args(["ls-files", "-z"])
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
         .output()
         .ok()
         .filter(|o| o.status.success())
@@ -244,5 +251,51 @@ fn the_docs_index_lists_every_document() {
     assert!(
         unlisted.is_empty(),
         "docs/README.md does not link {unlisted:?}"
+    );
+}
+
+/// The paths ARCHITECTURE.md names in backticks: a file (`http/mod.rs`) or
+/// a folder (`tests/fixtures/`), written from its crate or from the root.
+fn paths_named_in(text: &str) -> BTreeSet<String> {
+    let endings = [".rs", ".md", ".sh", ".toml", ".js", ".json"];
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| {
+            !t.is_empty()
+                && t.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_.-/".contains(c))
+                && !t.starts_with('/')
+                && !t.starts_with("target/")
+                && !t.contains("..")
+                && (t.contains('/') || endings.iter().any(|e| t.ends_with(e)))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_path_architecture_names_exists() {
+    let root = workspace_root();
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let files: Vec<String> = source_files(&root)
+        .iter()
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .collect();
+    let exists = |named: &str| {
+        let name = named.trim_end_matches('/');
+        files.iter().any(|f| {
+            let as_file = !named.ends_with('/') && (f == name || f.ends_with(&format!("/{name}")));
+            let as_folder = f.starts_with(&format!("{name}/")) || f.contains(&format!("/{name}/"));
+            as_file || as_folder
+        })
+    };
+    let named = paths_named_in(&text);
+    let missing: Vec<&String> = named.iter().filter(|n| !exists(n)).collect();
+    println!("ARCHITECTURE.md names {} paths", named.len());
+    assert!(named.len() > 50, "the path reader found only {named:?}");
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names paths that do not exist: {missing:?}"
     );
 }

@@ -44,7 +44,22 @@ pub enum LoadError {
 }
 
 /// Ids that would shadow the host's own routes.
-const RESERVED_IDS: &[&str] = &["items", "server", "auth", "extensions"];
+const RESERVED_IDS: &[&str] = &[
+    "items",
+    "server",
+    "auth",
+    "extensions",
+    "users",
+    "files",
+    "folders",
+    "assets",
+    "comments",
+];
+
+/// Whether `id` is one of the host's own first path segments.
+pub fn is_reserved(id: &str) -> bool {
+    RESERVED_IDS.contains(&id)
+}
 
 /// Whether a file name looks like a dynamic library of this platform.
 pub fn is_library(path: &Path) -> bool {
@@ -233,7 +248,7 @@ pub fn load(
             manifest.name
         )));
     }
-    if RESERVED_IDS.contains(&id.as_str()) {
+    if is_reserved(&id) {
         return Err(LoadError::Manifest(format!(
             "id `{id}` is reserved by the host"
         )));

@@ -3,7 +3,7 @@
 mod claims;
 mod code;
 mod linked;
-mod loader;
+pub(crate) mod loader;
 mod logger;
 mod runtime;
 pub mod schedules;

@@ -138,118 +138,120 @@ fn request_schema(path: &str) -> (bool, Value) {
 
 /// The platform's OpenAPI document: the host's routes plus each
 /// extension's part, prefixed with its mount point.
+/// The host's own routes: path, method, summary.
+const HOST_ROUTES: &[(&str, &str, &str)] = &[
+    ("/server/ping", "get", "Liveness: answers pong"),
+    (
+        "/server/health",
+        "get",
+        "Health of the platform and its database",
+    ),
+    ("/server/specs/oas", "get", "This OpenAPI document"),
+    (
+        "/server/extensions",
+        "get",
+        "Mounted extensions and their manifests (admin)",
+    ),
+    (
+        "/server/metrics",
+        "get",
+        "Counters of the platform's work (admin)",
+    ),
+    (
+        "/items/{collection}",
+        "get",
+        "Read items (filter, sort, limit, offset, page, fields, aggregate, groupBy)",
+    ),
+    (
+        "/items/{collection}",
+        "post",
+        "Create one item (object) or several (array)",
+    ),
+    ("/items/{collection}/{id}", "get", "Read one item"),
+    ("/items/{collection}/{id}", "patch", "Update one item"),
+    ("/items/{collection}/{id}", "delete", "Delete one item"),
+    (
+        "/auth/login",
+        "post",
+        "Sign in with email and password; mode json (tokens in the body), cookie (refresh token in an HttpOnly cookie) or session (access token in an HttpOnly cookie)",
+    ),
+    (
+        "/auth/refresh",
+        "post",
+        "A new access token and refresh token for a session (the refresh token presented is used up)",
+    ),
+    ("/auth/logout", "post", "End a session (204)"),
+    ("/users/me", "get", "The signed-in user's own record"),
+    (
+        "/users/me",
+        "patch",
+        "Change one's own profile fields or password (never role, status or token)",
+    ),
+    (
+        "/users/register",
+        "post",
+        "Create an account when PUBLIC_REGISTRATION is on (204 whether or not the email was taken)",
+    ),
+    (
+        "/users",
+        "get",
+        "Read users under the caller's permissions (as /items/platform_users)",
+    ),
+    ("/users/{id}", "get", "Read one user (as /items/platform_users/{id})"),
+    (
+        "/comments",
+        "get",
+        "Read the comments on the collections the caller may read (query parameters and aggregate as /items)",
+    ),
+    (
+        "/comments",
+        "post",
+        "Comment on an item the caller may read, as the caller",
+    ),
+    ("/comments/{id}", "get", "Read one comment"),
+    (
+        "/comments/{id}",
+        "patch",
+        "Change one's own comment (administrators: any)",
+    ),
+    (
+        "/comments/{id}",
+        "delete",
+        "Delete one's own comment (administrators: any)",
+    ),
+    ("/files", "get", "Read file records (as /items/platform_files)"),
+    (
+        "/files",
+        "post",
+        "Upload files (multipart/form-data, fields before each file) or create a record alone (JSON with type)",
+    ),
+    ("/files/{id}", "get", "Read one file record"),
+    (
+        "/files/{id}",
+        "patch",
+        "Change a file record (JSON) or its bytes (multipart/form-data)",
+    ),
+    ("/files/{id}", "delete", "Delete a file record and its bytes (204)"),
+    ("/folders", "get", "Read folders (as /items/platform_folders)"),
+    ("/folders", "post", "Create a folder"),
+    ("/folders/{id}", "get", "Read one folder"),
+    ("/folders/{id}", "patch", "Change a folder"),
+    ("/folders/{id}", "delete", "Delete a folder (204)"),
+    (
+        "/assets/{id}",
+        "get",
+        "A file's bytes: Range, ETag and Last-Modified, ?download, image transformations (width, height, fit, quality, format, withoutEnlargement, transforms, key)",
+    ),
+    (
+        "/assets/{id}/{filename}",
+        "get",
+        "A file's bytes, with a file name in the path",
+    ),
+];
+
 pub fn build_openapi(registry: &Registry) -> Value {
     let mut paths = Map::new();
-    let host_routes = [
-        ("/server/ping", "get", "Liveness: answers pong"),
-        (
-            "/server/health",
-            "get",
-            "Health of the platform and its database",
-        ),
-        ("/server/specs/oas", "get", "This OpenAPI document"),
-        (
-            "/server/extensions",
-            "get",
-            "Mounted extensions and their manifests (admin)",
-        ),
-        (
-            "/server/metrics",
-            "get",
-            "Counters of the platform's work (admin)",
-        ),
-        (
-            "/items/{collection}",
-            "get",
-            "Read items (filter, sort, limit, offset, page, fields, aggregate, groupBy)",
-        ),
-        (
-            "/items/{collection}",
-            "post",
-            "Create one item (object) or several (array)",
-        ),
-        ("/items/{collection}/{id}", "get", "Read one item"),
-        ("/items/{collection}/{id}", "patch", "Update one item"),
-        ("/items/{collection}/{id}", "delete", "Delete one item"),
-        (
-            "/auth/login",
-            "post",
-            "Sign in with email and password; mode json (tokens in the body), cookie (refresh token in an HttpOnly cookie) or session (access token in an HttpOnly cookie)",
-        ),
-        (
-            "/auth/refresh",
-            "post",
-            "A new access token and refresh token for a session (the refresh token presented is used up)",
-        ),
-        ("/auth/logout", "post", "End a session (204)"),
-        ("/users/me", "get", "The signed-in user's own record"),
-        (
-            "/users/me",
-            "patch",
-            "Change one's own profile fields or password (never role, status or token)",
-        ),
-        (
-            "/users/register",
-            "post",
-            "Create an account when PUBLIC_REGISTRATION is on (204 whether or not the email was taken)",
-        ),
-        (
-            "/users",
-            "get",
-            "Read users under the caller's permissions (as /items/platform_users)",
-        ),
-        ("/users/{id}", "get", "Read one user (as /items/platform_users/{id})"),
-        (
-            "/comments",
-            "get",
-            "Read the comments on the collections the caller may read (query parameters and aggregate as /items)",
-        ),
-        (
-            "/comments",
-            "post",
-            "Comment on an item the caller may read, as the caller",
-        ),
-        ("/comments/{id}", "get", "Read one comment"),
-        (
-            "/comments/{id}",
-            "patch",
-            "Change one's own comment (administrators: any)",
-        ),
-        (
-            "/comments/{id}",
-            "delete",
-            "Delete one's own comment (administrators: any)",
-        ),
-        ("/files", "get", "Read file records (as /items/platform_files)"),
-        (
-            "/files",
-            "post",
-            "Upload files (multipart/form-data, fields before each file) or create a record alone (JSON with type)",
-        ),
-        ("/files/{id}", "get", "Read one file record"),
-        (
-            "/files/{id}",
-            "patch",
-            "Change a file record (JSON) or its bytes (multipart/form-data)",
-        ),
-        ("/files/{id}", "delete", "Delete a file record and its bytes (204)"),
-        ("/folders", "get", "Read folders (as /items/platform_folders)"),
-        ("/folders", "post", "Create a folder"),
-        ("/folders/{id}", "get", "Read one folder"),
-        ("/folders/{id}", "patch", "Change a folder"),
-        ("/folders/{id}", "delete", "Delete a folder (204)"),
-        (
-            "/assets/{id}",
-            "get",
-            "A file's bytes: Range, ETag and Last-Modified, ?download, image transformations (width, height, fit, quality, format, withoutEnlargement, transforms, key)",
-        ),
-        (
-            "/assets/{id}/{filename}",
-            "get",
-            "A file's bytes, with a file name in the path",
-        ),
-    ];
-    for (path, method, summary) in host_routes {
+    for &(path, method, summary) in HOST_ROUTES {
         let mut parameters: Vec<Value> = ["collection", "id", "filename"]
             .iter()
             .filter(|p| path.contains(&format!("{{{p}}}")))
@@ -323,4 +325,20 @@ pub fn build_openapi(registry: &Registry) -> Value {
         }},
         "paths": paths,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HOST_ROUTES;
+
+    #[test]
+    fn no_extension_may_take_a_host_routes_first_segment() {
+        for (path, _, _) in HOST_ROUTES {
+            let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
+            assert!(
+                crate::extensions::loader::is_reserved(first),
+                "{path}: an extension could be mounted at /{first}"
+            );
+        }
+    }
 }
