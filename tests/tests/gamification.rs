@@ -14,7 +14,7 @@ use platform_tests::time::{days_ago, iso, now_ms, ts_ms};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-use platform_tests::score::weighted;
+use platform_tests::score::{seeded_achievements, weighted, Seeded};
 use platform_tests::{
     host_binary, host_command, int_of, rec_body, Host, HostOptions, Rng, ADMIN_TOKEN,
 };
@@ -22,75 +22,18 @@ use serde_json::{json, Value};
 
 const REL_TOL: f64 = 1e-9;
 
-/// docs/decisions.md §7: (code, name, category, required_count, points_reward,
-/// sort).
-const SEEDED: [(&str, &str, &str, i64, i64, i64); 17] = [
-    ("first_recording", "First Recording", "recordings", 1, 50, 1),
-    (
-        "recording_10",
-        "Recording Enthusiast",
-        "recordings",
-        10,
-        100,
-        2,
-    ),
-    ("recording_50", "Prolific Creator", "recordings", 50, 500, 3),
-    (
-        "recording_100",
-        "Recording Master",
-        "recordings",
-        100,
-        1000,
-        4,
-    ),
-    (
-        "featured_recording",
-        "Featured Creator",
-        "recordings",
-        1,
-        200,
-        5,
-    ),
-    ("first_play", "First Play", "playback", 1, 25, 10),
-    ("play_100", "Active Player", "playback", 100, 250, 11),
-    ("play_500", "Playback Enthusiast", "playback", 500, 1000, 12),
-    ("completionist_10", "Completionist", "playback", 10, 100, 13),
-    (
-        "completionist_100",
-        "Super Completionist",
-        "playback",
-        100,
-        500,
-        14,
-    ),
-    ("first_comment", "First Comment", "social", 1, 25, 20),
-    ("comment_50", "Conversationalist", "social", 50, 200, 21),
-    ("comment_250", "Community Voice", "social", 250, 750, 22),
-    ("early_adopter", "Early Adopter", "special", 1, 500, 30),
-    ("one_year", "One Year Anniversary", "special", 1, 1000, 31),
-    (
-        "balanced_creator",
-        "Balanced Creator",
-        "special",
-        1,
-        500,
-        32,
-    ),
-    ("top_10_rank", "Top 10 Leaderboard", "special", 1, 2000, 33),
-];
-
-fn seeded(code: &str) -> (&'static str, &'static str, &'static str, i64, i64, i64) {
-    *SEEDED
-        .iter()
-        .find(|a| a.0 == code)
+fn seeded(code: &str) -> Seeded {
+    seeded_achievements()
+        .into_iter()
+        .find(|a| a.code == code)
         .unwrap_or_else(|| panic!("not seeded: {code}"))
 }
 
 fn codes_of(category: &str) -> BTreeSet<String> {
-    SEEDED
-        .iter()
-        .filter(|a| a.2 == category)
-        .map(|a| a.0.to_string())
+    seeded_achievements()
+        .into_iter()
+        .filter(|a| a.category == category)
+        .map(|a| a.code)
         .collect()
 }
 
@@ -380,12 +323,12 @@ fn achievements_endpoint_lists_the_17_seeded_in_sort_order() {
     assert_eq!(r.status, 200, "{}", r.body);
     let data = r.json()["data"].as_array().cloned().expect("data array");
     assert_eq!(data.len(), 17, "{data:?}");
-    for (a, (code, name, category, required, reward, _)) in data.iter().zip(SEEDED.iter()) {
-        assert_eq!(a["code"], *code, "order by sort: {a}");
-        assert_eq!(a["name"], *name, "{a}");
-        assert_eq!(a["category"], *category, "{a}");
-        assert_eq!(a["required_count"], *required, "{a}");
-        assert_eq!(a["points_reward"], *reward, "{a}");
+    for (a, s) in data.iter().zip(seeded_achievements()) {
+        assert_eq!(a["code"], s.code, "order by sort: {a}");
+        assert_eq!(a["name"], s.name, "{a}");
+        assert_eq!(a["category"], s.category, "{a}");
+        assert_eq!(a["required_count"], s.required, "{a}");
+        assert_eq!(a["points_reward"], s.reward, "{a}");
         for key in ["id", "description", "icon"] {
             assert!(a.get(key).is_some(), "{key} missing: {a}");
         }
@@ -394,7 +337,7 @@ fn achievements_endpoint_lists_the_17_seeded_in_sort_order() {
     // The stored rows carry the sort values of the table and are published.
     for row in host.admin_all("achievements", "*") {
         let s = seeded(row["code"].as_str().expect("code"));
-        assert_eq!(row["sort"], s.5, "{row}");
+        assert_eq!(row["sort"], s.sort, "{row}");
         assert_eq!(row["status"], "published", "{row}");
     }
 }
@@ -1011,7 +954,7 @@ fn progress_follows_rule_5_for_every_code() {
         let required = if code == "mystery_code" {
             1
         } else {
-            seeded(code).3
+            seeded(code).required
         };
         assert_eq!(unlocked(&rows, code), p >= required, "unlock of {code}");
     }
