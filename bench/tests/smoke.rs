@@ -8,25 +8,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use platform_bench::scenarios::IDS as SCENARIOS;
 use platform_tests::{profile, workspace_root};
-
-/// The scenarios of the issue, by the ids the benchmark prints.
-const SCENARIOS: [&str; 14] = [
-    "ping",
-    "stats",
-    "videos-50",
-    "videos-all",
-    "video-slug",
-    "models",
-    "articles",
-    "leaderboard",
-    "user",
-    "recording-get",
-    "recording-post",
-    "recording-play",
-    "like-unlike",
-    "analytics",
-];
 
 fn bench_binary() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
