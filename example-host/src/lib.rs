@@ -20,12 +20,10 @@ mod mail;
 mod memory;
 mod permissions;
 mod platform_schema;
-mod query;
-mod schema;
 mod signin;
-mod storage;
 pub mod testkit;
 mod throttle;
-mod values;
 
 pub use app::run;
+// The storage layer, under the paths the host's modules name it by.
+use platform_store::{query, schema, storage, values};
