@@ -17,7 +17,9 @@ use serde_json::Value;
 
 use super::codec::{json_scalar, Cell, Scalar};
 use super::sql::{self, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
-use super::{exclusive_write, migrate, CounterOp, ReadWork, Store, StoreError, Window, WriteWork};
+use super::{
+    exclusive_write, migrate, CounterOp, ReadWork, StepRules, Store, StoreError, Window, WriteWork,
+};
 use crate::query::{AggFn, TextMatch};
 use crate::schema::Schema;
 
@@ -485,8 +487,14 @@ impl Store for SqliteStore {
         self.in_write_tx(|conn| migrate::run_once(conn, owner, id, work))
     }
 
-    fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {
-        let applied = self.in_write_tx(|conn| migrate::apply(conn, owner, id, steps))?;
+    fn migrate(
+        &self,
+        owner: &str,
+        id: &str,
+        steps: &[Step],
+        rules: &dyn StepRules,
+    ) -> Result<bool, StoreError> {
+        let applied = self.in_write_tx(|conn| migrate::apply(conn, owner, id, steps, rules))?;
         *self.schema.write() = Arc::new(applied.schema);
         Ok(applied.ran)
     }
@@ -508,7 +516,7 @@ impl Store for SqliteStore {
 mod tests {
     use super::*;
     use crate::query::{parse_filter, ReadQuery, Vars, WireQuery};
-    use crate::storage::Record;
+    use crate::storage::{Record, SchemaStepsOnly};
     use host_sdk::schema::{Collection, Field};
     use proptest::prelude::*;
     use serde_json::json;
@@ -570,7 +578,9 @@ mod tests {
                 ],
             },
         ];
-        store.migrate("test", "0001", &steps).expect("migrate");
+        store
+            .migrate("test", "0001", &steps, &SchemaStepsOnly)
+            .expect("migrate");
         (dir, store)
     }
 
@@ -581,7 +591,9 @@ mod tests {
             .field(Field::reference("thing", "things"))
             .field(Field::string("label"))
             .build()];
-        store.migrate("test", "0002", &steps).expect("migrate");
+        store
+            .migrate("test", "0002", &steps, &SchemaStepsOnly)
+            .expect("migrate");
         let alias = |alias: &str, field: &str, sort: Option<&str>| Step::CreateAlias {
             collection: "things".into(),
             alias: alias.into(),
@@ -602,13 +614,13 @@ mod tests {
         .enumerate()
         {
             let e = store
-                .migrate("test", &format!("bad{i}"), &[step])
+                .migrate("test", &format!("bad{i}"), &[step], &SchemaStepsOnly)
                 .expect_err("refused");
             assert!(e.to_string().contains(error), "{e}");
         }
         let ok = alias("parts", "thing", Some("label"));
         store
-            .migrate("test", "0003", std::slice::from_ref(&ok))
+            .migrate("test", "0003", std::slice::from_ref(&ok), &SchemaStepsOnly)
             .expect("alias");
         let schema = store.schema();
         let things = schema.get("things").expect("things");
@@ -617,40 +629,10 @@ mod tests {
             Some("parts")
         );
         // Declared once: the same name again is refused.
-        let e = store.migrate("test", "0004", &[ok]).expect_err("taken");
+        let e = store
+            .migrate("test", "0004", &[ok], &SchemaStepsOnly)
+            .expect_err("taken");
         assert!(e.to_string().contains("things.parts already exists"), "{e}");
-    }
-
-    #[test]
-    fn a_grant_the_platform_could_not_apply_fails_its_migration() {
-        use host_sdk::schema::Grant;
-        let (_dir, store) = store();
-        for (i, (grant, error)) in [
-            (
-                Grant::new("Viewer", "nowhere", "read"),
-                "no collection nowhere",
-            ),
-            (
-                Grant::new("Viewer", "things", "peek"),
-                "unknown action `peek`",
-            ),
-            (
-                Grant::new("Viewer", "things", "read").fields(&["name", "nope"]),
-                "unknown field nope",
-            ),
-            (
-                Grant::new("Viewer", "things", "read").filter(json!({"nope": {"_eq": 1}})),
-                "unknown field \"nope\"",
-            ),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let e = store
-                .migrate("test", &format!("grant{i}"), &[grant.build()])
-                .expect_err("refused");
-            assert!(e.to_string().contains(error), "{e}");
-        }
     }
 
     /// One store for every case: the property only reads.
