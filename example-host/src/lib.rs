@@ -10,6 +10,7 @@ mod auth;
 mod bootstrap;
 mod comments;
 mod config;
+mod credentials;
 mod demo;
 mod extensions;
 pub mod files;

@@ -294,10 +294,10 @@ impl Platform {
             return Ok(value);
         }
         match value {
-            Value::String(s) if field == "password" => auth::hash_password(&s)
+            Value::String(s) if field == "password" => credentials::hash_password(&s)
                 .map(Value::String)
                 .map_err(ItemsError::Internal),
-            Value::String(s) => Ok(Value::String(auth::hash_token(&s))),
+            Value::String(s) => Ok(Value::String(credentials::hash_token(&s))),
             other => Ok(other),
         }
     }

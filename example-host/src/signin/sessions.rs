@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::auth::hash_token;
+use crate::credentials::hash_token;
 use crate::items::{ItemsError, Platform, Session, Who};
 use crate::platform_schema::SESSIONS;
 use crate::query::{Filter, ReadQuery};
