@@ -31,7 +31,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::auth::Accountability;
+use crate::accounts::Accountability;
 use crate::bootstrap::AdminSeed;
 use crate::credentials;
 use crate::extensions::services::ExtServices;

@@ -25,7 +25,8 @@ use std::sync::Arc;
 use once_cell::sync::OnceCell;
 use serde_json::{json, Value};
 
-use crate::auth::{Accountability, Auth};
+use crate::accounts::Accountability;
+use crate::auth::Auth;
 use crate::credentials;
 use crate::permissions::{Action, Grant, Permissions};
 use crate::platform_schema::{affects_access, is_internal, is_secret};

@@ -18,7 +18,7 @@ use argon2::password_hash::{PasswordHash, PasswordVerifier};
 use argon2::Argon2;
 use serde_json::{json, Value};
 
-use crate::auth::{lookup_user, Accountability};
+use crate::accounts::{lookup_user, Accountability};
 use crate::credentials::{generate_token, hash_password};
 use crate::items::{ItemsError, Platform, Session, Who};
 use crate::platform_schema::{SESSIONS, SIGNING_KEYS};
