@@ -60,6 +60,7 @@ pub(crate) fn open_platform(
         .track_changes(&platform_schema::ACCESS_COLLECTIONS)
         .map_err(|e| format!("cannot track changes of access: {e}"))?;
     let mut platform = Platform::new(store);
+    signin::register_rules(&mut platform);
     platform.relational_limits = relational_limits;
     let platform = Arc::new(platform);
     bootstrap::first_start(&platform, admin)

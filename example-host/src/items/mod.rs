@@ -33,8 +33,8 @@ use crate::platform_schema::{affects_access, is_internal, is_secret};
 use crate::query::{
     parse_filter, Filter, QueryError, ReadQuery, RelationalLimits, Vars, WireQuery,
 };
-use crate::schema::CollectionDef;
-use crate::storage::{Reader, Record, Store, StoreError, Writer};
+use crate::schema::{CollectionDef, Schema};
+use crate::storage::{Columns, Reader, Record, Store, StoreError, Writer};
 use crate::values;
 
 /// Who an operation runs as.
@@ -96,6 +96,18 @@ pub struct Metrics {
     pub events_before_commit: std::sync::atomic::AtomicU64,
 }
 
+/// A rule that follows every update of an item, in its transaction, right
+/// after it: what the change means to another part of the platform (a
+/// user's new credentials end their sessions). Registered at start
+/// ([`Platform::add_update_rule`]): the items service knows none of them.
+pub type UpdateRule = fn(
+    conn: &mut dyn Writer,
+    schema: &Schema,
+    def: &CollectionDef,
+    key: &str,
+    changes: &Columns,
+) -> Result<(), StoreError>;
+
 /// The platform core shared by every request.
 pub struct Platform {
     pub store: Arc<dyn Store>,
@@ -105,6 +117,7 @@ pub struct Platform {
     /// How far and how wide reads may follow relations.
     pub relational_limits: RelationalLimits,
     events: OnceCell<Arc<dyn EventSink>>,
+    update_rules: Vec<UpdateRule>,
 }
 
 fn key_filter(key: &str) -> Filter {
@@ -120,7 +133,28 @@ impl Platform {
             metrics: Metrics::default(),
             relational_limits: RelationalLimits::default(),
             events: OnceCell::new(),
+            update_rules: Vec::new(),
         }
+    }
+
+    /// Adds a rule run after every update of an item, in its transaction.
+    pub fn add_update_rule(&mut self, rule: UpdateRule) {
+        self.update_rules.push(rule);
+    }
+
+    /// Runs the update rules after an update of item `key` of `def`.
+    fn follow_update(
+        &self,
+        conn: &mut dyn Writer,
+        def: &CollectionDef,
+        key: &str,
+        changes: &Columns,
+    ) -> Result<(), ItemsError> {
+        let schema = self.store.schema();
+        for rule in &self.update_rules {
+            rule(conn, &schema, def, key, changes)?;
+        }
+        Ok(())
     }
 
     /// Connects the receiver of item events (once, after extensions load).
