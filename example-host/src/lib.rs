@@ -21,6 +21,7 @@ mod logging;
 mod mail;
 mod memory;
 mod permissions;
+mod platform;
 mod platform_schema;
 mod signin;
 pub mod testkit;
