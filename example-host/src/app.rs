@@ -10,6 +10,7 @@ use clap::Parser;
 use crate::config::{Cli, Command, ScheduleAction};
 use crate::extensions::Registry;
 use crate::items::Platform;
+use crate::permissions::MigrationGrants;
 use crate::storage::Store;
 use crate::{
     bootstrap, demo, extensions, files, http, logging, mail, memory, platform_schema, signin,
@@ -49,7 +50,7 @@ pub(crate) fn open_platform(
 ) -> Result<Arc<Platform>, String> {
     for (id, steps) in platform_schema::migrations() {
         if store
-            .migrate(platform_schema::OWNER, id, &steps)
+            .migrate(platform_schema::OWNER, id, &steps, &MigrationGrants)
             .map_err(|e| format!("platform migration {id} failed: {e}"))?
         {
             log::info!("applied platform migration {id}");
@@ -59,6 +60,7 @@ pub(crate) fn open_platform(
         .track_changes(&platform_schema::ACCESS_COLLECTIONS)
         .map_err(|e| format!("cannot track changes of access: {e}"))?;
     let mut platform = Platform::new(store);
+    signin::register_rules(&mut platform);
     platform.relational_limits = relational_limits;
     let platform = Arc::new(platform);
     bootstrap::first_start(&platform, admin)

@@ -1,56 +1,20 @@
-//! Who is calling: static tokens (stored hashed), passwords (argon2), and
-//! the accountability a token resolves to, with the policies that apply.
+//! Who is calling: the accountability a token resolves to (a static token,
+//! stored hashed, or an access token of an open session), with the
+//! policies that apply, cached until access changes.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use argon2::password_hash::{rand_core::OsRng, PasswordHasher, SaltString};
-use argon2::Argon2;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
-use rand::RngCore;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
+use crate::accounts::{lookup_user, Accountability};
+use crate::credentials::hash_token;
 use crate::query::{Filter, ReadQuery};
 use crate::signin::jwt::{looks_like_jwt, Signer};
 use crate::storage::{read_with, Reader, Store, StoreError};
-
-/// The authenticated caller.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Accountability {
-    pub user: String,
-    pub role: Option<String>,
-    pub admin: bool,
-    /// Ids of every policy that applies (the user's and the role's).
-    pub policies: Vec<String>,
-}
-
-/// Tokens are high-entropy random strings, so a fast digest is the right
-/// hash: it lets a token be looked up by equality on an index.
-pub fn hash_token(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
-}
-
-/// Passwords hashed since the process started (`/server/metrics`).
-pub static PASSWORD_HASHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-pub fn hash_password(password: &str) -> Result<String, String> {
-    PASSWORD_HASHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let salt = SaltString::generate(&mut OsRng);
-    Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map(|h| h.to_string())
-        .map_err(|e| format!("cannot hash password: {e}"))
-}
-
-/// A new random static token (256 bits, hex).
-pub fn generate_token() -> String {
-    let mut bytes = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut bytes);
-    hex::encode(bytes)
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
@@ -267,95 +231,4 @@ fn lookup_session(
         return Ok(None);
     }
     lookup_user(store, conn, eq("id", json!(user)))
-}
-
-/// The active user `which` finds, and their policies.
-pub fn lookup_user(
-    store: &dyn Store,
-    conn: &mut dyn Reader,
-    which: Filter,
-) -> Result<Option<Accountability>, StoreError> {
-    let schema = store.schema();
-    let (Some(users), Some(access), Some(policies)) = (
-        schema.get("platform_users"),
-        schema.get("platform_access"),
-        schema.get("platform_policies"),
-    ) else {
-        return Ok(None);
-    };
-    let q = ReadQuery::select(
-        &["id", "role"],
-        Filter::And(vec![which, eq("status", json!("active"))]),
-    )
-    .limit(1);
-    let Some(user) = conn.select(users, &q)?.into_iter().next() else {
-        return Ok(None);
-    };
-    let user_id = user
-        .get("id")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let role = user.get("role").and_then(Value::as_str).map(String::from);
-
-    let mut holders = vec![eq("user", json!(user_id))];
-    if let Some(role) = &role {
-        holders.push(eq("role", json!(role)));
-    }
-    let q = ReadQuery::select(&["policy"], Filter::Or(holders));
-    let mut policy_ids: Vec<String> = conn
-        .select(access, &q)?
-        .iter()
-        .filter_map(|r| r.get("policy").and_then(Value::as_str).map(String::from))
-        .collect();
-    policy_ids.sort();
-    policy_ids.dedup();
-
-    let admin = if policy_ids.is_empty() {
-        false
-    } else {
-        let q = ReadQuery::select(
-            &["id"],
-            Filter::And(vec![
-                Filter::is_in(
-                    "id",
-                    policy_ids
-                        .iter()
-                        .map(|p| Value::String(p.clone()))
-                        .collect(),
-                ),
-                eq("admin_access", json!(true)),
-            ]),
-        )
-        .limit(1);
-        !conn.select(policies, &q)?.is_empty()
-    };
-    Ok(Some(Accountability {
-        user: user_id,
-        role,
-        admin,
-        policies: policy_ids,
-    }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn token_hash_is_stable_and_not_the_token() {
-        let t = "secret-token";
-        assert_eq!(hash_token(t), hash_token(t));
-        assert_ne!(hash_token(t), t);
-        assert_eq!(hash_token(t).len(), 64);
-        assert_ne!(generate_token(), generate_token());
-    }
-
-    #[test]
-    fn password_hash_is_salted_argon2() {
-        let a = hash_password("pw").unwrap();
-        let b = hash_password("pw").unwrap();
-        assert!(a.starts_with("$argon2"));
-        assert_ne!(a, b);
-    }
 }

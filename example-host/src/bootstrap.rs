@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::auth;
+use crate::credentials;
 use crate::items::{ItemsError, Platform, Session, Who};
 use crate::query::WireQuery;
 
@@ -367,7 +367,10 @@ const FIRST_START: &str = "0000_first_start";
 /// it was seeded before or already has users.
 pub fn first_start(platform: &Platform, admin: AdminSeed) -> Result<bool, ItemsError> {
     let generated = admin.token.is_none();
-    let token = admin.token.clone().unwrap_or_else(auth::generate_token);
+    let token = admin
+        .token
+        .clone()
+        .unwrap_or_else(credentials::generate_token);
     let who = Who::system();
     let mut seeded = false;
     platform.once(crate::platform_schema::OWNER, FIRST_START, |s| {

@@ -5,11 +5,13 @@
 //! [`testkit`]: an extension's own tests run it against this host, in
 //! process, on a throwaway database.
 
+mod accounts;
 mod app;
 mod auth;
 mod bootstrap;
 mod comments;
 mod config;
+mod credentials;
 mod demo;
 mod extensions;
 pub mod files;
@@ -19,6 +21,7 @@ mod logging;
 mod mail;
 mod memory;
 mod permissions;
+mod platform;
 mod platform_schema;
 mod signin;
 pub mod testkit;

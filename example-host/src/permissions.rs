@@ -1,13 +1,16 @@
 //! What a set of policies allows: per collection and action, a row filter,
-//! the allowed fields and the presets of created items.
+//! the allowed fields and the presets of created items; and the grants
+//! migrations declare ([`MigrationGrants`]).
 
 use std::collections::HashMap;
 
+use host_sdk::schema::Step;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
 use crate::query::{Filter, ReadQuery};
-use crate::storage::{read_with, Store, StoreError};
+use crate::schema::{CollectionDef, Schema};
+use crate::storage::{migrate, read_with, StepRules, Store, StoreError, Writer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
@@ -197,6 +200,132 @@ fn load(store: &dyn Store, policies: &[String]) -> Result<PermissionSet, StoreEr
     Ok(set)
 }
 
+/// The grants of migrations (`Step::Grant`, an extension's permissions for
+/// a policy named by its name), the one step the store leaves to the
+/// platform: a permission row, made in the migration's transaction unless
+/// the policy has one for that collection and action already (kept as it
+/// is); a grant for a policy that does not exist is not made. A grant the
+/// platform could not apply fails its migration.
+pub struct MigrationGrants;
+
+/// Where grants go.
+const PERMISSIONS: &str = "platform_permissions";
+/// The policies grants name.
+const POLICIES: &str = "platform_policies";
+
+impl StepRules for MigrationGrants {
+    fn apply(
+        &self,
+        conn: &mut dyn Writer,
+        schema: &Schema,
+        step: &Step,
+        label: &str,
+    ) -> Result<(), StoreError> {
+        let Step::Grant {
+            policy,
+            collection,
+            action,
+            permissions,
+            fields,
+            presets,
+        } = step
+        else {
+            return Err(StoreError::Invalid(format!(
+                "a step the platform does not know: {}",
+                serde_json::to_string(step).unwrap_or_default()
+            )));
+        };
+        let target = schema
+            .get(collection)
+            .ok_or_else(|| no_collection(collection))?;
+        check_grant(target, action, permissions.as_ref(), fields.as_deref())?;
+        let policies = schema
+            .get(POLICIES)
+            .ok_or_else(|| no_collection(POLICIES))?;
+        let named = ReadQuery {
+            sort: vec![("id".into(), false)],
+            ..ReadQuery::select(&["id"], Filter::eq("name", json!(policy)))
+        }
+        .limit(1);
+        let found = conn.select(policies, &named)?;
+        let Some(policy_id) = found
+            .first()
+            .and_then(|row| row.get("id"))
+            .and_then(Value::as_str)
+            .map(String::from)
+        else {
+            log::warn!(
+                "{label}: no policy named `{policy}`: its {action} grant on {collection} was not made"
+            );
+            return Ok(());
+        };
+        let def = schema
+            .get(PERMISSIONS)
+            .ok_or_else(|| no_collection(PERMISSIONS))?;
+        let existing = ReadQuery::select(
+            &["id"],
+            Filter::And(vec![
+                Filter::eq("policy", json!(policy_id)),
+                Filter::eq("collection", json!(collection)),
+                Filter::eq("action", json!(action)),
+            ]),
+        )
+        .limit(1);
+        if !conn.select(def, &existing)?.is_empty() {
+            log::info!(
+                "{label}: `{policy}` has a {action} permission on {collection} already: kept as it is"
+            );
+            return Ok(());
+        }
+        let row = json!({
+            "policy": policy_id,
+            "collection": collection,
+            "action": action,
+            "permissions": permissions,
+            "fields": fields.clone().unwrap_or_else(|| vec!["*".into()]),
+            "presets": presets,
+        });
+        let record = migrate::seed_record(def, &row, &crate::values::now_timestamp())?;
+        conn.insert(def, &record)
+    }
+}
+
+fn no_collection(collection: &str) -> StoreError {
+    StoreError::Invalid(format!("no collection {collection}"))
+}
+
+/// Refuses a grant the platform could not apply: an unknown action or
+/// field, or a row filter that does not parse on the collection.
+fn check_grant(
+    def: &CollectionDef,
+    action: &str,
+    filter: Option<&Value>,
+    fields: Option<&[String]>,
+) -> Result<(), StoreError> {
+    if !matches!(action, "create" | "read" | "update" | "delete") {
+        return Err(StoreError::Invalid(format!(
+            "grant on {}: unknown action `{action}` (create, read, update or delete)",
+            def.name
+        )));
+    }
+    if let Some(field) = fields
+        .unwrap_or_default()
+        .iter()
+        .find(|f| *f != "*" && !def.has(f))
+    {
+        return Err(StoreError::Invalid(format!(
+            "grant on {}: unknown field {field}",
+            def.name
+        )));
+    }
+    if let Some(filter) = filter.filter(|f| !f.is_null()) {
+        let vars = crate::query::Vars::new(Some(String::new()));
+        crate::query::parse_filter(def, filter, &vars)
+            .map_err(|e| StoreError::Invalid(format!("grant on {}: {e}", def.name)))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,5 +402,132 @@ mod tests {
             ("recordings", Action::Read, None, Some(vec!["*"])),
         ]);
         assert_eq!(s.grant("recordings", Action::Read).unwrap().filter, None);
+    }
+
+    /// A store on a throwaway SQLite file with the platform's collections,
+    /// a collection `things` and the policy `Viewer`.
+    fn granting_store() -> (tempfile::TempDir, std::sync::Arc<dyn Store>) {
+        use host_sdk::schema::{Collection, Field};
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store: std::sync::Arc<dyn Store> = std::sync::Arc::new(
+            crate::storage::sqlite::SqliteStore::open(&dir.path().join("t.db"), Some(4))
+                .expect("open"),
+        );
+        for (id, steps) in crate::platform_schema::migrations() {
+            store
+                .migrate(crate::platform_schema::OWNER, id, &steps, &MigrationGrants)
+                .expect("migrate");
+        }
+        let things = Collection::new("things")
+            .field(Field::string("name"))
+            .build();
+        let viewer = Step::InsertItems {
+            collection: POLICIES.into(),
+            items: vec![json!({"name": "Viewer"})],
+        };
+        store
+            .migrate("test", "0001", &[things, viewer], &MigrationGrants)
+            .expect("migrate");
+        (dir, store)
+    }
+
+    /// The permission rows of `things`: (action, fields).
+    fn rows_on_things(store: &dyn Store) -> Vec<(String, Value)> {
+        let schema = store.schema();
+        let def = schema.get(PERMISSIONS).expect("permissions");
+        let q = ReadQuery::select(
+            &["action", "fields"],
+            Filter::eq("collection", json!("things")),
+        );
+        let mut rows: Vec<(String, Value)> = read_with(store, |conn| conn.select(def, &q))
+            .expect("read")
+            .into_iter()
+            .map(|r| {
+                (
+                    r["action"].as_str().unwrap_or_default().into(),
+                    r["fields"].clone(),
+                )
+            })
+            .collect();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        rows
+    }
+
+    #[test]
+    fn a_grant_the_platform_could_not_apply_fails_its_migration() {
+        use host_sdk::schema::Grant;
+        let (_dir, store) = granting_store();
+        for (i, (grant, error)) in [
+            (
+                Grant::new("Viewer", "nowhere", "read"),
+                "no collection nowhere",
+            ),
+            (
+                Grant::new("Viewer", "things", "peek"),
+                "unknown action `peek`",
+            ),
+            (
+                Grant::new("Viewer", "things", "read").fields(&["name", "nope"]),
+                "unknown field nope",
+            ),
+            (
+                Grant::new("Viewer", "things", "read").filter(json!({"nope": {"_eq": 1}})),
+                "unknown field \"nope\"",
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let e = store
+                .migrate(
+                    "test",
+                    &format!("grant{i}"),
+                    &[grant.build()],
+                    &MigrationGrants,
+                )
+                .expect_err("refused");
+            assert!(e.to_string().contains(error), "{e}");
+        }
+        assert!(rows_on_things(store.as_ref()).is_empty());
+    }
+
+    #[test]
+    fn a_grant_is_made_once_for_a_policy_that_exists() {
+        use host_sdk::schema::Grant;
+        let (_dir, store) = granting_store();
+        let read = Grant::new("Viewer", "things", "read").fields(&["name"]);
+        assert!(store
+            .migrate("test", "grant", &[read.build()], &MigrationGrants)
+            .expect("granted"));
+        assert_eq!(
+            rows_on_things(store.as_ref()),
+            [("read".to_string(), json!(["name"]))]
+        );
+        // The policy's permission is kept as it is; no policy, no grant.
+        let again = Grant::new("Viewer", "things", "read");
+        let nobody = Grant::new("Nobody", "things", "create");
+        store
+            .migrate(
+                "test",
+                "again",
+                &[again.build(), nobody.build()],
+                &MigrationGrants,
+            )
+            .expect("applied");
+        assert_eq!(
+            rows_on_things(store.as_ref()),
+            [("read".to_string(), json!(["name"]))]
+        );
+        let create = Grant::new("Viewer", "things", "create");
+        store
+            .migrate("test", "create", &[create.build()], &MigrationGrants)
+            .expect("granted");
+        assert_eq!(
+            rows_on_things(store.as_ref()),
+            [
+                ("create".to_string(), json!(["*"])),
+                ("read".to_string(), json!(["name"]))
+            ]
+        );
     }
 }

@@ -31,8 +31,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::auth::{self, Accountability};
+use crate::accounts::Accountability;
 use crate::bootstrap::AdminSeed;
+use crate::credentials;
 use crate::extensions::services::ExtServices;
 use crate::extensions::{facade_accountability, ExtRequest, Registry};
 use crate::http::{call_extension, Credentials, HttpError};
@@ -89,7 +90,7 @@ impl TestHost {
         let location = Location::File(dir.path().join("platform.db"));
         let store = storage::open(&location, Some(4))
             .map_err(|e| TestKitError(format!("cannot open {location}: {e}")))?;
-        let admin_token = auth::generate_token();
+        let admin_token = credentials::generate_token();
         let seed = AdminSeed {
             email: ADMIN_EMAIL.into(),
             password: None,
@@ -137,7 +138,7 @@ impl TestHost {
         let Some(role_id) = found.first().and_then(|r| r.get("id")).cloned() else {
             return Err(TestKitError(format!("no role named `{role}`")));
         };
-        let token = auth::generate_token();
+        let token = credentials::generate_token();
         self.platform.create_one(
             &mut Session::Auto,
             &who,

@@ -42,7 +42,7 @@ fn records_json(records: &Option<std::sync::Arc<str>>) -> abi_stable::std_types:
     records.as_deref().map(RString::from).into()
 }
 
-pub fn facade_accountability(a: &crate::auth::Accountability) -> host_sdk::Accountability {
+pub fn facade_accountability(a: &crate::accounts::Accountability) -> host_sdk::Accountability {
     host_sdk::Accountability {
         user: a.user.clone(),
         role: a.role.clone(),

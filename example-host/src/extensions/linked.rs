@@ -9,6 +9,7 @@ use super::code::Code;
 use super::services::ExtServices;
 use super::{LoadedExtension, Registry, ScheduleDef, When};
 use crate::items::Platform;
+use crate::permissions::MigrationGrants;
 
 impl Registry {
     /// Mounts an extension linked into this process at `/{id}`: its
@@ -23,7 +24,7 @@ impl Registry {
             return Err(format!("extension `{id}` is already mounted"));
         }
         for (mid, steps) in ext.migrations() {
-            match platform.store.migrate(&id, mid, steps) {
+            match platform.store.migrate(&id, mid, steps, &MigrationGrants) {
                 Ok(true) => log::info!("[{id}] applied migration {mid}"),
                 Ok(false) => {}
                 Err(e) => return Err(format!("migration {mid} failed: {e}")),

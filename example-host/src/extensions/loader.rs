@@ -15,6 +15,7 @@ use super::logger::ExtLogger;
 use super::services::ExtServices;
 use super::{LoadedExtension, ScheduleDef, When};
 use crate::items::Platform;
+use crate::permissions::MigrationGrants;
 
 /// Why a library was refused.
 #[derive(Debug, thiserror::Error)]
@@ -264,7 +265,7 @@ pub fn load(
                 id: mid.clone(),
                 detail: format!("unreadable steps: {e}"),
             })?;
-        match platform.store.migrate(&id, &mid, &steps) {
+        match platform.store.migrate(&id, &mid, &steps, &MigrationGrants) {
             Ok(true) => log::info!("[{id}] applied migration {mid}"),
             Ok(false) => {}
             Err(e) => {

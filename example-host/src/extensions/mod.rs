@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::auth::Accountability;
+use crate::accounts::Accountability;
 use crate::items::{EventSink, ItemEvent, ItemsError, Platform};
 use crate::storage::Writer;
 use services::ExtServices;

@@ -10,7 +10,7 @@ use host_sdk::abi::{
 };
 use parking_lot::Mutex;
 
-use crate::auth::Accountability;
+use crate::accounts::Accountability;
 use crate::items::{ItemEvent, ItemsError, Platform, Session, Who};
 use crate::query::WireQuery;
 use crate::storage::{StoreError, Writer};

@@ -18,7 +18,7 @@ use super::browsers::{
 };
 use super::throttle::{login_attempt, ClientAddress};
 use super::{blocking, read_body, AppState, HttpError};
-use crate::auth::hash_password;
+use crate::credentials::hash_password;
 use crate::items::Platform;
 use crate::signin::sessions::Presented;
 use crate::signin::{Client, Issued, Mode, SignIn, SignInError};

@@ -34,7 +34,8 @@ pub use extension_api::call_extension;
 pub use server_api::build_openapi as server_api_openapi;
 pub use unauthenticated::UnauthenticatedBodies;
 
-use crate::auth::{Accountability, AuthError};
+use crate::accounts::Accountability;
+use crate::auth::AuthError;
 use crate::extensions::Registry;
 use crate::items::Platform;
 

@@ -69,7 +69,7 @@ pub async fn metrics(
         "events_delivered": load(&m.events_delivered),
         "events_before_commit": load(&m.events_before_commit),
         "database_round_trips": state.platform.store.round_trips(),
-        "password_hashes": load(&crate::auth::PASSWORD_HASHES),
+        "password_hashes": load(&crate::credentials::PASSWORD_HASHES),
         "database_rows_read": state.platform.store.rows_read(),
     }})))
 }

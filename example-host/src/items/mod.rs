@@ -19,20 +19,21 @@ mod write;
 pub use error::ItemsError;
 pub use events::{EventKind, EventSink, ItemEvent};
 pub use read::COMMENTS;
+// The platform these operations are defined on, under the path its users
+// name it by.
+pub use crate::platform::Platform;
 
 use std::sync::Arc;
 
-use once_cell::sync::OnceCell;
 use serde_json::{json, Value};
 
-use crate::auth::{self, Accountability, Auth};
-use crate::permissions::{Action, Grant, Permissions};
+use crate::accounts::Accountability;
+use crate::credentials;
+use crate::permissions::{Action, Grant};
 use crate::platform_schema::{affects_access, is_internal, is_secret};
-use crate::query::{
-    parse_filter, Filter, QueryError, ReadQuery, RelationalLimits, Vars, WireQuery,
-};
+use crate::query::{parse_filter, Filter, QueryError, ReadQuery, Vars, WireQuery};
 use crate::schema::CollectionDef;
-use crate::storage::{Reader, Record, Store, StoreError, Writer};
+use crate::storage::{Reader, Record, StoreError, Writer};
 use crate::values;
 
 /// Who an operation runs as.
@@ -81,51 +82,11 @@ pub enum Session<'s> {
     },
 }
 
-/// Counters of what the platform does, for `/server/metrics`.
-#[derive(Debug, Default)]
-pub struct Metrics {
-    /// Items-service operations made by extensions.
-    pub items_calls: std::sync::atomic::AtomicU64,
-    /// Calls of extension route handlers.
-    pub extension_calls: std::sync::atomic::AtomicU64,
-    /// Item events delivered to extension hooks.
-    pub events_delivered: std::sync::atomic::AtomicU64,
-    /// Writes handed to in-transaction hooks.
-    pub events_before_commit: std::sync::atomic::AtomicU64,
-}
-
-/// The platform core shared by every request.
-pub struct Platform {
-    pub store: Arc<dyn Store>,
-    pub auth: Auth,
-    pub permissions: Permissions,
-    pub metrics: Metrics,
-    /// How far and how wide reads may follow relations.
-    pub relational_limits: RelationalLimits,
-    events: OnceCell<Arc<dyn EventSink>>,
-}
-
 fn key_filter(key: &str) -> Filter {
     Filter::eq("id", Value::String(key.to_string()))
 }
 
 impl Platform {
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        Self {
-            store,
-            auth: Auth::new(),
-            permissions: Permissions::default(),
-            metrics: Metrics::default(),
-            relational_limits: RelationalLimits::default(),
-            events: OnceCell::new(),
-        }
-    }
-
-    /// Connects the receiver of item events (once, after extensions load).
-    pub fn set_event_sink(&self, sink: Arc<dyn EventSink>) {
-        let _ = self.events.set(sink);
-    }
-
     /// Runs `work` in one write transaction; item events are delivered
     /// after the commit.
     pub fn transaction<T>(

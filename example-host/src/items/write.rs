@@ -294,10 +294,10 @@ impl Platform {
             return Ok(value);
         }
         match value {
-            Value::String(s) if field == "password" => auth::hash_password(&s)
+            Value::String(s) if field == "password" => credentials::hash_password(&s)
                 .map(Value::String)
                 .map_err(ItemsError::Internal),
-            Value::String(s) => Ok(Value::String(auth::hash_token(&s))),
+            Value::String(s) => Ok(Value::String(credentials::hash_token(&s))),
             other => Ok(other),
         }
     }
@@ -379,12 +379,12 @@ impl Platform {
             // Nobody listening: no before/after reads, no event.
             if !wanted {
                 conn.update(&def, key, &changes)?;
-                end_sessions_on_new_credentials(conn, &self.store.schema(), &def, key, &changes)?;
+                self.follow_update(conn, &def, key, &changes)?;
                 return Ok(key.to_string());
             }
             let before = public_records_json(conn, &def, key)?;
             conn.update(&def, key, &changes)?;
-            end_sessions_on_new_credentials(conn, &self.store.schema(), &def, key, &changes)?;
+            self.follow_update(conn, &def, key, &changes)?;
             let after = public_records_json(conn, &def, key)?;
             self.record_event(
                 conn,
@@ -439,25 +439,6 @@ impl Platform {
             Ok(key.to_string())
         })
     }
-}
-
-/// A user suspended, archived or given a new password loses every session
-/// in the same write, so their access tokens are refused at once.
-fn end_sessions_on_new_credentials(
-    conn: &mut dyn Writer,
-    schema: &crate::schema::Schema,
-    def: &CollectionDef,
-    key: &str,
-    changes: &Columns,
-) -> Result<(), ItemsError> {
-    if def.name != "platform_users" {
-        return Ok(());
-    }
-    let inactive = matches!(changes.get("status"), Some(Scalar::Text(s)) if s != "active");
-    if inactive || changes.contains_key("password") {
-        crate::signin::sessions::end_all_of(conn, schema, key)?;
-    }
-    Ok(())
 }
 
 /// The record a create writes, as a read prints it (members in name

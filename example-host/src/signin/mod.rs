@@ -18,13 +18,15 @@ use argon2::password_hash::{PasswordHash, PasswordVerifier};
 use argon2::Argon2;
 use serde_json::{json, Value};
 
-use crate::auth::{generate_token, hash_password, lookup_user, Accountability};
+use crate::accounts::{lookup_user, Accountability};
+use crate::credentials::{generate_token, hash_password};
 use crate::items::{ItemsError, Platform, Session, Who};
 use crate::platform_schema::{SESSIONS, SIGNING_KEYS};
 use crate::query::{Filter, ReadQuery};
 use crate::storage::{read_with, StoreError};
+use crate::values::format_timestamp;
 use jwt::{Claims, Signer};
-use sessions::{Opening, Presented};
+use sessions::Presented;
 use settings::Settings;
 
 /// Where the tokens of a sign-in go (docs/decisions.md §3).
@@ -160,7 +162,7 @@ impl SignIn {
             _ => return Err(SignInError::InvalidCredentials),
         };
         let refresh_token = generate_token();
-        let session = sessions::open(
+        let session = open_session(
             platform,
             &Opening {
                 user: &user.id,
@@ -196,7 +198,7 @@ impl SignIn {
             let Some(found) = sessions::find(&mut **conn, &sessions_def, presented)? else {
                 return Ok(None);
             };
-            let id = sessions::replace(
+            let id = replace_session(
                 platform,
                 session,
                 &found,
@@ -219,7 +221,7 @@ impl SignIn {
                 return Err(ItemsError::Internal("logout outside a transaction".into()));
             };
             if let Some(found) = sessions::find(&mut **conn, &sessions_def, presented)? {
-                sessions::end(platform, session, &found.id)?;
+                end_session(platform, session, &found.id)?;
             }
             Ok(())
         })?;
@@ -465,6 +467,83 @@ fn stored_secret(platform: &Platform) -> Result<String, String> {
     rows.first()
         .and_then(|r| r.get("secret").and_then(Value::as_str).map(String::from))
         .ok_or_else(|| "no signing secret stored".into())
+}
+
+/// Sign-in's rules on the platform's writes, registered at start, before
+/// any write: a user suspended, archived or given a new password loses
+/// every session in the same write.
+pub fn register_rules(platform: &mut Platform) {
+    platform.add_update_rule(sessions::end_on_new_credentials);
+}
+
+// ---- sessions opened, replaced and ended through the items service ----
+
+/// What a new session records.
+struct Opening<'a> {
+    user: &'a str,
+    refresh_token: &'a str,
+    lifetime: std::time::Duration,
+    mode: &'a str,
+    ip: Option<&'a str>,
+    user_agent: Option<&'a str>,
+}
+
+fn session_expiry(lifetime: std::time::Duration) -> String {
+    let lifetime = chrono::Duration::from_std(lifetime).unwrap_or(chrono::Duration::days(7));
+    format_timestamp(chrono::Utc::now() + lifetime)
+}
+
+fn session_row(opening: &Opening<'_>) -> Value {
+    json!({
+        // Hashed by the items service: the collection marks it secret.
+        "token": opening.refresh_token,
+        "user": opening.user,
+        "expires": session_expiry(opening.lifetime),
+        "mode": opening.mode,
+        "ip": opening.ip,
+        "user_agent": opening.user_agent,
+    })
+}
+
+/// Opens a session; its id.
+fn open_session(platform: &Platform, opening: &Opening<'_>) -> Result<String, ItemsError> {
+    platform.create_one(
+        &mut Session::Auto,
+        &Who::system(),
+        SESSIONS,
+        &session_row(opening),
+    )
+}
+
+/// Replaces session `found` by a new one with `refresh_token` (in the
+/// caller's transaction); the new session's id. The old id is gone, so
+/// every access token naming it (a `session` mode cookie included, expired
+/// or not) is refused from now on: a copy of an old cookie cannot keep a
+/// session alive.
+fn replace_session(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    found: &sessions::Found,
+    refresh_token: &str,
+    lifetime: std::time::Duration,
+) -> Result<String, ItemsError> {
+    let opening = Opening {
+        user: &found.user,
+        refresh_token,
+        lifetime,
+        mode: found.mode.as_deref().unwrap_or("json"),
+        ip: found.ip.as_deref(),
+        user_agent: found.user_agent.as_deref(),
+    };
+    let id = platform.create_one(session, &Who::system(), SESSIONS, &session_row(&opening))?;
+    end_session(platform, session, &found.id)?;
+    Ok(id)
+}
+
+/// Ends session `id` (in the caller's transaction).
+fn end_session(platform: &Platform, session: &mut Session<'_>, id: &str) -> Result<(), ItemsError> {
+    platform.delete_one(session, &Who::system(), SESSIONS, id)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -2,16 +2,20 @@
 //! its current refresh token, its expiry and how it was opened. Access
 //! tokens name their session, so deleting a row refuses its tokens at once
 //! on every host (the collection counts among those that change access).
+//! The rows as read and ended in a transaction, by the resolver of access
+//! tokens and by sign-in's rule on the writes of users; sessions are
+//! opened, replaced and ended through the items service by sign-in itself
+//! (`signin`).
 
 use serde_json::{json, Value};
 
-use crate::auth::hash_token;
-use crate::items::{ItemsError, Platform, Session, Who};
+use crate::credentials::hash_token;
 use crate::platform_schema::SESSIONS;
 use crate::query::{Filter, ReadQuery};
 use crate::schema::{CollectionDef, Schema};
-use crate::storage::{Reader, StoreError, Writer};
-use crate::values::{format_timestamp, now_timestamp};
+use crate::storage::codec::Scalar;
+use crate::storage::{Columns, Reader, StoreError, Writer};
+use crate::values::now_timestamp;
 
 /// A session as read for a refresh or a logout.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,69 +92,6 @@ pub fn is_open(
     Ok(!conn.select(def, &q)?.is_empty())
 }
 
-/// What a new session records.
-pub struct Opening<'a> {
-    pub user: &'a str,
-    pub refresh_token: &'a str,
-    pub lifetime: std::time::Duration,
-    pub mode: &'a str,
-    pub ip: Option<&'a str>,
-    pub user_agent: Option<&'a str>,
-}
-
-fn expiry(lifetime: std::time::Duration) -> String {
-    let lifetime = chrono::Duration::from_std(lifetime).unwrap_or(chrono::Duration::days(7));
-    format_timestamp(chrono::Utc::now() + lifetime)
-}
-
-fn row(opening: &Opening<'_>) -> Value {
-    json!({
-        // Hashed by the items service: the collection marks it secret.
-        "token": opening.refresh_token,
-        "user": opening.user,
-        "expires": expiry(opening.lifetime),
-        "mode": opening.mode,
-        "ip": opening.ip,
-        "user_agent": opening.user_agent,
-    })
-}
-
-/// Opens a session; its id.
-pub fn open(platform: &Platform, opening: &Opening<'_>) -> Result<String, ItemsError> {
-    platform.create_one(&mut Session::Auto, &Who::system(), SESSIONS, &row(opening))
-}
-
-/// Replaces session `found` by a new one with `refresh_token` (in the
-/// caller's transaction); the new session's id. The old id is gone, so
-/// every access token naming it (a `session` mode cookie included, expired
-/// or not) is refused from now on: a copy of an old cookie cannot keep a
-/// session alive.
-pub fn replace(
-    platform: &Platform,
-    session: &mut Session<'_>,
-    found: &Found,
-    refresh_token: &str,
-    lifetime: std::time::Duration,
-) -> Result<String, ItemsError> {
-    let opening = Opening {
-        user: &found.user,
-        refresh_token,
-        lifetime,
-        mode: found.mode.as_deref().unwrap_or("json"),
-        ip: found.ip.as_deref(),
-        user_agent: found.user_agent.as_deref(),
-    };
-    let id = platform.create_one(session, &Who::system(), SESSIONS, &row(&opening))?;
-    end(platform, session, &found.id)?;
-    Ok(id)
-}
-
-/// Ends session `id` (in the caller's transaction).
-pub fn end(platform: &Platform, session: &mut Session<'_>, id: &str) -> Result<(), ItemsError> {
-    platform.delete_one(session, &Who::system(), SESSIONS, id)?;
-    Ok(())
-}
-
 /// Ends every session of `user`, in the transaction of a write that
 /// suspended them or changed their password.
 pub fn end_all_of(conn: &mut dyn Writer, schema: &Schema, user: &str) -> Result<(), StoreError> {
@@ -162,6 +103,26 @@ pub fn end_all_of(conn: &mut dyn Writer, schema: &Schema, user: &str) -> Result<
         if let Some(id) = row.get("id").and_then(Value::as_str) {
             conn.delete(def, id)?;
         }
+    }
+    Ok(())
+}
+
+/// A user suspended, archived or given a new password loses every session
+/// in the same write, so their access tokens are refused at once: sign-in's
+/// rule on every update of an item (see [`super::register_rules`]).
+pub fn end_on_new_credentials(
+    conn: &mut dyn Writer,
+    schema: &Schema,
+    def: &CollectionDef,
+    key: &str,
+    changes: &Columns,
+) -> Result<(), StoreError> {
+    if def.name != "platform_users" {
+        return Ok(());
+    }
+    let inactive = matches!(changes.get("status"), Some(Scalar::Text(s)) if s != "active");
+    if inactive || changes.contains_key("password") {
+        end_all_of(conn, schema, key)?;
     }
     Ok(())
 }

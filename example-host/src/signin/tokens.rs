@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use crate::auth::{generate_token, hash_token};
+use crate::credentials::{generate_token, hash_token};
 use crate::platform_schema::USER_TOKENS;
 use crate::query::{Filter, ReadQuery};
 use crate::schema::Schema;

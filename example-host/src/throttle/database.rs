@@ -85,6 +85,7 @@ impl Counter for DatabaseCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::permissions::MigrationGrants;
     use crate::platform_schema;
 
     /// A store on a throwaway SQLite file, migrated as the platform's.
@@ -96,7 +97,7 @@ mod tests {
         );
         for (id, steps) in platform_schema::migrations() {
             store
-                .migrate(platform_schema::OWNER, id, &steps)
+                .migrate(platform_schema::OWNER, id, &steps, &MigrationGrants)
                 .expect("migrate");
         }
         (dir, store)

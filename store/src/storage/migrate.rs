@@ -2,15 +2,17 @@
 //! migrations ran (`platform_migrations`), the declared fields of every
 //! collection (`platform_fields`) and its one-to-many aliases
 //! (`platform_aliases`), from which the schema is rebuilt, and how each
-//! schema step changes them. A backend runs these inside one of
-//! its write transactions that excludes other migrations.
+//! schema step changes them. Steps that change no schema (a grant of
+//! permissions) mean what the platform's [`StepRules`] say. A backend runs
+//! these inside one of its write transactions that excludes other
+//! migrations.
 
 use host_sdk::schema::{Alias, Field, Index, Step};
 use serde_json::Value;
 
 use super::codec::{self, Cell, Scalar};
 use super::sql::{self, Params, SqlConn, WriteConn};
-use super::{Columns, StoreError, WriteWork, Writer};
+use super::{Columns, StepRules, StoreError, WriteWork, Writer};
 use crate::schema::{CollectionDef, Schema};
 use crate::values;
 
@@ -141,13 +143,14 @@ pub fn apply(
     owner: &str,
     id: &str,
     steps: &[Step],
+    rules: &dyn StepRules,
 ) -> Result<Applied, StoreError> {
     let ran = !recorded(conn, owner, id)?;
     if ran {
         let mut schema = load_schema(conn)?;
         let label = format!("migration {owner}/{id}");
         for step in steps {
-            apply_step(conn, &mut schema, step, &label)
+            apply_step(conn, &mut schema, step, &label, rules)
                 .map_err(|e| StoreError::Invalid(format!("{label}: {e}")))?;
         }
         record(conn, owner, id)?;
@@ -200,12 +203,14 @@ fn no_collection(collection: &str) -> StoreError {
 }
 
 /// Applies one step of the migration `label`; `schema` tracks the
-/// collections as the steps change them.
+/// collections as the steps change them. A step that changes no schema
+/// and seeds no item goes to `rules`.
 fn apply_step(
     conn: &mut dyn SqlConn,
     schema: &mut Schema,
     step: &Step,
     label: &str,
+    rules: &dyn StepRules,
 ) -> Result<(), StoreError> {
     let d = conn.dialect();
     match step {
@@ -308,45 +313,6 @@ fn apply_step(
             conn.execute(&sql, &p.values)?;
             schema.add_alias(collection, alias);
         }
-        Step::Grant {
-            policy,
-            collection,
-            action,
-            permissions,
-            fields,
-            presets,
-        } => {
-            let target = schema
-                .get(collection)
-                .ok_or_else(|| no_collection(collection))?;
-            check_grant(target, action, permissions.as_ref(), fields.as_deref())?;
-            let Some(policy_id) = policy_named(conn, policy)? else {
-                log::warn!(
-                    "{label}: no policy named `{policy}`: its {action} grant on {collection} was not made"
-                );
-                return Ok(());
-            };
-            if granted(conn, &policy_id, collection, action)? {
-                log::info!(
-                    "{label}: `{policy}` has a {action} permission on {collection} already: kept as it is"
-                );
-                return Ok(());
-            }
-            let def = schema
-                .get(PERMISSIONS)
-                .cloned()
-                .ok_or_else(|| no_collection(PERMISSIONS))?;
-            let row = serde_json::json!({
-                "policy": policy_id,
-                "collection": collection,
-                "action": action,
-                "permissions": permissions,
-                "fields": fields.clone().unwrap_or_else(|| vec!["*".into()]),
-                "presets": presets,
-            });
-            let record = seed_record(&def, &row, &values::now_timestamp())?;
-            WriteConn(conn).insert(&def, &record)?;
-        }
         Step::InsertItems { collection, items } => {
             let def = schema
                 .get(collection)
@@ -358,75 +324,11 @@ fn apply_step(
                 WriteConn(conn).insert(&def, &record)?;
             }
         }
+        // What changes no schema (a grant of permissions) has the meaning
+        // the platform above gives it.
+        other => rules.apply(&mut WriteConn(conn), schema, other, label)?,
     }
     Ok(())
-}
-
-/// Where grants go (the platform's own collection).
-const PERMISSIONS: &str = "platform_permissions";
-
-/// Refuses a grant the platform could not apply: an unknown action or
-/// field, or a row filter that does not parse on the collection.
-fn check_grant(
-    def: &CollectionDef,
-    action: &str,
-    filter: Option<&Value>,
-    fields: Option<&[String]>,
-) -> Result<(), StoreError> {
-    if !matches!(action, "create" | "read" | "update" | "delete") {
-        return Err(StoreError::Invalid(format!(
-            "grant on {}: unknown action `{action}` (create, read, update or delete)",
-            def.name
-        )));
-    }
-    if let Some(field) = fields
-        .unwrap_or_default()
-        .iter()
-        .find(|f| *f != "*" && !def.has(f))
-    {
-        return Err(StoreError::Invalid(format!(
-            "grant on {}: unknown field {field}",
-            def.name
-        )));
-    }
-    if let Some(filter) = filter.filter(|f| !f.is_null()) {
-        let vars = crate::query::Vars::new(Some(String::new()));
-        crate::query::parse_filter(def, filter, &vars)
-            .map_err(|e| StoreError::Invalid(format!("grant on {}: {e}", def.name)))?;
-    }
-    Ok(())
-}
-
-/// The id of the policy with this name, if any.
-fn policy_named(conn: &mut dyn SqlConn, name: &str) -> Result<Option<String>, StoreError> {
-    let mut p = Params::new(conn.dialect());
-    let sql = format!(
-        "SELECT id FROM platform_policies WHERE name = {} ORDER BY id LIMIT 1",
-        p.push(Scalar::Text(name.into()))
-    );
-    let mut found = None;
-    conn.query(&sql, &p.values, &mut |row| {
-        found = Some(text(row, 0)?);
-        Ok(())
-    })?;
-    Ok(found)
-}
-
-/// Whether the policy has a permission for this collection and action.
-fn granted(
-    conn: &mut dyn SqlConn,
-    policy: &str,
-    collection: &str,
-    action: &str,
-) -> Result<bool, StoreError> {
-    let mut p = Params::new(conn.dialect());
-    let sql = format!(
-        "SELECT 1 FROM {PERMISSIONS} WHERE policy = {} AND collection = {} AND action = {}",
-        p.push(Scalar::Text(policy.into())),
-        p.push(Scalar::Text(collection.into())),
-        p.push(Scalar::Text(action.into()))
-    );
-    any_row(conn, &sql, &p.values)
 }
 
 /// Refuses an alias that could not be read: a name that is not a plain
@@ -472,7 +374,7 @@ fn check_alias(schema: &Schema, collection: &str, alias: &Alias) -> Result<(), S
 
 /// A seeded item as stored: values normalised to their fields, with an id,
 /// `date_created` and the fields' defaults filled in.
-fn seed_record(def: &CollectionDef, item: &Value, now: &str) -> Result<Columns, StoreError> {
+pub fn seed_record(def: &CollectionDef, item: &Value, now: &str) -> Result<Columns, StoreError> {
     let collection = &def.name;
     let Value::Object(given) = item else {
         return Err(StoreError::Invalid(format!(

@@ -205,17 +205,53 @@ pub trait Store: Send + Sync {
     fn run_once(&self, owner: &str, id: &str, work: &mut WriteWork<'_>)
         -> Result<bool, StoreError>;
     /// Applies one migration of `owner` unless already applied; returns
-    /// whether it ran. Applying is atomic.
+    /// whether it ran. Applying is atomic. The steps that change no schema
+    /// and seed no item are applied by `rules`.
     fn migrate(
         &self,
         owner: &str,
         id: &str,
         steps: &[host_sdk::schema::Step],
+        rules: &dyn StepRules,
     ) -> Result<bool, StoreError>;
     /// Runs one operation on the counters of the [`COUNTERS`] table (see
     /// the module's contract): one atomic statement, outside any
     /// transaction, not counted by [`Store::data_version`] in this process.
     fn counter(&self, op: CounterOp<'_>) -> Result<Option<Window>, StoreError>;
+}
+
+/// What the migration steps that change no schema and seed no item mean
+/// (a grant of permissions): the store applies the others itself and knows
+/// nothing of these, which the platform above it gives a meaning to.
+pub trait StepRules {
+    /// Applies `step` of the migration `label` in its transaction; `schema`
+    /// holds the collections as the migration's earlier steps left them.
+    fn apply(
+        &self,
+        conn: &mut dyn Writer,
+        schema: &Schema,
+        step: &host_sdk::schema::Step,
+        label: &str,
+    ) -> Result<(), StoreError>;
+}
+
+/// Rules that give no step a meaning: a migration of schema steps and
+/// seeded items only, any other step refused.
+pub struct SchemaStepsOnly;
+
+impl StepRules for SchemaStepsOnly {
+    fn apply(
+        &self,
+        _conn: &mut dyn Writer,
+        _schema: &Schema,
+        step: &host_sdk::schema::Step,
+        _label: &str,
+    ) -> Result<(), StoreError> {
+        Err(StoreError::Invalid(format!(
+            "a step that is not a schema change: {}",
+            serde_json::to_string(step).unwrap_or_default()
+        )))
+    }
 }
 
 /// Where the data lives, as configured (docs/decisions.md §2).

@@ -27,7 +27,9 @@ use serde_json::Value;
 
 use super::codec::{Cell, Scalar};
 use super::sql::{self, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
-use super::{exclusive_write, migrate, CounterOp, ReadWork, Store, StoreError, Window, WriteWork};
+use super::{
+    exclusive_write, migrate, CounterOp, ReadWork, StepRules, Store, StoreError, Window, WriteWork,
+};
 use crate::query::{AggFn, TextMatch};
 use crate::schema::Schema;
 
@@ -801,9 +803,15 @@ impl Store for PgStore {
         self.with_client(|client| sql::counter(&mut Pg::new(client), op))
     }
 
-    fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {
+    fn migrate(
+        &self,
+        owner: &str,
+        id: &str,
+        steps: &[Step],
+        rules: &dyn StepRules,
+    ) -> Result<bool, StoreError> {
         let applied = self.exclusive(|conn| {
-            let applied = migrate::apply(conn, owner, id, steps)?;
+            let applied = migrate::apply(conn, owner, id, steps, rules)?;
             if applied.ran {
                 count_commits_everywhere(conn, &applied.schema)?;
             }

@@ -17,7 +17,9 @@ use serde_json::Value;
 
 use super::codec::{json_scalar, Cell, Scalar};
 use super::sql::{self, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
-use super::{exclusive_write, migrate, CounterOp, ReadWork, Store, StoreError, Window, WriteWork};
+use super::{
+    exclusive_write, migrate, CounterOp, ReadWork, StepRules, Store, StoreError, Window, WriteWork,
+};
 use crate::query::{AggFn, TextMatch};
 use crate::schema::Schema;
 
@@ -485,8 +487,14 @@ impl Store for SqliteStore {
         self.in_write_tx(|conn| migrate::run_once(conn, owner, id, work))
     }
 
-    fn migrate(&self, owner: &str, id: &str, steps: &[Step]) -> Result<bool, StoreError> {
-        let applied = self.in_write_tx(|conn| migrate::apply(conn, owner, id, steps))?;
+    fn migrate(
+        &self,
+        owner: &str,
+        id: &str,
+        steps: &[Step],
+        rules: &dyn StepRules,
+    ) -> Result<bool, StoreError> {
+        let applied = self.in_write_tx(|conn| migrate::apply(conn, owner, id, steps, rules))?;
         *self.schema.write() = Arc::new(applied.schema);
         Ok(applied.ran)
     }
@@ -507,10 +515,9 @@ impl Store for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::{parse_filter, ReadQuery, Vars, WireQuery};
-    use crate::storage::Record;
+    use crate::query::ReadQuery;
+    use crate::storage::{Record, SchemaStepsOnly};
     use host_sdk::schema::{Collection, Field};
-    use proptest::prelude::*;
     use serde_json::json;
 
     #[test]
@@ -570,242 +577,10 @@ mod tests {
                 ],
             },
         ];
-        store.migrate("test", "0001", &steps).expect("migrate");
+        store
+            .migrate("test", "0001", &steps, &SchemaStepsOnly)
+            .expect("migrate");
         (dir, store)
-    }
-
-    #[test]
-    fn an_alias_must_list_a_reference_back_and_take_a_free_name() {
-        let (_dir, store) = store();
-        let steps = vec![Collection::new("parts")
-            .field(Field::reference("thing", "things"))
-            .field(Field::string("label"))
-            .build()];
-        store.migrate("test", "0002", &steps).expect("migrate");
-        let alias = |alias: &str, field: &str, sort: Option<&str>| Step::CreateAlias {
-            collection: "things".into(),
-            alias: alias.into(),
-            related: "parts".into(),
-            field: field.into(),
-            sort: sort.map(String::from),
-        };
-        for (i, (step, error)) in [
-            (
-                alias("parts", "label", None),
-                "parts.label does not refer to things",
-            ),
-            (alias("name", "thing", None), "things.name already exists"),
-            (alias("a.b", "thing", None), "letters, digits and _ only"),
-            (alias("parts", "thing", Some("nope")), "no field parts.nope"),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let e = store
-                .migrate("test", &format!("bad{i}"), &[step])
-                .expect_err("refused");
-            assert!(e.to_string().contains(error), "{e}");
-        }
-        let ok = alias("parts", "thing", Some("label"));
-        store
-            .migrate("test", "0003", std::slice::from_ref(&ok))
-            .expect("alias");
-        let schema = store.schema();
-        let things = schema.get("things").expect("things");
-        assert_eq!(
-            things.alias("parts").map(|a| a.related.as_str()),
-            Some("parts")
-        );
-        // Declared once: the same name again is refused.
-        let e = store.migrate("test", "0004", &[ok]).expect_err("taken");
-        assert!(e.to_string().contains("things.parts already exists"), "{e}");
-    }
-
-    #[test]
-    fn a_grant_the_platform_could_not_apply_fails_its_migration() {
-        use host_sdk::schema::Grant;
-        let (_dir, store) = store();
-        for (i, (grant, error)) in [
-            (
-                Grant::new("Viewer", "nowhere", "read"),
-                "no collection nowhere",
-            ),
-            (
-                Grant::new("Viewer", "things", "peek"),
-                "unknown action `peek`",
-            ),
-            (
-                Grant::new("Viewer", "things", "read").fields(&["name", "nope"]),
-                "unknown field nope",
-            ),
-            (
-                Grant::new("Viewer", "things", "read").filter(json!({"nope": {"_eq": 1}})),
-                "unknown field \"nope\"",
-            ),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let e = store
-                .migrate("test", &format!("grant{i}"), &[grant.build()])
-                .expect_err("refused");
-            assert!(e.to_string().contains(error), "{e}");
-        }
-    }
-
-    /// One store for every case: the property only reads.
-    static SHARED: once_cell::sync::Lazy<(tempfile::TempDir, SqliteStore)> =
-        once_cell::sync::Lazy::new(store);
-
-    fn operand() -> impl Strategy<Value = Value> {
-        prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(Value::from),
-            any::<f64>()
-                .prop_filter("finite", |f| f.is_finite())
-                .prop_map(Value::from),
-            ".{0,12}".prop_map(Value::String),
-            Just(json!("$CURRENT_USER")),
-            Just(json!("$NOW")),
-            Just(json!("'; DROP TABLE things; --")),
-            prop::collection::vec(".{0,6}".prop_map(Value::String), 0..4).prop_map(Value::Array),
-        ]
-    }
-
-    fn condition() -> impl Strategy<Value = Value> {
-        let field = prop_oneof![
-            Just("name"),
-            Just("n"),
-            Just("x"),
-            Just("ok"),
-            Just("at"),
-            Just("tags"),
-            Just("id"),
-            Just("nope"),
-            Just("name\"; --"),
-        ];
-        let op = prop_oneof![
-            Just("_eq"),
-            Just("_neq"),
-            Just("_lt"),
-            Just("_lte"),
-            Just("_gt"),
-            Just("_gte"),
-            Just("_in"),
-            Just("_nin"),
-            Just("_null"),
-            Just("_nnull"),
-            Just("_contains"),
-            Just("_ncontains"),
-            Just("_icontains"),
-            Just("_starts_with"),
-            Just("_ends_with"),
-            Just("_regex"),
-        ];
-        (field, op, operand()).prop_map(|(f, o, v)| json!({ f: { o: v } }))
-    }
-
-    fn filter() -> impl Strategy<Value = Value> {
-        condition().prop_recursive(3, 16, 4, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(|v| json!({"_and": v})),
-                prop::collection::vec(inner, 0..4).prop_map(|v| json!({"_or": v})),
-            ]
-        })
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
-
-        /// Whatever the filter, parsing never panics, and a filter that
-        /// parses runs as valid SQL: values are bound, never spliced in.
-        #[test]
-        fn any_parsed_filter_runs(f in filter(), sort in prop::option::of("-?(name|n|x|at|id)")) {
-            let store = &SHARED.1;
-            let schema = store.schema();
-            let def = schema.get("things").expect("collection").clone();
-            let vars = Vars::new(Some("user-1".into()));
-            if let Ok(parsed) = parse_filter(&def, &f, &vars) {
-                let mut used = Vec::new();
-                parsed.fields(&mut used);
-                prop_assert!(used.iter().all(|u| def.has(u)));
-                let wire = WireQuery {
-                    filter: Some(f.clone()),
-                    sort: sort.map(crate::query::ListParam::Text),
-                    ..Default::default()
-                };
-                let q = wire.to_read(&def, &vars, Some(10)).expect("already parsed");
-                let result = store.read(&mut |conn| conn.select(&def, &q).map(|_| ()));
-                prop_assert!(result.is_ok(), "{f} failed: {result:?}");
-            }
-            let count = store.read(&mut |conn| {
-                let q = ReadQuery::all_fields(&def);
-                let rows = conn.select(&def, &q)?;
-                if rows.len() == 2 { Ok(()) } else { Err(StoreError::Backend("rows changed".into())) }
-            });
-            prop_assert!(count.is_ok());
-        }
-    }
-
-    /// The property above checks parsed filters only: it would pass if
-    /// parsing always failed. A third of the filters it generates must parse.
-    #[test]
-    fn most_generated_filters_parse() {
-        use proptest::strategy::ValueTree;
-        use proptest::test_runner::TestRunner;
-        let schema = SHARED.1.schema();
-        let def = schema.get("things").expect("collection").clone();
-        let vars = Vars::new(Some("user-1".into()));
-        let mut runner = TestRunner::deterministic();
-        let strategy = filter();
-        let parsed = (0..300)
-            .filter(|_| {
-                let f = strategy.new_tree(&mut runner).expect("a filter").current();
-                parse_filter(&def, &f, &vars).is_ok()
-            })
-            .count();
-        assert!(
-            parsed >= 100,
-            "only {parsed} of 300 generated filters parse"
-        );
-    }
-
-    #[test]
-    fn metacharacters_are_values_not_sql() {
-        let (_dir, store) = store();
-        let schema = store.schema();
-        let def = schema.get("things").expect("collection").clone();
-        let vars = Vars::new(None);
-        for (value, expected) in [("a'b", 1), ("c\"d;--", 1), ("'; DROP TABLE things; --", 0)] {
-            let f = parse_filter(&def, &json!({"name": {"_eq": value}}), &vars).expect("parse");
-            let mut q = ReadQuery::all_fields(&def);
-            q.filter = Some(f);
-            let mut n = 0;
-            store
-                .read(&mut |conn| {
-                    n = conn.select(&def, &q)?.len();
-                    Ok(())
-                })
-                .expect("select");
-            assert_eq!(n, expected, "{value}");
-        }
-        let contains =
-            parse_filter(&def, &json!({"tags": {"_contains": "y"}}), &vars).expect("parse");
-        let mut q = ReadQuery::all_fields(&def);
-        q.filter = Some(contains);
-        let mut names = Vec::new();
-        store
-            .read(&mut |conn| {
-                names = conn
-                    .select(&def, &q)?
-                    .into_iter()
-                    .map(|r| r["name"].clone())
-                    .collect();
-                Ok(())
-            })
-            .expect("select");
-        assert_eq!(names, vec![json!("a'b")]);
     }
 
     /// The text of `select_json` is exactly what printing `select`'s

@@ -1,0 +1,91 @@
+//! Accounts: the caller an operation runs for ([`Accountability`]) and how
+//! an active user is found with the policies that apply to them (their
+//! own and their role's).
+
+use serde_json::{json, Value};
+
+use crate::query::{Filter, ReadQuery};
+use crate::storage::{Reader, Store, StoreError};
+
+/// The authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accountability {
+    pub user: String,
+    pub role: Option<String>,
+    pub admin: bool,
+    /// Ids of every policy that applies (the user's and the role's).
+    pub policies: Vec<String>,
+}
+
+fn eq(field: &str, value: Value) -> Filter {
+    Filter::eq(field, value)
+}
+
+/// The active user `which` finds, and their policies.
+pub fn lookup_user(
+    store: &dyn Store,
+    conn: &mut dyn Reader,
+    which: Filter,
+) -> Result<Option<Accountability>, StoreError> {
+    let schema = store.schema();
+    let (Some(users), Some(access), Some(policies)) = (
+        schema.get("platform_users"),
+        schema.get("platform_access"),
+        schema.get("platform_policies"),
+    ) else {
+        return Ok(None);
+    };
+    let q = ReadQuery::select(
+        &["id", "role"],
+        Filter::And(vec![which, eq("status", json!("active"))]),
+    )
+    .limit(1);
+    let Some(user) = conn.select(users, &q)?.into_iter().next() else {
+        return Ok(None);
+    };
+    let user_id = user
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let role = user.get("role").and_then(Value::as_str).map(String::from);
+
+    let mut holders = vec![eq("user", json!(user_id))];
+    if let Some(role) = &role {
+        holders.push(eq("role", json!(role)));
+    }
+    let q = ReadQuery::select(&["policy"], Filter::Or(holders));
+    let mut policy_ids: Vec<String> = conn
+        .select(access, &q)?
+        .iter()
+        .filter_map(|r| r.get("policy").and_then(Value::as_str).map(String::from))
+        .collect();
+    policy_ids.sort();
+    policy_ids.dedup();
+
+    let admin = if policy_ids.is_empty() {
+        false
+    } else {
+        let q = ReadQuery::select(
+            &["id"],
+            Filter::And(vec![
+                Filter::is_in(
+                    "id",
+                    policy_ids
+                        .iter()
+                        .map(|p| Value::String(p.clone()))
+                        .collect(),
+                ),
+                eq("admin_access", json!(true)),
+            ]),
+        )
+        .limit(1);
+        !conn.select(policies, &q)?.is_empty()
+    };
+    Ok(Some(Accountability {
+        user: user_id,
+        role,
+        admin,
+        policies: policy_ids,
+    }))
+}
