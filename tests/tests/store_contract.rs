@@ -123,6 +123,7 @@ contract!(
     a_unique_value_is_taken_once_under_concurrent_writers,
     read_then_write_transactions_lose_no_update,
     a_transaction_whose_work_fails_is_rolled_back,
+    a_write_whose_work_panics_is_rolled_back_and_its_connection_serves_on,
     a_refused_write_changes_nothing_and_the_transaction_goes_on,
     a_nested_write_is_refused,
     versions_move_with_commits,
@@ -1209,6 +1210,52 @@ fn a_transaction_whose_work_fails_is_rolled_back(db: &Db) {
         [1]
     );
     assert_eq!(store.data_version(), version, "nothing committed");
+}
+
+fn a_write_whose_work_panics_is_rolled_back_and_its_connection_serves_on(db: &Db) {
+    drop(seeded(db));
+    // One connection, so that what follows runs on the one that panicked.
+    let store = storage::open(&db.location, Some(1)).expect("open the store");
+    let things = def(store.as_ref(), "things");
+    let version = store.data_version();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = store.write(&mut |conn| {
+            conn.insert(
+                &things,
+                &columns(&things, &json!({"id": id(41), "name": "half"})),
+            )?;
+            panic!("a bug in the work");
+        });
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(
+        matching(store.as_ref(), &things, json!({})),
+        [1, 2, 3, 4, 5],
+        "nothing of the write that panicked is seen"
+    );
+    assert_eq!(store.data_version(), version, "nothing committed");
+    insert(
+        store.as_ref(),
+        &things,
+        json!({"id": id(42), "name": "after"}),
+    )
+    .expect("a write after the panic");
+    assert_eq!(
+        matching(store.as_ref(), &things, json!({})),
+        [1, 2, 3, 4, 5, 42]
+    );
+    // Another store (another host) sees the same and can write too.
+    let other = db.open();
+    assert_eq!(
+        matching(other.as_ref(), &things, json!({})),
+        [1, 2, 3, 4, 5, 42]
+    );
+    insert(
+        other.as_ref(),
+        &things,
+        json!({"id": id(43), "name": "other"}),
+    )
+    .expect("another store writes");
 }
 
 fn a_refused_write_changes_nothing_and_the_transaction_goes_on(db: &Db) {

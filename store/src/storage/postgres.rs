@@ -624,7 +624,15 @@ impl PgStore {
                     let mut conn = Pg::new(client);
                     conn.execute_batch(begin)?;
                     conn.in_tx = true;
-                    let result = f(&mut conn);
+                    // A panic in the work rolls back before it goes on:
+                    // no pooled connection keeps an open transaction.
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        f(&mut conn)
+                    }))
+                    .unwrap_or_else(|panic| {
+                        let _ = conn.c.batch_execute("ROLLBACK");
+                        std::panic::resume_unwind(panic)
+                    });
                     let outcome: Result<T, StoreError> = match result {
                         // The work went on past a conflict (an extension
                         // that swallowed the error): the transaction is

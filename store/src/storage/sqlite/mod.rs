@@ -400,7 +400,17 @@ impl SqliteStore {
                     .map_err(map_sql_error)?;
                 // BEGIN, and COMMIT or ROLLBACK.
                 self.counts.statements.fetch_add(2, Ordering::Relaxed);
-                match f(&mut Sqlite(conn, &self.counts)) {
+                // A panic in the work rolls back before it goes on, so that
+                // no pooled connection keeps an open transaction (and the
+                // database's write lock) for whoever takes it next.
+                let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    f(&mut Sqlite(conn, &self.counts))
+                }));
+                let done = done.unwrap_or_else(|panic| {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    std::panic::resume_unwind(panic)
+                });
+                match done {
                     Ok(value) => match conn.execute_batch("COMMIT") {
                         Ok(()) => Ok(value),
                         Err(e) => {
