@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the release host, the svc extension and the benchmark driver (and,
-# with --inprocess, the host with svc linked in, into target/inprocess), then
+# with --inprocess, the host with svc linked in, example-host-inprocess), then
 # runs a benchmark and prints its figures. Usage:
 #   scripts/bench.sh [--inprocess] load [--scale 1] [--seed 42] [--duration-secs 5] [--smoke]
 #   scripts/bench.sh gamification [--points 100000] [--users 100000] [--requests 300]
@@ -25,8 +25,8 @@ target="${CARGO_TARGET_DIR:-target}"
 echo "==> building the release host, svc extension and benchmark driver" >&2
 cargo build --release -p example-host -p svc-extension -p platform-bench
 if [[ "$inprocess" == 1 ]]; then
-  echo "==> building the in-process host (svc linked in) into $target/inprocess" >&2
-  cargo build --release -p example-host --features inprocess --target-dir "$target/inprocess"
+  echo "==> building the in-process host (svc linked in): example-host-inprocess" >&2
+  cargo build --release -p example-host --features inprocess --bin example-host-inprocess
 fi
 export PLATFORM_PROFILE="${PLATFORM_PROFILE:-release}"
 exec "$target/release/platform-bench" "$@"

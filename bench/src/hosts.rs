@@ -16,15 +16,11 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("target"))
 }
 
-/// Where `cargo build -p example-host --features inprocess --target-dir
-/// target/inprocess` puts its target folder.
-pub fn inprocess_target_dir() -> PathBuf {
-    target_dir().join("inprocess")
-}
-
-/// The in-process host binary of the current profile.
+/// The in-process host binary of the current profile
+/// (`cargo build -p example-host --features inprocess --bin
+/// example-host-inprocess`).
 pub fn inprocess_binary() -> PathBuf {
-    inprocess_target_dir().join(profile()).join("example-host")
+    target_dir().join(profile()).join("example-host-inprocess")
 }
 
 /// A host started with `options`; `what` names it in errors.

@@ -90,15 +90,10 @@ pub fn fixture_library(name: &str) -> PathBuf {
     )
 }
 
-/// The host built with the `inprocess` feature (svc linked in), built by
-/// `scripts/test.sh` into `target/inprocess`.
+/// The host built with the `inprocess` feature (svc linked in),
+/// `example-host-inprocess`, built by `scripts/test.sh` beside the plain one.
 pub fn inprocess_host_binary() -> PathBuf {
-    require(
-        target_dir()
-            .join("inprocess")
-            .join(profile())
-            .join("example-host"),
-    )
+    require(target_dir().join(profile()).join("example-host-inprocess"))
 }
 
 pub fn host_binary() -> PathBuf {
@@ -445,6 +440,13 @@ impl Host {
     pub fn break_table(&self, table: &str) {
         self.sql(&format!(
             "ALTER TABLE \"{table}\" RENAME TO \"{table}_gone\""
+        ));
+    }
+
+    /// Undoes [`Host::break_table`]: the table is back under its name.
+    pub fn repair_table(&self, table: &str) {
+        self.sql(&format!(
+            "ALTER TABLE \"{table}_gone\" RENAME TO \"{table}\""
         ));
     }
 

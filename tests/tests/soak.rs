@@ -1,6 +1,6 @@
-//! Concurrency soak: 64 client threads on loopback, for
-//! `SOAK_SECS` seconds (default 60), mixing every public read, recording
-//! creates, recording and video plays, play completions, likes / unlikes
+//! Concurrency soak: 64 client threads on loopback, for `SOAK_SECS`
+//! seconds (default 20; set it for a longer run), mixing every public read,
+//! recording creates, recording and video plays, play completions, likes / unlikes
 //! (through `/svc` and through the items API), comments and administrators'
 //! imports and deletions of point actions against one host. Afterwards:
 //!
@@ -38,7 +38,7 @@ fn soak_duration() -> Duration {
     let secs = std::env::var("SOAK_SECS")
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
-        .unwrap_or(60);
+        .unwrap_or(20);
     Duration::from_secs(secs.max(1))
 }
 
