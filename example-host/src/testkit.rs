@@ -1,6 +1,11 @@
 //! A real host for an extension's own `cargo test`: the extension under
-//! test mounted in a fresh platform on a throwaway SQLite database, called
-//! in process, with ordinary Rust types.
+//! test (and the extensions it builds on) mounted in a fresh platform on a
+//! throwaway database, called in process, with ordinary Rust types.
+//!
+//! The database is SQLite, or PostgreSQL when `TEST_DB=postgres`: a new
+//! database, dropped with the host, on the server of `TEST_DATABASE_URL` or
+//! on a throwaway cluster of the installed server binaries
+//! (`platform_store::testing`).
 //!
 //! Everything is the host's own code: the platform's migrations and first
 //! start (roles `Administrator`, `Model` and `Viewer`, their policies and
@@ -25,6 +30,18 @@
 //! let mine = host.context(Some(&alice), |ctx| ctx.as_caller().count("notes", None));
 //! assert_eq!(mine.unwrap(), 1);
 //! ```
+//!
+//! Several extensions, mounted in order (each one's migrations before the
+//! next one's); requests go to the first unless [`Client::on`] names
+//! another:
+//!
+//! ```no_run
+//! # use example_host::testkit::TestHost;
+//! # fn svc() -> host_sdk::Extension { unimplemented!() }
+//! # fn bookmarks() -> host_sdk::Extension { unimplemented!() }
+//! let host = TestHost::start_all(vec![bookmarks(), svc()]).unwrap();
+//! assert_eq!(host.anonymous().on("svc").get("/videos").status, 200);
+//! ```
 
 use std::sync::Arc;
 
@@ -40,6 +57,7 @@ use crate::http::{call_extension, Credentials, HttpError};
 use crate::items::{ItemsError, Platform, Session, Who};
 use crate::query::WireQuery;
 use crate::storage::{self, Location};
+use platform_store::testing::{self, Backend};
 
 /// Why a test host could not do what it was asked.
 #[derive(Debug, thiserror::Error)]
@@ -70,14 +88,24 @@ pub struct TestUser {
 /// The seeded administrator's email.
 const ADMIN_EMAIL: &str = "admin@example.com";
 
-/// One extension mounted in a fresh platform (see the module docs).
+/// Extensions mounted in a fresh platform (see the module docs).
 pub struct TestHost {
     platform: Arc<Platform>,
     registry: Arc<Registry>,
-    mount: String,
+    /// The mounts, in the order they were given; requests go to the first
+    /// unless they name another.
+    mounts: Vec<String>,
     admin: TestUser,
-    // Dropped last: the database files live here.
+    /// The database, dropped with the host when it is on PostgreSQL.
+    location: Location,
+    // Dropped last: the SQLite files live here.
     _dir: tempfile::TempDir,
+}
+
+impl Drop for TestHost {
+    fn drop(&mut self) {
+        testing::discard(&self.location);
+    }
 }
 
 impl TestHost {
@@ -85,33 +113,71 @@ impl TestHost {
     /// seeded, the extension's migrations applied and its `init` run. The
     /// answer cache is on, as in a host started with its defaults.
     pub fn start(extension: host_sdk::Extension) -> Result<TestHost, TestKitError> {
+        Self::start_all(vec![extension])
+    }
+
+    /// A fresh platform with every extension of `extensions` mounted, in
+    /// this order (an extension's migrations may then name the
+    /// collections of those before it). Requests go to the first one
+    /// unless [`Client::on`] names another.
+    pub fn start_all(extensions: Vec<host_sdk::Extension>) -> Result<TestHost, TestKitError> {
+        if extensions.is_empty() {
+            return Err(TestKitError("no extension to mount".into()));
+        }
         let dir = tempfile::tempdir()
             .map_err(|e| TestKitError(format!("cannot make a temporary folder: {e}")))?;
-        let location = Location::File(dir.path().join("platform.db"));
-        let store = storage::open(&location, Some(4))
-            .map_err(|e| TestKitError(format!("cannot open {location}: {e}")))?;
+        let location = testing::fresh_database(Backend::from_env(), dir.path())
+            .map_err(|e| TestKitError(format!("no test database: {e}")))?;
+        let store = match storage::open(&location, Some(4)) {
+            Ok(store) => store,
+            Err(e) => {
+                testing::discard(&location);
+                return Err(TestKitError(format!("cannot open {location}: {e}")));
+            }
+        };
         let admin_token = credentials::generate_token();
         let seed = AdminSeed {
             email: ADMIN_EMAIL.into(),
             password: None,
             token: Some(admin_token.clone()),
         };
-        let platform =
-            crate::app::open_platform(store, seed, Default::default()).map_err(TestKitError)?;
-        let mount = extension.id().to_string();
-        let mut registry = Registry::default();
-        registry
-            .add_linked(&platform, Arc::new(extension))
-            .map_err(|e| TestKitError(format!("extension `{mount}` refused: {e}")))?;
-        let (platform, registry) = crate::app::mount(platform, registry, true);
-        let admin = user_of(&platform, ADMIN_EMAIL, admin_token)?;
+        let mounted = Self::mount_all(store, seed, extensions, admin_token);
+        if mounted.is_err() {
+            testing::discard(&location);
+        }
+        let (platform, registry, mounts, admin) = mounted?;
         Ok(TestHost {
             platform,
             registry,
-            mount,
+            mounts,
             admin,
+            location,
             _dir: dir,
         })
+    }
+
+    /// The platform on `store`, seeded, with `extensions` mounted.
+    #[allow(clippy::type_complexity)]
+    fn mount_all(
+        store: Arc<dyn storage::Store>,
+        seed: AdminSeed,
+        extensions: Vec<host_sdk::Extension>,
+        admin_token: String,
+    ) -> Result<(Arc<Platform>, Arc<Registry>, Vec<String>, TestUser), TestKitError> {
+        let platform =
+            crate::app::open_platform(store, seed, Default::default()).map_err(TestKitError)?;
+        let mut registry = Registry::default();
+        let mut mounts = Vec::new();
+        for extension in extensions {
+            let mount = extension.id().to_string();
+            registry
+                .add_linked(&platform, Arc::new(extension))
+                .map_err(|e| TestKitError(format!("extension `{mount}` refused: {e}")))?;
+            mounts.push(mount);
+        }
+        let (platform, registry) = crate::app::mount(platform, registry, true);
+        let admin = user_of(&platform, ADMIN_EMAIL, admin_token)?;
+        Ok((platform, registry, mounts, admin))
     }
 
     /// The administrator seeded at first start.
@@ -153,6 +219,7 @@ impl TestHost {
         Client {
             host: self,
             caller: None,
+            mount: &self.mounts[0],
         }
     }
 
@@ -161,6 +228,7 @@ impl TestHost {
         Client {
             host: self,
             caller: Some(user),
+            mount: &self.mounts[0],
         }
     }
 
@@ -186,11 +254,16 @@ impl TestHost {
         host_sdk::direct::with_context(facade, &services, work)
     }
 
-    /// Runs the extension's schedule `name` now, as
+    /// Runs the first extension's schedule `name` now, as
     /// `example-host schedule run` does.
     pub fn run_schedule(&self, name: &str) -> Result<(), TestKitError> {
+        self.run_schedule_of(&self.mounts[0], name)
+    }
+
+    /// Runs the schedule `name` of the extension mounted at `mount` now.
+    pub fn run_schedule_of(&self, mount: &str, name: &str) -> Result<(), TestKitError> {
         self.registry
-            .run_schedule(&self.platform, &self.mount, name)
+            .run_schedule(&self.platform, mount, name)
             .map_err(TestKitError)
     }
 
@@ -203,12 +276,12 @@ impl TestHost {
             .ok()
     }
 
-    fn send(&self, caller: Option<&TestUser>, request: ExtRequest) -> TestResponse {
+    fn send(&self, mount: &str, caller: Option<&TestUser>, request: ExtRequest) -> TestResponse {
         let ExtRequest {
             method, path, body, ..
         } = &request;
-        let Some(ext) = self.registry.get(&self.mount) else {
-            return TestResponse::from_error(&HttpError::RouteNotFound(self.mount.clone()));
+        let Some(ext) = self.registry.get(mount) else {
+            return TestResponse::from_error(&HttpError::RouteNotFound(mount.to_string()));
         };
         let rule = ext.code.body_rule(method, path);
         if rule
@@ -223,7 +296,7 @@ impl TestHost {
         match call_extension(
             &self.platform,
             &self.registry,
-            &self.mount,
+            mount,
             rule,
             &credentials,
             request,
@@ -254,14 +327,22 @@ fn user_of(platform: &Platform, email: &str, token: String) -> Result<TestUser, 
     })
 }
 
-/// Requests to the extension as one caller; paths are below the mount
+/// Requests to an extension as one caller; paths are below its mount
 /// (`/notes?limit=5` for `/{id}/notes?limit=5`).
 pub struct Client<'h> {
     host: &'h TestHost,
     caller: Option<&'h TestUser>,
+    mount: &'h str,
 }
 
-impl Client<'_> {
+impl<'h> Client<'h> {
+    /// The same caller's requests to the extension mounted at `mount`
+    /// (one of [`TestHost::start_all`]'s); a mount the host does not
+    /// have answers 404, as over HTTP.
+    pub fn on(self, mount: &'h str) -> Client<'h> {
+        Client { mount, ..self }
+    }
+
     pub fn get(&self, path: &str) -> TestResponse {
         self.request("GET", path, &[], Vec::new())
     }
@@ -312,7 +393,7 @@ impl Client<'_> {
                 .collect(),
             body: body.into(),
         };
-        self.host.send(self.caller, request)
+        self.host.send(self.mount, self.caller, request)
     }
 }
 
@@ -351,5 +432,69 @@ impl TestResponse {
     /// The body read as `T`.
     pub fn json_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         serde_json::from_slice(&self.body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use host_sdk::prelude::*;
+    use host_sdk::schema::{Collection, Field};
+
+    fn base() -> host_sdk::Extension {
+        host_sdk::Extension::new("base", "Base", "1.0.0")
+            .migration(
+                "0001_shelves",
+                vec![Collection::new("shelves")
+                    .field(Field::text("name"))
+                    .build()],
+            )
+            .routes(|r| {
+                r.get("/whoami", |_, _| {
+                    Ok(Response::ok(&json!({"mount": "base"})))
+                });
+            })
+    }
+
+    /// Reads the collection of the extension mounted before it.
+    fn addon() -> host_sdk::Extension {
+        host_sdk::Extension::new("addon", "Add-on", "1.0.0").routes(|r| {
+            r.get("/whoami", |_, _| {
+                Ok(Response::ok(&json!({"mount": "addon"})))
+            });
+            r.get("/shelves", |_, ctx| {
+                let count = ctx.as_admin().count("shelves", None)?;
+                Ok(Response::ok(&json!({"shelves": count})))
+            });
+        })
+    }
+
+    #[test]
+    fn several_extensions_are_mounted_and_reached_by_name() {
+        let host = TestHost::start_all(vec![base(), addon()]).expect("start");
+        host.context(None, |ctx| {
+            ctx.as_admin()
+                .create_one("shelves", &json!({"name": "top"}))
+                .map(|_| ())
+        })
+        .expect("a shelf");
+
+        let anyone = || host.anonymous();
+        assert_eq!(anyone().get("/whoami").json(), json!({"mount": "base"}));
+        assert_eq!(
+            anyone().on("addon").get("/whoami").json(),
+            json!({"mount": "addon"})
+        );
+        assert_eq!(
+            anyone().on("addon").get("/shelves").json(),
+            json!({"shelves": 1})
+        );
+        assert_eq!(anyone().on("nothing").get("/whoami").status, 404);
+    }
+
+    #[test]
+    fn no_extension_is_a_clear_error() {
+        let err = TestHost::start_all(Vec::new()).err().expect("refused");
+        assert_eq!(err.to_string(), "no extension to mount");
     }
 }

@@ -7,4 +7,5 @@
 pub mod query;
 pub mod schema;
 pub mod storage;
+pub mod testing;
 pub mod values;

@@ -5,27 +5,14 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// A database backend of the host; the suite's is `TEST_DB`'s
+/// ([`Backend::from_env`]).
+pub use platform_store::testing::Backend;
+
+use platform_store::storage::Location;
+use platform_store::testing;
+
 use crate::{postgres, sqlite};
-
-/// A database backend of the host.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-impl Backend {
-    /// The backend the suite runs on: `TEST_DB` = `sqlite` (the default)
-    /// or `postgres`.
-    pub fn from_env() -> Backend {
-        let value = std::env::var("TEST_DB").unwrap_or_default();
-        match value.trim().to_ascii_lowercase().as_str() {
-            "" | "sqlite" => Backend::Sqlite,
-            "postgres" | "postgresql" => Backend::Postgres,
-            other => panic!("TEST_DB={other}: expected `sqlite` or `postgres`"),
-        }
-    }
-}
 
 /// Where a host's database is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,9 +136,7 @@ impl Database {
     /// Never panics: a failure is reported on stderr.
     pub(crate) fn discard(&self) {
         if let Database::Postgres(url) = self {
-            if let Some(Err(e)) = postgres::started().map(|s| s.drop_database(url)) {
-                eprintln!("dropping {url}: {e}");
-            }
+            testing::discard(&Location::Postgres(url.clone()));
         }
     }
 }

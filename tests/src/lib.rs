@@ -15,7 +15,7 @@ mod client;
 pub mod database;
 pub mod multipart;
 pub mod node;
-pub mod postgres;
+pub use platform_store::testing::postgres;
 pub mod raw;
 mod rng;
 pub mod s3;

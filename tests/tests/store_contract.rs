@@ -14,6 +14,7 @@
 //! concurrent writers, transactions that lose no update, and transactions
 //! rolled back on an error.
 
+use std::path::Path;
 use std::sync::{Arc, Barrier};
 
 use host_sdk::schema::{Collection, Field, Step};
@@ -23,8 +24,8 @@ use platform_store::storage::{
     self, codec, migrate, Columns, CounterOp, Location, Record, SchemaStepsOnly, Store, StoreError,
     Window, COUNTERS,
 };
+use platform_store::testing::{self, Backend};
 use platform_store::values;
-use platform_tests::{postgres, Backend};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value};
@@ -54,8 +55,10 @@ impl Db {
             );
             return None;
         }
+        let location = testing::fresh_database(Backend::Postgres, Path::new("."))
+            .unwrap_or_else(|e| panic!("{e}"));
         Some(Db {
-            location: Location::Postgres(postgres::server().create_database()),
+            location,
             _dir: None,
         })
     }
@@ -73,11 +76,7 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        if let Location::Postgres(url) = &self.location {
-            if let Some(Err(e)) = postgres::started().map(|s| s.drop_database(url)) {
-                eprintln!("dropping {url}: {e}");
-            }
-        }
+        testing::discard(&self.location);
     }
 }
 

@@ -60,6 +60,13 @@ pub fn required() -> bool {
         || std::env::var("TEST_DB").is_ok_and(|v| v.trim().eq_ignore_ascii_case("postgres"))
 }
 
+/// A number unlikely to repeat across processes started at the same time.
+fn unique() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
 impl Server {
     /// Creates an empty database; its URL.
     pub fn create_database(&self) -> String {
@@ -68,7 +75,7 @@ impl Server {
             "platform_{}_{}_{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed),
-            crate::unique() % 1_000_000_000
+            unique() % 1_000_000_000
         );
         self.admin_sql(&format!("CREATE DATABASE \"{name}\""))
             .unwrap_or_else(|e| panic!("{e}"));

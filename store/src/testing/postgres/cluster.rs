@@ -249,7 +249,7 @@ mod tests {
     #[test]
     #[ignore = "run in a child process by the_cluster_goes_with_its_process"]
     fn start_a_cluster_and_exit() {
-        crate::postgres::server();
+        crate::testing::postgres::server();
         let (pid, dir) = running().expect("a cluster");
         println!("cluster: {pid} {}", dir.display());
         if std::env::var("CLUSTER_CHILD_EXIT").is_ok_and(|v| v == "abrupt") {
@@ -266,7 +266,10 @@ mod tests {
     #[test]
     fn the_cluster_goes_with_its_process() {
         if let Err(why) = bin_dir() {
-            assert!(!crate::postgres::required(), "{why}: {INSTALL_HINT}");
+            assert!(
+                !crate::testing::postgres::required(),
+                "{why}: {INSTALL_HINT}"
+            );
             eprintln!("the cluster's life: not checked ({why}): {INSTALL_HINT}");
             return;
         }
@@ -274,7 +277,7 @@ mod tests {
             let out = Command::new(std::env::current_exe().expect("this test binary"))
                 .args([
                     "--exact",
-                    "postgres::cluster::tests::start_a_cluster_and_exit",
+                    "testing::postgres::cluster::tests::start_a_cluster_and_exit",
                 ])
                 .args(["--ignored", "--nocapture", "--test-threads=1"])
                 .env_remove("TEST_DATABASE_URL")
