@@ -3,8 +3,9 @@
 
 `scripts/test.sh` builds everything, then calls this. Every test binary of
 the workspace is built once (`cargo test --workspace --no-run`, so both
-passes use the same build) and run on SQLite; the integration tests
-(`platform-tests`) run a second time with every host on PostgreSQL. The
+passes use the same build) and run on SQLite; the tests that start
+platforms (the integration tests, the test kit's and the storage's) run a
+second time with every database on PostgreSQL. The
 doc tests run as one more job. Binaries run `--jobs` at a time (default 2),
 the slowest first by the times of the previous run (kept in
 target/test-times.json); each one's output is kept in target/test-logs/ and
@@ -30,8 +31,15 @@ TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 LOGS = TARGET / "test-logs"
 TIMES = TARGET / "test-times.json"
 
-# The package whose tests start hosts, run again on PostgreSQL.
-INTEGRATION_PACKAGE = "platform-tests"
+# The packages whose tests start platforms (host processes, or the test
+# kit's in-process hosts) or stores: run again on PostgreSQL.
+DATABASE_PACKAGES = {
+    "platform-tests",
+    "platform-store",
+    "example-host",
+    "svc-extension",
+    "hello-extension",
+}
 
 
 class Job:
@@ -93,7 +101,7 @@ def plan(binaries, only, filters):
     for package, target, kind, exe, folder in binaries:
         label = f"{package}::{target}" if kind == "test" else f"{package} (unit)"
         backends = ["sqlite"]
-        if package == INTEGRATION_PACKAGE:
+        if package in DATABASE_PACKAGES:
             backends.append("postgres")
         for backend in backends:
             if only and backend != only:
