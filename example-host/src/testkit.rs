@@ -37,7 +37,8 @@ use crate::credentials;
 use crate::extensions::services::ExtServices;
 use crate::extensions::{facade_accountability, ExtRequest, Registry};
 use crate::http::{call_extension, Credentials, HttpError};
-use crate::items::{ItemsError, Platform, Session, Who};
+use crate::items::{ItemsError, Session, Who};
+use crate::platform::Platform;
 use crate::query::WireQuery;
 use crate::storage::{self, Location};
 
