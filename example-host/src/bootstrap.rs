@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::credentials;
+use crate::env_settings::env_var;
 use crate::items::{ItemsError, Session, Who};
 use crate::platform::Platform;
 use crate::query::WireQuery;
@@ -18,11 +19,10 @@ pub struct AdminSeed {
 
 impl AdminSeed {
     pub fn from_env() -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         Self {
-            email: var("ADMIN_EMAIL").unwrap_or_else(|| "admin@example.com".into()),
-            password: var("ADMIN_PASSWORD"),
-            token: var("ADMIN_TOKEN"),
+            email: env_var("ADMIN_EMAIL").unwrap_or_else(|| "admin@example.com".into()),
+            password: env_var("ADMIN_PASSWORD"),
+            token: env_var("ADMIN_TOKEN"),
         }
     }
 }
