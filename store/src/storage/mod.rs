@@ -309,6 +309,23 @@ pub(crate) fn exclusive_write<T>(
     f()
 }
 
+/// Runs a transaction's `work` on `conn`; when it panics, `rollback` runs
+/// on `conn` before the panic goes on, so that no pooled connection keeps
+/// an open transaction (and, on SQLite, the database's write lock) for
+/// whoever takes it next.
+pub(crate) fn rolled_back_on_panic<C: ?Sized, T>(
+    conn: &mut C,
+    work: impl FnOnce(&mut C) -> T,
+    rollback: impl FnOnce(&mut C),
+) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&mut *conn))).unwrap_or_else(
+        |panic| {
+            rollback(conn);
+            std::panic::resume_unwind(panic)
+        },
+    )
+}
+
 /// Helper: run a read returning a value.
 pub fn read_with<T>(
     store: &dyn Store,
