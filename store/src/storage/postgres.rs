@@ -28,7 +28,7 @@ use serde_json::Value;
 use super::codec::{Cell, Scalar};
 use super::sql::{self, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
 use super::{
-    exclusive_write, migrate, rolled_back_on_panic, CounterOp, ReadWork, StepRules, Store,
+    exclusive_write, migrate, pooled, rolled_back_on_panic, CounterOp, ReadWork, StepRules, Store,
     StoreError, Window, WriteWork,
 };
 use crate::query::{AggFn, TextMatch};
@@ -601,10 +601,7 @@ impl PgStore {
         &self,
         f: impl FnOnce(&mut PgClient) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut client = self
-            .pool
-            .get()
-            .map_err(|e| backend(format!("no connection: {e}")))?;
+        let mut client = pooled(&self.pool)?;
         f(&mut client)
     }
 

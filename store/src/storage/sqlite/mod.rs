@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::codec::{json_scalar, Cell, Scalar};
 use super::sql::{self, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
 use super::{
-    exclusive_write, migrate, rolled_back_on_panic, CounterOp, ReadWork, StepRules, Store,
+    exclusive_write, migrate, pooled, rolled_back_on_panic, CounterOp, ReadWork, StepRules, Store,
     StoreError, Window, WriteWork,
 };
 use crate::query::{AggFn, TextMatch};
@@ -380,10 +380,7 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut conn = self
-            .pool
-            .get()
-            .map_err(|e| backend(format!("no connection: {e}")))?;
+        let mut conn = pooled(&self.pool)?;
         f(&mut conn)
     }
 
