@@ -9,8 +9,8 @@ use clap::Parser;
 
 use crate::config::{Cli, Command, ScheduleAction};
 use crate::extensions::Registry;
-use crate::items::Platform;
 use crate::permissions::MigrationGrants;
+use crate::platform::Platform;
 use crate::storage::Store;
 use crate::{
     bootstrap, demo, extensions, files, http, logging, mail, memory, platform_schema, signin,

@@ -4,7 +4,9 @@
 use serde_json::{json, Value};
 
 use crate::credentials;
-use crate::items::{ItemsError, Platform, Session, Who};
+use crate::env_settings::env_var;
+use crate::items::{ItemsError, Session, Who};
+use crate::platform::Platform;
 use crate::query::WireQuery;
 
 /// Where the administrator comes from.
@@ -17,11 +19,10 @@ pub struct AdminSeed {
 
 impl AdminSeed {
     pub fn from_env() -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         Self {
-            email: var("ADMIN_EMAIL").unwrap_or_else(|| "admin@example.com".into()),
-            password: var("ADMIN_PASSWORD"),
-            token: var("ADMIN_TOKEN"),
+            email: env_var("ADMIN_EMAIL").unwrap_or_else(|| "admin@example.com".into()),
+            password: env_var("ADMIN_PASSWORD"),
+            token: env_var("ADMIN_TOKEN"),
         }
     }
 }
@@ -106,34 +107,15 @@ const MEMBERS_READ_OWN_ROLE: &str = "0006_members_read_own_role";
 /// as Directus's minimal app access lets a user read their role. A policy
 /// that has a rule on reading roles already keeps it as it is.
 pub fn grant_members_own_role(platform: &Platform) -> Result<usize, ItemsError> {
-    let who = Who::system();
-    let mut granted = 0;
-    platform.once(crate::platform_schema::OWNER, MEMBERS_READ_OWN_ROLE, |s| {
-        granted = 0;
-        for policy in member_policy_ids(platform, s)? {
-            let existing = platform.read_by_query(
-                s,
-                &who,
-                "platform_permissions",
-                &WireQuery {
-                    filter: Some(json!({"_and": [
-                        {"policy": {"_eq": &policy}},
-                        {"collection": {"_eq": "platform_roles"}},
-                        {"action": {"_eq": "read"}},
-                    ]})),
-                    limit: Some(1),
-                    ..Default::default()
-                },
-                None,
-            )?;
-            if existing.is_empty() {
-                platform.create_one(s, &who, "platform_permissions", &own_role_rule(&policy))?;
-                granted += 1;
-            }
-        }
-        Ok(())
-    })?;
-    Ok(granted)
+    grant_members_once(
+        platform,
+        MEMBERS_READ_OWN_ROLE,
+        &[
+            json!({"collection": {"_eq": "platform_roles"}}),
+            json!({"action": {"_eq": "read"}}),
+        ],
+        |policy| vec![own_role_rule(policy)],
+    )
 }
 
 fn own_role_rule(policy: &str) -> Value {
@@ -303,35 +285,12 @@ const MEMBER_FILES: &str = "0013_member_files";
 /// delete the ones they uploaded; folders they read. A policy that has any rule
 /// on files already keeps its rules as they are.
 pub fn grant_member_files(platform: &Platform) -> Result<usize, ItemsError> {
-    let who = Who::system();
-    let mut granted = 0;
-    platform.once(crate::platform_schema::OWNER, MEMBER_FILES, |s| {
-        granted = 0;
-        for policy in member_policy_ids(platform, s)? {
-            let existing = platform.read_by_query(
-                s,
-                &who,
-                "platform_permissions",
-                &WireQuery {
-                    filter: Some(json!({"_and": [
-                        {"policy": {"_eq": &policy}},
-                        {"collection": {"_in": ["platform_files", "platform_folders"]}},
-                    ]})),
-                    limit: Some(1),
-                    ..Default::default()
-                },
-                None,
-            )?;
-            if existing.is_empty() {
-                for rule in member_file_rules(&policy) {
-                    platform.create_one(s, &who, "platform_permissions", &rule)?;
-                    granted += 1;
-                }
-            }
-        }
-        Ok(())
-    })?;
-    Ok(granted)
+    grant_members_once(
+        platform,
+        MEMBER_FILES,
+        &[json!({"collection": {"_in": ["platform_files", "platform_folders"]}})],
+        member_file_rules,
+    )
 }
 
 /// What members may write of a file record: its description, never where
@@ -458,6 +417,46 @@ fn seed(
 }
 
 /// The ids of the members' policies.
+/// Gives each members' policy, once (the platform's migration `step`), the
+/// rules `rules` makes for it, unless the policy has a rule matching
+/// `existing` (conditions besides the policy) already: such a policy keeps
+/// its rules as they are. Returns how many rules were made.
+fn grant_members_once(
+    platform: &Platform,
+    step: &str,
+    existing: &[Value],
+    rules: impl Fn(&str) -> Vec<Value>,
+) -> Result<usize, ItemsError> {
+    let who = Who::system();
+    let mut granted = 0;
+    platform.once(crate::platform_schema::OWNER, step, |s| {
+        granted = 0;
+        for policy in member_policy_ids(platform, s)? {
+            let mut conditions = vec![json!({"policy": {"_eq": &policy}})];
+            conditions.extend_from_slice(existing);
+            let found = platform.read_by_query(
+                s,
+                &who,
+                "platform_permissions",
+                &WireQuery {
+                    filter: Some(json!({ "_and": conditions })),
+                    limit: Some(1),
+                    ..Default::default()
+                },
+                None,
+            )?;
+            if found.is_empty() {
+                for rule in rules(&policy) {
+                    platform.create_one(s, &who, "platform_permissions", &rule)?;
+                    granted += 1;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(granted)
+}
+
 fn member_policy_ids(platform: &Platform, s: &mut Session<'_>) -> Result<Vec<String>, ItemsError> {
     let policies = platform.read_by_query(
         s,

@@ -19,7 +19,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::items::{ItemsError, Platform, Session, Who, COMMENTS};
+use crate::items::{ItemsError, Session, Who, COMMENTS};
+use crate::platform::Platform;
 use crate::query::{ListParam, WireQuery};
 use crate::storage::Record;
 

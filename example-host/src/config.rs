@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::env_settings::env_var;
 use crate::storage::Location;
 
 #[derive(Debug, Parser)]
@@ -204,15 +205,14 @@ impl Common {
 
 impl DbEnv {
     pub fn from_env() -> Self {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         Self {
-            client: var("DB_CLIENT"),
-            connection_string: var("DB_CONNECTION_STRING"),
-            host: var("DB_HOST"),
-            port: var("DB_PORT"),
-            database: var("DB_DATABASE"),
-            user: var("DB_USER"),
-            password: var("DB_PASSWORD"),
+            client: env_var("DB_CLIENT"),
+            connection_string: env_var("DB_CONNECTION_STRING"),
+            host: env_var("DB_HOST"),
+            port: env_var("DB_PORT"),
+            database: env_var("DB_DATABASE"),
+            user: env_var("DB_USER"),
+            password: env_var("DB_PASSWORD"),
         }
     }
 }

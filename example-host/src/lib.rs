@@ -13,6 +13,7 @@ mod comments;
 mod config;
 mod credentials;
 mod demo;
+mod env_settings;
 mod extensions;
 pub mod files;
 mod http;

@@ -13,6 +13,8 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{SmtpTransport, Transport as _};
 
+use crate::env_settings::{bool_value, env_var};
+
 /// How many messages may wait for the mailer at once; past it a message
 /// is dropped (and logged) rather than hold a request.
 const QUEUE: usize = 1_000;
@@ -60,7 +62,7 @@ pub enum SettingsError {
 
 impl Settings {
     pub fn from_env() -> Result<Self, SettingsError> {
-        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        Self::from_lookup(env_var)
     }
 
     /// From any source of variables (tests pass a map).
@@ -77,11 +79,7 @@ impl Settings {
             Some("smtp") => {
                 let secure = match var("EMAIL_SMTP_SECURE") {
                     None => false,
-                    Some(v) => match v.trim().to_ascii_lowercase().as_str() {
-                        "true" | "1" | "yes" | "on" => true,
-                        "false" | "0" | "no" | "off" | "" => false,
-                        _ => return Err(SettingsError::BadSecure(v)),
-                    },
+                    Some(v) => bool_value(&v).ok_or(SettingsError::BadSecure(v))?,
                 };
                 let port = match var("EMAIL_SMTP_PORT") {
                     None => {
@@ -229,14 +227,10 @@ fn smtp_transport(s: &SmtpSettings) -> SmtpTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
+    use crate::env_settings::lookup;
 
     fn with(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Settings::from_lookup(|k| map.get(k).cloned())
+        Settings::from_lookup(lookup(vars))
     }
 
     #[test]

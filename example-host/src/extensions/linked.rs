@@ -8,8 +8,8 @@ use std::sync::Arc;
 use super::code::Code;
 use super::services::ExtServices;
 use super::{LoadedExtension, Registry, ScheduleDef, When};
-use crate::items::Platform;
 use crate::permissions::MigrationGrants;
+use crate::platform::Platform;
 
 impl Registry {
     /// Mounts an extension linked into this process at `/{id}`: its

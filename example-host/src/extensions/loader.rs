@@ -14,8 +14,8 @@ use serde_json::Value;
 use super::logger::ExtLogger;
 use super::services::ExtServices;
 use super::{LoadedExtension, ScheduleDef, When};
-use crate::items::Platform;
 use crate::permissions::MigrationGrants;
+use crate::platform::Platform;
 
 /// Why a library was refused.
 #[derive(Debug, thiserror::Error)]

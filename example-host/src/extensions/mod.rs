@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::accounts::Accountability;
-use crate::items::{EventSink, ItemEvent, ItemsError, Platform};
+use crate::items::{EventSink, ItemEvent, ItemsError};
+use crate::platform::Platform;
 use crate::storage::Writer;
 use services::ExtServices;
 

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 
 use super::claims::{Claimed, Claims};
 use super::{Registry, When};
-use crate::items::Platform;
+use crate::platform::Platform;
 
 /// The start of the first period after `now`.
 fn next_period(when: &When, now: DateTime<Utc>) -> Option<DateTime<Utc>> {

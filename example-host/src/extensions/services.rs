@@ -11,7 +11,8 @@ use host_sdk::abi::{
 use parking_lot::Mutex;
 
 use crate::accounts::Accountability;
-use crate::items::{ItemEvent, ItemsError, Platform, Session, Who};
+use crate::items::{ItemEvent, ItemsError, Session, Who};
+use crate::platform::Platform;
 use crate::query::WireQuery;
 use crate::storage::{StoreError, Writer};
 

@@ -21,6 +21,8 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path as Key;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, WriteMultipart};
 
+use crate::env_settings::env_var;
+
 /// How one location keeps its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Driver {
@@ -151,8 +153,7 @@ impl Storage {
     /// The locations the environment describes; a `local` one without a
     /// root in `default_root`.
     pub fn from_env(default_root: &Path) -> Result<Self, String> {
-        let vars = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        Self::open(settings_from(&vars, default_root)?)
+        Self::open(settings_from(&env_var, default_root)?)
     }
 
     /// Opens every location (a local root is created when missing).

@@ -10,7 +10,8 @@ use axum::http::{HeaderMap, Uri};
 
 use super::items_api::parse_query_string;
 use super::{authenticate, blocking, credentials, AppState, HttpError};
-use crate::items::{Platform, Who};
+use crate::items::Who;
+use crate::platform::Platform;
 use crate::query::WireQuery;
 
 /// A request to be served as its caller: an extractor that never fails

@@ -19,7 +19,7 @@ use super::browsers::{
 use super::throttle::{login_attempt, ClientAddress};
 use super::{blocking, read_body, AppState, HttpError};
 use crate::credentials::hash_password;
-use crate::items::Platform;
+use crate::platform::Platform;
 use crate::signin::sessions::Presented;
 use crate::signin::{Client, Issued, Mode, SignIn, SignInError};
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::auth::AuthError;
 use crate::extensions::{ExtRequest, Registry};
-use crate::items::Platform;
+use crate::platform::Platform;
 
 /// Splits `/svc/videos/x` into (`svc`, `/videos/x`).
 fn split_mount(path: &str) -> (&str, String) {

@@ -24,7 +24,8 @@ use super::items_api::{
 };
 use super::{blocking, read_body, AppState, HttpError};
 use crate::files::{self, Files};
-use crate::items::{Platform, Session, Who};
+use crate::items::{Session, Who};
+use crate::platform::Platform;
 
 /// The collection of file records.
 pub const FILES: &str = "platform_files";

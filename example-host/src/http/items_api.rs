@@ -10,7 +10,8 @@ use serde_json::{json, Map, Value};
 
 use super::as_caller::AsCaller;
 use super::{read_body, AppState, HttpError};
-use crate::items::{ItemsError, Platform, Session, Who};
+use crate::items::{ItemsError, Session, Who};
+use crate::platform::Platform;
 use crate::query::{ListParam, WireQuery};
 
 /// The REST API's page size when a request gives no `limit` (`-1`: all).

@@ -37,7 +37,7 @@ pub use unauthenticated::UnauthenticatedBodies;
 use crate::accounts::Accountability;
 use crate::auth::AuthError;
 use crate::extensions::Registry;
-use crate::items::Platform;
+use crate::platform::Platform;
 
 /// Limits on clients and extensions.
 #[derive(Debug, Clone, Copy)]

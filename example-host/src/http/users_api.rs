@@ -12,7 +12,8 @@ use serde_json::Value;
 use super::as_caller::{caller, AsCaller};
 use super::items_api::{data_text, json_body_text, parse_query_string, read_many_in, ItemPath};
 use super::{blocking, read_body, AppState, HttpError};
-use crate::items::{ItemsError, Platform, Session, Who};
+use crate::items::{ItemsError, Session, Who};
+use crate::platform::Platform;
 use crate::query::{ListParam, WireQuery};
 use crate::signin::mailed::Verified;
 

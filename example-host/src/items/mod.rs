@@ -19,9 +19,6 @@ mod write;
 pub use error::ItemsError;
 pub use events::{EventKind, EventSink, ItemEvent};
 pub use read::COMMENTS;
-// The platform these operations are defined on, under the path its users
-// name it by.
-pub use crate::platform::Platform;
 
 use std::sync::Arc;
 
@@ -30,6 +27,7 @@ use serde_json::{json, Value};
 use crate::accounts::Accountability;
 use crate::credentials;
 use crate::permissions::{Action, Grant};
+use crate::platform::Platform;
 use crate::platform_schema::{affects_access, is_internal, is_secret};
 use crate::query::{parse_filter, Filter, QueryError, ReadQuery, Vars, WireQuery};
 use crate::schema::CollectionDef;

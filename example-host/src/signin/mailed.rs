@@ -3,15 +3,19 @@
 //! The links carry one-time tokens (`tokens`); the mail leaves through the
 //! mailer's queue, off the request's path.
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
 use super::tokens::{self, Purpose};
 use super::{find_by_email, links, SignIn, SignInError};
-use crate::items::{ItemsError, Platform, Session, Who};
+use crate::items::{ItemsError, Session, Who};
 use crate::mail::Message;
+use crate::platform::Platform;
 use crate::query::{Filter, ReadQuery};
+use crate::schema::{CollectionDef, Schema};
 use crate::storage::codec::Scalar;
-use crate::storage::Columns;
+use crate::storage::{Columns, Writer};
 
 /// How a verified registration is answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,32 +57,22 @@ impl SignIn {
         email: &str,
         url: Option<&str>,
     ) {
-        let schema = platform.store.schema();
         let ttl = self.settings.verification_ttl;
-        let issued = platform.transaction(|session| {
-            let Session::Tx { conn, .. } = session else {
-                return Err(ItemsError::Internal("no transaction".into()));
-            };
-            Ok(tokens::issue(
-                &mut **conn,
-                &schema,
-                user,
-                Purpose::Registration,
-                url,
-                ttl,
-            )?)
-        });
-        let token = match issued {
-            Ok(t) => t,
+        let issued = self.token_link(
+            platform,
+            user,
+            Purpose::Registration,
+            url,
+            ttl,
+            "/users/register/verify-email",
+        );
+        let link = match issued {
+            Ok(link) => link,
             Err(e) => {
                 log::error!("could not make a verification link: {e}");
                 return;
             }
         };
-        let base = url.map(String::from).unwrap_or_else(|| {
-            links::on_public_url(&self.settings.public_url, "/users/register/verify-email")
-        });
-        let link = links::with_token(&base, &token);
         self.mailer.send(Message {
             to: email.to_string(),
             subject: "Verify your email address".into(),
@@ -88,6 +82,35 @@ impl SignIn {
                 lifetime(ttl)
             ),
         });
+    }
+
+    /// Makes a one-time token of `purpose` for `user`, valid for `ttl` (in a
+    /// transaction of its own), and the link that carries it: to `url`, or
+    /// else to `path` on the host's public URL.
+    fn token_link(
+        &self,
+        platform: &Platform,
+        user: &str,
+        purpose: Purpose,
+        url: Option<&str>,
+        ttl: Duration,
+        path: &str,
+    ) -> Result<String, ItemsError> {
+        let schema = platform.store.schema();
+        let token = platform.transaction(|session| {
+            Ok(tokens::issue(
+                tx_conn(session)?,
+                &schema,
+                user,
+                purpose,
+                url,
+                ttl,
+            )?)
+        })?;
+        let base = url
+            .map(String::from)
+            .unwrap_or_else(|| links::on_public_url(&self.settings.public_url, path));
+        Ok(links::with_token(&base, &token))
     }
 
     /// The id of the unverified user with `email`, if there is one (a
@@ -110,44 +133,28 @@ impl SignIn {
         platform: &Platform,
         token: &str,
     ) -> Result<Verified, SignInError> {
-        let schema = platform.store.schema();
-        let users = schema
-            .get("platform_users")
-            .cloned()
-            .ok_or_else(|| SignInError::Internal("no users collection".into()))?;
-        let done = platform.transaction(|session| {
-            let Session::Tx { conn, .. } = session else {
-                return Err(ItemsError::Internal("no transaction".into()));
-            };
-            let Some(used) = tokens::consume(&mut **conn, &schema, token, Purpose::Registration)?
-            else {
-                return Ok(None);
-            };
-            let q = ReadQuery::select(&["status"], Filter::eq("id", json!(used.user))).limit(1);
-            let status = conn
-                .select(&users, &q)?
-                .into_iter()
-                .next()
-                .and_then(|r| r.get("status").and_then(Value::as_str).map(String::from));
-            if status.as_deref() != Some("unverified") {
-                return Ok(None);
-            }
-            tokens::void_all(&mut **conn, &schema, &used.user, Purpose::Registration)?;
-            // Through the items service: the write's item events, and the
-            // auth caches cleared after the commit.
-            platform.update_one(
-                session,
-                &Who::system(),
-                "platform_users",
-                &used.user,
-                &json!({"status": "active"}),
-            )?;
-            Ok(Some(used))
-        })?;
-        let used = done.ok_or_else(|| {
+        let done = use_token(
+            platform,
+            token,
+            Purpose::Registration,
+            "unverified",
+            |session, _, _, used| {
+                // Through the items service: the write's item events, and
+                // the auth caches cleared after the commit.
+                platform.update_one(
+                    session,
+                    &Who::system(),
+                    "platform_users",
+                    &used.user,
+                    &json!({"status": "active"}),
+                )?;
+                Ok(used.url.is_some())
+            },
+        )?;
+        let by_front_end = done.ok_or_else(|| {
             SignInError::InvalidPayload("Invalid payload. Invalid verification code.".into())
         })?;
-        Ok(if used.url.is_some() {
+        Ok(if by_front_end {
             Verified::ByFrontEnd
         } else {
             Verified::Here
@@ -186,25 +193,15 @@ impl SignIn {
         let Some(user) = find_by_email(platform, email)?.filter(|u| u.status == "active") else {
             return Ok(());
         };
-        let schema = platform.store.schema();
         let ttl = self.settings.reset_ttl;
-        let token = platform.transaction(|session| {
-            let Session::Tx { conn, .. } = session else {
-                return Err(ItemsError::Internal("no transaction".into()));
-            };
-            Ok(tokens::issue(
-                &mut **conn,
-                &schema,
-                &user.id,
-                Purpose::PasswordReset,
-                url,
-                ttl,
-            )?)
-        })?;
-        let base = url.map(String::from).unwrap_or_else(|| {
-            links::on_public_url(&self.settings.public_url, "/admin/reset-password")
-        });
-        let link = links::with_token(&base, &token);
+        let link = self.token_link(
+            platform,
+            &user.id,
+            Purpose::PasswordReset,
+            url,
+            ttl,
+            "/admin/reset-password",
+        )?;
         let to = user.email.unwrap_or_else(|| email.trim().to_lowercase());
         self.mailer.send(Message {
             to,
@@ -232,45 +229,81 @@ impl SignIn {
         token: &str,
         password_hash: &str,
     ) -> Result<(), SignInError> {
-        let schema = platform.store.schema();
-        let users = schema
-            .get("platform_users")
-            .cloned()
-            .ok_or_else(|| SignInError::Internal("no users collection".into()))?;
-        let done = platform.transaction(|session| {
-            let Session::Tx { conn, .. } = session else {
-                return Err(ItemsError::Internal("no transaction".into()));
-            };
-            let Some(used) = tokens::consume(&mut **conn, &schema, token, Purpose::PasswordReset)?
-            else {
-                return Ok(false);
-            };
-            let q = ReadQuery::select(&["status"], Filter::eq("id", json!(used.user))).limit(1);
-            let active = conn
-                .select(&users, &q)?
-                .into_iter()
-                .next()
-                .is_some_and(|r| r.get("status").and_then(Value::as_str) == Some("active"));
-            if !active {
-                return Ok(false);
-            }
-            tokens::void_all(&mut **conn, &schema, &used.user, Purpose::PasswordReset)?;
-            // Written here, not through the items service, which would hash
-            // the password inside this transaction (holding SQLite's write
-            // lock meanwhile): it was hashed before, within the bound.
-            let mut changes = Columns::new();
-            changes.insert("password".into(), Scalar::Text(password_hash.to_string()));
-            conn.update(&users, &used.user, &changes)?;
-            // As a new password through the items service does.
-            crate::signin::sessions::end_all_of(&mut **conn, &schema, &used.user)?;
-            Ok(true)
-        })?;
-        if !done {
+        let done = use_token(
+            platform,
+            token,
+            Purpose::PasswordReset,
+            "active",
+            |session, schema, users, used| {
+                let conn = tx_conn(session)?;
+                // Written here, not through the items service, which would
+                // hash the password inside this transaction (holding
+                // SQLite's write lock meanwhile): it was hashed before,
+                // within the bound.
+                let mut changes = Columns::new();
+                changes.insert("password".into(), Scalar::Text(password_hash.to_string()));
+                conn.update(users, &used.user, &changes)?;
+                // As a new password through the items service does.
+                crate::signin::sessions::end_all_of(conn, schema, &used.user)?;
+                Ok(())
+            },
+        )?;
+        if done.is_none() {
             return Err(SignInError::Forbidden);
         }
         platform.auth.invalidate();
         Ok(())
     }
+}
+
+/// The connection of `session`'s transaction.
+fn tx_conn<'a>(session: &'a mut Session<'_>) -> Result<&'a mut dyn Writer, ItemsError> {
+    match session {
+        Session::Tx { conn, .. } => Ok(&mut **conn),
+        Session::Auto => Err(ItemsError::Internal("no transaction".into())),
+    }
+}
+
+/// Uses up `token`, of `purpose`, in one transaction. When its user's
+/// status is `status`, every other token of theirs for `purpose` is voided
+/// and `then` runs in the same transaction (with the schema, the users'
+/// collection and the token's use); `None` when the token is unknown,
+/// expired or used (here or on another host), or its user's status is
+/// another.
+fn use_token<T>(
+    platform: &Platform,
+    token: &str,
+    purpose: Purpose,
+    status: &str,
+    mut then: impl FnMut(
+        &mut Session<'_>,
+        &Schema,
+        &CollectionDef,
+        &tokens::Used,
+    ) -> Result<T, ItemsError>,
+) -> Result<Option<T>, SignInError> {
+    let schema = platform.store.schema();
+    let users = schema
+        .get("platform_users")
+        .cloned()
+        .ok_or_else(|| SignInError::Internal("no users collection".into()))?;
+    Ok(platform.transaction(|session| {
+        let conn = tx_conn(session)?;
+        let Some(used) = tokens::consume(conn, &schema, token, purpose)? else {
+            return Ok(None);
+        };
+        let q = ReadQuery::select(&["status"], Filter::eq("id", json!(used.user))).limit(1);
+        let found = conn
+            .select(&users, &q)?
+            .into_iter()
+            .next()
+            .and_then(|r| r.get("status").and_then(Value::as_str).map(String::from));
+        if found.as_deref() != Some(status) {
+            return Ok(None);
+        }
+        tokens::void_all(conn, &schema, &used.user, purpose)?;
+        then(session, &schema, &users, &used).map(Some)
+    })?)
 }
 
 /// A link's lifetime in words: `7 days`, `1 day`, `2 hours`, `30 minutes`.

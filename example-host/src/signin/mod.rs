@@ -20,7 +20,8 @@ use serde_json::{json, Value};
 
 use crate::accounts::{lookup_user, Accountability};
 use crate::credentials::{generate_token, hash_password};
-use crate::items::{ItemsError, Platform, Session, Who};
+use crate::items::{ItemsError, Session, Who};
+use crate::platform::Platform;
 use crate::platform_schema::{SESSIONS, SIGNING_KEYS};
 use crate::query::{Filter, ReadQuery};
 use crate::storage::{read_with, StoreError};

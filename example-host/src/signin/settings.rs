@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use crate::env_settings::{env_var, parse_bool};
+
 /// How a cookie is sent back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CookieSettings {
@@ -101,14 +103,6 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_millis(ms))
 }
 
-fn parse_bool(name: &str, text: &str) -> Result<bool, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" | "" => Ok(false),
-        other => Err(format!("{name}={other}: use true or false")),
-    }
-}
-
 fn parse_same_site(name: &str, text: &str) -> Result<String, String> {
     match text.trim().to_ascii_lowercase().as_str() {
         "lax" => Ok("Lax".into()),
@@ -121,7 +115,7 @@ fn parse_same_site(name: &str, text: &str) -> Result<String, String> {
 impl Settings {
     /// From the process environment; an error names the variable.
     pub fn from_env() -> Result<Self, String> {
-        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        Self::from_lookup(env_var)
     }
 
     /// From any source of variables (tests pass a map).
@@ -191,14 +185,10 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
+    use crate::env_settings::lookup;
 
     fn with(vars: &[(&str, &str)]) -> Result<Settings, String> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Settings::from_lookup(|k| map.get(k).cloned())
+        Settings::from_lookup(lookup(vars))
     }
 
     #[test]

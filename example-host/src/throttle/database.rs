@@ -87,6 +87,7 @@ mod tests {
     use super::*;
     use crate::permissions::MigrationGrants;
     use crate::platform_schema;
+    use crate::throttle::tests::a_window_counts_and_ends;
 
     /// A store on a throwaway SQLite file, migrated as the platform's.
     fn store() -> (tempfile::TempDir, Arc<dyn Store>) {
@@ -107,29 +108,7 @@ mod tests {
     fn windows_count_open_and_end_in_the_database() {
         let (_dir, store) = store();
         let c = DatabaseCounter::new(store.clone(), Duration::from_millis(100));
-        assert_eq!(
-            c.hit("k", 1_000).unwrap(),
-            Window {
-                points: 1,
-                ends_ms: 1_100
-            }
-        );
-        assert_eq!(
-            c.hit("k", 1_099).unwrap(),
-            Window {
-                points: 2,
-                ends_ms: 1_100
-            }
-        );
-        assert_eq!(c.peek("k", 1_050).unwrap().map(|w| w.points), Some(2));
-        assert_eq!(c.peek("k", 1_100).unwrap(), None);
-        assert_eq!(
-            c.hit("k", 1_100).unwrap(),
-            Window {
-                points: 1,
-                ends_ms: 1_200
-            }
-        );
+        a_window_counts_and_ends(&c);
         c.give_back("k", 1_150).unwrap();
         c.give_back("k", 1_150).unwrap();
         assert_eq!(c.peek("k", 1_150).unwrap().map(|w| w.points), Some(0));

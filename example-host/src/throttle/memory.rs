@@ -135,6 +135,7 @@ impl Counter for MemoryCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::throttle::tests::a_window_counts_and_ends;
 
     fn counter(max_keys: usize) -> MemoryCounter {
         MemoryCounter::with_capacity(Duration::from_millis(100), max_keys)
@@ -142,30 +143,7 @@ mod tests {
 
     #[test]
     fn a_window_counts_from_its_first_point_and_ends_after_its_length() {
-        let c = counter(10);
-        assert_eq!(
-            c.hit("k", 1_000).unwrap(),
-            Window {
-                points: 1,
-                ends_ms: 1_100
-            }
-        );
-        assert_eq!(
-            c.hit("k", 1_050).unwrap(),
-            Window {
-                points: 2,
-                ends_ms: 1_100
-            }
-        );
-        assert_eq!(c.peek("k", 1_099).unwrap().map(|w| w.points), Some(2));
-        assert_eq!(c.peek("k", 1_100).unwrap(), None);
-        assert_eq!(
-            c.hit("k", 1_100).unwrap(),
-            Window {
-                points: 1,
-                ends_ms: 1_200
-            }
-        );
+        a_window_counts_and_ends(&counter(10));
     }
 
     #[test]

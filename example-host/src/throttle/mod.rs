@@ -313,6 +313,43 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// What every counter does with windows 100 ms long (each store's tests
+    /// run it on theirs): a window counts from its first point to its last
+    /// millisecond and ends after its length; the next point opens the next.
+    pub(super) fn a_window_counts_and_ends(c: &dyn Counter) {
+        assert_eq!(
+            c.hit("k", 1_000).unwrap(),
+            Window {
+                points: 1,
+                ends_ms: 1_100
+            }
+        );
+        assert_eq!(
+            c.hit("k", 1_050).unwrap(),
+            Window {
+                points: 2,
+                ends_ms: 1_100
+            }
+        );
+        assert_eq!(
+            c.hit("k", 1_099).unwrap(),
+            Window {
+                points: 3,
+                ends_ms: 1_100
+            }
+        );
+        assert_eq!(c.peek("k", 1_050).unwrap().map(|w| w.points), Some(3));
+        assert_eq!(c.peek("k", 1_099).unwrap().map(|w| w.points), Some(3));
+        assert_eq!(c.peek("k", 1_100).unwrap(), None);
+        assert_eq!(
+            c.hit("k", 1_100).unwrap(),
+            Window {
+                points: 1,
+                ends_ms: 1_200
+            }
+        );
+    }
+
     fn limiter(points: u32) -> Limiter {
         Limiter::new(
             "t",

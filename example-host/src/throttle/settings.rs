@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::env_settings::{env_var, parse_bool};
+
 /// Where a limiter counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
@@ -43,14 +45,6 @@ pub struct Settings {
     pub trust_proxy: bool,
 }
 
-fn parse_bool(name: &str, text: &str) -> Result<bool, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" | "" => Ok(false),
-        other => Err(format!("{name}={other}: use true or false")),
-    }
-}
-
 fn parse_points(name: &str, text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
         Ok(n) if n > 0 => Ok(n),
@@ -84,7 +78,7 @@ fn parse_store(name: &str, text: &str) -> Result<StoreKind, String> {
 impl Settings {
     /// From the process environment; an error names the variable.
     pub fn from_env() -> Result<Self, String> {
-        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        Self::from_lookup(env_var)
     }
 
     /// From any source of variables (tests pass a map).
@@ -131,14 +125,10 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
+    use crate::env_settings::lookup;
 
     fn with(vars: &[(&str, &str)]) -> Result<Settings, String> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Settings::from_lookup(|k| map.get(k).cloned())
+        Settings::from_lookup(lookup(vars))
     }
 
     #[test]

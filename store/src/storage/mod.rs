@@ -309,6 +309,31 @@ pub(crate) fn exclusive_write<T>(
     f()
 }
 
+/// A connection from `pool`; an error when none comes in the pool's time.
+pub(crate) fn pooled<M: r2d2::ManageConnection>(
+    pool: &r2d2::Pool<M>,
+) -> Result<r2d2::PooledConnection<M>, StoreError> {
+    pool.get()
+        .map_err(|e| StoreError::Backend(format!("no connection: {e}")))
+}
+
+/// Runs a transaction's `work` on `conn`; when it panics, `rollback` runs
+/// on `conn` before the panic goes on, so that no pooled connection keeps
+/// an open transaction (and, on SQLite, the database's write lock) for
+/// whoever takes it next.
+pub(crate) fn rolled_back_on_panic<C: ?Sized, T>(
+    conn: &mut C,
+    work: impl FnOnce(&mut C) -> T,
+    rollback: impl FnOnce(&mut C),
+) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&mut *conn))).unwrap_or_else(
+        |panic| {
+            rollback(conn);
+            std::panic::resume_unwind(panic)
+        },
+    )
+}
+
 /// Helper: run a read returning a value.
 pub fn read_with<T>(
     store: &dyn Store,

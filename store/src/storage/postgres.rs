@@ -28,7 +28,8 @@ use serde_json::Value;
 use super::codec::{Cell, Scalar};
 use super::sql::{self, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
 use super::{
-    exclusive_write, migrate, CounterOp, ReadWork, StepRules, Store, StoreError, Window, WriteWork,
+    exclusive_write, migrate, pooled, rolled_back_on_panic, CounterOp, ReadWork, StepRules, Store,
+    StoreError, Window, WriteWork,
 };
 use crate::query::{AggFn, TextMatch};
 use crate::schema::Schema;
@@ -600,10 +601,7 @@ impl PgStore {
         &self,
         f: impl FnOnce(&mut PgClient) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut client = self
-            .pool
-            .get()
-            .map_err(|e| backend(format!("no connection: {e}")))?;
+        let mut client = pooled(&self.pool)?;
         f(&mut client)
     }
 
@@ -624,14 +622,8 @@ impl PgStore {
                     let mut conn = Pg::new(client);
                     conn.execute_batch(begin)?;
                     conn.in_tx = true;
-                    // A panic in the work rolls back before it goes on:
-                    // no pooled connection keeps an open transaction.
-                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        f(&mut conn)
-                    }))
-                    .unwrap_or_else(|panic| {
+                    let result = rolled_back_on_panic(&mut conn, |conn| f(conn), |conn| {
                         let _ = conn.c.batch_execute("ROLLBACK");
-                        std::panic::resume_unwind(panic)
                     });
                     let outcome: Result<T, StoreError> = match result {
                         // The work went on past a conflict (an extension

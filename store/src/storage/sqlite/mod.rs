@@ -18,7 +18,8 @@ use serde_json::Value;
 use super::codec::{json_scalar, Cell, Scalar};
 use super::sql::{self, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
 use super::{
-    exclusive_write, migrate, CounterOp, ReadWork, StepRules, Store, StoreError, Window, WriteWork,
+    exclusive_write, migrate, pooled, rolled_back_on_panic, CounterOp, ReadWork, StepRules, Store,
+    StoreError, Window, WriteWork,
 };
 use crate::query::{AggFn, TextMatch};
 use crate::schema::Schema;
@@ -379,10 +380,7 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut conn = self
-            .pool
-            .get()
-            .map_err(|e| backend(format!("no connection: {e}")))?;
+        let mut conn = pooled(&self.pool)?;
         f(&mut conn)
     }
 
@@ -400,16 +398,13 @@ impl SqliteStore {
                     .map_err(map_sql_error)?;
                 // BEGIN, and COMMIT or ROLLBACK.
                 self.counts.statements.fetch_add(2, Ordering::Relaxed);
-                // A panic in the work rolls back before it goes on, so that
-                // no pooled connection keeps an open transaction (and the
-                // database's write lock) for whoever takes it next.
-                let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    f(&mut Sqlite(conn, &self.counts))
-                }));
-                let done = done.unwrap_or_else(|panic| {
-                    let _ = conn.execute_batch("ROLLBACK");
-                    std::panic::resume_unwind(panic)
-                });
+                let done = rolled_back_on_panic(
+                    conn,
+                    |conn| f(&mut Sqlite(conn, &self.counts)),
+                    |conn| {
+                        let _ = conn.execute_batch("ROLLBACK");
+                    },
+                );
                 match done {
                     Ok(value) => match conn.execute_batch("COMMIT") {
                         Ok(()) => Ok(value),
