@@ -416,7 +416,59 @@ fn seed(
     Ok(())
 }
 
-/// The ids of the members' policies.
+/// The last SDK minor whose libraries relied on the host for their
+/// members' rules on `recordings` and `video_likes`: a host before SDK 1.8
+/// seeded them at first start, and svc's migrations grant them itself
+/// since (`0009_member_grants`).
+pub const LAST_MINOR_WITH_SEEDED_MEMBER_RULES: u64 = 7;
+
+/// What a host before SDK 1.8 gave members on `recordings` and
+/// `video_likes` at first start, given once, per collection, to a database
+/// where a library of SDK 1.7 or earlier has made that collection, unless a
+/// members' policy has any rule on it already (an earlier host's, the
+/// extension's own, or an administrator's). Returns how many rules were
+/// made.
+pub fn grant_pre_1_8_member_rules(platform: &Platform) -> Result<usize, ItemsError> {
+    let mut granted = 0;
+    for collection in ["recordings", "video_likes"] {
+        if !platform.has_collection(collection) {
+            continue;
+        }
+        granted += grant_members_once(
+            platform,
+            &format!("pre_1_8_member_rules_{collection}"),
+            &[json!({"collection": {"_eq": collection}})],
+            |policy| pre_1_8_member_rules(policy, collection),
+        )?;
+    }
+    if granted > 0 {
+        platform.auth.invalidate();
+    }
+    Ok(granted)
+}
+
+/// The members' rules on `collection` a host before SDK 1.8 seeded.
+fn pre_1_8_member_rules(policy: &str, collection: &str) -> Vec<Value> {
+    let own = |field: &str| json!({ field: {"_eq": "$CURRENT_USER"} });
+    let all = json!(["*"]);
+    let writable = json!(MEMBER_RECORDING_FIELDS);
+    match collection {
+        "recordings" => vec![
+            json!({"policy": policy, "collection": "recordings", "action": "read", "permissions": own_or_public(), "fields": all}),
+            json!({"policy": policy, "collection": "recordings", "action": "create", "permissions": null, "fields": writable,
+                   "presets": {"user_created": "$CURRENT_USER"}}),
+            json!({"policy": policy, "collection": "recordings", "action": "update", "permissions": own("user_created"), "fields": writable}),
+            json!({"policy": policy, "collection": "recordings", "action": "delete", "permissions": own("user_created"), "fields": all}),
+        ],
+        _ => vec![
+            json!({"policy": policy, "collection": "video_likes", "action": "read", "permissions": own("user_id"), "fields": all}),
+            json!({"policy": policy, "collection": "video_likes", "action": "create", "permissions": own("user_id"), "fields": all,
+                   "presets": {"user_id": "$CURRENT_USER"}}),
+            json!({"policy": policy, "collection": "video_likes", "action": "delete", "permissions": own("user_id"), "fields": all}),
+        ],
+    }
+}
+
 /// Gives each members' policy, once (the platform's migration `step`), the
 /// rules `rules` makes for it, unless the policy has a rule matching
 /// `existing` (conditions besides the policy) already: such a policy keeps

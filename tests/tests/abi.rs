@@ -357,3 +357,88 @@ fn j_an_extension_that_panics_while_built_is_refused_with_the_reason() {
     );
     svc_serves(&host);
 }
+
+/// A library of SDK 1.7 relied on its host to seed the members' rules on
+/// `recordings` and `video_likes` (SDK 1.8 moved them into svc's own
+/// migrations): today's host gives them, once, on a fresh database, and an
+/// administrator's later change of them stands across restarts.
+#[test]
+fn a_library_of_sdk_1_7_keeps_the_member_rules_its_host_seeded() {
+    let host = Host::start(HostOptions::with(vec![fixture_library("sdk_1_7_members")]));
+    assert!(
+        host.log()
+            .contains("granted members the 14 rules on recordings and likes"),
+        "{}",
+        host.log()
+    );
+    host.user(Some("Viewer"), "v");
+    host.user(Some("Model"), "m");
+    let data = |r: &platform_tests::Resp, what: &str| {
+        assert_eq!(r.status, 200, "{what}: {}", r.body);
+        r.json()["data"].clone()
+    };
+
+    data(
+        &host.post(
+            "/members17/recordings",
+            Some("v"),
+            &json!({"title": "Mine"}),
+        ),
+        "a viewer's recording",
+    );
+    data(
+        &host.post("/members17/likes", Some("m"), &json!({"video_id": "x"})),
+        "a model's like",
+    );
+    let mine = data(
+        &host.get("/members17/recordings", Some("v")),
+        "own recordings",
+    );
+    assert_eq!(mine.as_array().map(Vec::len), Some(1), "{mine}");
+    assert_eq!(mine[0]["title"], "Mine");
+    let theirs = data(
+        &host.get("/members17/recordings", Some("m")),
+        "others' recordings",
+    );
+    assert_eq!(
+        theirs,
+        json!([]),
+        "a draft of another member is not readable"
+    );
+    let likes = data(&host.get("/members17/likes", Some("m")), "own likes");
+    assert_eq!(likes.as_array().map(Vec::len), Some(1), "{likes}");
+    assert_eq!(
+        data(&host.get("/members17/likes", Some("v")), "others' likes"),
+        json!([])
+    );
+
+    // An administrator takes the viewers' right to create recordings away;
+    // a restart does not give it back.
+    let viewer_policy = host.id_by_name("platform_policies", "Viewer");
+    let rule = host.admin_find(
+        "platform_permissions",
+        &json!({"policy": {"_eq": viewer_policy}, "collection": {"_eq": "recordings"}, "action": {"_eq": "create"}}),
+    );
+    assert_eq!(rule.len(), 1, "{rule:?}");
+    host.admin_delete("platform_permissions", &id_of(&rule[0]));
+    let dir = host.stop();
+    let host = Host::start(HostOptions {
+        data_dir: Some(dir),
+        ..HostOptions::with(vec![fixture_library("sdk_1_7_members")])
+    });
+    assert!(!host.log().contains("granted members"), "{}", host.log());
+    let r = host.post(
+        "/members17/recordings",
+        Some("v"),
+        &json!({"title": "Again"}),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    data(
+        &host.post(
+            "/members17/recordings",
+            Some("m"),
+            &json!({"title": "Model's"}),
+        ),
+        "a model keeps the right",
+    );
+}

@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::logger::ExtLogger;
 use super::services::ExtServices;
 use super::{LoadedExtension, ScheduleDef, When};
+use crate::bootstrap;
 use crate::permissions::MigrationGrants;
 use crate::platform::Platform;
 
@@ -138,6 +139,10 @@ fn summarize(e: &AbiInstabilityErrors) -> String {
 
 fn major(version: &str) -> Option<u64> {
     version.split('.').next()?.trim().parse().ok()
+}
+
+fn minor(version: &str) -> Option<u64> {
+    version.split('.').nth(1)?.trim().parse().ok()
 }
 
 /// Checks the SDK version in the library's header (the version of the
@@ -271,6 +276,23 @@ pub fn load(
             Err(e) => {
                 return Err(LoadError::Migration {
                     id: mid,
+                    detail: e.to_string(),
+                })
+            }
+        }
+    }
+
+    // What hosts of earlier minors did for their libraries, this one keeps
+    // doing for those libraries (docs/extensions.md, "Grants").
+    if minor(&sdk_version).is_some_and(|m| m <= bootstrap::LAST_MINOR_WITH_SEEDED_MEMBER_RULES) {
+        match bootstrap::grant_pre_1_8_member_rules(platform) {
+            Ok(0) => {}
+            Ok(n) => log::info!(
+                "[{id}] built against host-sdk {sdk_version}: granted members the {n} rules on recordings and likes a host of that SDK seeded"
+            ),
+            Err(e) => {
+                return Err(LoadError::Migration {
+                    id: "(the members' rules a host of SDK 1.7 seeded)".into(),
                     detail: e.to_string(),
                 })
             }
