@@ -61,8 +61,19 @@ pub use schemars;
 /// [`Route::response_type`], [`Route::query_type`]).
 pub use schemars::JsonSchema;
 
-/// The SDK version an extension is built against; travels in its manifest.
+/// The SDK version an extension is built against (this crate's version);
+/// travels in its manifest, for people to read. The facade's own additions
+/// bump it; the host does not compare its minor.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The version of the boundary itself (`abi/`): what a library's header
+/// carries and the host's loader compares. A library whose ABI minor is
+/// newer than the host's is refused (it may use entries the host has never
+/// heard of); an older one is served. It changes only when `abi/` does: a
+/// minor for fields appended to the root module, a major for a break
+/// (`tests/abi_version.rs` fails when `abi/` changes and it does not).
+/// Same major as [`SDK_VERSION`], and never a newer minor.
+pub const ABI_VERSION: &str = "1.8.0";
 
 /// Everything an extension module usually needs.
 pub mod prelude {

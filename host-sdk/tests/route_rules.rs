@@ -5,11 +5,13 @@
 mod common;
 
 use common::NoServices;
+use host_sdk::JsonSchema;
 use host_sdk::{Accountability, Extension, Request, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU32, Ordering};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct Note {
     title: String,
     #[serde(default)]
@@ -44,8 +46,18 @@ fn extension() -> Extension {
             ))
         })
         .authenticated_with("Sign in first");
+        // SDK 1.9: one type parses and documents the body.
+        r.patch_json("/typed/:n", |note: Note, req, _| {
+            TYPED_CALLS.fetch_add(1, Ordering::Relaxed);
+            Ok(Response::ok(
+                &json!({"n": req.param("n"), "title": note.title, "pinned": note.pinned}),
+            ))
+        });
     })
 }
+
+/// Calls of `PATCH /typed/:n` that reached its handler.
+static TYPED_CALLS: AtomicU32 = AtomicU32::new(0);
 
 fn send(method: &str, target: &str, body: &str, user: Option<&str>) -> (u16, Value) {
     let caller = user.map(|u| Accountability {
@@ -150,4 +162,36 @@ fn typed_reads_keep_the_reason_in_details() {
         send("PUT", "/notes/7", "", Some("u1")),
         (200, json!({"n": 7, "missing": null}))
     );
+}
+
+#[test]
+fn a_typed_route_parses_and_documents_its_body_with_one_type() {
+    assert_eq!(
+        send(
+            "PATCH",
+            "/typed/3",
+            r#"{"title": "a", "pinned": true}"#,
+            None
+        ),
+        (200, json!({"n": "3", "title": "a", "pinned": true}))
+    );
+    let reached = TYPED_CALLS.load(Ordering::Relaxed);
+    let (status, body) = send("PATCH", "/typed/3", r#"{"title": ["x"]}"#, None);
+    assert_eq!((status, &body["error"]), (400, &json!("Invalid JSON body")));
+    let details = body["details"].as_str().unwrap_or_default();
+    assert!(details.contains("expected a string"), "{details}");
+    let (status, body) = send("PATCH", "/typed/3", "not json", None);
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        TYPED_CALLS.load(Ordering::Relaxed),
+        reached,
+        "a body that is not a Note never reaches the handler"
+    );
+
+    // The OpenAPI document describes the body as the type it parses into.
+    let paths = extension().router().openapi_paths();
+    let schema =
+        &paths["/typed/{n}"]["patch"]["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(schema["properties"]["title"]["type"], "string", "{paths}");
+    assert_eq!(schema["required"], json!(["title"]), "{paths}");
 }

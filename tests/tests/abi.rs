@@ -5,7 +5,10 @@ use platform_tests::{fixture_library, id_of, library, str_of, Host, HostOptions,
 use serde_json::{json, Value};
 
 /// The host's SDK version (host-sdk's package version).
-const HOST_SDK: &str = "1.8.0";
+const HOST_SDK: &str = "1.9.0";
+/// The host's ABI version (`host_sdk::ABI_VERSION`), what the loader
+/// compares.
+const HOST_ABI: &str = "1.8.0";
 
 fn svc_serves(host: &Host) {
     let r = host.get("/svc/stats", None);
@@ -310,10 +313,10 @@ fn i_a_library_built_against_a_newer_minor_is_refused() {
     ]));
     let line = line_about(&host, "libsdk_newer_minor.so");
     assert!(line.contains("refused extension"), "{line}");
-    let minor = HOST_SDK.rsplit_once('.').map_or(HOST_SDK, |(m, _)| m);
+    let minor = HOST_ABI.rsplit_once('.').map_or(HOST_ABI, |(m, _)| m);
     let reason = format!(
-        "built against host-sdk 1.99.0, newer than this host's host-sdk {HOST_SDK}: \
-         rebuild the extension against host-sdk {minor} or earlier, or upgrade the host"
+        "built against host-sdk ABI 1.99.0, newer than this host's ABI {HOST_ABI}: \
+         rebuild the extension against a host-sdk of ABI {minor} or earlier, or upgrade the host"
     );
     assert!(line.contains(&reason), "{line}");
     // Refused from the header's version, before the layout check.

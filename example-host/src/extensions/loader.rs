@@ -25,11 +25,11 @@ pub enum LoadError {
     Open(String),
     #[error("no extension root module: the library exports no abi_stable root module ({0})")]
     NoRootModule(String),
-    #[error("ABI layout mismatch with this host's host-sdk {host}: {detail}")]
+    #[error("ABI layout mismatch with this host's ABI {host}: {detail}")]
     Layout { host: &'static str, detail: String },
     #[error("built against host-sdk {found}; this host supports host-sdk {supported}")]
     SdkVersion { found: String, supported: String },
-    #[error("built against host-sdk {found}, newer than this host's host-sdk {host}: rebuild the extension against host-sdk {host_minor} or earlier, or upgrade the host")]
+    #[error("built against host-sdk ABI {found}, newer than this host's ABI {host}: rebuild the extension against a host-sdk of ABI {host_minor} or earlier, or upgrade the host")]
     NewerSdk {
         found: String,
         host: &'static str,
@@ -171,7 +171,7 @@ fn check_header_version(header: &LibHeader) -> Result<(), LoadError> {
     if library.minor > host.minor {
         return Err(LoadError::NewerSdk {
             found,
-            host: host_sdk::SDK_VERSION,
+            host: host_sdk::ABI_VERSION,
             host_minor: format!("{}.{}", host.major, host.minor),
         });
     }
@@ -183,7 +183,7 @@ fn describe(e: LibraryError) -> LoadError {
         LibraryError::OpenError { err, .. } => LoadError::Open(err.to_string()),
         LibraryError::GetSymbolError { err, .. } => LoadError::NoRootModule(err.to_string()),
         LibraryError::AbiInstability(detail) => LoadError::Layout {
-            host: host_sdk::SDK_VERSION,
+            host: host_sdk::ABI_VERSION,
             detail: detail
                 .to_string()
                 .lines()
@@ -209,7 +209,7 @@ pub fn load(
     check_header_version(header)?;
     let Some(library_layout) = header.layout() else {
         return Err(LoadError::Layout {
-            host: host_sdk::SDK_VERSION,
+            host: host_sdk::ABI_VERSION,
             detail: "the library exports its root module without a layout to check".into(),
         });
     };
@@ -222,7 +222,7 @@ pub fn load(
         |e| {
             log::debug!("full layout report for {}:\n{e}", path.display());
             LoadError::Layout {
-                host: host_sdk::SDK_VERSION,
+                host: host_sdk::ABI_VERSION,
                 detail: summarize(&e),
             }
         },

@@ -54,9 +54,10 @@ pub fn extension() -> Extension {
             // POST /hello/notes — signed-in callers only (401 otherwise);
             // two writes, atomically (run again from the start if the
             // database asks: a conflict with another host).
-            r.post("/notes", |req, ctx| {
-                // 400 "Invalid JSON body", serde's reason in `details`.
-                let note: NewNote = req.body_as()?;
+            // The body is read into `NewNote` before the handler runs (400
+            // "Invalid JSON body", serde's reason in `details`, otherwise)
+            // and documented as `NewNote` in the OpenAPI document.
+            r.post_json("/notes", |note: NewNote, _req, ctx| {
                 let id = ctx.retryable_transaction(|tx| {
                     let id = tx
                         .as_admin()
@@ -69,8 +70,6 @@ pub fn extension() -> Extension {
                 Ok(Response::created(&json!({"id": id})))
             })
             .authenticated()
-            // The OpenAPI document's body and answer, from the types.
-            .body_type::<NewNote>()
             .response(201, "{id} of the new note");
         })
         // Inside the writing transaction: refuse, or write with the write.

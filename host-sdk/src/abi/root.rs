@@ -3,7 +3,6 @@
 use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
-    package_version_strings,
     sabi_types::VersionStrings,
     std_types::{RArc, RResult, RStr, RString, RVec},
     StableAbi,
@@ -101,5 +100,7 @@ impl RootModule for ExtensionModuleRef {
     declare_root_module_statics! {ExtensionModuleRef}
     const BASE_NAME: &'static str = "extension";
     const NAME: &'static str = "extension";
-    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+    // The boundary's version, not the crate's: a facade-only release does
+    // not make its libraries look newer to older hosts.
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new(crate::ABI_VERSION);
 }
