@@ -493,6 +493,116 @@ mod tests {
         assert_eq!(anyone().on("nothing").get("/whoami").status, 404);
     }
 
+    /// An extension built on `base`'s shelves: pins refer to a shelf (a
+    /// delete of a shelf with pins is refused by the reference rule), and
+    /// before-write hooks on shelves: a name is trimmed and upper-cased,
+    /// `forbidden` is refused, and a shelf about to be deleted loses its
+    /// pins first, inside the delete's transaction.
+    fn pins() -> host_sdk::Extension {
+        use host_sdk::schema::OnDelete;
+        host_sdk::Extension::new("pins", "Pins", "1.0.0")
+            .migration(
+                "0001_pins",
+                vec![Collection::new("pins")
+                    .field(Field::reference_with("shelf", "shelves", OnDelete::Refuse))
+                    .build()],
+            )
+            .before_write_in(&["shelves"], |write, ctx| {
+                match write.kind {
+                    EventKind::Create | EventKind::Update => {
+                        let name = write.payload["name"].as_str().unwrap_or_default();
+                        if name == "forbidden" {
+                            return Err(
+                                ApiError::bad_request("That name is taken by policy").into()
+                            );
+                        }
+                        write.payload["name"] = json!(name.trim().to_uppercase());
+                    }
+                    EventKind::Delete => {
+                        let admin = ctx.as_admin();
+                        for key in &write.keys {
+                            let filter = json!({"shelf": {"_eq": key}});
+                            for pin in admin.read_by_query("pins", &Query::new().filter(filter))? {
+                                admin.delete_one("pins", pin["id"].as_str().unwrap_or_default())?;
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            })
+    }
+
+    #[test]
+    fn before_write_hooks_change_refuse_and_clear_the_way_of_a_write() {
+        let host = TestHost::start_all(vec![base(), pins()]).expect("start");
+        let admin = |work: &dyn Fn(&host_sdk::Items<'_>) -> Result<Value, host_sdk::ItemsError>| {
+            host.context(None, |ctx| work(&ctx.as_admin()))
+        };
+
+        // The payload as the hook changed it is what is written.
+        let shelf = admin(&|items| {
+            items
+                .create_one("shelves", &json!({"name": " top "}))
+                .map(Value::from)
+        })
+        .expect("a shelf");
+        let shelf = shelf.as_str().unwrap_or_default().to_string();
+        let stored = admin(&|items| {
+            items
+                .read_one("shelves", &shelf)
+                .map(|r| r.unwrap_or(Value::Null))
+        })
+        .expect("read back");
+        assert_eq!(stored["name"], "TOP");
+        admin(&|items| {
+            items
+                .update_one("shelves", &shelf, &json!({"name": "middle"}))
+                .map(Value::from)
+        })
+        .expect("an update");
+        let stored = admin(&|items| {
+            items
+                .read_one("shelves", &shelf)
+                .map(|r| r.unwrap_or(Value::Null))
+        })
+        .expect("read back");
+        assert_eq!(stored["name"], "MIDDLE");
+
+        // A refusal is the writer's error, and nothing is written.
+        let refused = admin(&|items| {
+            items
+                .create_one("shelves", &json!({"name": "forbidden"}))
+                .map(Value::from)
+        });
+        assert_eq!(
+            refused.err().map(|e| e.to_string()),
+            Some("That name is taken by policy".to_string())
+        );
+        assert_eq!(
+            admin(&|items| items.count("shelves", None).map(Value::from)).ok(),
+            Some(json!(1))
+        );
+
+        // The reference rule would refuse the delete of a shelf with pins:
+        // the hook deletes them first, in the same transaction.
+        admin(&|items| {
+            items
+                .create_one("pins", &json!({"shelf": shelf}))
+                .map(Value::from)
+        })
+        .expect("a pin");
+        admin(&|items| items.delete_one("shelves", &shelf).map(|_| Value::Null))
+            .expect("the delete");
+        assert_eq!(
+            admin(&|items| items.count("pins", None).map(Value::from)).ok(),
+            Some(json!(0))
+        );
+        assert_eq!(
+            admin(&|items| items.count("shelves", None).map(Value::from)).ok(),
+            Some(json!(0))
+        );
+    }
+
     #[test]
     fn no_extension_is_a_clear_error() {
         let err = TestHost::start_all(Vec::new()).err().expect("refused");

@@ -13,9 +13,11 @@ pub use crate::items::Services;
 use crate::context::{Accountability, Context};
 use crate::error::ApiError;
 use crate::error::ItemsError;
-use crate::events::{ItemEvent, RawItemEvent};
+use crate::events::{ItemEvent, PendingWrite, RawItemEvent};
 use crate::extension::{Extension, Schedule};
-use crate::hooks::{panic_text, run_after_commit, run_before_commit, EventText, EventViews};
+use crate::hooks::{
+    panic_text, run_after_commit, run_before_commit, run_before_write, EventText, EventViews,
+};
 use crate::http::{Request, Response, SharedResponse};
 
 impl Extension {
@@ -125,6 +127,24 @@ impl Extension {
             return Ok(());
         }
         self.run_before_commit(&EventViews::of_text(event.clone()), services)
+    }
+
+    /// Runs the before-write hooks on one write about to be made (SDK
+    /// 1.9); `services` must be bound to the writing transaction.
+    /// `Ok(true)` when they changed `write.payload`; an error refuses the
+    /// write.
+    pub fn before_write_direct(
+        &self,
+        write: &mut PendingWrite,
+        services: &dyn Services,
+    ) -> Result<bool, ItemsError> {
+        if self.before_write.is_empty() {
+            return Ok(false);
+        }
+        let given = write.payload.clone();
+        let ctx = Context::new(write.accountability.clone(), services);
+        run_before_write(self, write, &ctx)?;
+        Ok(write.payload != given)
     }
 
     fn run_before_commit(

@@ -6,7 +6,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use abi_stable::prefix_type::PrefixTypeTrait;
-use abi_stable::std_types::{RArc, RErr, ROk, RResult, RStr, RString, RVec};
+use abi_stable::std_types::{RArc, RErr, ROk, ROption, RResult, RStr, RString, RVec};
 use once_cell::sync::OnceCell;
 
 use crate::abi::{
@@ -18,7 +18,7 @@ use crate::context::{Accountability, Context};
 use crate::error::ApiError;
 use crate::events::RawItemEvent;
 use crate::extension::{Extension, Schedule};
-use crate::hooks::{panic_text, run_after_commit, run_before_commit, EventViews};
+use crate::hooks::{panic_text, run_after_commit, run_before_commit, run_before_write, EventViews};
 use crate::http::{Request, Response, SharedResponse};
 
 /// The extension of this library (one per cdylib: each has its own statics).
@@ -53,6 +53,8 @@ pub fn root_module(build: fn() -> Extension) -> ExtensionModuleRef {
         before_commit_interest,
         before_commit,
         body_rule,
+        before_write_interest,
+        before_write,
     }
     .leak_into_prefix()
 }
@@ -281,6 +283,34 @@ extern "C" fn before_commit(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResu
     }));
     match outcome {
         Ok(Ok(())) => ROk(()),
+        Ok(Err(e)) => RErr(e.into_ffi()),
+        Err(p) => RErr(ffi_error(
+            "PANIC",
+            format!("hook panicked: {}", panic_text(&*p)),
+        )),
+    }
+}
+
+extern "C" fn before_write_interest() -> FfiEventInterest {
+    ffi_interest(|| extension().before_write_collections())
+}
+
+extern "C" fn before_write(
+    write: &FfiItemEvent,
+    ctx: &FfiContext<'_>,
+) -> RResult<ROption<RString>, FfiError> {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let ext = extension();
+        let Some(raw) = RawItemEvent::from_ffi(write) else {
+            return Ok::<_, crate::ItemsError>(None);
+        };
+        let mut pending = raw.pending();
+        let given = pending.payload.clone();
+        run_before_write(ext, &mut pending, &context(ctx))?;
+        Ok((pending.payload != given).then(|| pending.payload.to_string()))
+    }));
+    match outcome {
+        Ok(Ok(changed)) => ROk(changed.map(RString::from).into()),
         Ok(Err(e)) => RErr(e.into_ffi()),
         Err(p) => RErr(ffi_error(
             "PANIC",

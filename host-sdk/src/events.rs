@@ -41,6 +41,27 @@ pub struct ItemEvent {
     pub accountability: Option<Accountability>,
 }
 
+/// A write about to be made (SDK 1.9), as a before-write hook
+/// ([`crate::Extension::before_write`]) sees it: inside the writing
+/// transaction, before the platform's reference rules and the write
+/// itself. The hook may change `payload` (creates and updates) or refuse
+/// the write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingWrite {
+    /// What is about to happen.
+    pub kind: EventKind,
+    /// The collection about to be written.
+    pub collection: String,
+    /// The key of the item updated or deleted; empty for a create.
+    pub keys: Vec<String>,
+    /// The object a create or an update will write, without the
+    /// collection's secrets (which the write keeps as given); the keys for
+    /// a delete, where changing it changes nothing.
+    pub payload: Value,
+    /// Who writes; `None` for anonymous callers and the host itself.
+    pub accountability: Option<Accountability>,
+}
+
 impl ItemEvent {
     /// The record before the write with this key.
     pub fn before_of(&self, key: &str) -> Option<&Value> {
@@ -122,6 +143,18 @@ impl<'a> RawItemEvent<'a> {
             payload,
             before,
             after,
+        }
+    }
+
+    /// The write about to be made that this event describes (a
+    /// before-write hook's view): its payload parsed.
+    pub(crate) fn pending(&self) -> PendingWrite {
+        PendingWrite {
+            kind: self.kind,
+            collection: self.collection.to_string(),
+            keys: self.keys.clone(),
+            payload: serde_json::from_str(self.payload).unwrap_or(Value::Null),
+            accountability: self.accountability.clone(),
         }
     }
 

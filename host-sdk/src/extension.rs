@@ -5,12 +5,27 @@ use std::time::Duration;
 
 use crate::context::Context;
 use crate::error::BoxError;
-use crate::events::{ItemEvent, RawItemEvent};
+use crate::events::{ItemEvent, PendingWrite, RawItemEvent};
 use crate::router::Router;
 use crate::schema::Step;
 
 type ParsedHook = dyn Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync;
 type RawHook = dyn Fn(&RawItemEvent<'_>, &Context<'_>) -> Result<(), BoxError> + Send + Sync;
+type WriteHookFn = dyn Fn(&mut PendingWrite, &Context<'_>) -> Result<(), BoxError> + Send + Sync;
+
+/// A before-write hook and the collections it watches (`None`: all).
+pub(crate) struct WriteHook {
+    pub collections: Option<Vec<String>>,
+    pub run: Box<WriteHookFn>,
+}
+
+impl WriteHook {
+    pub fn wants(&self, collection: &str) -> bool {
+        self.collections
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|c| c == collection))
+    }
+}
 
 /// What a hook is: a function of the parsed event, or of its text.
 pub(crate) enum HookFn {
@@ -76,6 +91,8 @@ pub struct Extension {
     pub(crate) hooks: Vec<Hook>,
     /// Hooks run inside the writing transaction, before its commit.
     pub(crate) before_commit: Vec<Hook>,
+    /// Hooks run inside the writing transaction, before the write (1.9).
+    pub(crate) before_write: Vec<WriteHook>,
     pub(crate) schedules: Vec<ScheduledJob>,
     pub(crate) init: Option<Job>,
 }
@@ -91,6 +108,7 @@ impl Extension {
             router: Router::new(),
             hooks: Vec::new(),
             before_commit: Vec::new(),
+            before_write: Vec::new(),
             schedules: Vec::new(),
             init: None,
         }
@@ -205,6 +223,63 @@ impl Extension {
             run: HookFn::Raw(Box::new(hook)),
         });
         self
+    }
+
+    /// Registers a hook run **before** every write, inside its transaction
+    /// (SDK 1.9; Directus's `filter` hooks on `items.create`,
+    /// `items.update` and `items.delete`). It runs after the writer's
+    /// permission to touch the item is checked and before anything else:
+    /// before the payload is checked against the collection and the
+    /// writer's field rules, before the platform's reference rules, before
+    /// the write, its in-transaction hooks and the commit.
+    ///
+    /// The hook may change [`PendingWrite::payload`] of a create or an
+    /// update (the write then takes the changed one, checked as the
+    /// writer's own), write through the [`Context`], whose services are
+    /// bound to the writing transaction (deleting what refers to an item
+    /// about to be deleted, say), or refuse the write by returning an
+    /// error, mapped as for [`Extension::before_commit`]: the whole
+    /// transaction rolls back, its own writes with it. Hooks run in
+    /// registration order, extensions in load order, each seeing the
+    /// payload as the previous one left it.
+    pub fn before_write<H>(mut self, hook: H) -> Self
+    where
+        H: Fn(&mut PendingWrite, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.before_write.push(WriteHook {
+            collections: None,
+            run: Box::new(hook),
+        });
+        self
+    }
+
+    /// [`Extension::before_write`] for the writes of some collections only;
+    /// the host then spends nothing on the writes of other collections.
+    pub fn before_write_in<H, S>(mut self, collections: &[S], hook: H) -> Self
+    where
+        H: Fn(&mut PendingWrite, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+        S: AsRef<str>,
+    {
+        self.before_write.push(WriteHook {
+            collections: named(collections),
+            run: Box::new(hook),
+        });
+        self
+    }
+
+    /// The collections whose writes some before-write hook watches:
+    /// `None` when one watches them all; empty when there are none.
+    pub fn before_write_collections(&self) -> Option<Vec<String>> {
+        let mut all = Vec::new();
+        for hook in &self.before_write {
+            match &hook.collections {
+                None => return None,
+                Some(list) => all.extend(list.iter().cloned()),
+            }
+        }
+        all.sort();
+        all.dedup();
+        Some(all)
     }
 
     /// The collections whose events some after-commit hook wants: `None`

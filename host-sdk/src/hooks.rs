@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::context::Context;
 use crate::error::{ApiError, BoxError, ItemsError};
-use crate::events::{ItemEvent, RawItemEvent};
+use crate::events::{ItemEvent, PendingWrite, RawItemEvent};
 use crate::extension::{Extension, Hook, HookFn};
 
 /// One event as the hooks are given it: the host's text, and the trees
@@ -126,6 +126,31 @@ pub(crate) fn run_before_commit(
             .filter(|h| h.wants(event.collection()))
         {
             hook.call(event, ctx).map_err(refusal)?;
+        }
+        Ok(())
+    }));
+    outcome.unwrap_or_else(|p| {
+        Err(ItemsError::Other {
+            code: "PANIC".into(),
+            message: format!("hook panicked: {}", panic_text(&*p)),
+        })
+    })
+}
+
+/// Runs, in registration order, every before-write hook watching the
+/// write's collection, each on the write as the previous one left it. The
+/// first error (or panic) stops them and is the refusal of the write.
+pub(crate) fn run_before_write(
+    ext: &Extension,
+    write: &mut PendingWrite,
+    ctx: &Context<'_>,
+) -> Result<(), ItemsError> {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // The collection is the write's own: a hook cannot move it.
+        let collection = write.collection.clone();
+        for hook in ext.before_write.iter().filter(|h| h.wants(&collection)) {
+            (hook.run)(write, ctx).map_err(refusal)?;
+            write.collection.clone_from(&collection);
         }
         Ok(())
     }));

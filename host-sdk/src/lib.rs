@@ -47,7 +47,7 @@ pub mod schema;
 
 pub use context::{Accountability, Context};
 pub use error::{ApiError, BoxError, ItemsError};
-pub use events::{EventKind, ItemEvent, RawItemEvent};
+pub use events::{EventKind, ItemEvent, PendingWrite, RawItemEvent};
 pub use extension::{Extension, Schedule};
 pub use http::{Request, Response, SharedBody, SharedResponse};
 pub use items::{Access, Items, Query};
@@ -73,14 +73,14 @@ pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// minor for fields appended to the root module, a major for a break
 /// (`tests/abi_version.rs` fails when `abi/` changes and it does not).
 /// Same major as [`SDK_VERSION`], and never a newer minor.
-pub const ABI_VERSION: &str = "1.8.0";
+pub const ABI_VERSION: &str = "1.9.0";
 
 /// Everything an extension module usually needs.
 pub mod prelude {
     pub use crate::{
         schema, Access, Accountability, ApiError, BoxError, Context, EventKind, Extension,
-        ItemEvent, Items, ItemsError, Memo, Query, RawItemEvent, Request, Response, Router,
-        Schedule,
+        ItemEvent, Items, ItemsError, Memo, PendingWrite, Query, RawItemEvent, Request, Response,
+        Router, Schedule,
     };
 }
 

@@ -13,10 +13,16 @@ use host_sdk::{ABI_VERSION, SDK_VERSION};
 use sha2::{Digest, Sha256};
 
 /// The fingerprint of `src/abi/` as each ABI version has it.
-const RELEASED: &[(&str, &str)] = &[(
-    "1.8.0",
-    "9e466c54179431b265918fe50e6d754477f4230136800f6d883d29ee0d6c4c34",
-)];
+const RELEASED: &[(&str, &str)] = &[
+    (
+        "1.8.0",
+        "9e466c54179431b265918fe50e6d754477f4230136800f6d883d29ee0d6c4c34",
+    ),
+    (
+        "1.9.0",
+        "e3f33120ebc545f6031306a2d1cf7f8987069ac05144c509a08c22a0fa22996a",
+    ),
+];
 
 /// `src/abi/*.rs` without comments and whitespace, hashed.
 fn fingerprint() -> String {

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 const HOST_SDK: &str = "1.9.0";
 /// The host's ABI version (`host_sdk::ABI_VERSION`), what the loader
 /// compares.
-const HOST_ABI: &str = "1.8.0";
+const HOST_ABI: &str = "1.9.0";
 
 fn svc_serves(host: &Host) {
     let r = host.get("/svc/stats", None);

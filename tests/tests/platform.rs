@@ -1101,6 +1101,52 @@ fn a_reference_declared_refuse_keeps_its_item_until_released() {
     host.admin_delete("videos", &video);
 }
 
+/// Before-write hooks of a loaded library (SDK 1.9, through the ABI) run
+/// inside the write's transaction, before the reference rules: the
+/// fixture's change the payload of a video, refuse one, and delete the
+/// pins of a `cascade-` video so that its delete, which the reference rule
+/// would refuse, goes through (docs/extensions.md, "The order of a write").
+#[test]
+fn before_write_hooks_of_a_library_change_refuse_and_cascade() {
+    let host = Host::start(HostOptions::svc_and_fixture());
+    let loud = host.admin_create("videos", &json!({"slug": "loud", "title": "shout: hello"}));
+    assert_eq!(loud["title"], "HELLO", "{loud}");
+    let id = loud["id"].as_str().expect("id").to_string();
+    host.admin_patch("videos", &id, &json!({"title": "shout: again"}));
+    assert_eq!(host.admin_item("videos", &id)["title"], "AGAIN");
+
+    let r = host.post(
+        "/items/videos",
+        Some(ADMIN_TOKEN),
+        &json!({"slug": "refuse-me", "title": "R"}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.body
+            .contains("the slug refuse-me is refused before the write"),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        host.admin_count("videos", Some(&json!({"slug": {"_eq": "refuse-me"}}))),
+        0
+    );
+
+    let video = host.admin_create("videos", &json!({"slug": "cascade-1", "title": "C"}));
+    let video = video["id"].as_str().expect("id").to_string();
+    host.admin_create("fixture_pins", &json!({ "video": video }));
+    host.admin_create("fixture_pins", &json!({ "video": video }));
+    let r = host.delete(&format!("/items/videos/{video}"), Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_eq!(host.admin_count("fixture_pins", None), 0);
+    assert_eq!(
+        host.get(&format!("/items/videos/{video}"), Some(ADMIN_TOKEN))
+            .status,
+        404,
+        "gone"
+    );
+}
+
 /// A write by another process (another host on the same database file,
 /// `schedule run`, an operator's SQL) reaches the token and permission
 /// caches at the next request, not at the next restart.

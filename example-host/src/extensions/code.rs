@@ -189,6 +189,45 @@ impl Code {
         }
     }
 
+    /// Runs the extension's before-write hooks on a write about to be
+    /// made (`event` without before and after records); `services` are
+    /// bound to the writing transaction. `Ok(Some(payload))` when the
+    /// hooks changed the payload; `Err((code, message))` refuses it.
+    pub fn before_write(
+        &self,
+        services: &ExtServices<'_>,
+        event: &ItemEvent,
+    ) -> Result<Option<String>, (String, String)> {
+        match self {
+            Code::Library(module) => {
+                // The loader only records interest when both fields exist.
+                let Some(before_write) = module.before_write() else {
+                    return Ok(None);
+                };
+                let ctx = services.context();
+                before_write(&ffi_event(event), &ctx)
+                    .into_result()
+                    .map(|changed| changed.into_option().map(RString::into_string))
+                    .map_err(|e| (e.code.into_string(), e.message.into_string()))
+            }
+            Code::Linked(ext) => {
+                let raw = facade_event(event);
+                let mut write = host_sdk::PendingWrite {
+                    kind: raw.kind,
+                    collection: event.collection.clone(),
+                    keys: event.keys.clone(),
+                    payload: serde_json::from_str(&event.payload).unwrap_or_default(),
+                    accountability: raw.accountability.clone(),
+                };
+                match ext.before_write_direct(&mut write, services) {
+                    Ok(true) => Ok(Some(write.payload.to_string())),
+                    Ok(false) => Ok(None),
+                    Err(e) => Err((e.code().to_string(), e.to_string())),
+                }
+            }
+        }
+    }
+
     pub fn run_schedule(&self, services: &ExtServices<'_>, name: &str) -> Result<(), String> {
         match self {
             Code::Library(module) => {

@@ -61,6 +61,7 @@ impl Registry {
         self.extensions.push(LoadedExtension {
             interest: super::Interest::from_list(ext.event_collections()),
             before_commit: super::Interest::from_list(ext.before_commit_collections()),
+            before_write: super::Interest::from_list(ext.before_write_collections()),
             id,
             name: ext.name().to_string(),
             version: ext.version().to_string(),

@@ -351,9 +351,17 @@ pub fn load(
         _ => super::Interest::none(),
     };
 
+    // 1.9: the writes its before-write hooks watch; earlier libraries have
+    // no such hooks.
+    let before_write = match (module.before_write_interest(), module.before_write()) {
+        (Some(f), Some(_)) => super::Interest::from_ffi(f()),
+        _ => super::Interest::none(),
+    };
+
     Ok(LoadedExtension {
         interest,
         before_commit,
+        before_write,
         id,
         name: manifest.name.to_string(),
         version: manifest.version.to_string(),

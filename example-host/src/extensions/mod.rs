@@ -81,6 +81,8 @@ pub struct LoadedExtension {
     pub interest: Interest,
     /// The collections whose writes its in-transaction hooks watch.
     pub before_commit: Interest,
+    /// The collections whose writes its before-write hooks watch (1.9).
+    pub before_write: Interest,
     pub id: String,
     pub name: String,
     pub version: String,
@@ -262,6 +264,59 @@ impl EventSink for Registry {
         }
         BEFORE_COMMIT_DEPTH.with(|d| d.set(depth));
         outcome
+    }
+
+    fn wants_before_write(&self, collection: &str) -> bool {
+        self.extensions
+            .iter()
+            .any(|e| e.before_write.wants(collection))
+    }
+
+    fn before_write(
+        &self,
+        platform: &Platform,
+        conn: &mut dyn Writer,
+        events: &mut Vec<ItemEvent>,
+        write: &ItemEvent,
+    ) -> Result<Option<String>, ItemsError> {
+        // Hooks' own writes run hooks too: bounded as in-transaction ones.
+        let depth = BEFORE_COMMIT_DEPTH.with(Cell::get);
+        if depth >= MAX_BEFORE_COMMIT_DEPTH {
+            return Err(ItemsError::Internal(format!(
+                "hooks nested {depth} deep on {} {} (a hook's write keeps triggering hooks)",
+                write.kind.name(),
+                write.collection
+            )));
+        }
+        BEFORE_COMMIT_DEPTH.with(|d| d.set(depth + 1));
+        let mut current = write.clone();
+        let mut changed = None;
+        let mut outcome = Ok(());
+        for ext in self
+            .extensions
+            .iter()
+            .filter(|e| e.before_write.wants(&write.collection))
+        {
+            let services = ExtServices::bound(
+                platform,
+                write.accountability.clone(),
+                &mut *conn,
+                &mut *events,
+            );
+            match ext.code.before_write(&services, &current) {
+                Ok(Some(payload)) => {
+                    current.payload = payload.as_str().into();
+                    changed = Some(payload);
+                }
+                Ok(None) => {}
+                Err((code, message)) => {
+                    outcome = Err(refusal(&ext.id, &current, &code, message));
+                    break;
+                }
+            }
+        }
+        BEFORE_COMMIT_DEPTH.with(|d| d.set(depth));
+        outcome.map(|()| changed)
     }
 
     fn dispatch(&self, platform: &Platform, events: Vec<ItemEvent>) {

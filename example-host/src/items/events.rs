@@ -58,6 +58,19 @@ pub trait EventSink: Send + Sync {
         events: &mut Vec<ItemEvent>,
         event: &ItemEvent,
     ) -> Result<(), ItemsError>;
+    /// Whether a before-write hook watches the writes of this collection.
+    fn wants_before_write(&self, collection: &str) -> bool;
+    /// Runs the before-write hooks on a write about to be made on `conn`
+    /// (`write` has no before and after records); what they write goes
+    /// through `conn` too, and their events join `events`. `Ok(Some(p))`:
+    /// the payload the hooks changed it to. An error refuses the write.
+    fn before_write(
+        &self,
+        platform: &Platform,
+        conn: &mut dyn Writer,
+        events: &mut Vec<ItemEvent>,
+        write: &ItemEvent,
+    ) -> Result<Option<String>, ItemsError>;
 }
 
 impl Platform {
@@ -96,6 +109,30 @@ impl Platform {
         }
         events.insert(at, event);
         Ok(())
+    }
+
+    /// Whether a before-write hook watches writes to `collection`.
+    pub(super) fn wants_before_write(&self, collection: &str) -> bool {
+        self.events
+            .get()
+            .is_some_and(|sink| sink.wants_before_write(collection))
+    }
+
+    /// Runs the before-write hooks on a write about to be made on `conn`
+    /// (docs/extensions.md, "The order of a write"); `Ok(Some(payload))`
+    /// when they changed the payload. An error refuses the write.
+    pub(super) fn before_write(
+        &self,
+        conn: &mut dyn Writer,
+        events: &mut Vec<ItemEvent>,
+        write: ItemEvent,
+    ) -> Result<Option<String>, ItemsError> {
+        match self.events.get() {
+            Some(sink) if sink.wants_before_write(&write.collection) => {
+                sink.before_write(self, conn, events, &write)
+            }
+            _ => Ok(None),
+        }
     }
 
     /// Delivers events of a committed write.

@@ -7,12 +7,20 @@
 //! checked and stored as text ([`values::json_document`]), and the item
 //! event carries the payload and the records as text. Only the small
 //! members (strings, numbers) are parsed.
+//!
+//! The order of a write (docs/extensions.md, "The order of a write"): the
+//! writer's grant on the collection (and, for an update or a delete, on the
+//! item); the before-write hooks of extensions, which may change the
+//! payload or refuse; the payload checked against the collection and the
+//! writer's field rules; the reference rules; the write; the
+//! in-transaction hooks; the commit; the after-commit hooks.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
 
-use super::references::check_references;
+use super::references::{check_references, ReferenceScopes};
 use super::*;
 use crate::schema::{Field, FieldType};
 use crate::storage::codec::{self, Scalar};
@@ -34,6 +42,24 @@ impl<'a> Payload<'a> {
             ));
         }
         serde_json::from_str(text).map(Self).map_err(invalid_json)
+    }
+
+    /// The payload a before-write hook changed `reported` to (`changed`, a
+    /// JSON object), with this payload's secrets, which the hook did not
+    /// see, kept as given.
+    fn changed_by_hooks(&self, collection: &str, changed: &str) -> Result<String, ItemsError> {
+        let mut members: BTreeMap<String, Box<RawValue>> =
+            serde_json::from_str(changed).map_err(|e| {
+                ItemsError::Internal(format!(
+                    "a before-write hook's payload is not an object: {e}"
+                ))
+            })?;
+        for (name, raw) in &self.0 {
+            if is_secret(collection, name) {
+                members.insert(name.clone(), (*raw).to_owned());
+            }
+        }
+        serde_json::to_string(&members).map_err(|e| ItemsError::Internal(e.to_string()))
     }
 
     /// The payload as hooks see it: the members as given, without the
@@ -146,42 +172,81 @@ impl Platform {
             .map(|item| self.build_create(who, &def, grant.as_ref(), item).map(Some))
             .collect::<Result<Vec<_>, _>>()?;
         let scopes = self.reference_scopes(who, &def, items.iter().flat_map(|i| i.0.keys()))?;
-        let wanted = self.wants_events(&def.name);
+        let filtered = self.wants_before_write(&def.name);
         self.run_write(session, |conn, events| {
             let mut keys = Vec::with_capacity(rows.len());
-            let schema = self.store.schema();
             for (row, item) in rows.iter_mut().zip(&items) {
-                let row = match row.take() {
-                    Some(row) => row,
-                    None => self.build_create(who, &def, grant.as_ref(), item)?,
+                let changed = if filtered {
+                    let write = pending(
+                        who,
+                        EventKind::Create,
+                        &def,
+                        Vec::new(),
+                        item.reported(&def.name),
+                    );
+                    self.before_write(conn, events, write)?
+                } else {
+                    None
                 };
-                check_references(&schema, conn, &def, &row, &scopes)?;
-                conn.insert(&def, &row)?;
-                let key = match row.get("id") {
-                    Some(Scalar::Text(key)) => key.clone(),
-                    _ => String::new(),
+                let key = match changed {
+                    None => {
+                        let row = match row.take() {
+                            Some(row) => row,
+                            None => self.build_create(who, &def, grant.as_ref(), item)?,
+                        };
+                        self.insert_created(conn, events, who, &def, row, &scopes, item)?
+                    }
+                    Some(changed) => {
+                        let text = item.changed_by_hooks(&def.name, &changed)?;
+                        let item = Payload::parse(&text)?;
+                        let row = self.build_create(who, &def, grant.as_ref(), &item)?;
+                        let scopes = self.reference_scopes(who, &def, item.0.keys())?;
+                        self.insert_created(conn, events, who, &def, row, &scopes, &item)?
+                    }
                 };
-                if wanted {
-                    let after = format!("[{}]", public_json(&def, &row));
-                    drop(row);
-                    self.record_event(
-                        conn,
-                        events,
-                        ItemEvent {
-                            kind: EventKind::Create,
-                            collection: def.name.clone(),
-                            keys: vec![key.clone()],
-                            payload: item.reported(&def.name).into(),
-                            before: None,
-                            after: Some(after.into()),
-                            accountability: who.accountability.clone(),
-                        },
-                    )?;
-                }
                 keys.push(key);
             }
             Ok(keys)
         })
+    }
+
+    /// Inserts one checked row of a create (its references checked first)
+    /// and records its event; the new key.
+    #[allow(clippy::too_many_arguments)]
+    fn insert_created(
+        &self,
+        conn: &mut dyn Writer,
+        events: &mut Vec<ItemEvent>,
+        who: &Who,
+        def: &CollectionDef,
+        row: Columns,
+        scopes: &ReferenceScopes,
+        item: &Payload<'_>,
+    ) -> Result<String, ItemsError> {
+        check_references(&self.store.schema(), conn, def, &row, scopes)?;
+        conn.insert(def, &row)?;
+        let key = match row.get("id") {
+            Some(Scalar::Text(key)) => key.clone(),
+            _ => String::new(),
+        };
+        if self.wants_events(&def.name) {
+            let after = format!("[{}]", public_json(def, &row));
+            drop(row);
+            self.record_event(
+                conn,
+                events,
+                ItemEvent {
+                    kind: EventKind::Create,
+                    collection: def.name.clone(),
+                    keys: vec![key.clone()],
+                    payload: item.reported(&def.name).into(),
+                    before: None,
+                    after: Some(after.into()),
+                    accountability: who.accountability.clone(),
+                },
+            )?;
+        }
+        Ok(key)
     }
 
     /// The values to insert, from a create payload.
@@ -327,55 +392,50 @@ impl Platform {
         let grant = self.grant(who, collection, Action::Update)?;
         let payload = Payload::parse(data)?;
         let admin = who.is_admin();
-        let mut changes = Columns::new();
-        // Hashed last, as on create.
-        let mut secrets = Vec::new();
-        for (name, raw) in &payload.0 {
-            let field = known_field(&def, name)?;
-            if name == "id" {
-                if serde_json::from_str::<&str>(raw.get()).ok() == Some(key) {
-                    continue;
-                }
-                return Err(ItemsError::InvalidPayload(
-                    "the key of an item cannot change".into(),
-                ));
-            }
-            if !admin && matches!(name.as_str(), "date_created" | "user_created") {
-                continue;
-            }
-            if grant.as_ref().is_some_and(|g| !g.allows_field(name)) {
-                return Err(ItemsError::forbidden());
-            }
-            if is_secret(&def.name, name) {
-                secrets.push((name, field, *raw));
-                continue;
-            }
-            let value = self.column_value(&def, field, raw)?;
-            if !field.nullable && value == Scalar::Null {
-                return Err(ItemsError::InvalidPayload(format!(
-                    "\"{name}\" is required"
-                )));
-            }
-            changes.insert(name.clone(), value);
-        }
-        for (name, field, raw) in secrets {
-            changes.insert(name.clone(), self.column_value(&def, field, raw)?);
-        }
-        if def.has("date_updated") && !changes.contains_key("date_updated") {
-            changes.insert("date_updated".into(), Scalar::Text(values::now_timestamp()));
-        }
+        let changes = self.build_update(who, &def, grant.as_ref(), key, &payload)?;
         let scope = self.grant_filter(&def, grant.as_ref(), &who.vars())?;
-        let scopes = self.reference_scopes(who, &def, changes.keys())?;
+        let scopes_given = self.reference_scopes(who, &def, changes.keys())?;
         let wanted = self.wants_events(&def.name);
-        let reported: Arc<str> = if wanted {
+        let filtered = self.wants_before_write(&def.name);
+        let reported: Arc<str> = if wanted || filtered {
             payload.reported(&def.name).into()
         } else {
             Arc::from("")
         };
-        drop(payload);
+        // Only before-write hooks need the payload past this point.
+        let payload = filtered.then_some(payload);
         self.run_write(session, |conn, events| {
             self.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
-            check_references(&self.store.schema(), conn, &def, &changes, &scopes)?;
+            let changed = match &payload {
+                Some(payload) => {
+                    let write = pending(
+                        who,
+                        EventKind::Update,
+                        &def,
+                        vec![key.to_string()],
+                        reported.to_string(),
+                    );
+                    self.before_write(conn, events, write)?
+                        .map(|changed| payload.changed_by_hooks(&def.name, &changed))
+                        .transpose()?
+                }
+                None => None,
+            };
+            let (changes, scopes, reported) = match changed {
+                None => (Cow::Borrowed(&changes), None, reported.clone()),
+                Some(text) => {
+                    let payload = Payload::parse(&text)?;
+                    let changes = self.build_update(who, &def, grant.as_ref(), key, &payload)?;
+                    let scopes = self.reference_scopes(who, &def, changes.keys())?;
+                    (
+                        Cow::Owned(changes),
+                        Some(scopes),
+                        payload.reported(&def.name).into(),
+                    )
+                }
+            };
+            let scopes = scopes.as_ref().unwrap_or(&scopes_given);
+            check_references(&self.store.schema(), conn, &def, &changes, scopes)?;
             // Nobody listening: no before/after reads, no event.
             if !wanted {
                 conn.update(&def, key, &changes)?;
@@ -393,7 +453,7 @@ impl Platform {
                     kind: EventKind::Update,
                     collection: def.name.clone(),
                     keys: vec![key.to_string()],
-                    payload: reported.clone(),
+                    payload: reported,
                     before: Some(before.into()),
                     after: Some(after.into()),
                     accountability: who.accountability.clone(),
@@ -401,6 +461,57 @@ impl Platform {
             )?;
             Ok(key.to_string())
         })
+    }
+
+    /// The columns an update payload changes, checked against the
+    /// collection and the writer's field rules.
+    fn build_update(
+        &self,
+        who: &Who,
+        def: &CollectionDef,
+        grant: Option<&Grant>,
+        key: &str,
+        payload: &Payload<'_>,
+    ) -> Result<Columns, ItemsError> {
+        let admin = who.is_admin();
+        let mut changes = Columns::new();
+        // Hashed last, as on create.
+        let mut secrets = Vec::new();
+        for (name, raw) in &payload.0 {
+            let field = known_field(def, name)?;
+            if name == "id" {
+                if serde_json::from_str::<&str>(raw.get()).ok() == Some(key) {
+                    continue;
+                }
+                return Err(ItemsError::InvalidPayload(
+                    "the key of an item cannot change".into(),
+                ));
+            }
+            if !admin && matches!(name.as_str(), "date_created" | "user_created") {
+                continue;
+            }
+            if grant.is_some_and(|g| !g.allows_field(name)) {
+                return Err(ItemsError::forbidden());
+            }
+            if is_secret(&def.name, name) {
+                secrets.push((name, field, *raw));
+                continue;
+            }
+            let value = self.column_value(def, field, raw)?;
+            if !field.nullable && value == Scalar::Null {
+                return Err(ItemsError::InvalidPayload(format!(
+                    "\"{name}\" is required"
+                )));
+            }
+            changes.insert(name.clone(), value);
+        }
+        for (name, field, raw) in secrets {
+            changes.insert(name.clone(), self.column_value(def, field, raw)?);
+        }
+        if def.has("date_updated") && !changes.contains_key("date_updated") {
+            changes.insert("date_updated".into(), Scalar::Text(values::now_timestamp()));
+        }
+        Ok(changes)
     }
 
     pub fn delete_one(
@@ -414,8 +525,21 @@ impl Platform {
         let grant = self.grant(who, collection, Action::Delete)?;
         let scope = self.grant_filter(&def, grant.as_ref(), &who.vars())?;
         let admin = who.is_admin();
+        let filtered = self.wants_before_write(&def.name);
         self.run_write(session, |conn, events| {
             self.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
+            if filtered {
+                // A delete's payload is its key: what a hook makes of it
+                // changes nothing.
+                let write = pending(
+                    who,
+                    EventKind::Delete,
+                    &def,
+                    vec![key.to_string()],
+                    json!([key]).to_string(),
+                );
+                self.before_write(conn, events, write)?;
+            }
             self.release_references(conn, events, &def, key)?;
             if !self.wants_events(&def.name) {
                 conn.delete(&def, key)?;
@@ -438,6 +562,25 @@ impl Platform {
             )?;
             Ok(key.to_string())
         })
+    }
+}
+
+/// A write about to be made, as before-write hooks are given it.
+fn pending(
+    who: &Who,
+    kind: EventKind,
+    def: &CollectionDef,
+    keys: Vec<String>,
+    payload: String,
+) -> ItemEvent {
+    ItemEvent {
+        kind,
+        collection: def.name.clone(),
+        keys,
+        payload: payload.into(),
+        before: None,
+        after: None,
+        accountability: who.accountability.clone(),
     }
 }
 

@@ -4,7 +4,7 @@ use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
     sabi_types::VersionStrings,
-    std_types::{RArc, RResult, RStr, RString, RVec},
+    std_types::{RArc, ROption, RResult, RStr, RString, RVec},
     StableAbi,
 };
 
@@ -94,6 +94,25 @@ pub struct ExtensionModule {
     /// earlier minor versions lack it: their routes take any body up to
     /// the host's limit.
     pub body_rule: extern "C" fn(method: RStr<'_>, path: RStr<'_>) -> FfiBodyRule,
+
+    // ---- 1.9 ----
+    /// The collections whose writes the extension's before-write hooks
+    /// watch. Libraries of earlier minor versions lack it, and with it
+    /// `before_write`: the host then runs no hook of theirs before a write.
+    pub before_write_interest: extern "C" fn() -> FfiEventInterest,
+
+    /// Runs the before-write hooks on one write about to be made, inside
+    /// the writing transaction, before the platform's reference rules and
+    /// the write: `write` is an item event without `before` and `after`
+    /// (`keys` empty for a create), and `ctx`'s services are bound to that
+    /// transaction. `RSome(payload)` is the payload the hooks changed it
+    /// to (a JSON object, for a create or an update); `RNone`, unchanged.
+    /// An error refuses the write: the host rolls the whole transaction
+    /// back and the writer gets the error.
+    pub before_write: extern "C" fn(
+        write: &FfiItemEvent,
+        ctx: &FfiContext<'_>,
+    ) -> RResult<ROption<RString>, FfiError>,
 }
 
 impl RootModule for ExtensionModuleRef {
