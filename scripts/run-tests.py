@@ -39,6 +39,7 @@ DATABASE_PACKAGES = {
     "example-host",
     "svc-extension",
     "hello-extension",
+    "bookmarks-extension",
 }
 
 

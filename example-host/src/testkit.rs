@@ -33,14 +33,16 @@
 //!
 //! Several extensions, mounted in order (each one's migrations before the
 //! next one's); requests go to the first unless [`Client::on`] names
-//! another:
+//! another. An extension built on another one shipped as a library (svc)
+//! mounts that library beside itself:
 //!
 //! ```no_run
 //! # use example_host::testkit::TestHost;
-//! # fn svc() -> host_sdk::Extension { unimplemented!() }
 //! # fn bookmarks() -> host_sdk::Extension { unimplemented!() }
-//! let host = TestHost::start_all(vec![bookmarks(), svc()]).unwrap();
-//! assert_eq!(host.anonymous().on("svc").get("/videos").status, 200);
+//! let svc = std::path::Path::new("target/debug/libsvc_extension.so");
+//! let host = TestHost::start_with(&[svc], vec![bookmarks()]).unwrap();
+//! assert_eq!(host.anonymous().get("/videos").status, 200);
+//! assert_eq!(host.anonymous().on("bookmarks").get("/bookmarks/mine").status, 401);
 //! ```
 
 use std::sync::Arc;
@@ -122,7 +124,22 @@ impl TestHost {
     /// collections of those before it). Requests go to the first one
     /// unless [`Client::on`] names another.
     pub fn start_all(extensions: Vec<host_sdk::Extension>) -> Result<TestHost, TestKitError> {
-        if extensions.is_empty() {
+        Self::start_with(&[], extensions)
+    }
+
+    /// A fresh platform with the extension libraries of `libraries` loaded
+    /// (every check of the host's loader, through the ABI), in this order,
+    /// then `extensions` linked. For an extension built on another one
+    /// shipped as a library: `TestHost::start_with(&[svc_library],
+    /// vec![mine()])`. (Two crates that each export a library's root
+    /// module cannot be linked into one test binary, so an extension
+    /// depended on is loaded as its library.) Requests go to the first
+    /// mount unless [`Client::on`] names another.
+    pub fn start_with(
+        libraries: &[&std::path::Path],
+        extensions: Vec<host_sdk::Extension>,
+    ) -> Result<TestHost, TestKitError> {
+        if extensions.is_empty() && libraries.is_empty() {
             return Err(TestKitError("no extension to mount".into()));
         }
         let dir = tempfile::tempdir()
@@ -142,7 +159,7 @@ impl TestHost {
             password: None,
             token: Some(admin_token.clone()),
         };
-        let mounted = Self::mount_all(store, seed, extensions, admin_token);
+        let mounted = Self::mount_all(store, seed, libraries, extensions, admin_token);
         if mounted.is_err() {
             testing::discard(&location);
         }
@@ -162,6 +179,7 @@ impl TestHost {
     fn mount_all(
         store: Arc<dyn storage::Store>,
         seed: AdminSeed,
+        libraries: &[&std::path::Path],
         extensions: Vec<host_sdk::Extension>,
         admin_token: String,
     ) -> Result<(Arc<Platform>, Arc<Registry>, Vec<String>, TestUser), TestKitError> {
@@ -169,6 +187,14 @@ impl TestHost {
             crate::app::open_platform(store, seed, Default::default()).map_err(TestKitError)?;
         let mut registry = Registry::default();
         let mut mounts = Vec::new();
+        for library in libraries {
+            registry
+                .add_library(library, &platform)
+                .map_err(TestKitError)?;
+            if let Some(loaded) = registry.all().last() {
+                mounts.push(loaded.id.clone());
+            }
+        }
         for extension in extensions {
             let mount = extension.id().to_string();
             registry

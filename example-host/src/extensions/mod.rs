@@ -169,6 +169,16 @@ impl Registry {
         registry
     }
 
+    /// Loads one library (all the loader's checks, its migrations and
+    /// `init`) and mounts it after those already mounted.
+    pub fn add_library(&mut self, path: &Path, platform: &Platform) -> Result<(), String> {
+        let taken: Vec<String> = self.extensions.iter().map(|e| e.id.clone()).collect();
+        let ext = loader::load(path, platform, &taken)
+            .map_err(|e| format!("refused extension {}: {e}", path.display()))?;
+        self.extensions.push(ext);
+        Ok(())
+    }
+
     pub fn get(&self, id: &str) -> Option<&LoadedExtension> {
         self.extensions.iter().find(|e| e.id == id)
     }
