@@ -11,8 +11,8 @@ use once_cell::sync::OnceCell;
 
 use crate::abi::{
     ExtensionModule, ExtensionModuleRef, FfiBodyRule, FfiContext, FfiError, FfiEventInterest,
-    FfiInit, FfiItemEvent, FfiManifest, FfiMigration, FfiRequest, FfiResponse, FfiSchedule,
-    FfiScheduleSpec, FfiSharedResponse, HostRuntime_TO,
+    FfiInit, FfiItemEvent, FfiManifest, FfiMigration, FfiRequest, FfiRequirement, FfiResponse,
+    FfiSchedule, FfiScheduleSpec, FfiSharedResponse, HostRuntime_TO,
 };
 use crate::context::{Accountability, Context};
 use crate::error::ApiError;
@@ -55,6 +55,7 @@ pub fn root_module(build: fn() -> Extension) -> ExtensionModuleRef {
         body_rule,
         before_write_interest,
         before_write,
+        requires,
     }
     .leak_into_prefix()
 }
@@ -289,6 +290,20 @@ extern "C" fn before_commit(event: &FfiItemEvent, ctx: &FfiContext<'_>) -> RResu
             format!("hook panicked: {}", panic_text(&*p)),
         )),
     }
+}
+
+extern "C" fn requires() -> RVec<FfiRequirement> {
+    catch_unwind(|| {
+        extension()
+            .requires
+            .iter()
+            .map(|(id, versions)| FfiRequirement {
+                id: id.as_str().into(),
+                versions: versions.as_str().into(),
+            })
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 extern "C" fn before_write_interest() -> FfiEventInterest {

@@ -93,6 +93,8 @@ pub struct Extension {
     pub(crate) before_commit: Vec<Hook>,
     /// Hooks run inside the writing transaction, before the write (1.9).
     pub(crate) before_write: Vec<WriteHook>,
+    /// The extensions needed first: (id, semver requirement) (1.9).
+    pub(crate) requires: Vec<(String, String)>,
     pub(crate) schedules: Vec<ScheduledJob>,
     pub(crate) init: Option<Job>,
 }
@@ -109,6 +111,7 @@ impl Extension {
             hooks: Vec::new(),
             before_commit: Vec::new(),
             before_write: Vec::new(),
+            requires: Vec::new(),
             schedules: Vec::new(),
             init: None,
         }
@@ -117,6 +120,23 @@ impl Extension {
     /// The id the extension is mounted under (`/<id>`).
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Says that this extension needs the extension `id` loaded first, in
+    /// a version `versions` allows (a semver requirement: `">=0.1, <2"`,
+    /// `"^1.2"`, `"*"`) (SDK 1.9). A host loads libraries so that each
+    /// comes after what it requires (its migrations may then name the
+    /// other's collections), and refuses, with a log line, one whose
+    /// requirement is missing, of another version, or part of a cycle,
+    /// serving the rest.
+    pub fn requires(mut self, id: &str, versions: &str) -> Self {
+        self.requires.push((id.to_string(), versions.to_string()));
+        self
+    }
+
+    /// The extensions this one needs first: (id, semver requirement).
+    pub fn requirements(&self) -> &[(String, String)] {
+        &self.requires
     }
 
     /// Adds a schema migration. Ids are applied once each, in the order added.

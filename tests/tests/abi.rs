@@ -445,3 +445,35 @@ fn a_library_of_sdk_1_7_keeps_the_member_rules_its_host_seeded() {
         "a model keeps the right",
     );
 }
+
+/// Requirements (SDK 1.9): bookmarks requires svc 0.x. In a folder with
+/// both, svc is loaded first although file-name order would put bookmarks
+/// first; alone, bookmarks is refused with a line naming what it lacks,
+/// and the host serves on.
+#[test]
+fn an_extension_loads_after_the_one_it_requires_or_is_refused_without_it() {
+    let host = Host::start(HostOptions::with(vec![
+        library("bookmarks"),
+        library("svc_extension"),
+    ]));
+    let log = host.log();
+    let svc_at = log
+        .find("loaded extension `svc`")
+        .unwrap_or_else(|| panic!("{log}"));
+    let bookmarks_at = log
+        .find("loaded extension `bookmarks`")
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(svc_at < bookmarks_at, "svc must load first:\n{log}");
+    svc_serves(&host);
+    assert_eq!(host.get("/bookmarks/bookmarks/mine", None).status, 401);
+
+    let alone = Host::start(HostOptions::with(vec![library("bookmarks")]));
+    let line = line_about(&alone, "libbookmarks.so");
+    assert!(line.contains("refused extension"), "{line}");
+    assert!(
+        line.contains("requires `svc` >=0.1, <1, which is not installed"),
+        "{line}"
+    );
+    assert_eq!(alone.get("/bookmarks/bookmarks/mine", None).status, 404);
+    assert_eq!(alone.get("/server/ping", None).status, 200);
+}

@@ -23,6 +23,15 @@ impl Registry {
         if self.get(&id).is_some() {
             return Err(format!("extension `{id}` is already mounted"));
         }
+        let requires: Vec<super::order::Requirement> = ext
+            .requirements()
+            .iter()
+            .map(|(id, versions)| super::order::Requirement {
+                id: id.clone(),
+                versions: versions.clone(),
+            })
+            .collect();
+        super::order::check_mounted(&requires, &self.extensions)?;
         for (mid, steps) in ext.migrations() {
             match platform.store.migrate(&id, mid, steps, &MigrationGrants) {
                 Ok(true) => log::info!("[{id}] applied migration {mid}"),

@@ -12,6 +12,7 @@ use host_sdk::abi::{ExtensionModuleRef, FfiInit, FfiScheduleSpec, HostLogger_TO}
 use serde_json::Value;
 
 use super::logger::ExtLogger;
+use super::order::Requirement;
 use super::services::ExtServices;
 use super::{LoadedExtension, ScheduleDef, When};
 use crate::bootstrap;
@@ -39,6 +40,8 @@ pub enum LoadError {
     Manifest(String),
     #[error("extension id `{0}` is already mounted")]
     Duplicate(String),
+    #[error("{0}")]
+    Requirement(String),
     #[error("migration {id} failed: {detail}")]
     Migration { id: String, detail: String },
     #[error("init failed: {0}")]
@@ -199,12 +202,39 @@ fn describe(e: LibraryError) -> LoadError {
     }
 }
 
-/// Loads one library: ABI and version checks, manifest, migrations, init.
+/// A library opened and checked (ABI, versions, manifest), not yet
+/// migrated nor initialised: what the host orders by requirements.
+pub struct Opened {
+    path: PathBuf,
+    module: ExtensionModuleRef,
+    manifest: host_sdk::abi::FfiManifest,
+    pub id: String,
+    pub version: String,
+    sdk_version: String,
+    /// The extensions it needs first (1.9; none for earlier libraries).
+    pub requires: Vec<Requirement>,
+}
+
+impl Opened {
+    /// The library's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Loads one library: ABI and version checks, manifest, requirements
+/// (against what `mounted` holds), migrations, init.
 pub fn load(
     path: &Path,
     platform: &Platform,
-    taken: &[String],
+    mounted: &[LoadedExtension],
 ) -> Result<LoadedExtension, LoadError> {
+    mount(open(path)?, platform, mounted)
+}
+
+/// Opens a library and runs every check that needs nothing of the
+/// platform: header version, layout, manifest.
+pub fn open(path: &Path) -> Result<Opened, LoadError> {
     let header = lib_header_from_path(path).map_err(describe)?;
     check_header_version(header)?;
     let Some(library_layout) = header.layout() else {
@@ -259,9 +289,48 @@ pub fn load(
             "id `{id}` is reserved by the host"
         )));
     }
-    if taken.contains(&id) {
+    // 1.9: what it needs loaded first; earlier libraries need nothing.
+    let requires = module.requires().map_or_else(Vec::new, |requires| {
+        requires()
+            .into_iter()
+            .map(|r| Requirement {
+                id: r.id.into_string(),
+                versions: r.versions.into_string(),
+            })
+            .collect()
+    });
+    Ok(Opened {
+        path: path.to_path_buf(),
+        module,
+        version: manifest.version.to_string(),
+        manifest,
+        id,
+        sdk_version,
+        requires,
+    })
+}
+
+/// Mounts an opened library after those of `mounted`: its requirements
+/// checked against them, its migrations applied, its `init` run.
+pub fn mount(
+    opened: Opened,
+    platform: &Platform,
+    mounted: &[LoadedExtension],
+) -> Result<LoadedExtension, LoadError> {
+    let Opened {
+        path,
+        module,
+        manifest,
+        id,
+        sdk_version,
+        requires,
+        ..
+    } = opened;
+    let path = path.as_path();
+    if mounted.iter().any(|e| e.id == id) {
         return Err(LoadError::Duplicate(id));
     }
+    super::order::check_mounted(&requires, mounted).map_err(LoadError::Requirement)?;
 
     for migration in (module.migrations())() {
         let mid = migration.id.to_string();

@@ -5,6 +5,7 @@ mod code;
 mod linked;
 pub(crate) mod loader;
 mod logger;
+pub(crate) mod order;
 mod runtime;
 pub mod schedules;
 pub mod services;
@@ -148,9 +149,35 @@ impl Registry {
         if libraries.is_empty() {
             log::warn!("no extension libraries in {}", dir.display());
         }
+        let mut opened = Vec::new();
         for path in libraries {
-            let taken: Vec<String> = registry.extensions.iter().map(|e| e.id.clone()).collect();
-            match loader::load(&path, platform, &taken) {
+            match loader::open(&path) {
+                Ok(library) => opened.push(Some(library)),
+                Err(e) => log::error!("refused extension {}: {e}", path.display()),
+            }
+        }
+        // Each after what it requires (SDK 1.9); file-name order otherwise.
+        let candidates: Vec<order::Candidate<'_>> = opened
+            .iter()
+            .flatten()
+            .map(|o| order::Candidate {
+                id: &o.id,
+                version: &o.version,
+                requires: &o.requires,
+            })
+            .collect();
+        let (sequence, refusals) = order::mount_order(&candidates);
+        for (i, reason) in refusals {
+            if let Some(library) = &opened[i] {
+                log::error!("refused extension {}: {reason}", library.path().display());
+            }
+        }
+        for i in sequence {
+            let Some(library) = opened[i].take() else {
+                continue;
+            };
+            let path = library.path().to_path_buf();
+            match loader::mount(library, platform, &registry.extensions) {
                 Ok(ext) => {
                     log::info!(
                         "loaded extension `{}` ({} {}, host-sdk {}) from {} at /{}",
@@ -172,8 +199,7 @@ impl Registry {
     /// Loads one library (all the loader's checks, its migrations and
     /// `init`) and mounts it after those already mounted.
     pub fn add_library(&mut self, path: &Path, platform: &Platform) -> Result<(), String> {
-        let taken: Vec<String> = self.extensions.iter().map(|e| e.id.clone()).collect();
-        let ext = loader::load(path, platform, &taken)
+        let ext = loader::load(path, platform, &self.extensions)
             .map_err(|e| format!("refused extension {}: {e}", path.display()))?;
         self.extensions.push(ext);
         Ok(())

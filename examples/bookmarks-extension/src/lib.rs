@@ -1,6 +1,8 @@
 //! Bookmarks of svc's videos: an extension built on another one's
 //! collections.
 //!
+//! - It requires svc (0.x): a host loads svc first, and refuses bookmarks
+//!   when svc is missing.
 //! - `bookmarks` refers to svc's `videos`; the reference refuses the delete
 //!   of a video that is bookmarked, so a before-write hook on `videos`
 //!   deletes a video's bookmarks first, inside the delete's transaction
@@ -34,16 +36,19 @@ fn own() -> serde_json::Value {
 }
 
 pub fn extension() -> Extension {
-    let mut ext = Extension::new("bookmarks", "Bookmarks", env!("CARGO_PKG_VERSION")).migration(
-        "0001_bookmarks",
-        vec![Collection::new("bookmarks")
-            .field(Field::reference_with("video", "videos", OnDelete::Refuse).not_null())
-            .field(Field::text("note"))
-            .field(Field::uuid("user_created"))
-            .field(Field::timestamp("date_created"))
-            .index(&["video"])
-            .build()],
-    );
+    let mut ext = Extension::new("bookmarks", "Bookmarks", env!("CARGO_PKG_VERSION"))
+        // Loaded after svc, whose `videos` its migration refers to.
+        .requires("svc", ">=0.1, <1")
+        .migration(
+            "0001_bookmarks",
+            vec![Collection::new("bookmarks")
+                .field(Field::reference_with("video", "videos", OnDelete::Refuse).not_null())
+                .field(Field::text("note"))
+                .field(Field::uuid("user_created"))
+                .field(Field::timestamp("date_created"))
+                .index(&["video"])
+                .build()],
+        );
     let mut grants = Vec::new();
     for role in ["Viewer", "Model"] {
         grants.push(Grant::new(role, "bookmarks", "read").filter(own()).build());

@@ -10,7 +10,8 @@ use abi_stable::{
 
 use super::types::{
     FfiBodyRule, FfiContext, FfiError, FfiEventInterest, FfiInit, FfiItemEvent, FfiManifest,
-    FfiMigration, FfiRequest, FfiResponse, FfiSchedule, FfiSharedResponse, HostRuntime_TO,
+    FfiMigration, FfiRequest, FfiRequirement, FfiResponse, FfiSchedule, FfiSharedResponse,
+    HostRuntime_TO,
 };
 
 /// The extension's entry points.
@@ -113,6 +114,13 @@ pub struct ExtensionModule {
         write: &FfiItemEvent,
         ctx: &FfiContext<'_>,
     ) -> RResult<ROption<RString>, FfiError>,
+
+    /// The extensions this one needs loaded first, with the versions of
+    /// each that will do. The host loads libraries in an order that puts
+    /// each after what it requires, and refuses one whose requirement is
+    /// missing or of another version. Libraries of earlier minor versions
+    /// lack it: they require nothing.
+    pub requires: extern "C" fn() -> RVec<FfiRequirement>,
 }
 
 impl RootModule for ExtensionModuleRef {

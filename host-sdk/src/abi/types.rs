@@ -133,6 +133,17 @@ pub struct FfiItemEvent {
     pub accountability: ROption<FfiAccountability>,
 }
 
+/// Another extension one needs loaded before it (SDK 1.9): its id and the
+/// versions of it that will do, as a semver requirement (`>=0.1, <2`).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct FfiRequirement {
+    /// The id of the extension required.
+    pub id: RString,
+    /// The semver requirement its version must meet.
+    pub versions: RString,
+}
+
 /// Which item events an extension's hooks want (SDK 1.2).
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
