@@ -99,6 +99,21 @@ pub fn run() -> ExitCode {
     memory::tune_allocator();
     let cli = Cli::parse();
     logging::init();
+    if let Some(Command::NewExtension { name, dir }) = &cli.command {
+        return match crate::scaffold::new_extension(name, dir, &crate::scaffold::checkout()) {
+            Ok(made) => {
+                println!(
+                    "wrote {}: `cargo test` there runs its test; `cargo build` makes the library to serve (see its README.md)",
+                    made.display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                log::error!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     memory::start_trimming();
     let (platform, registry) = match start(&cli) {
         Ok(started) => started,
@@ -127,6 +142,8 @@ pub fn run() -> ExitCode {
             }
         }
         Some(Command::Serve) | None => serve(&cli, platform, registry),
+        // Handled before anything was opened.
+        Some(Command::NewExtension { .. }) => ExitCode::SUCCESS,
     }
 }
 

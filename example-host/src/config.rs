@@ -31,6 +31,17 @@ pub enum Command {
         #[command(subcommand)]
         action: ScheduleAction,
     },
+    /// Write a new extension crate that builds and passes its test: a
+    /// collection, a grant, routes, a hook and a test-kit test. Opens no
+    /// database.
+    NewExtension {
+        /// The extension's id and crate name: lower-case letters, digits
+        /// and `-` (it is mounted at `/<name>`).
+        name: String,
+        /// The folder to write the crate's folder in.
+        #[arg(long, default_value = ".")]
+        dir: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

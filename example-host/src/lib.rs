@@ -24,6 +24,7 @@ mod memory;
 mod permissions;
 mod platform;
 mod platform_schema;
+mod scaffold;
 mod signin;
 pub mod testkit;
 mod throttle;
