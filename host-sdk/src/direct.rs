@@ -22,16 +22,19 @@ use crate::http::{Request, Response, SharedResponse};
 
 impl Extension {
     /// The extension's display name.
+    #[doc(hidden)]
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// The extension's own version.
+    #[doc(hidden)]
     pub fn version(&self) -> &str {
         &self.version
     }
 
     /// The registered schedules.
+    #[doc(hidden)]
     pub fn schedule_list(&self) -> Vec<(String, Schedule)> {
         self.schedules
             .iter()
@@ -42,12 +45,14 @@ impl Extension {
     /// Lets cached routes keep answers (see [`crate::Route::cached`]):
     /// `source` returns the host's data version, which changes with every
     /// committed change to the stored data. Only the first call counts.
+    #[doc(hidden)]
     pub fn attach_data_version(&self, source: impl Fn() -> u64 + Send + Sync + 'static) {
         self.router.attach_data_version(Box::new(source));
     }
 
     /// Handles one request; a panicking handler answers 500
     /// `Internal extension error`.
+    #[doc(hidden)]
     pub fn handle_direct(
         &self,
         request: Request,
@@ -60,12 +65,14 @@ impl Extension {
 
     /// What the route a request would reach accepts as a body (the host
     /// checks it before reading the body; see [`crate::Route::max_body`]).
+    #[doc(hidden)]
     pub fn body_rule(&self, method: &str, path: &str) -> crate::BodyRule {
         self.router.body_rule(method, path)
     }
 
     /// [`Extension::handle_direct`] with the body shared: a kept answer is
     /// not copied.
+    #[doc(hidden)]
     pub fn handle_direct_shared(
         &self,
         request: Request,
@@ -80,6 +87,7 @@ impl Extension {
     }
 
     /// Delivers one item event to every hook.
+    #[doc(hidden)]
     pub fn deliver_direct(&self, event: &ItemEvent, services: &dyn Services) -> Result<(), String> {
         let text = EventText::of(event, &self.hooks);
         self.deliver(&text.views(event), services)
@@ -88,6 +96,7 @@ impl Extension {
     /// [`Extension::deliver_direct`] with the event as the host's text:
     /// hooks that read text get it as it is, and it is parsed into trees
     /// only for hooks that take trees.
+    #[doc(hidden)]
     pub fn deliver_direct_raw(
         &self,
         event: &RawItemEvent<'_>,
@@ -104,6 +113,7 @@ impl Extension {
 
     /// Runs the in-transaction hooks on one write; `services` must be bound
     /// to the writing transaction. An error refuses the write.
+    #[doc(hidden)]
     pub fn before_commit_direct(
         &self,
         event: &ItemEvent,
@@ -118,6 +128,7 @@ impl Extension {
 
     /// [`Extension::before_commit_direct`] with the event as the host's
     /// text.
+    #[doc(hidden)]
     pub fn before_commit_direct_raw(
         &self,
         event: &RawItemEvent<'_>,
@@ -133,6 +144,7 @@ impl Extension {
     /// 1.9); `services` must be bound to the writing transaction.
     /// `Ok(true)` when they changed `write.payload`; an error refuses the
     /// write.
+    #[doc(hidden)]
     pub fn before_write_direct(
         &self,
         write: &mut PendingWrite,
@@ -156,6 +168,7 @@ impl Extension {
     }
 
     /// Runs one registered job by name.
+    #[doc(hidden)]
     pub fn run_schedule_direct(&self, name: &str, services: &dyn Services) -> Result<(), String> {
         let Some(job) = self.schedules.iter().find(|s| s.name == name) else {
             return Err(format!("no schedule named `{name}`"));
@@ -168,6 +181,7 @@ impl Extension {
     }
 
     /// Runs the init callback, if any.
+    #[doc(hidden)]
     pub fn init_direct(&self, services: &dyn Services) -> Result<(), String> {
         let Some(init) = &self.init else {
             return Ok(());
@@ -194,6 +208,7 @@ pub fn with_context<T>(
 
 impl Request {
     /// Adds a header (for hosts building requests).
+    #[doc(hidden)]
     pub fn with_header(mut self, name: &str, value: &str) -> Self {
         self.push_header(name, value);
         self

@@ -42,6 +42,11 @@ impl ApiError {
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(404, message)
     }
+    /// 409 with this text (SDK 1.9): the request conflicts with the
+    /// state of the data (a duplicate, say).
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(409, message)
+    }
     /// 500 with this text.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, message)

@@ -244,6 +244,15 @@ impl Response {
         Self::json(201, value)
     }
 
+    /// 204 with no body (SDK 1.9).
+    pub fn no_content() -> Self {
+        Self {
+            status: 204,
+            content_type: String::new(),
+            body: Vec::new(),
+        }
+    }
+
     /// A plain-text response.
     pub fn text(status: u16, text: impl Into<String>) -> Self {
         Self {

@@ -380,6 +380,24 @@ impl<'a> Items<'a> {
         Ok(())
     }
 
+    /// Deletes one item, answering `refusal` when it does not exist or
+    /// these services may not delete it (SDK 1.9), so that a caller cannot
+    /// tell someone else's item from a missing one: with
+    /// [`crate::Context::as_caller`] and a grant limited to the caller's
+    /// own items, an owner-only delete. Other failures keep their meaning.
+    pub fn delete_one_or(
+        &self,
+        collection: &str,
+        key: &str,
+        refusal: ApiError,
+    ) -> Result<(), ApiError> {
+        match self.delete_one(collection, key) {
+            Ok(()) => Ok(()),
+            Err(ItemsError::Forbidden(_)) | Err(ItemsError::NotFound(_)) => Err(refusal),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Aggregate rows for a query with [`Query::aggregate`] (and optionally
     /// [`Query::group_by`]).
     pub fn aggregate(&self, collection: &str, query: &Query) -> Result<Vec<Value>, ItemsError> {

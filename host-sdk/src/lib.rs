@@ -26,9 +26,11 @@
 //! host_sdk::export_extension!(extension);
 //! ```
 
+#[doc(hidden)]
 pub mod abi;
 mod cache;
 mod context;
+#[doc(hidden)]
 pub mod direct;
 mod entry;
 mod error;

@@ -466,6 +466,25 @@ fn an_extension_loads_after_the_one_it_requires_or_is_refused_without_it() {
     assert!(svc_at < bookmarks_at, "svc must load first:\n{log}");
     svc_serves(&host);
     assert_eq!(host.get("/bookmarks/bookmarks/mine", None).status, 401);
+    // Over HTTP: a typed route's 201, and a 204 without a body or a type.
+    let video = id_of(&host.admin_create("videos", &json!({"slug": "v", "title": "V"})));
+    host.user(Some("Viewer"), "reader");
+    let made = host.post(
+        "/bookmarks/bookmarks",
+        Some("reader"),
+        &json!({ "video": video }),
+    );
+    assert_eq!(made.status, 201, "{}", made.body);
+    let gone = host.delete(
+        &format!("/bookmarks/bookmarks/{}", str_of(&made.json()["id"])),
+        Some("reader"),
+    );
+    assert_eq!((gone.status, gone.body.as_str()), (204, ""));
+    assert!(
+        gone.header_all("content-type").is_empty(),
+        "{:?}",
+        gone.headers
+    );
 
     let alone = Host::start(HostOptions::with(vec![library("bookmarks")]));
     let line = line_about(&alone, "libbookmarks.so");

@@ -95,10 +95,17 @@ pub async fn dispatch(
         status: StatusCode::INTERNAL_SERVER_ERROR,
         message: "Internal extension error".into(),
     })?;
-    let content_type = HeaderValue::from_str(answer.content_type.as_str())
-        .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
-    let mut response =
-        (status, [(header::CONTENT_TYPE, content_type)], answer.body).into_response();
+    let mut response = (status, answer.body).into_response();
+    // No type for an answer without one (a 204).
+    if answer.content_type.is_empty() {
+        response.headers_mut().remove(header::CONTENT_TYPE);
+    } else {
+        let content_type = HeaderValue::from_str(answer.content_type.as_str())
+            .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, content_type);
+    }
     if let Some(allowed) = answer.allow {
         if let Ok(value) = HeaderValue::from_str(&allowed) {
             response.headers_mut().insert(header::ALLOW, value);

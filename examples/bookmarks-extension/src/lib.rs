@@ -10,7 +10,8 @@
 //! - Members (`Viewer`, `Model`) read, create and delete their own
 //!   bookmarks, by grants in a migration.
 //! - `GET /bookmarks/mine`, `POST /bookmarks` (a typed route: `{video,
-//!   note?}`), `DELETE /bookmarks/:id`.
+//!   note?}`; 409 `Already bookmarked`), `DELETE /bookmarks/:id` (204; 404
+//!   `Bookmark not found` for a missing one and someone else's alike).
 //!
 //! Its tests (`tests/bookmarks.rs`) mount svc and this extension on the
 //! test kit, on SQLite or PostgreSQL (`TEST_DB`).
@@ -46,7 +47,7 @@ pub fn extension() -> Extension {
                 .field(Field::text("note"))
                 .field(Field::uuid("user_created"))
                 .field(Field::timestamp("date_created"))
-                .index(&["video"])
+                .unique(&["video", "user_created"])
                 .build()],
         );
     let mut grants = Vec::new();
@@ -92,17 +93,24 @@ pub fn extension() -> Extension {
         .summary("The caller's bookmarks, newest first")
         .authenticated();
         r.post_json("/bookmarks", |new: NewBookmark, _req, ctx| {
-            let id = ctx
+            let created = ctx
                 .as_caller()
-                .create_one("bookmarks", &json!({"video": new.video, "note": new.note}))?;
-            Ok(Response::created(&json!({"id": id})))
+                .create_one("bookmarks", &json!({"video": new.video, "note": new.note}));
+            match created {
+                Ok(id) => Ok(Response::created(&json!({"id": id}))),
+                Err(ItemsError::NotUnique(_)) => Err(ApiError::conflict("Already bookmarked")),
+                Err(e) => Err(e.into()),
+            }
         })
         .summary("Bookmark a video")
         .authenticated()
         .response(201, "{id} of the new bookmark");
         r.delete("/bookmarks/:id", |req, ctx| {
-            ctx.as_caller().delete_one("bookmarks", req.param("id"))?;
-            Ok(Response::ok(&json!({"deleted": true})))
+            // Someone else's bookmark and a missing one answer alike.
+            let missing = ApiError::not_found("Bookmark not found");
+            ctx.as_caller()
+                .delete_one_or("bookmarks", req.param("id"), missing)?;
+            Ok(Response::no_content())
         })
         .summary("Delete an own bookmark")
         .authenticated();

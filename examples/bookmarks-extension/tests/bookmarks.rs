@@ -81,8 +81,21 @@ fn members_bookmark_svc_videos_and_see_only_their_own() {
         .as_user(&bob)
         .on("bookmarks")
         .delete(&format!("/bookmarks/{id}"));
-    assert!(theirs.status >= 400, "{}", theirs.text());
+    assert_eq!(theirs.status, 404, "{}", theirs.text());
+    assert_eq!(theirs.json(), json!({"error": "Bookmark not found"}));
     assert_eq!(bookmark_count(&host), 1);
+    let again = host
+        .as_user(&ann)
+        .on("bookmarks")
+        .post("/bookmarks", &json!({ "video": v }));
+    assert_eq!(again.status, 409, "{}", again.text());
+    assert_eq!(again.json(), json!({"error": "Already bookmarked"}));
+    let own = host
+        .as_user(&ann)
+        .on("bookmarks")
+        .delete(&format!("/bookmarks/{id}"));
+    assert_eq!((own.status, own.body.len()), (204, 0), "{}", own.text());
+    assert_eq!(bookmark_count(&host), 0);
 
     // The typed route's 400: serde's reason in `details`.
     let bad = host
@@ -112,9 +125,10 @@ fn deleting_a_video_deletes_its_bookmarks_first() {
     let kept = video(&host, "kept");
     let gone = video(&host, "gone");
     let ann = host.create_user("ann@example.com", "Viewer").expect("ann");
-    for v in [&kept, &gone, &gone] {
+    let bob = host.create_user("bob@example.com", "Viewer").expect("bob");
+    for (who, v) in [(&ann, &kept), (&ann, &gone), (&bob, &gone)] {
         let made = host
-            .as_user(&ann)
+            .as_user(who)
             .on("bookmarks")
             .post("/bookmarks", &json!({ "video": v }));
         assert_eq!(made.status, 201, "{}", made.text());
