@@ -67,14 +67,12 @@ pub(crate) struct ScheduledJob {
     pub job: Job,
 }
 
-/// The collections some hook of `hooks` wants (`None`: all of them).
-fn interest(hooks: &[Hook]) -> Option<Vec<String>> {
+/// The collections some hook wants, given each hook's list (`None`: all
+/// of them).
+fn interest<'h>(lists: impl IntoIterator<Item = Option<&'h Vec<String>>>) -> Option<Vec<String>> {
     let mut all = Vec::new();
-    for hook in hooks {
-        match &hook.collections {
-            None => return None,
-            Some(list) => all.extend(list.iter().cloned()),
-        }
+    for list in lists {
+        all.extend(list?.iter().cloned());
     }
     all.sort();
     all.dedup();
@@ -290,28 +288,19 @@ impl Extension {
     /// The collections whose writes some before-write hook watches:
     /// `None` when one watches them all; empty when there are none.
     pub fn before_write_collections(&self) -> Option<Vec<String>> {
-        let mut all = Vec::new();
-        for hook in &self.before_write {
-            match &hook.collections {
-                None => return None,
-                Some(list) => all.extend(list.iter().cloned()),
-            }
-        }
-        all.sort();
-        all.dedup();
-        Some(all)
+        interest(self.before_write.iter().map(|h| h.collections.as_ref()))
     }
 
     /// The collections whose events some after-commit hook wants: `None`
     /// when one wants them all; empty when there are no hooks.
     pub fn event_collections(&self) -> Option<Vec<String>> {
-        interest(&self.hooks)
+        interest(self.hooks.iter().map(|h| h.collections.as_ref()))
     }
 
     /// The collections whose writes some in-transaction hook watches:
     /// `None` when one watches them all; empty when there are none.
     pub fn before_commit_collections(&self) -> Option<Vec<String>> {
-        interest(&self.before_commit)
+        interest(self.before_commit.iter().map(|h| h.collections.as_ref()))
     }
 
     /// Registers a background job, also runnable on demand by name.

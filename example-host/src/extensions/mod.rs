@@ -254,6 +254,27 @@ impl Registry {
     }
 }
 
+/// Runs the hooks of one write (`run`), counting how deeply hooks' own
+/// writes nest on this thread: past the bound the write is refused, as a
+/// hook whose writes keep triggering hooks would otherwise never end.
+fn nested_hooks<T>(
+    write: &ItemEvent,
+    run: impl FnOnce() -> Result<T, ItemsError>,
+) -> Result<T, ItemsError> {
+    let depth = BEFORE_COMMIT_DEPTH.with(Cell::get);
+    if depth >= MAX_BEFORE_COMMIT_DEPTH {
+        return Err(ItemsError::Internal(format!(
+            "in-transaction hooks nested {depth} deep on {} {} (a hook's write keeps triggering hooks)",
+            write.kind.name(),
+            write.collection
+        )));
+    }
+    BEFORE_COMMIT_DEPTH.with(|d| d.set(depth + 1));
+    let outcome = run();
+    BEFORE_COMMIT_DEPTH.with(|d| d.set(depth));
+    outcome
+}
+
 impl EventSink for Registry {
     fn wants(&self, collection: &str) -> bool {
         self.extensions.iter().any(|e| e.interest.wants(collection))
@@ -272,34 +293,24 @@ impl EventSink for Registry {
         events: &mut Vec<ItemEvent>,
         event: &ItemEvent,
     ) -> Result<(), ItemsError> {
-        let depth = BEFORE_COMMIT_DEPTH.with(Cell::get);
-        if depth >= MAX_BEFORE_COMMIT_DEPTH {
-            return Err(ItemsError::Internal(format!(
-                "in-transaction hooks nested {depth} deep on {} {} (a hook's write keeps triggering hooks)",
-                event.kind.name(),
-                event.collection
-            )));
-        }
-        BEFORE_COMMIT_DEPTH.with(|d| d.set(depth + 1));
-        let mut outcome = Ok(());
-        for ext in self
-            .extensions
-            .iter()
-            .filter(|e| e.before_commit.wants(&event.collection))
-        {
-            let services = ExtServices::bound(
-                platform,
-                event.accountability.clone(),
-                &mut *conn,
-                &mut *events,
-            );
-            if let Err((code, message)) = ext.code.before_commit(&services, event) {
-                outcome = Err(refusal(&ext.id, event, &code, message));
-                break;
+        nested_hooks(event, || {
+            for ext in self
+                .extensions
+                .iter()
+                .filter(|e| e.before_commit.wants(&event.collection))
+            {
+                let services = ExtServices::bound(
+                    platform,
+                    event.accountability.clone(),
+                    &mut *conn,
+                    &mut *events,
+                );
+                if let Err((code, message)) = ext.code.before_commit(&services, event) {
+                    return Err(refusal(&ext.id, event, &code, message));
+                }
             }
-        }
-        BEFORE_COMMIT_DEPTH.with(|d| d.set(depth));
-        outcome
+            Ok(())
+        })
     }
 
     fn wants_before_write(&self, collection: &str) -> bool {
@@ -315,44 +326,33 @@ impl EventSink for Registry {
         events: &mut Vec<ItemEvent>,
         write: &ItemEvent,
     ) -> Result<Option<String>, ItemsError> {
-        // Hooks' own writes run hooks too: bounded as in-transaction ones.
-        let depth = BEFORE_COMMIT_DEPTH.with(Cell::get);
-        if depth >= MAX_BEFORE_COMMIT_DEPTH {
-            return Err(ItemsError::Internal(format!(
-                "hooks nested {depth} deep on {} {} (a hook's write keeps triggering hooks)",
-                write.kind.name(),
-                write.collection
-            )));
-        }
-        BEFORE_COMMIT_DEPTH.with(|d| d.set(depth + 1));
-        let mut current = write.clone();
-        let mut changed = None;
-        let mut outcome = Ok(());
-        for ext in self
-            .extensions
-            .iter()
-            .filter(|e| e.before_write.wants(&write.collection))
-        {
-            let services = ExtServices::bound(
-                platform,
-                write.accountability.clone(),
-                &mut *conn,
-                &mut *events,
-            );
-            match ext.code.before_write(&services, &current) {
-                Ok(Some(payload)) => {
-                    current.payload = payload.as_str().into();
-                    changed = Some(payload);
-                }
-                Ok(None) => {}
-                Err((code, message)) => {
-                    outcome = Err(refusal(&ext.id, &current, &code, message));
-                    break;
+        nested_hooks(write, || {
+            let mut current = write.clone();
+            let mut changed = None;
+            for ext in self
+                .extensions
+                .iter()
+                .filter(|e| e.before_write.wants(&write.collection))
+            {
+                let services = ExtServices::bound(
+                    platform,
+                    write.accountability.clone(),
+                    &mut *conn,
+                    &mut *events,
+                );
+                match ext.code.before_write(&services, &current) {
+                    Ok(Some(payload)) => {
+                        current.payload = payload.as_str().into();
+                        changed = Some(payload);
+                    }
+                    Ok(None) => {}
+                    Err((code, message)) => {
+                        return Err(refusal(&ext.id, &current, &code, message));
+                    }
                 }
             }
-        }
-        BEFORE_COMMIT_DEPTH.with(|d| d.set(depth));
-        outcome.map(|()| changed)
+            Ok(changed)
+        })
     }
 
     fn dispatch(&self, platform: &Platform, events: Vec<ItemEvent>) {
