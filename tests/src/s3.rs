@@ -79,6 +79,9 @@ impl S3 {
             .arg(format!("-s3.port={s3}"))
             .arg(format!("-admin.port={admin}"))
             .arg(format!("-s3.port.lance={lance}"))
+            // Its Iceberg catalog would take the fixed port 8181, which a
+            // server of another test process running at once holds.
+            .arg("-s3.port.iceberg=0")
             .args(["-admin.ui=false", "-webdav=false"])
             .arg(format!("-s3.config={}", config.display()))
             .arg(format!("-bucket={BUCKET}"))
