@@ -6,7 +6,6 @@
 //! dependency versions (`Cargo.lock` copied), so a first build compiles
 //! little more than the new crate.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Why a crate could not be written.
@@ -120,10 +119,8 @@ example-host = {{ path = "{repo}/example-host" }}
 
 "#
     );
-    let _ = write!(
-        out,
-        "# The platform's build settings, so that its compiled dependencies serve.\n{profiles}"
-    );
+    out.push_str("# The platform's build settings, so that its compiled dependencies serve.\n");
+    out.push_str(profiles);
     out
 }
 

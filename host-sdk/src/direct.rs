@@ -13,7 +13,7 @@ pub use crate::items::Services;
 use crate::context::{Accountability, Context};
 use crate::error::ApiError;
 use crate::error::ItemsError;
-use crate::events::{ItemEvent, PendingWrite, RawItemEvent};
+use crate::events::{ItemEvent, RawItemEvent};
 use crate::extension::{Extension, Schedule};
 use crate::hooks::{
     panic_text, run_after_commit, run_before_commit, run_before_write, EventText, EventViews,
@@ -142,21 +142,19 @@ impl Extension {
 
     /// Runs the before-write hooks on one write about to be made (SDK
     /// 1.9); `services` must be bound to the writing transaction.
-    /// `Ok(true)` when they changed `write.payload`; an error refuses the
-    /// write.
+    /// `Ok(Some(payload))` when they changed the payload; an error refuses
+    /// the write.
     #[doc(hidden)]
     pub fn before_write_direct(
         &self,
-        write: &mut PendingWrite,
+        write: &RawItemEvent<'_>,
         services: &dyn Services,
-    ) -> Result<bool, ItemsError> {
+    ) -> Result<Option<String>, ItemsError> {
         if self.before_write.is_empty() {
-            return Ok(false);
+            return Ok(None);
         }
-        let given = write.payload.clone();
         let ctx = Context::new(write.accountability.clone(), services);
-        run_before_write(self, write, &ctx)?;
-        Ok(write.payload != given)
+        run_before_write(self, write, &ctx)
     }
 
     fn run_before_commit(

@@ -319,10 +319,7 @@ extern "C" fn before_write(
         let Some(raw) = RawItemEvent::from_ffi(write) else {
             return Ok::<_, crate::ItemsError>(None);
         };
-        let mut pending = raw.pending();
-        let given = pending.payload.clone();
-        run_before_write(ext, &mut pending, &context(ctx))?;
-        Ok((pending.payload != given).then(|| pending.payload.to_string()))
+        run_before_write(ext, &raw, &context(ctx))
     }));
     match outcome {
         Ok(Ok(changed)) => ROk(changed.map(RString::from).into()),

@@ -138,21 +138,25 @@ pub(crate) fn run_before_commit(
 }
 
 /// Runs, in registration order, every before-write hook watching the
-/// write's collection, each on the write as the previous one left it. The
-/// first error (or panic) stops them and is the refusal of the write.
+/// write's collection, each on the write as the previous one left it;
+/// `Some(payload)` when they changed the payload. The first error (or
+/// panic) stops them and is the refusal of the write.
 pub(crate) fn run_before_write(
     ext: &Extension,
-    write: &mut PendingWrite,
+    write: &RawItemEvent<'_>,
     ctx: &Context<'_>,
-) -> Result<(), ItemsError> {
+) -> Result<Option<String>, ItemsError> {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        // The collection is the write's own: a hook cannot move it.
-        let collection = write.collection.clone();
-        for hook in ext.before_write.iter().filter(|h| h.wants(&collection)) {
-            (hook.run)(write, ctx).map_err(refusal)?;
-            write.collection.clone_from(&collection);
+        let mut pending: PendingWrite = write.pending();
+        let given = pending.payload.clone();
+        for hook in ext
+            .before_write
+            .iter()
+            .filter(|h| h.wants(write.collection))
+        {
+            (hook.run)(&mut pending, ctx).map_err(refusal)?;
         }
-        Ok(())
+        Ok((pending.payload != given).then(|| pending.payload.to_string()))
     }));
     outcome.unwrap_or_else(|p| {
         Err(ItemsError::Other {

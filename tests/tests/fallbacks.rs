@@ -4,7 +4,7 @@
 //! and checks that the same request now succeeds, so the failure was the
 //! broken table's and nothing else's.
 
-use platform_tests::{assert_error, id_of, rec_body, Host, HostOptions, Resp};
+use platform_tests::{assert_error, id_of, rec_body, str_of, Host, HostOptions, Resp};
 use serde_json::{json, Value};
 
 const PAST: &str = "2001-01-01T00:00:00.000Z";
@@ -129,23 +129,21 @@ fn every_route_answers_its_fallback_when_its_storage_fails() {
         ),
         "share it",
     );
-    let video_play = created(
-        host.post(&format!("/svc/videos/{video}/play"), None, &json!({})),
-        "play the video",
-    )["play_id"]
-        .to_string();
-    let recording_play = created(
-        host.post(
-            &format!("/svc/recordings/{recording}/play"),
-            None,
-            &json!({}),
-        ),
-        "play the recording",
-    )["play_id"]
-        .to_string();
-    let (video_play, recording_play) = (
-        video_play.trim_matches('"').to_string(),
-        recording_play.trim_matches('"').to_string(),
+    let video_play = str_of(
+        &created(
+            host.post(&format!("/svc/videos/{video}/play"), None, &json!({})),
+            "play the video",
+        )["play_id"],
+    );
+    let recording_play = str_of(
+        &created(
+            host.post(
+                &format!("/svc/recordings/{recording}/play"),
+                None,
+                &json!({}),
+            ),
+            "play the recording",
+        )["play_id"],
     );
 
     let rec = |rest: &str| format!("/svc/recordings/{recording}{rest}");

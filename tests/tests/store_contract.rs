@@ -994,6 +994,15 @@ fn counter_windows_end_give_back_and_are_pruned(db: &Db) {
             .counter(CounterOp::Read { key, now_ms })
             .expect("read")
     };
+    let take_back = |key, points, now_ms| {
+        store
+            .counter(CounterOp::TakeBack {
+                key,
+                points,
+                now_ms,
+            })
+            .expect("take back")
+    };
     assert_eq!(
         add("k", 2, 1_000),
         Some(Window {
@@ -1025,13 +1034,7 @@ fn counter_windows_end_give_back_and_are_pruned(db: &Db) {
         })
     );
     // Points are taken back only while held.
-    store
-        .counter(CounterOp::TakeBack {
-            key: "k",
-            points: 1,
-            now_ms: 1_150,
-        })
-        .expect("take back");
+    take_back("k", 1, 1_150);
     assert_eq!(
         read("k", 1_150),
         Some(Window {
@@ -1039,13 +1042,7 @@ fn counter_windows_end_give_back_and_are_pruned(db: &Db) {
             ends_ms: 1_200
         })
     );
-    store
-        .counter(CounterOp::TakeBack {
-            key: "k",
-            points: 1,
-            now_ms: 1_150,
-        })
-        .expect("take back");
+    take_back("k", 1, 1_150);
     assert_eq!(read("k", 1_150).map(|w| w.points), Some(0));
     assert_eq!(
         add("other", 1, 1_150),

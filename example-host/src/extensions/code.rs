@@ -210,21 +210,9 @@ impl Code {
                     .map(|changed| changed.into_option().map(RString::into_string))
                     .map_err(|e| (e.code.into_string(), e.message.into_string()))
             }
-            Code::Linked(ext) => {
-                let raw = facade_event(event);
-                let mut write = host_sdk::PendingWrite {
-                    kind: raw.kind,
-                    collection: event.collection.clone(),
-                    keys: event.keys.clone(),
-                    payload: serde_json::from_str(&event.payload).unwrap_or_default(),
-                    accountability: raw.accountability.clone(),
-                };
-                match ext.before_write_direct(&mut write, services) {
-                    Ok(true) => Ok(Some(write.payload.to_string())),
-                    Ok(false) => Ok(None),
-                    Err(e) => Err((e.code().to_string(), e.to_string())),
-                }
-            }
+            Code::Linked(ext) => ext
+                .before_write_direct(&facade_event(event), services)
+                .map_err(|e| (e.code().to_string(), e.to_string())),
         }
     }
 

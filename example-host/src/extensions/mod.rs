@@ -152,14 +152,13 @@ impl Registry {
         let mut opened = Vec::new();
         for path in libraries {
             match loader::open(&path) {
-                Ok(library) => opened.push(Some(library)),
+                Ok(library) => opened.push(library),
                 Err(e) => log::error!("refused extension {}: {e}", path.display()),
             }
         }
         // Each after what it requires (SDK 1.9); file-name order otherwise.
         let candidates: Vec<order::Candidate<'_>> = opened
             .iter()
-            .flatten()
             .map(|o| order::Candidate {
                 id: &o.id,
                 version: &o.version,
@@ -168,10 +167,10 @@ impl Registry {
             .collect();
         let (sequence, refusals) = order::mount_order(&candidates);
         for (i, reason) in refusals {
-            if let Some(library) = &opened[i] {
-                log::error!("refused extension {}: {reason}", library.path().display());
-            }
+            log::error!("refused extension {}: {reason}", opened[i].path().display());
         }
+        // Each taken once, in the order worked out.
+        let mut opened: Vec<Option<loader::Opened>> = opened.into_iter().map(Some).collect();
         for i in sequence {
             let Some(library) = opened[i].take() else {
                 continue;

@@ -127,11 +127,10 @@ impl Platform {
         events: &mut Vec<ItemEvent>,
         write: ItemEvent,
     ) -> Result<Option<String>, ItemsError> {
+        // Callers ask `wants_before_write` once per write, before this.
         match self.events.get() {
-            Some(sink) if sink.wants_before_write(&write.collection) => {
-                sink.before_write(self, conn, events, &write)
-            }
-            _ => Ok(None),
+            Some(sink) => sink.before_write(self, conn, events, &write),
+            None => Ok(None),
         }
     }
 

@@ -173,7 +173,14 @@ impl Platform {
             .collect::<Result<Vec<_>, _>>()?;
         let scopes = self.reference_scopes(who, &def, items.iter().flat_map(|i| i.0.keys()))?;
         let filtered = self.wants_before_write(&def.name);
+        let wanted = self.wants_events(&def.name);
         self.run_write(session, |conn, events| {
+            let target = Created {
+                who,
+                def: &def,
+                schema: self.store.schema(),
+                wanted,
+            };
             let mut keys = Vec::with_capacity(rows.len());
             for (row, item) in rows.iter_mut().zip(&items) {
                 let changed = if filtered {
@@ -194,14 +201,14 @@ impl Platform {
                             Some(row) => row,
                             None => self.build_create(who, &def, grant.as_ref(), item)?,
                         };
-                        self.insert_created(conn, events, who, &def, row, &scopes, item)?
+                        self.insert_created(conn, events, &target, row, &scopes, item)?
                     }
                     Some(changed) => {
                         let text = item.changed_by_hooks(&def.name, &changed)?;
                         let item = Payload::parse(&text)?;
                         let row = self.build_create(who, &def, grant.as_ref(), &item)?;
                         let scopes = self.reference_scopes(who, &def, item.0.keys())?;
-                        self.insert_created(conn, events, who, &def, row, &scopes, &item)?
+                        self.insert_created(conn, events, &target, row, &scopes, &item)?
                     }
                 };
                 keys.push(key);
@@ -212,24 +219,28 @@ impl Platform {
 
     /// Inserts one checked row of a create (its references checked first)
     /// and records its event; the new key.
-    #[allow(clippy::too_many_arguments)]
     fn insert_created(
         &self,
         conn: &mut dyn Writer,
         events: &mut Vec<ItemEvent>,
-        who: &Who,
-        def: &CollectionDef,
+        target: &Created<'_>,
         row: Columns,
         scopes: &ReferenceScopes,
         item: &Payload<'_>,
     ) -> Result<String, ItemsError> {
-        check_references(&self.store.schema(), conn, def, &row, scopes)?;
+        let Created {
+            who,
+            def,
+            schema,
+            wanted,
+        } = target;
+        check_references(schema, conn, def, &row, scopes)?;
         conn.insert(def, &row)?;
         let key = match row.get("id") {
             Some(Scalar::Text(key)) => key.clone(),
             _ => String::new(),
         };
-        if self.wants_events(&def.name) {
+        if *wanted {
             let after = format!("[{}]", public_json(def, &row));
             drop(row);
             self.record_event(
@@ -563,6 +574,15 @@ impl Platform {
             Ok(key.to_string())
         })
     }
+}
+
+/// What every row of one create shares, worked out once per write.
+struct Created<'a> {
+    who: &'a Who,
+    def: &'a CollectionDef,
+    schema: Arc<crate::schema::Schema>,
+    /// Someone wants the create's events.
+    wanted: bool,
 }
 
 /// A write about to be made, as before-write hooks are given it.
