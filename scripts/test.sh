@@ -31,8 +31,25 @@ require_postgres() {
     fi
 }
 
+# A fresh build and the test hosts' data folders take about 8 GiB (a warm
+# build's tests about 2); a full disk fails tests far from the cause, so
+# say it first.
+require_space() {
+    local target="${CARGO_TARGET_DIR:-target}" need_gib=8 free_kib
+    [ -d "$target/debug/deps" ] && need_gib=2
+    local need_kib=$((need_gib * 1024 * 1024))
+    mkdir -p "$target"
+    free_kib="$(df -Pk "$target" | awk 'NR == 2 { print $4 }')"
+    if [ -n "$free_kib" ] && [ "$free_kib" -lt "$need_kib" ]; then
+        echo "only $((free_kib / 1024)) MiB free for $target: the build and the tests need about $need_gib GiB." >&2
+        echo "Free some space (\`cargo clean\` drops old build output) and run again." >&2
+        exit 1
+    fi
+}
+
 # Everything the tests need besides Rust is checked for (and installed)
 # before the long build.
+require_space
 require_postgres
 echo "==> installing the front-end and browser tests' packages (npm ci, from the lockfile)"
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
