@@ -17,9 +17,17 @@ use crate::{
     storage, throttle,
 };
 
+/// A started platform with its extensions mounted.
+struct Started {
+    platform: Arc<Platform>,
+    registry: Arc<Registry>,
+    /// With `EXTENSIONS_AUTO_RELOAD`: where the libraries were copied to.
+    staging: Option<extensions::reload::Staging>,
+}
+
 /// Opens the database, applies the platform's migrations, seeds a new
 /// platform, and loads the extensions.
-fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
+fn start(cli: &Cli) -> Result<Started, String> {
     let location = cli.common.location()?;
     let store = storage::open(&location, cli.common.db_pool_max)
         .map_err(|e| format!("cannot open database {location}: {e}"))?;
@@ -30,15 +38,25 @@ fn start(cli: &Cli) -> Result<(Arc<Platform>, Arc<Registry>), String> {
     let platform = open_platform(store, admin, cli.common.relational_limits())?;
     let dir = cli.common.extensions_dir();
     log::info!("loading extensions from {}", dir.display());
-    #[allow(unused_mut)]
-    let mut registry = Registry::load_dir(&dir, &platform);
+    let staging = cli
+        .serve
+        .extensions_auto_reload
+        .then(extensions::reload::Staging::new)
+        .transpose()
+        .map_err(|e| format!("cannot make a folder for reloaded extensions: {e}"))?;
+    let registry = Registry::load_dir(&dir, &platform, staging.as_ref());
     #[cfg(feature = "inprocess")]
     if cli.common.builtin_svc {
         registry
             .add_builtin_svc(&platform)
             .map_err(|e| format!("cannot mount the linked svc extension: {e}"))?;
     }
-    Ok(mount(platform, registry, cli.serve.cache))
+    let (platform, registry) = mount(platform, registry, cli.serve.cache);
+    Ok(Started {
+        platform,
+        registry,
+        staging,
+    })
 }
 
 /// The platform on an opened database: its migrations applied, seeded on
@@ -115,7 +133,11 @@ pub fn run() -> ExitCode {
         };
     }
     memory::start_trimming();
-    let (platform, registry) = match start(&cli) {
+    let Started {
+        platform,
+        registry,
+        staging,
+    } = match start(&cli) {
         Ok(started) => started,
         Err(e) => {
             log::error!("{e}");
@@ -141,13 +163,18 @@ pub fn run() -> ExitCode {
                 }
             }
         }
-        Some(Command::Serve) | None => serve(&cli, platform, registry),
+        Some(Command::Serve) | None => serve(&cli, platform, registry, staging),
         // Handled before anything was opened.
         Some(Command::NewExtension { .. }) => ExitCode::SUCCESS,
     }
 }
 
-fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCode {
+fn serve(
+    cli: &Cli,
+    platform: Arc<Platform>,
+    registry: Arc<Registry>,
+    staging: Option<extensions::reload::Staging>,
+) -> ExitCode {
     let addr: SocketAddr = match format!("{}:{}", cli.serve.host, cli.serve.port).parse() {
         Ok(a) => a,
         Err(e) => {
@@ -216,7 +243,6 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
     }
     let state = http::AppState {
         platform: platform.clone(),
-        openapi: Arc::new(http::server_api_openapi(&registry)),
         registry: registry.clone(),
         signin,
         unauthenticated: Arc::new(http::UnauthenticatedBodies::new(
@@ -235,12 +261,29 @@ fn serve(cli: &Cli, platform: Arc<Platform>, registry: Arc<Registry>) -> ExitCod
             body_timeout: std::time::Duration::from_millis(cli.serve.body_timeout_ms.max(1)),
         },
     };
+    let handle = runtime.handle().clone();
     let result = runtime.block_on(async move {
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
         let claims = Arc::new(extensions::Claims::new(std::time::Duration::from_secs(
             cli.serve.schedule_lease_secs,
         )));
-        extensions::schedules::spawn_all(registry, platform, claims, shutdown_rx);
+        let scheduler = extensions::schedules::Scheduler {
+            registry: registry.clone(),
+            platform: platform.clone(),
+            claims,
+            shutdown: shutdown_rx.clone(),
+        };
+        scheduler.spawn_all();
+        if let Some(staging) = staging {
+            extensions::reload::Reloader {
+                dir: cli.common.extensions_dir(),
+                staging,
+                registry,
+                platform,
+                cache: cli.serve.cache,
+            }
+            .spawn(scheduler, handle, shutdown_rx);
+        }
         http::serve(state, addr, shutdown_tx).await
     });
     // Extension calls that outlived their timeout may still be running on

@@ -163,6 +163,16 @@ pub struct ServeArgs {
         global = true
     )]
     pub cache: bool,
+    /// Watch the extensions folder and mount new or rebuilt libraries
+    /// without a restart (for development; docs/extensions.md).
+    #[arg(
+        long = "extensions-auto-reload",
+        env = "EXTENSIONS_AUTO_RELOAD",
+        default_value_t = false,
+        action = clap::ArgAction::Set,
+        global = true
+    )]
+    pub extensions_auto_reload: bool,
     /// Longest a client may take to send the request headers.
     #[arg(
         long = "header-timeout-ms",

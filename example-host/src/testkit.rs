@@ -185,7 +185,7 @@ impl TestHost {
     ) -> Result<(Arc<Platform>, Arc<Registry>, Vec<String>, TestUser), TestKitError> {
         let platform =
             crate::app::open_platform(store, seed, Default::default()).map_err(TestKitError)?;
-        let mut registry = Registry::default();
+        let registry = Registry::default();
         let mut mounts = Vec::new();
         for library in libraries {
             registry

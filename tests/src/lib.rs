@@ -594,6 +594,15 @@ impl Host {
         format!("{SESSION_COOKIE}={value}")
     }
 
+    /// The folder the host loads its extension libraries from.
+    pub fn extensions_dir(&self) -> PathBuf {
+        self.dir
+            .as_ref()
+            .expect("a running host's folder")
+            .path()
+            .join("extensions")
+    }
+
     /// The folder of the host's `local` storage location.
     pub fn uploads_dir(&self) -> PathBuf {
         self.dir

@@ -75,6 +75,26 @@ pub fn days_ago(days: f64) -> String {
     iso(now_ms() - (days * DAY_MS) as i64)
 }
 
+/// Polls `probe` every 50 ms until it answers `Ok` (then answers that),
+/// for at most `within`; past it, panics naming `what` and the last
+/// `Err` the probe gave.
+pub fn eventually<T>(
+    what: &str,
+    within: std::time::Duration,
+    mut probe: impl FnMut() -> Result<T, String>,
+) -> T {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        match probe() {
+            Ok(value) => return value,
+            Err(last) if std::time::Instant::now() >= deadline => {
+                panic!("{what}: not within {within:?}; last: {last}")
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

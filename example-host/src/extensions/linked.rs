@@ -15,7 +15,7 @@ impl Registry {
     /// Mounts an extension linked into this process at `/{id}`: its
     /// migrations applied, its init run, its schedules registered.
     pub fn add_linked(
-        &mut self,
+        &self,
         platform: &Platform,
         ext: Arc<host_sdk::Extension>,
     ) -> Result<(), String> {
@@ -31,7 +31,7 @@ impl Registry {
                 versions: versions.clone(),
             })
             .collect();
-        super::order::check_mounted(&requires, &self.extensions)?;
+        super::order::check_mounted(&requires, &self.all())?;
         for (mid, steps) in ext.migrations() {
             match platform.store.migrate(&id, mid, steps, &MigrationGrants) {
                 Ok(true) => log::info!("[{id}] applied migration {mid}"),
@@ -67,7 +67,7 @@ impl Registry {
             ext.name(),
             ext.version()
         );
-        self.extensions.push(LoadedExtension {
+        self.push(LoadedExtension {
             interest: super::Interest::from_list(ext.event_collections()),
             before_commit: super::Interest::from_list(ext.before_commit_collections()),
             before_write: super::Interest::from_list(ext.before_write_collections()),
@@ -85,7 +85,7 @@ impl Registry {
 
     /// Mounts the svc extension linked into this host.
     #[cfg(feature = "inprocess")]
-    pub fn add_builtin_svc(&mut self, platform: &Platform) -> Result<(), String> {
+    pub fn add_builtin_svc(&self, platform: &Platform) -> Result<(), String> {
         self.add_linked(platform, Arc::new(svc_extension::extension()))
     }
 }

@@ -2,6 +2,7 @@
 //! never at request time.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use abi_stable::abi_stability::abi_checking::{check_layout_compatibility, AbiInstabilityErrors};
 use abi_stable::library::{lib_header_from_path, LibHeader, LibraryError, RootModule};
@@ -220,6 +221,15 @@ impl Opened {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The same library, named by `path` (it was opened from a copy of
+    /// that file).
+    pub fn named(self, path: &Path) -> Self {
+        Opened {
+            path: path.to_path_buf(),
+            ..self
+        }
+    }
 }
 
 /// Loads one library: ABI and version checks, manifest, requirements
@@ -227,7 +237,7 @@ impl Opened {
 pub fn load(
     path: &Path,
     platform: &Platform,
-    mounted: &[LoadedExtension],
+    mounted: &[Arc<LoadedExtension>],
 ) -> Result<LoadedExtension, LoadError> {
     mount(open(path)?, platform, mounted)
 }
@@ -315,7 +325,7 @@ pub fn open(path: &Path) -> Result<Opened, LoadError> {
 pub fn mount(
     opened: Opened,
     platform: &Platform,
-    mounted: &[LoadedExtension],
+    mounted: &[Arc<LoadedExtension>],
 ) -> Result<LoadedExtension, LoadError> {
     let Opened {
         path,

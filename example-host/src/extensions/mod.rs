@@ -6,13 +6,16 @@ mod linked;
 pub(crate) mod loader;
 mod logger;
 pub(crate) mod order;
+pub mod reload;
 mod runtime;
 pub mod schedules;
 pub mod services;
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use serde_json::Value;
 
 use crate::accounts::Accountability;
@@ -104,10 +107,21 @@ pub struct ExtRequest {
     pub body: Vec<u8>,
 }
 
-/// Every mounted extension.
-#[derive(Default)]
+/// Every mounted extension, in mount order.
+///
+/// The list is replaced whole (hot reload, [`reload`]) and read without a
+/// lock: a request, a write's hooks or a schedule run keep the list (and
+/// the extensions in it) they started with.
 pub struct Registry {
-    extensions: Vec<LoadedExtension>,
+    mounted: ArcSwap<Vec<Arc<LoadedExtension>>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            mounted: ArcSwap::from_pointee(Vec::new()),
+        }
+    }
 }
 
 /// How deep hooks may trigger writes that trigger hooks.
@@ -143,15 +157,22 @@ fn refusal(ext: &str, event: &ItemEvent, code: &str, message: String) -> ItemsEr
 impl Registry {
     /// Loads every library of `dir`. A refused library is logged with its
     /// file and reason; the others still load.
-    pub fn load_dir(dir: &Path, platform: &Platform) -> Self {
-        let mut registry = Registry::default();
+    ///
+    /// With `staging`, each library is opened from a copy of its own, so
+    /// that its file may be rewritten while it is mapped (hot reload).
+    pub fn load_dir(dir: &Path, platform: &Platform, staging: Option<&reload::Staging>) -> Self {
+        let registry = Registry::default();
         let libraries = libraries_in(dir);
         if libraries.is_empty() {
             log::warn!("no extension libraries in {}", dir.display());
         }
         let mut opened = Vec::new();
         for path in libraries {
-            match loader::open(&path) {
+            let staged = match staging {
+                Some(staging) => staging.open(&path),
+                None => loader::open(&path),
+            };
+            match staged {
                 Ok(library) => opened.push(library),
                 Err(e) => log::error!("refused extension {}: {e}", path.display()),
             }
@@ -176,7 +197,7 @@ impl Registry {
                 continue;
             };
             let path = library.path().to_path_buf();
-            match loader::mount(library, platform, &registry.extensions) {
+            match loader::mount(library, platform, &registry.all()) {
                 Ok(ext) => {
                     log::info!(
                         "loaded extension `{}` ({} {}, host-sdk {}) from {} at /{}",
@@ -187,7 +208,7 @@ impl Registry {
                         path.display(),
                         ext.id
                     );
-                    registry.extensions.push(ext);
+                    registry.push(ext);
                 }
                 Err(e) => log::error!("refused extension {}: {e}", path.display()),
             }
@@ -197,19 +218,71 @@ impl Registry {
 
     /// Loads one library (all the loader's checks, its migrations and
     /// `init`) and mounts it after those already mounted.
-    pub fn add_library(&mut self, path: &Path, platform: &Platform) -> Result<(), String> {
-        let ext = loader::load(path, platform, &self.extensions)
+    pub fn add_library(&self, path: &Path, platform: &Platform) -> Result<(), String> {
+        let ext = loader::load(path, platform, &self.all())
             .map_err(|e| format!("refused extension {}: {e}", path.display()))?;
-        self.extensions.push(ext);
+        self.push(ext);
         Ok(())
     }
 
-    pub fn get(&self, id: &str) -> Option<&LoadedExtension> {
-        self.extensions.iter().find(|e| e.id == id)
+    /// Mounts `ext` after the others.
+    fn push(&self, ext: LoadedExtension) {
+        let ext = Arc::new(ext);
+        self.mounted.rcu(|mounted| {
+            let mut next = Vec::clone(mounted);
+            next.push(ext.clone());
+            next
+        });
     }
 
-    pub fn all(&self) -> &[LoadedExtension] {
-        &self.extensions
+    pub fn get(&self, id: &str) -> Option<Arc<LoadedExtension>> {
+        self.mounted.load().iter().find(|e| e.id == id).cloned()
+    }
+
+    /// The extensions mounted now, in mount order.
+    pub fn all(&self) -> Arc<Vec<Arc<LoadedExtension>>> {
+        self.mounted.load_full()
+    }
+
+    /// Mounts `ext` in place of the extension mounted from the same file
+    /// (after the others when there is none), in one swap; answers it and
+    /// the one it replaced.
+    pub fn replace_from(
+        &self,
+        path: &Path,
+        ext: LoadedExtension,
+    ) -> (Arc<LoadedExtension>, Option<Arc<LoadedExtension>>) {
+        let ext = Arc::new(ext);
+        let mut replaced = None;
+        self.mounted.rcu(|mounted| {
+            let mut next = Vec::clone(mounted);
+            replaced = None;
+            match next.iter().position(|e| e.path == path) {
+                Some(i) => replaced = Some(std::mem::replace(&mut next[i], ext.clone())),
+                None => next.push(ext.clone()),
+            }
+            next
+        });
+        (ext, replaced)
+    }
+
+    /// Unmounts the extension mounted from `path`.
+    pub fn remove_from(&self, path: &Path) -> Option<Arc<LoadedExtension>> {
+        let mut removed = None;
+        self.mounted.rcu(|mounted| {
+            let mut next = Vec::clone(mounted);
+            removed = next
+                .iter()
+                .position(|e| e.path == path)
+                .map(|i| next.remove(i));
+            next
+        });
+        removed
+    }
+
+    /// Whether `ext` is still the mounted copy (a reload replaces it).
+    pub fn is_mounted(&self, ext: &Arc<LoadedExtension>) -> bool {
+        self.mounted.load().iter().any(|e| Arc::ptr_eq(e, ext))
     }
 
     /// Calls an extension's route handler (blocking: run it off the async workers).
@@ -276,11 +349,15 @@ fn nested_hooks<T>(
 
 impl EventSink for Registry {
     fn wants(&self, collection: &str) -> bool {
-        self.extensions.iter().any(|e| e.interest.wants(collection))
+        self.mounted
+            .load()
+            .iter()
+            .any(|e| e.interest.wants(collection))
     }
 
     fn wants_before_commit(&self, collection: &str) -> bool {
-        self.extensions
+        self.mounted
+            .load()
             .iter()
             .any(|e| e.before_commit.wants(collection))
     }
@@ -294,7 +371,7 @@ impl EventSink for Registry {
     ) -> Result<(), ItemsError> {
         nested_hooks(event, || {
             for ext in self
-                .extensions
+                .all()
                 .iter()
                 .filter(|e| e.before_commit.wants(&event.collection))
             {
@@ -313,7 +390,8 @@ impl EventSink for Registry {
     }
 
     fn wants_before_write(&self, collection: &str) -> bool {
-        self.extensions
+        self.mounted
+            .load()
             .iter()
             .any(|e| e.before_write.wants(collection))
     }
@@ -329,7 +407,7 @@ impl EventSink for Registry {
             let mut current = write.clone();
             let mut changed = None;
             for ext in self
-                .extensions
+                .all()
                 .iter()
                 .filter(|e| e.before_write.wants(&write.collection))
             {
@@ -363,9 +441,9 @@ impl EventSink for Registry {
             return;
         }
         HOOK_DEPTH.with(|d| d.set(depth + 1));
+        let mounted = self.all();
         for event in events {
-            for ext in self
-                .extensions
+            for ext in mounted
                 .iter()
                 .filter(|e| e.interest.wants(&event.collection))
             {

@@ -121,7 +121,10 @@ pub fn mount_order(candidates: &[Candidate<'_>]) -> (Vec<usize>, Vec<(usize, Str
 /// Whether every requirement is met by an extension mounted already: for
 /// an extension mounted alone (a dependency that failed to mount, a test
 /// kit's list).
-pub fn check_mounted(requires: &[Requirement], mounted: &[LoadedExtension]) -> Result<(), String> {
+pub fn check_mounted(
+    requires: &[Requirement],
+    mounted: &[std::sync::Arc<LoadedExtension>],
+) -> Result<(), String> {
     for r in requires {
         match mounted.iter().find(|e| e.id == r.id) {
             None => {

@@ -8,7 +8,7 @@ use abi_stable::std_types::RArc;
 use host_sdk::abi::{HostRuntime, HostRuntime_TO};
 
 use super::code::Code;
-use super::Registry;
+use super::{LoadedExtension, Registry};
 use crate::storage::Store;
 
 struct StoreRuntime {
@@ -25,26 +25,31 @@ impl Registry {
     /// Hands every extension the runtime; libraries of SDK < 1.3 have no
     /// entry for it and keep no answers.
     pub fn attach_runtime(&self, store: &Arc<dyn Store>) {
-        for ext in &self.extensions {
-            match &ext.code {
-                Code::Library(module) => match module.attach_runtime() {
-                    Some(attach) => {
-                        let runtime = StoreRuntime {
-                            store: store.clone(),
-                        };
-                        attach(HostRuntime_TO::from_ptr(RArc::new(runtime), TD_Opaque));
-                    }
-                    None => log::info!(
-                        "[{}] built on host-sdk {}: its routes' answers are not cached",
-                        ext.id,
-                        ext.sdk_version
-                    ),
-                },
-                Code::Linked(linked) => {
-                    let store = store.clone();
-                    linked.attach_data_version(move || store.data_version());
-                }
+        for ext in self.all().iter() {
+            attach_runtime(ext, store);
+        }
+    }
+}
+
+/// Hands one extension the runtime.
+pub(super) fn attach_runtime(ext: &LoadedExtension, store: &Arc<dyn Store>) {
+    match &ext.code {
+        Code::Library(module) => match module.attach_runtime() {
+            Some(attach) => {
+                let runtime = StoreRuntime {
+                    store: store.clone(),
+                };
+                attach(HostRuntime_TO::from_ptr(RArc::new(runtime), TD_Opaque));
             }
+            None => log::info!(
+                "[{}] built on host-sdk {}: its routes' answers are not cached",
+                ext.id,
+                ext.sdk_version
+            ),
+        },
+        Code::Linked(linked) => {
+            let store = store.clone();
+            linked.attach_data_version(move || store.data_version());
         }
     }
 }

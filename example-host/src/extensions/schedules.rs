@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use super::claims::{Claimed, Claims};
-use super::{Registry, When};
+use super::{LoadedExtension, Registry, When};
 use crate::platform::Platform;
 
 /// The start of the first period after `now`.
@@ -38,7 +38,9 @@ struct Job {
     registry: Arc<Registry>,
     platform: Arc<Platform>,
     claims: Arc<Claims>,
-    extension: usize,
+    /// The copy of the extension the schedule belongs to: when a reload
+    /// replaces it, its tasks end and the new copy's start.
+    ext: Arc<LoadedExtension>,
     schedule: usize,
     /// Never two runs of the same schedule at once on this host.
     running: Arc<AtomicBool>,
@@ -46,8 +48,21 @@ struct Job {
 
 impl Job {
     fn names(&self) -> (String, String) {
-        let ext = &self.registry.all()[self.extension];
-        (ext.id.clone(), ext.schedules[self.schedule].name.clone())
+        (
+            self.ext.id.clone(),
+            self.ext.schedules[self.schedule].name.clone(),
+        )
+    }
+
+    /// Whether its extension is still the mounted copy; logs the end
+    /// when it is not.
+    fn still_mounted(&self) -> bool {
+        let mounted = self.registry.is_mounted(&self.ext);
+        if !mounted {
+            let (ext, name) = self.names();
+            log::info!("[{ext}] schedule `{name}` of the replaced copy stopped");
+        }
+        mounted
     }
 
     /// Claims (blocking): the period starting at `period`, or, without
@@ -124,28 +139,40 @@ impl Job {
     }
 }
 
-/// Starts one task per schedule; they stop when `shutdown` flips to true.
-pub fn spawn_all(
-    registry: Arc<Registry>,
-    platform: Arc<Platform>,
-    claims: Arc<Claims>,
-    shutdown: watch::Receiver<bool>,
-) {
-    for (ei, ext) in registry.all().iter().enumerate() {
+/// Starts the tasks of extensions' schedules; they stop when `shutdown`
+/// flips to true, or when a reload replaces their extension.
+#[derive(Clone)]
+pub struct Scheduler {
+    pub registry: Arc<Registry>,
+    pub platform: Arc<Platform>,
+    pub claims: Arc<Claims>,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+impl Scheduler {
+    /// One task per schedule of every mounted extension.
+    pub fn spawn_all(&self) {
+        for ext in self.registry.all().iter() {
+            self.spawn_for(ext);
+        }
+    }
+
+    /// One task per schedule of `ext`.
+    pub fn spawn_for(&self, ext: &Arc<LoadedExtension>) {
         for (si, schedule) in ext.schedules.iter().enumerate() {
             log::info!("[{}] schedule `{}` registered", ext.id, schedule.name);
             let job = Job {
-                registry: registry.clone(),
-                platform: platform.clone(),
-                claims: claims.clone(),
-                extension: ei,
+                registry: self.registry.clone(),
+                platform: self.platform.clone(),
+                claims: self.claims.clone(),
+                ext: ext.clone(),
                 schedule: si,
                 running: Arc::new(AtomicBool::new(false)),
             };
-            let mut shutdown = shutdown.clone();
+            let mut shutdown = self.shutdown.clone();
             tokio::spawn(async move {
                 loop {
-                    let when = &job.registry.all()[ei].schedules[si].when;
+                    let when = &job.ext.schedules[si].when;
                     let Some(next) = next_period(when, Utc::now()) else {
                         return;
                     };
@@ -158,7 +185,7 @@ pub fn spawn_all(
                             _ = tokio::time::sleep(wait) => {}
                             _ = shutdown.changed() => return,
                         }
-                        if *shutdown.borrow() {
+                        if *shutdown.borrow() || !job.still_mounted() {
                             return;
                         }
                         if Utc::now() >= next {

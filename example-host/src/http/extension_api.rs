@@ -155,7 +155,7 @@ pub fn call_extension(
         return Err(HttpError::RouteNotFound(format!("/{mount}")));
     };
     let path = request.path.clone();
-    let answer = Registry::handle(ext, platform, accountability, request);
+    let answer = Registry::handle(&ext, platform, accountability, request);
     // The extension's answer cannot carry headers: `Allow` comes from the
     // routes its OpenAPI paths describe.
     let allow = (answer.status == 405)

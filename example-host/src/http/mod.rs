@@ -26,12 +26,10 @@ use axum::http::{HeaderMap, Uri};
 use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::BodyExt;
-use serde_json::Value;
 use tokio::sync::watch;
 
 pub use errors::HttpError;
 pub use extension_api::call_extension;
-pub use server_api::build_openapi as server_api_openapi;
 pub use unauthenticated::UnauthenticatedBodies;
 
 use crate::accounts::Accountability;
@@ -56,7 +54,6 @@ pub struct AppState {
     pub platform: Arc<Platform>,
     pub registry: Arc<Registry>,
     pub limits: Limits,
-    pub openapi: Arc<Value>,
     pub signin: Arc<crate::signin::SignIn>,
     /// What requests that are not authenticated may make the host hold.
     pub unauthenticated: Arc<UnauthenticatedBodies>,

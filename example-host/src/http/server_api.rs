@@ -101,7 +101,8 @@ pub async fn extensions(
 }
 
 pub async fn openapi(State(state): State<AppState>) -> impl IntoResponse {
-    Json(state.openapi.as_ref().clone())
+    // Built at each request: a reload may have changed the extensions.
+    Json(build_openapi(&state.registry))
 }
 
 /// Whether a host route's body is required, and its schema.
@@ -304,7 +305,7 @@ pub fn build_openapi(registry: &Registry) -> Value {
         let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
         entry[method] = op;
     }
-    for ext in registry.all() {
+    for ext in registry.all().iter() {
         if let Some(ext_paths) = ext.openapi.get("paths").and_then(Value::as_object) {
             for (path, ops) in ext_paths {
                 let full = if path == "/" {
