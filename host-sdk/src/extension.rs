@@ -181,6 +181,7 @@ impl Extension {
     }
 
     /// The extensions this one needs first: (id, semver requirement).
+    #[doc(hidden)]
     pub fn requirements(&self) -> &[(String, String)] {
         &self.requires
     }
@@ -357,18 +358,21 @@ impl Extension {
 
     /// The collections whose writes some before-write hook watches:
     /// `None` when one watches them all; empty when there are none.
+    #[doc(hidden)]
     pub fn before_write_collections(&self) -> Option<Vec<String>> {
         interest(self.before_write.iter().map(|h| h.collections.as_ref()))
     }
 
     /// The collections whose events some after-commit hook wants: `None`
     /// when one wants them all; empty when there are no hooks.
+    #[doc(hidden)]
     pub fn event_collections(&self) -> Option<Vec<String>> {
         interest(self.hooks.iter().map(|h| h.collections.as_ref()))
     }
 
     /// The collections whose writes some in-transaction hook watches:
     /// `None` when one watches them all; empty when there are none.
+    #[doc(hidden)]
     pub fn before_commit_collections(&self) -> Option<Vec<String>> {
         interest(self.before_commit.iter().map(|h| h.collections.as_ref()))
     }

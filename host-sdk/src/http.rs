@@ -319,6 +319,7 @@ impl Response {
 /// Bytes of an answer that several holders may share: the answer cache and
 /// every response being written from it. Cloning shares; it never copies.
 #[derive(Clone)]
+#[doc(hidden)]
 pub struct SharedBody(RArc<RVec<u8>>);
 
 impl SharedBody {
@@ -335,6 +336,7 @@ impl SharedBody {
 
 /// A shared body as it crossed the boundary (a host receiving
 /// [`FfiSharedResponse`]).
+#[doc(hidden)]
 impl From<RArc<RVec<u8>>> for SharedBody {
     fn from(bytes: RArc<RVec<u8>>) -> Self {
         Self(bytes)
@@ -363,6 +365,7 @@ impl std::fmt::Debug for SharedBody {
 /// An answer as the router gives it to a host: like [`Response`], with a
 /// body that a kept answer shares with every request it serves.
 #[derive(Debug, Clone)]
+#[doc(hidden)]
 pub struct SharedResponse {
     /// The HTTP status.
     pub status: u16,
@@ -372,6 +375,7 @@ pub struct SharedResponse {
     pub body: SharedBody,
 }
 
+#[doc(hidden)]
 impl From<Response> for SharedResponse {
     fn from(r: Response) -> Self {
         Self {

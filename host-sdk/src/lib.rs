@@ -51,10 +51,14 @@ pub use context::{Accountability, Context};
 pub use error::{ApiError, BoxError, ItemsError};
 pub use events::{EventKind, ItemEvent, PendingWrite, RawItemEvent};
 pub use extension::{Collections, Extension, Schedule};
-pub use http::{Request, Response, SharedBody, SharedResponse};
+pub use http::{Request, Response};
+#[doc(hidden)]
+pub use http::{SharedBody, SharedResponse};
 pub use items::{Access, Items, Query};
 pub use memo::{Memo, MemoMap};
-pub use router::{BodyRule, Route, Router};
+#[doc(hidden)]
+pub use router::BodyRule;
+pub use router::{Route, Router};
 
 /// The `schemars` the SDK builds schemas with; `#[derive(JsonSchema)]`
 /// needs it as a dependency of the extension's crate too.
