@@ -139,12 +139,48 @@ impl<'a> Context<'a> {
     /// and none is when it returns `Err` or panics. Item events of the writes
     /// are delivered after the commit.
     ///
-    /// `work` runs once. When the database refuses the transaction because
-    /// it conflicted with one of another host (PostgreSQL with several
-    /// hosts on one database), the caller gets an error with the code
-    /// `SERVICE_UNAVAILABLE`; [`Context::retryable_transaction`]
-    /// runs the work again instead, and is what most writes want.
-    pub fn transaction<T, E, F>(&self, work: F) -> Result<T, E>
+    /// When the database asks for the transaction to be run again (it
+    /// conflicted with a concurrent one of another host: a serialization
+    /// failure, a deadlock), the host rolls it back and runs `work` again
+    /// from the start, a few times with random pauses, before it gives up
+    /// with `SERVICE_UNAVAILABLE`. The value of the run that committed is
+    /// returned.
+    ///
+    /// `work` must act only through the context it receives (or reset what
+    /// it collects at its start): a run that was rolled back left nothing
+    /// in the database, and must leave nothing behind in memory either.
+    /// Work that must not run twice (it sends a mail, it consumes a value)
+    /// uses [`Context::transaction_once`].
+    ///
+    /// ```no_run
+    /// # use host_sdk::{Context, ItemsError};
+    /// # use serde_json::json;
+    /// # fn f(ctx: &Context<'_>, video: &str) -> Result<(), ItemsError> {
+    /// ctx.transaction(|tx| {
+    ///     let items = tx.as_admin();
+    ///     items.create_one("video_plays", &json!({ "video_id": video }))?;
+    ///     Ok::<_, ItemsError>(())
+    /// })
+    /// # }
+    /// ```
+    ///
+    /// SDK 1.10; it was `retryable_transaction` (SDK 1.7), and
+    /// `transaction` was [`Context::transaction_once`]. Hosts before SDK
+    /// 1.7 run a transaction's work once, whichever method started it.
+    pub fn transaction<T, E, F>(&self, mut work: F) -> Result<T, E>
+    where
+        F: FnMut(&Context<'_>) -> Result<T, E>,
+        E: From<ItemsError>,
+    {
+        self.run_transaction(&mut |ctx| Some(work(ctx)))
+    }
+
+    /// [`Context::transaction`] for work that may run only once (SDK 1.10;
+    /// the `transaction` of SDK 1.0 to 1.9). When the database refuses the
+    /// transaction because it conflicted with one of another host
+    /// (PostgreSQL with several hosts on one database), the caller gets an
+    /// error with the code `SERVICE_UNAVAILABLE` instead of a second run.
+    pub fn transaction_once<T, E, F>(&self, work: F) -> Result<T, E>
     where
         F: FnOnce(&Context<'_>) -> Result<T, E>,
         E: From<ItemsError>,
@@ -153,37 +189,15 @@ impl<'a> Context<'a> {
         self.run_transaction(&mut |ctx| work.take().map(|work| work(ctx)))
     }
 
-    /// Like [`Context::transaction`], but when the database asks for the
-    /// transaction to be run again (it conflicted with a concurrent one of
-    /// another host: a serialization failure, a deadlock), the host rolls
-    /// it back and runs `work` again from the start, a few times with
-    /// random pauses, before it gives up with `SERVICE_UNAVAILABLE`.
-    ///
-    /// `work` must act only through the context it receives (or reset what
-    /// it collects at its start): a run that was rolled back left nothing
-    /// in the database, and must leave nothing behind in memory either.
-    /// The value of the run that committed is returned.
-    ///
-    /// ```no_run
-    /// # use host_sdk::{Context, ItemsError};
-    /// # use serde_json::json;
-    /// # fn f(ctx: &Context<'_>, video: &str) -> Result<(), ItemsError> {
-    /// ctx.retryable_transaction(|tx| {
-    ///     let items = tx.as_admin();
-    ///     items.create_one("video_plays", &json!({ "video_id": video }))?;
-    ///     Ok::<_, ItemsError>(())
-    /// })
-    /// # }
-    /// ```
-    ///
-    /// Hosts before SDK 1.7 run a transaction's work once, whichever
-    /// method started it.
-    pub fn retryable_transaction<T, E, F>(&self, mut work: F) -> Result<T, E>
+    /// The name [`Context::transaction`] had from SDK 1.7 to 1.9; the
+    /// same method.
+    #[deprecated(since = "1.10.0", note = "use `Context::transaction` (it retries)")]
+    pub fn retryable_transaction<T, E, F>(&self, work: F) -> Result<T, E>
     where
         F: FnMut(&Context<'_>) -> Result<T, E>,
         E: From<ItemsError>,
     {
-        self.run_transaction(&mut |ctx| Some(work(ctx)))
+        self.transaction(work)
     }
 
     /// Hands `work` to the host's transaction; `work` answers `None` when

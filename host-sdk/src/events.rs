@@ -20,8 +20,8 @@ pub enum EventKind {
 }
 
 /// A write: `items.create`, `items.update` or `items.delete`. After-commit
-/// hooks ([`crate::Extension::on_event`]) see it once it committed;
-/// in-transaction hooks ([`crate::Extension::before_commit`]) see it applied
+/// hooks ([`crate::Extension::after_commit_in`]) see it once it committed;
+/// in-transaction hooks ([`crate::Extension::before_commit_in`]) see it applied
 /// inside its transaction, before the commit.
 #[derive(Debug, Clone)]
 pub struct ItemEvent {
@@ -42,7 +42,7 @@ pub struct ItemEvent {
 }
 
 /// A write about to be made (SDK 1.9), as a before-write hook
-/// ([`crate::Extension::before_write`]) sees it: inside the writing
+/// ([`crate::Extension::before_write_in`]) sees it: inside the writing
 /// transaction, before the platform's reference rules and the write
 /// itself. The hook may change `payload` (creates and updates) or refuse
 /// the write.
@@ -83,7 +83,7 @@ fn find<'a>(records: &'a [Value], key: &str) -> Option<&'a Value> {
 /// An item event as the host sent it: the payload and the records are the
 /// host's JSON text, and a [`RawRecord`] borrows its members from it. A
 /// hook registered with [`Extension::before_commit_raw_in`] or
-/// [`Extension::on_event_raw_in`] gets this view and builds no tree: on a
+/// [`Extension::after_commit_raw_in`] gets this view and builds no tree: on a
 /// write of a recording with thousands of events, it reads the few fields
 /// it needs and nothing is copied.
 ///
@@ -106,7 +106,7 @@ fn find<'a>(records: &'a [Value], key: &str) -> Option<&'a Value> {
 /// ```
 ///
 /// [`Extension::before_commit_raw_in`]: crate::Extension::before_commit_raw_in
-/// [`Extension::on_event_raw_in`]: crate::Extension::on_event_raw_in
+/// [`Extension::after_commit_raw_in`]: crate::Extension::after_commit_raw_in
 #[derive(Debug, Clone)]
 pub struct RawItemEvent<'a> {
     /// What happened.

@@ -39,8 +39,47 @@ pub(crate) struct Hook {
     pub run: HookFn,
 }
 
-fn named<S: AsRef<str>>(collections: &[S]) -> Option<Vec<String>> {
-    Some(collections.iter().map(|c| c.as_ref().to_string()).collect())
+/// The collections a hook watches (SDK 1.10): [`Collections::All`], or
+/// some named ones, given as a borrowed list of names:
+/// `&["videos", "recordings"]`, `&names` of a `Vec`, a slice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Collections {
+    /// Every collection, those made later included.
+    All,
+    /// These collections only (none, when the list is empty).
+    Only(Vec<String>),
+}
+
+impl Collections {
+    /// The list, `None` for all.
+    fn into_list(self) -> Option<Vec<String>> {
+        match self {
+            Collections::All => None,
+            Collections::Only(list) => Some(list),
+        }
+    }
+}
+
+fn names<S: AsRef<str>>(collections: &[S]) -> Collections {
+    Collections::Only(collections.iter().map(|c| c.as_ref().to_string()).collect())
+}
+
+impl<S: AsRef<str>> From<&[S]> for Collections {
+    fn from(collections: &[S]) -> Self {
+        names(collections)
+    }
+}
+
+impl<S: AsRef<str>, const N: usize> From<&[S; N]> for Collections {
+    fn from(collections: &[S; N]) -> Self {
+        names(collections)
+    }
+}
+
+impl<S: AsRef<str>> From<&Vec<S>> for Collections {
+    fn from(collections: &Vec<S>) -> Self {
+        names(collections)
+    }
 }
 
 impl Hook {
@@ -80,6 +119,15 @@ fn interest<'h>(lists: impl IntoIterator<Item = Option<&'h Vec<String>>>) -> Opt
 }
 
 /// Everything an extension registers with the host.
+///
+/// Item hooks are registered with one method per moment of a write, each
+/// taking the collections it watches ([`Collections::All`] for every
+/// one), in the order they run:
+/// [`before_write_in`](Extension::before_write_in) (before the write, may
+/// change or refuse it), [`before_commit_in`](Extension::before_commit_in)
+/// (after the write, in its transaction, may refuse it) and
+/// [`after_commit_in`](Extension::after_commit_in) (after the commit).
+/// `_raw_in` takes the event as the host's JSON text instead of trees.
 pub struct Extension {
     pub(crate) id: String,
     pub(crate) name: String,
@@ -133,6 +181,7 @@ impl Extension {
     }
 
     /// The extensions this one needs first: (id, semver requirement).
+    #[doc(hidden)]
     pub fn requirements(&self) -> &[(String, String)] {
         &self.requires
     }
@@ -149,103 +198,11 @@ impl Extension {
         self
     }
 
-    /// Registers a hook called for every item event after its write committed.
-    pub fn on_event<H>(mut self, hook: H) -> Self
-    where
-        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
-    {
-        self.hooks.push(Hook {
-            collections: None,
-            run: HookFn::Parsed(Box::new(hook)),
-        });
-        self
-    }
-
-    /// Registers a hook for the item events of some collections only; the
-    /// host then spends nothing on the events of other collections.
-    pub fn on_event_in<H, S>(mut self, collections: &[S], hook: H) -> Self
-    where
-        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
-        S: AsRef<str>,
-    {
-        self.hooks.push(Hook {
-            collections: named(collections),
-            run: HookFn::Parsed(Box::new(hook)),
-        });
-        self
-    }
-
-    /// [`Extension::on_event_in`] with the event as the host's JSON text
-    /// ([`RawItemEvent`]): nothing is parsed into trees for this hook.
-    pub fn on_event_raw_in<H, S>(mut self, collections: &[S], hook: H) -> Self
-    where
-        H: Fn(&RawItemEvent<'_>, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
-        S: AsRef<str>,
-    {
-        self.hooks.push(Hook {
-            collections: named(collections),
-            run: HookFn::Raw(Box::new(hook)),
-        });
-        self
-    }
-
-    /// Registers a hook run on every write **inside its transaction**,
-    /// before the commit (Directus calls these "filter" hooks).
-    ///
-    /// The hook sees the same [`ItemEvent`] as [`Extension::on_event`]
-    /// hooks, with the write already applied, and a [`Context`] whose
-    /// services are bound to the writing transaction: what it writes commits
-    /// or rolls back with the write. Returning an error refuses the write:
-    /// the whole transaction is rolled back and the writer gets the error
-    /// (an [`ItemsError`](crate::ItemsError) keeps its code; an
-    /// [`ApiError`](crate::ApiError) of status 400, 403 or 404 becomes
-    /// `INVALID_PAYLOAD`, `FORBIDDEN` or `NOT_FOUND`; anything else is a
-    /// `HOOK_FAILED` internal error). Keep these hooks short: the write
-    /// holds the database's write lock while they run.
-    pub fn before_commit<H>(mut self, hook: H) -> Self
-    where
-        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
-    {
-        self.before_commit.push(Hook {
-            collections: None,
-            run: HookFn::Parsed(Box::new(hook)),
-        });
-        self
-    }
-
-    /// [`Extension::before_commit`] for the writes of some collections only;
-    /// the host then spends nothing on the writes of other collections.
-    pub fn before_commit_in<H, S>(mut self, collections: &[S], hook: H) -> Self
-    where
-        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
-        S: AsRef<str>,
-    {
-        self.before_commit.push(Hook {
-            collections: named(collections),
-            run: HookFn::Parsed(Box::new(hook)),
-        });
-        self
-    }
-
-    /// [`Extension::before_commit_in`] with the event as the host's JSON
-    /// text ([`RawItemEvent`]): for hooks on writes of large JSON
-    /// documents, which read a few fields and should not build the
-    /// documents into trees.
-    pub fn before_commit_raw_in<H, S>(mut self, collections: &[S], hook: H) -> Self
-    where
-        H: Fn(&RawItemEvent<'_>, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
-        S: AsRef<str>,
-    {
-        self.before_commit.push(Hook {
-            collections: named(collections),
-            run: HookFn::Raw(Box::new(hook)),
-        });
-        self
-    }
-
-    /// Registers a hook run **before** every write, inside its transaction
-    /// (SDK 1.9; Directus's `filter` hooks on `items.create`,
-    /// `items.update` and `items.delete`). It runs after the writer's
+    /// Registers a hook run **before** a write of `collections`, inside
+    /// its transaction (SDK 1.9; Directus's `filter` hooks on
+    /// `items.create`, `items.update` and `items.delete`);
+    /// [`Collections::All`] for every collection. The host spends nothing
+    /// on the writes of other collections. It runs after the writer's
     /// permission to touch the item is checked and before anything else:
     /// before the payload is checked against the collection and the
     /// writer's field rules, before the platform's reference rules, before
@@ -256,49 +213,166 @@ impl Extension {
     /// writer's own), write through the [`Context`], whose services are
     /// bound to the writing transaction (deleting what refers to an item
     /// about to be deleted, say), or refuse the write by returning an
-    /// error, mapped as for [`Extension::before_commit`]: the whole
+    /// error, mapped as for [`Extension::before_commit_in`]: the whole
     /// transaction rolls back, its own writes with it. Hooks run in
     /// registration order, extensions in load order, each seeing the
     /// payload as the previous one left it.
-    pub fn before_write<H>(mut self, hook: H) -> Self
+    pub fn before_write_in<H>(mut self, collections: impl Into<Collections>, hook: H) -> Self
     where
         H: Fn(&mut PendingWrite, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
     {
         self.before_write.push(WriteHook {
-            collections: None,
+            collections: collections.into().into_list(),
             run: Box::new(hook),
         });
         self
     }
 
-    /// [`Extension::before_write`] for the writes of some collections only;
-    /// the host then spends nothing on the writes of other collections.
-    pub fn before_write_in<H, S>(mut self, collections: &[S], hook: H) -> Self
+    /// Registers a hook run on every write of `collections` **inside its
+    /// transaction**, after the write and before the commit (SDK 1.5;
+    /// Directus calls these "filter" hooks); [`Collections::All`] for
+    /// every collection. The host spends nothing on the writes of other
+    /// collections.
+    ///
+    /// The hook sees the same [`ItemEvent`] as
+    /// [`Extension::after_commit_in`] hooks, with the write already
+    /// applied, and a [`Context`] whose services are bound to the writing
+    /// transaction: what it writes commits or rolls back with the write.
+    /// Returning an error refuses the write: the whole transaction is
+    /// rolled back and the writer gets the error (an
+    /// [`ItemsError`](crate::ItemsError) keeps its code; an
+    /// [`ApiError`](crate::ApiError) of status 400, 403 or 404 becomes
+    /// `INVALID_PAYLOAD`, `FORBIDDEN` or `NOT_FOUND`; anything else is a
+    /// `HOOK_FAILED` internal error). Keep these hooks short: the write
+    /// holds the database's write lock while they run.
+    pub fn before_commit_in<H>(mut self, collections: impl Into<Collections>, hook: H) -> Self
     where
-        H: Fn(&mut PendingWrite, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
-        S: AsRef<str>,
+        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
     {
-        self.before_write.push(WriteHook {
-            collections: named(collections),
-            run: Box::new(hook),
+        self.before_commit.push(Hook {
+            collections: collections.into().into_list(),
+            run: HookFn::Parsed(Box::new(hook)),
         });
         self
+    }
+
+    /// [`Extension::before_commit_in`] with the event as the host's JSON
+    /// text ([`RawItemEvent`]): for hooks on writes of large JSON
+    /// documents, which read a few fields and should not build the
+    /// documents into trees.
+    pub fn before_commit_raw_in<H>(mut self, collections: impl Into<Collections>, hook: H) -> Self
+    where
+        H: Fn(&RawItemEvent<'_>, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.before_commit.push(Hook {
+            collections: collections.into().into_list(),
+            run: HookFn::Raw(Box::new(hook)),
+        });
+        self
+    }
+
+    /// Registers a hook called with the item events of `collections` after
+    /// their write committed (SDK 1.10; `on_event_in` before);
+    /// [`Collections::All`] for every collection. The host spends nothing
+    /// on the events of other collections. An error is logged; the write
+    /// stands.
+    pub fn after_commit_in<H>(mut self, collections: impl Into<Collections>, hook: H) -> Self
+    where
+        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.hooks.push(Hook {
+            collections: collections.into().into_list(),
+            run: HookFn::Parsed(Box::new(hook)),
+        });
+        self
+    }
+
+    /// [`Extension::after_commit_in`] with the event as the host's JSON
+    /// text ([`RawItemEvent`]): nothing is parsed into trees for this hook
+    /// (SDK 1.10; `on_event_raw_in` before).
+    pub fn after_commit_raw_in<H>(mut self, collections: impl Into<Collections>, hook: H) -> Self
+    where
+        H: Fn(&RawItemEvent<'_>, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.hooks.push(Hook {
+            collections: collections.into().into_list(),
+            run: HookFn::Raw(Box::new(hook)),
+        });
+        self
+    }
+
+    /// Registers a hook called for every item event after its write
+    /// committed.
+    #[deprecated(
+        since = "1.10.0",
+        note = "use `after_commit_in(Collections::All, hook)`"
+    )]
+    pub fn on_event<H>(self, hook: H) -> Self
+    where
+        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.after_commit_in(Collections::All, hook)
+    }
+
+    /// [`Extension::after_commit_in`] under its earlier name.
+    #[deprecated(since = "1.10.0", note = "use `after_commit_in`")]
+    pub fn on_event_in<H>(self, collections: impl Into<Collections>, hook: H) -> Self
+    where
+        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.after_commit_in(collections, hook)
+    }
+
+    /// [`Extension::after_commit_raw_in`] under its earlier name.
+    #[deprecated(since = "1.10.0", note = "use `after_commit_raw_in`")]
+    pub fn on_event_raw_in<H>(self, collections: impl Into<Collections>, hook: H) -> Self
+    where
+        H: Fn(&RawItemEvent<'_>, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.after_commit_raw_in(collections, hook)
+    }
+
+    /// [`Extension::before_commit_in`] on every collection.
+    #[deprecated(
+        since = "1.10.0",
+        note = "use `before_commit_in(Collections::All, hook)`"
+    )]
+    pub fn before_commit<H>(self, hook: H) -> Self
+    where
+        H: Fn(&ItemEvent, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.before_commit_in(Collections::All, hook)
+    }
+
+    /// [`Extension::before_write_in`] on every collection.
+    #[deprecated(
+        since = "1.10.0",
+        note = "use `before_write_in(Collections::All, hook)`"
+    )]
+    pub fn before_write<H>(self, hook: H) -> Self
+    where
+        H: Fn(&mut PendingWrite, &Context<'_>) -> Result<(), BoxError> + Send + Sync + 'static,
+    {
+        self.before_write_in(Collections::All, hook)
     }
 
     /// The collections whose writes some before-write hook watches:
     /// `None` when one watches them all; empty when there are none.
+    #[doc(hidden)]
     pub fn before_write_collections(&self) -> Option<Vec<String>> {
         interest(self.before_write.iter().map(|h| h.collections.as_ref()))
     }
 
     /// The collections whose events some after-commit hook wants: `None`
     /// when one wants them all; empty when there are no hooks.
+    #[doc(hidden)]
     pub fn event_collections(&self) -> Option<Vec<String>> {
         interest(self.hooks.iter().map(|h| h.collections.as_ref()))
     }
 
     /// The collections whose writes some in-transaction hook watches:
     /// `None` when one watches them all; empty when there are none.
+    #[doc(hidden)]
     pub fn before_commit_collections(&self) -> Option<Vec<String>> {
         interest(self.before_commit.iter().map(|h| h.collections.as_ref()))
     }

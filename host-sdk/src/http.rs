@@ -8,8 +8,17 @@ use abi_stable::std_types::{RArc, RVec};
 
 use crate::abi::{FfiRequest, FfiResponse, FfiSharedResponse};
 use crate::error::ApiError;
+use crate::raw::RawJson;
 
 /// An HTTP request routed to the extension.
+///
+/// Each part of the request has one reader, named after it:
+/// [`path_param`](Request::path_param), [`query`](Request::query),
+/// [`header`](Request::header) and [`body`](Request::body) give it as
+/// sent (`None` when absent); the same name with `_as`
+/// ([`path_param_as`](Request::path_param_as),
+/// [`query_as`](Request::query_as), [`body_as`](Request::body_as)) parses
+/// it into a type of yours, or answers 400 with the reason in `details`.
 #[derive(Debug, Clone, Default)]
 pub struct Request {
     method: String,
@@ -70,22 +79,16 @@ impl Request {
         &self.path
     }
 
-    /// A path parameter (`:name` in the route); empty when absent (see
-    /// [`Request::path_param`] to tell).
-    pub fn param(&self, name: &str) -> &str {
-        self.params.get(name).map(String::as_str).unwrap_or("")
-    }
-
-    /// A path parameter, `None` when the route has none of that name
-    /// (SDK 1.8).
+    /// A path parameter (`:name` in the route), `None` when the route has
+    /// none of that name (SDK 1.8).
     pub fn path_param(&self, name: &str) -> Option<&str> {
         self.params.get(name).map(String::as_str)
     }
 
-    /// A path parameter parsed as `T` (SDK 1.8): 400 `Invalid path
-    /// parameter "name"`, with the parser's message as `details`, when it
-    /// is absent or does not parse.
-    pub fn param_as<T>(&self, name: &str) -> Result<T, ApiError>
+    /// A path parameter parsed as `T` (SDK 1.10; `param_as` before): 400
+    /// `Invalid path parameter "name"`, with the parser's message as
+    /// `details`, when it is absent or does not parse.
+    pub fn path_param_as<T>(&self, name: &str) -> Result<T, ApiError>
     where
         T: std::str::FromStr,
         T::Err: std::fmt::Display,
@@ -96,6 +99,25 @@ impl Request {
             .ok_or_else(|| refused().with_details("the route has no such parameter"))?;
         text.parse()
             .map_err(|e: T::Err| refused().with_details(e.to_string()))
+    }
+
+    /// A path parameter; empty when absent.
+    #[deprecated(
+        since = "1.10.0",
+        note = "use `path_param(name)` (an `Option`; `.unwrap_or_default()` reads \"\" as before)"
+    )]
+    pub fn param(&self, name: &str) -> &str {
+        self.path_param(name).unwrap_or("")
+    }
+
+    /// [`Request::path_param_as`] under its SDK 1.8 name.
+    #[deprecated(since = "1.10.0", note = "use `path_param_as`")]
+    pub fn param_as<T>(&self, name: &str) -> Result<T, ApiError>
+    where
+        T: std::str::FromStr,
+        T::Err: std::fmt::Display,
+    {
+        self.path_param_as(name)
     }
 
     /// The query parameters as `T` (SDK 1.8), by name; values parse into
@@ -166,8 +188,12 @@ impl Request {
     }
 
     /// The body as JSON; an empty body reads as `{}`. Invalid JSON gives
-    /// exactly 400 `{"error": "Invalid JSON body"}`, for services whose
-    /// error bodies are fixed; [`Request::body_as`] also says why.
+    /// exactly 400 `{"error": "Invalid JSON body"}`, without `details`.
+    #[deprecated(
+        since = "1.10.0",
+        note = "use `body_as` (its 400 adds serde's reason as `details`; \
+                `.map_err(|e| ApiError { details: None, ..e })` keeps the bare text)"
+    )]
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
         serde_json::from_slice(self.body_or_empty_object())
             .map_err(|_| ApiError::bad_request("Invalid JSON body"))
@@ -211,31 +237,31 @@ impl Response {
         Self::json(200, value)
     }
 
-    /// 200 with JSON text as it is (read with
-    /// [`Items::read_one_raw`](crate::Items::read_one_raw), say): no tree
-    /// is built or printed.
-    pub fn ok_raw(raw: Box<serde_json::value::RawValue>) -> Self {
-        Self {
-            status: 200,
-            content_type: "application/json".into(),
-            body: String::from(Box::<str>::from(raw)).into_bytes(),
-        }
+    /// 200 with JSON text as it is: a record read with
+    /// [`Items::read_one_raw`](crate::Items::read_one_raw), or what a
+    /// [`JsonOut`](crate::raw::JsonOut) wrote (SDK 1.10; `ok_written`
+    /// before). No tree is built or printed.
+    pub fn ok_raw(raw: impl RawJson) -> Self {
+        Self::json_raw(200, raw)
     }
 
     /// 200 with the JSON text a [`JsonOut`](crate::raw::JsonOut) wrote.
+    #[deprecated(since = "1.10.0", note = "use `Response::ok_raw(out)`")]
     pub fn ok_written(out: crate::raw::JsonOut) -> Self {
-        Self {
-            status: 200,
-            content_type: "application/json".into(),
-            body: out.into_bytes(),
-        }
+        Self::ok_raw(out)
     }
 
     /// 201 with JSON text as it is (see [`Response::ok_raw`]).
-    pub fn created_raw(raw: Box<serde_json::value::RawValue>) -> Self {
+    pub fn created_raw(raw: impl RawJson) -> Self {
+        Self::json_raw(201, raw)
+    }
+
+    /// A response of this status with JSON text as it is.
+    fn json_raw(status: u16, raw: impl RawJson) -> Self {
         Self {
-            status: 201,
-            ..Self::ok_raw(raw)
+            status,
+            content_type: "application/json".into(),
+            body: raw.into_json_bytes(),
         }
     }
 
@@ -293,6 +319,7 @@ impl Response {
 /// Bytes of an answer that several holders may share: the answer cache and
 /// every response being written from it. Cloning shares; it never copies.
 #[derive(Clone)]
+#[doc(hidden)]
 pub struct SharedBody(RArc<RVec<u8>>);
 
 impl SharedBody {
@@ -309,6 +336,7 @@ impl SharedBody {
 
 /// A shared body as it crossed the boundary (a host receiving
 /// [`FfiSharedResponse`]).
+#[doc(hidden)]
 impl From<RArc<RVec<u8>>> for SharedBody {
     fn from(bytes: RArc<RVec<u8>>) -> Self {
         Self(bytes)
@@ -337,6 +365,7 @@ impl std::fmt::Debug for SharedBody {
 /// An answer as the router gives it to a host: like [`Response`], with a
 /// body that a kept answer shares with every request it serves.
 #[derive(Debug, Clone)]
+#[doc(hidden)]
 pub struct SharedResponse {
     /// The HTTP status.
     pub status: u16,
@@ -346,6 +375,7 @@ pub struct SharedResponse {
     pub body: SharedBody,
 }
 
+#[doc(hidden)]
 impl From<Response> for SharedResponse {
     fn from(r: Response) -> Self {
         Self {

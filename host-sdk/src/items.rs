@@ -197,6 +197,14 @@ impl<T: crate::abi::HostServices + ?Sized> Services for T {
 /// The item services with one access mode. Get one from
 /// [`Context::as_caller`](crate::Context::as_caller) or
 /// [`Context::as_admin`](crate::Context::as_admin).
+///
+/// A method's name is the operation (`read_by_query`, `read_one`,
+/// `create_one`, `aggregate`, ...), its answer JSON values; a suffix
+/// changes only what comes back or what goes in: `_as::<T>` decodes the
+/// answer into a type of yours, `_raw` gives the host's JSON text
+/// unparsed (for answers passed on without building trees), `_with` takes
+/// one argument more (a [`Query`]), `_or(.., refusal)` answers `refusal`
+/// alike for a missing item and one outside the access in use.
 #[derive(Clone, Copy)]
 pub struct Items<'a> {
     pub(crate) services: &'a dyn Services,
@@ -240,9 +248,16 @@ impl<'a> Items<'a> {
     /// Records matching `query` as the host's JSON text (an array of
     /// objects), unparsed: read it with
     /// [`RawRecord::parse_list`](crate::raw::RawRecord::parse_list) to
-    /// borrow the members instead of building trees of them.
-    pub fn read_text(&self, collection: &str, query: &Query) -> Result<String, ItemsError> {
+    /// borrow the members instead of building trees of them (SDK 1.10;
+    /// `read_text` before).
+    pub fn read_by_query_raw(&self, collection: &str, query: &Query) -> Result<String, ItemsError> {
         Ok(self.read_rstring(collection, query)?.into_string())
+    }
+
+    /// [`Items::read_by_query_raw`] under its earlier name.
+    #[deprecated(since = "1.10.0", note = "use `read_by_query_raw`")]
+    pub fn read_text(&self, collection: &str, query: &Query) -> Result<String, ItemsError> {
+        self.read_by_query_raw(collection, query)
     }
 
     fn read_rstring(&self, collection: &str, query: &Query) -> Result<RString, ItemsError> {
@@ -405,9 +420,15 @@ impl<'a> Items<'a> {
     }
 
     /// [`Items::aggregate`]'s rows as the host's JSON text, unparsed (see
-    /// [`Items::read_text`]).
-    pub fn aggregate_text(&self, collection: &str, query: &Query) -> Result<String, ItemsError> {
+    /// [`Items::read_by_query_raw`]; SDK 1.10, `aggregate_text` before).
+    pub fn aggregate_raw(&self, collection: &str, query: &Query) -> Result<String, ItemsError> {
         Ok(self.aggregate_rstring(collection, query)?.into_string())
+    }
+
+    /// [`Items::aggregate_raw`] under its earlier name.
+    #[deprecated(since = "1.10.0", note = "use `aggregate_raw`")]
+    pub fn aggregate_text(&self, collection: &str, query: &Query) -> Result<String, ItemsError> {
+        self.aggregate_raw(collection, query)
     }
 
     fn aggregate_rstring(&self, collection: &str, query: &Query) -> Result<RString, ItemsError> {

@@ -18,7 +18,7 @@
 //!     Extension::new("hello", "Hello", env!("CARGO_PKG_VERSION"))
 //!         .routes(|r| {
 //!             r.get("/greet/:name", |req, _ctx| {
-//!                 Ok(Response::json(200, &serde_json::json!({"hello": req.param("name")})))
+//!                 Ok(Response::ok(&serde_json::json!({"hello": req.path_param("name")})))
 //!             });
 //!         })
 //! }
@@ -50,11 +50,15 @@ pub mod schema;
 pub use context::{Accountability, Context};
 pub use error::{ApiError, BoxError, ItemsError};
 pub use events::{EventKind, ItemEvent, PendingWrite, RawItemEvent};
-pub use extension::{Extension, Schedule};
-pub use http::{Request, Response, SharedBody, SharedResponse};
+pub use extension::{Collections, Extension, Schedule};
+pub use http::{Request, Response};
+#[doc(hidden)]
+pub use http::{SharedBody, SharedResponse};
 pub use items::{Access, Items, Query};
 pub use memo::{Memo, MemoMap};
-pub use router::{BodyRule, Route, Router};
+#[doc(hidden)]
+pub use router::BodyRule;
+pub use router::{Route, Router};
 
 /// The `schemars` the SDK builds schemas with; `#[derive(JsonSchema)]`
 /// needs it as a dependency of the extension's crate too.
@@ -80,9 +84,9 @@ pub const ABI_VERSION: &str = "1.9.0";
 /// Everything an extension module usually needs.
 pub mod prelude {
     pub use crate::{
-        schema, Access, Accountability, ApiError, BoxError, Context, EventKind, Extension,
-        ItemEvent, Items, ItemsError, Memo, PendingWrite, Query, RawItemEvent, Request, Response,
-        Router, Schedule,
+        schema, Access, Accountability, ApiError, BoxError, Collections, Context, EventKind,
+        Extension, ItemEvent, Items, ItemsError, Memo, PendingWrite, Query, RawItemEvent, Request,
+        Response, Router, Schedule,
     };
 }
 

@@ -1,7 +1,7 @@
 //! Records as the host's JSON text, and answers spliced from it.
 //!
 //! A [`RawRecord`] borrows its members from the text the host answered
-//! with ([`Items::read_text`](crate::Items::read_text)): reading a list of
+//! with ([`Items::read_by_query_raw`](crate::Items::read_by_query_raw)): reading a list of
 //! records builds no tree and copies no value. A [`JsonOut`] writes an
 //! answer from such members and values of the extension's own, so a record
 //! passes from the database to the client as the same bytes.
@@ -10,7 +10,7 @@
 //! use std::borrow::Cow;
 //! use host_sdk::raw::{JsonOut, RawRecord};
 //!
-//! // As `items.read_text("articles", &query)?` would give it.
+//! // As `items.read_by_query_raw("articles", &query)?` would give it.
 //! let text = r#"[{"id":"a","title":"T"},{"id":"b","title":"U"}]"#;
 //! let list = RawRecord::parse_list(text).unwrap();
 //! let mut out = JsonOut::default();
@@ -223,6 +223,35 @@ impl JsonOut {
     pub fn into_string(self) -> String {
         // Only `str` pieces were appended.
         String::from_utf8(self.bytes).unwrap_or_default()
+    }
+}
+
+/// JSON text an answer carries as it is
+/// ([`Response::ok_raw`](crate::Response::ok_raw),
+/// [`Response::created_raw`](crate::Response::created_raw)): a record read
+/// with [`Items::read_one_raw`](crate::Items::read_one_raw) (a checked
+/// [`RawValue`]), or what a [`JsonOut`] wrote.
+pub trait RawJson: sealed::Sealed {
+    /// The text's bytes.
+    #[doc(hidden)]
+    fn into_json_bytes(self) -> Vec<u8>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for Box<serde_json::value::RawValue> {}
+    impl Sealed for super::JsonOut {}
+}
+
+impl RawJson for Box<RawValue> {
+    fn into_json_bytes(self) -> Vec<u8> {
+        String::from(Box::<str>::from(self)).into_bytes()
+    }
+}
+
+impl RawJson for JsonOut {
+    fn into_json_bytes(self) -> Vec<u8> {
+        self.into_bytes()
     }
 }
 

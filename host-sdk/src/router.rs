@@ -221,6 +221,7 @@ fn percent_decode(s: &str) -> String {
 /// What a route accepts as a request body; the host enforces it before
 /// the extension sees the body (SDK 1.6 hosts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[doc(hidden)]
 pub struct BodyRule {
     /// The largest body in bytes; `None`: the host's own limit.
     pub max_bytes: Option<u64>,
@@ -408,12 +409,14 @@ impl Router {
     /// allowed` when routes have its path but not its method (SDK 1.8:
     /// the host adds the `Allow` header from the OpenAPI paths), 404
     /// `Route not found` when none has its path.
+    #[doc(hidden)]
     pub fn dispatch(&self, request: Request, ctx: &Context<'_>) -> Response {
         self.answer(request, ctx).into_response()
     }
 
     /// [`Router::dispatch`], with the body shared: an answer served from
     /// the cache is the kept bytes themselves, not a copy.
+    #[doc(hidden)]
     pub fn answer(&self, mut request: Request, ctx: &Context<'_>) -> SharedResponse {
         for route in &self.routes {
             if let Some(params) = route.matches(request.method(), request.path()) {
@@ -445,6 +448,7 @@ impl Router {
 
     /// The methods of the routes that have `path`, in registration order
     /// (what an `Allow` header lists).
+    #[doc(hidden)]
     pub fn allowed_methods(&self, path: &str) -> Vec<&str> {
         let mut methods: Vec<&str> = Vec::new();
         for route in self.routes.iter().filter(|r| r.has_path(path)) {
@@ -458,6 +462,7 @@ impl Router {
     /// What the route a request of `method` for `path` would reach accepts
     /// as a body (the first route that matches, as [`Router::answer`]
     /// picks it).
+    #[doc(hidden)]
     pub fn body_rule(&self, method: &str, path: &str) -> BodyRule {
         self.routes
             .iter()

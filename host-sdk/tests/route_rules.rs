@@ -40,17 +40,25 @@ fn extension() -> Extension {
             ))
         });
         r.put("/notes/:n", |req, _| {
-            let n: u32 = req.param_as("n")?;
+            let n: u32 = req.path_param_as("n")?;
             Ok(Response::ok(
                 &json!({"n": n, "missing": req.path_param("nope")}),
             ))
         })
         .authenticated_with("Sign in first");
+        // The readers' names before SDK 1.10, which answer as they did.
+        #[allow(deprecated)]
+        r.put("/old/:n", |req, _| {
+            let n: u32 = req.param_as("n")?;
+            Ok(Response::ok(
+                &json!({"n": n, "missing": req.param("nope"), "got": req.param("n")}),
+            ))
+        });
         // SDK 1.9: one type parses and documents the body.
         r.patch_json("/typed/:n", |note: Note, req, _| {
             TYPED_CALLS.fetch_add(1, Ordering::Relaxed);
             Ok(Response::ok(
-                &json!({"n": req.param("n"), "title": note.title, "pinned": note.pinned}),
+                &json!({"n": req.path_param("n"), "title": note.title, "pinned": note.pinned}),
             ))
         });
     })
@@ -161,6 +169,20 @@ fn typed_reads_keep_the_reason_in_details() {
     assert_eq!(
         send("PUT", "/notes/7", "", Some("u1")),
         (200, json!({"n": 7, "missing": null}))
+    );
+}
+
+#[test]
+fn the_deprecated_path_readers_answer_as_the_new_ones() {
+    // Same error, status and details as `path_param_as`.
+    assert_eq!(
+        send("PUT", "/old/seven", "", None),
+        send("PUT", "/notes/seven", "", Some("u1"))
+    );
+    // `param` reads an absent parameter as "", where `path_param` is None.
+    assert_eq!(
+        send("PUT", "/old/7", "", None),
+        (200, json!({"n": 7, "missing": "", "got": "7"}))
     );
 }
 

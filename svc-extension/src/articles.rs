@@ -28,7 +28,7 @@ pub fn write_articles(
     if let Some(n) = limit {
         query = query.limit(n as i64);
     }
-    let articles_text = items.read_text("articles", &query)?;
+    let articles_text = items.read_by_query_raw("articles", &query)?;
     let articles = raw_list("articles", &articles_text)?;
     let authors = public_users_by_id(items, &raw_ids_of(&articles, "author"))?;
     out.array(&articles, |out, article| {
@@ -54,5 +54,5 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     upcoming::mark(ctx, &items, "articles", "publish_date", featured).map_err(LIST.of())?;
     let mut out = JsonOut::default();
     write_articles(&items, params::limit(req), &mut out).map_err(LIST.of())?;
-    Ok(Response::ok_written(out))
+    Ok(Response::ok_raw(out))
 }

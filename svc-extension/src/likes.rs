@@ -48,8 +48,8 @@ fn own_like(items: &Items<'_>, video: &str) -> Result<Option<String>, ItemsError
 /// `POST /videos/:id/like`.
 pub fn like(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let user = require_user(ctx)?.to_string();
-    let video = req.param("id");
-    let likes_count = ctx.retryable_transaction(|tx| {
+    let video = req.path_param("id").unwrap_or_default();
+    let likes_count = ctx.transaction(|tx| {
         ensure_video(&tx.as_admin(), video, LIKE)?;
         let created = tx.as_caller().create_one(
             "video_likes",
@@ -71,8 +71,8 @@ pub fn like(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
 /// `DELETE /videos/:id/like`.
 pub fn unlike(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     require_user(ctx)?;
-    let video = req.param("id");
-    let likes_count = ctx.retryable_transaction(|tx| {
+    let video = req.path_param("id").unwrap_or_default();
+    let likes_count = ctx.transaction(|tx| {
         ensure_video(&tx.as_admin(), video, UNLIKE)?;
         let Some(like) = own_like(&tx.as_caller(), video).map_err(UNLIKE.of())? else {
             return Err(ApiError::bad_request("Not liked"));
@@ -93,7 +93,7 @@ pub fn status(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     if ctx.user_id().is_none() {
         return Ok(Response::ok(&LikeStatus { liked: false }));
     }
-    let liked = own_like(&ctx.as_caller(), req.param("id"))
+    let liked = own_like(&ctx.as_caller(), req.path_param("id").unwrap_or_default())
         .map_err(STATUS.of())?
         .is_some();
     Ok(Response::ok(&LikeStatus { liked }))

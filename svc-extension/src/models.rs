@@ -97,7 +97,7 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
 
 /// `GET /models/:slug`: exact slug match, 404 `Model not found`.
 pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
-    let slug = req.param("slug");
+    let slug = req.path_param("slug").unwrap_or_default();
     let found = find_models(
         &ctx.as_admin(),
         Some(json!({"slug": {"_eq": slug}})),

@@ -18,9 +18,9 @@ const UPDATE: Failure = Failure::new("Failed to update play");
 /// `POST /recordings/:id/play`: `{success, play_id}`. An authenticated
 /// caller who does not own the recording earns RECORDING_PLAY.
 pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
-    let recording = req.param("id");
+    let recording = req.path_param("id").unwrap_or_default();
     let user = ctx.user_id();
-    let play_id = ctx.retryable_transaction(|tx| {
+    let play_id = ctx.transaction(|tx| {
         let admin = tx.as_admin();
         let found: Option<Value> = admin
             .read_one_with("recordings", recording, &Query::new().fields(&["id", "user_created"]))
@@ -48,10 +48,13 @@ pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
 /// and `completed` (boolean), each applied when present, and `date_updated`.
 pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let changes = play_changes(req, "duration_played")?;
-    let (recording, play) = (req.param("id"), req.param("playId"));
+    let (recording, play) = (
+        req.path_param("id").unwrap_or_default(),
+        req.path_param("playId").unwrap_or_default(),
+    );
     let completes = changes.get("completed") == Some(&Value::Bool(true));
     let caller = ctx.user_id();
-    ctx.retryable_transaction(|tx| {
+    ctx.transaction(|tx| {
         let admin = tx.as_admin();
         let found: Option<Value> = admin
             .read_one_with(

@@ -52,7 +52,7 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     // costs its own size once, not a tree of every event.
     let recordings = ctx
         .as_caller()
-        .read_text("recordings", &query)
+        .read_by_query_raw("recordings", &query)
         .map_err(LIST.of())?;
     Ok(Response {
         status: 200,
@@ -75,7 +75,9 @@ struct Sharing {
 /// is answered as the host's text: only its owner and `public` are read.
 pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let user = require_user(ctx)?;
-    let found = ctx.as_caller().read_one_raw("recordings", req.param("id"));
+    let found = ctx
+        .as_caller()
+        .read_one_raw("recordings", req.path_param("id").unwrap_or_default());
     let recording = match found {
         Ok(Some(recording)) => recording,
         Err(ItemsError::Forbidden(_)) if reads_recordings(ctx) => {
@@ -153,8 +155,10 @@ fn owned(
 /// description, tags, status, public or linked_video; 200 with the result.
 pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let user = require_user(ctx)?;
-    let id = req.param("id");
-    let body: Value = req.json()?;
+    let id = req.path_param("id").unwrap_or_default();
+    // docs/service-api.md: a body that is not JSON is the bare 400
+    // `Invalid JSON body`, without serde's reason.
+    let body: Value = req.body_as().map_err(|e| ApiError { details: None, ..e })?;
     let changes = recording_changes(&body)?;
     // docs/service-api.md: on PATCH, a missing record gives 500.
     owned(
@@ -181,7 +185,7 @@ pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
 /// A missing recording is 404 `Recording not found`.
 pub fn archive(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let user = require_user(ctx)?;
-    let id = req.param("id");
+    let id = req.path_param("id").unwrap_or_default();
     owned(
         ctx,
         user,
@@ -206,7 +210,7 @@ pub fn duplicate(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError>
     if ctx.user_id().is_none() {
         return Err(ApiError::unauthorized("Authentication required"));
     }
-    let id = req.param("id");
+    let id = req.path_param("id").unwrap_or_default();
     let source = ctx
         .as_admin()
         .read_one("recordings", id)

@@ -74,7 +74,7 @@ pub fn by_id_text(
     if ids.is_empty() {
         return Ok("[]".into());
     }
-    items.read_text(collection, &query.filter(json!({"id": {"_in": ids}})))
+    items.read_by_query_raw(collection, &query.filter(json!({"id": {"_in": ids}})))
 }
 
 /// The filter of a batch read of the records whose `field` is one of
@@ -180,7 +180,7 @@ pub fn counts_by_filtered(
         Some(lookup) => json!({"_and": [lookup, extra]}),
         None => extra,
     };
-    let text = items.aggregate_text(
+    let text = items.aggregate_raw(
         collection,
         &Query::new()
             .filter(filter)

@@ -22,9 +22,9 @@ pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         Some(Value::String(s)) => Value::String(s.clone()),
         Some(_) => return Err(ApiError::bad_request("session_id must be a string")),
     };
-    let video = req.param("id");
+    let video = req.path_param("id").unwrap_or_default();
     let user = ctx.user_id().map(String::from);
-    let (play_id, plays_count) = ctx.retryable_transaction(|tx| {
+    let (play_id, plays_count) = ctx.transaction(|tx| {
         let admin = tx.as_admin();
         ensure_video(&admin, video, PLAY)?;
         let play_id = admin
@@ -48,7 +48,10 @@ pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
 /// `completed` (boolean), each applied when present. No auth check.
 pub fn update(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let changes = play_changes(req, "duration_watched")?;
-    let (video, play) = (req.param("id"), req.param("playId"));
+    let (video, play) = (
+        req.path_param("id").unwrap_or_default(),
+        req.path_param("playId").unwrap_or_default(),
+    );
     let admin = ctx.as_admin();
     let found: Option<Value> = admin
         .read_one_with(

@@ -39,7 +39,7 @@ fn find_videos_text(
     if let Some(n) = limit {
         query = query.limit(n as i64);
     }
-    items.read_text("videos", &query)
+    items.read_by_query_raw("videos", &query)
 }
 
 /// Ids of the videos linked to a user through `videos_models`.
@@ -74,7 +74,7 @@ fn write_expanded(
         if let Some(filter) = lookup_filter("videos_id", &ids) {
             query = query.filter(filter);
         }
-        items.read_text("videos_models", &query)?
+        items.read_by_query_raw("videos_models", &query)?
     };
     let mut links = raw_list("links", &links_text)?;
     // Without the lookup filter, every video's links came.
@@ -162,13 +162,13 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let videos = raw_list("videos", &text).map_err(LIST.of())?;
     let mut out = JsonOut::with_capacity(text.len() * 2);
     write_expanded(&items, &videos, &mut out, Shape::List).map_err(LIST.of())?;
-    Ok(Response::ok_written(out))
+    Ok(Response::ok_raw(out))
 }
 
 /// `GET /videos/:slug`: a visible video by exact slug, 404 `Video not found`.
 pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let items = ctx.as_admin();
-    let filter = json!({"slug": {"_eq": req.param("slug")}});
+    let filter = json!({"slug": {"_eq": req.path_param("slug").unwrap_or_default()}});
     // Only this video's own date can change the answer by the clock.
     upcoming::mark(ctx, &items, "videos", "upload_date", Some(filter.clone())).map_err(ONE.of())?;
     let text = find_videos_text(&items, Some(filter), Some(1)).map_err(ONE.of())?;
@@ -178,5 +178,5 @@ pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     }
     let mut out = JsonOut::default();
     write_expanded(&items, &found, &mut out, Shape::First).map_err(ONE.of())?;
-    Ok(Response::ok_written(out))
+    Ok(Response::ok_raw(out))
 }

@@ -4,8 +4,9 @@
 use platform_tests::{fixture_library, id_of, library, str_of, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
-/// The host's SDK version (host-sdk's package version).
-const HOST_SDK: &str = "1.9.0";
+/// The host's SDK version (host-sdk's package version): a facade-only
+/// release moves it past the ABI version.
+const HOST_SDK: &str = "1.10.0";
 /// The host's ABI version (`host_sdk::ABI_VERSION`), what the loader
 /// compares.
 const HOST_ABI: &str = "1.9.0";
@@ -37,6 +38,12 @@ fn a_svc_loads_and_reports_its_manifest() {
         .unwrap_or_else(|| panic!("svc not listed: {list}"));
     assert_eq!(svc["mount"], "/svc");
     assert_eq!(svc["sdk_version"], HOST_SDK);
+    // The header the loader compares carries the ABI version, not the SDK's.
+    let header = abi_stable::library::lib_header_from_path(&library("svc_extension"))
+        .expect("svc's library header");
+    assert_eq!(header.version_strings().version.as_str(), HOST_ABI);
+    assert_eq!(host_sdk::ABI_VERSION, HOST_ABI);
+    assert_eq!(host_sdk::SDK_VERSION, HOST_SDK);
     assert!(svc["name"].as_str().is_some_and(|n| !n.is_empty()));
     assert!(line_about(&host, "libsvc_extension.so").contains("loaded extension `svc`"));
     // The manifest listing is for administrators only.

@@ -240,8 +240,8 @@ impl HostServices for ExtServices<'_> {
             // The store runs this again from the start after a conflict
             // with another process's transaction (see the storage
             // contract): the body runs again, unless it may run only once
-            // (`Context::transaction`, SDK ≤ 1.6), and then the caller is
-            // told the database is busy.
+            // (`Context::transaction_once`; `Context::transaction` of SDK
+            // 1.0 to 1.9), and then the caller is told the database is busy.
             events.clear();
             failure = None;
             let bound = ExtServices::bound(

@@ -108,8 +108,11 @@ pub fn extension() -> Extension {
         r.delete("/bookmarks/:id", |req, ctx| {
             // Someone else's bookmark and a missing one answer alike.
             let missing = ApiError::not_found("Bookmark not found");
-            ctx.as_caller()
-                .delete_one_or("bookmarks", req.param("id"), missing)?;
+            ctx.as_caller().delete_one_or(
+                "bookmarks",
+                req.path_param("id").unwrap_or_default(),
+                missing,
+            )?;
             Ok(Response::no_content())
         })
         .summary("Delete an own bookmark")

@@ -45,7 +45,7 @@ pub fn extension() -> Extension {
             r.get("/notes/:id", |req, ctx| {
                 let note = ctx.as_caller().read_one_or(
                     "notes",
-                    req.param("id"),
+                    req.path_param("id").unwrap_or_default(),
                     ApiError::not_found("Note not found"),
                 )?;
                 Ok(Response::ok(&note))
@@ -58,7 +58,7 @@ pub fn extension() -> Extension {
             // "Invalid JSON body", serde's reason in `details`, otherwise)
             // and documented as `NewNote` in the OpenAPI document.
             r.post_json("/notes", |note: NewNote, _req, ctx| {
-                let id = ctx.retryable_transaction(|tx| {
+                let id = ctx.transaction(|tx| {
                     let id = tx
                         .as_admin()
                         .create_one("notes", &json!({"body": note.body}))?;
@@ -81,7 +81,7 @@ pub fn extension() -> Extension {
             Ok(())
         })
         // After the commit: react to what is done.
-        .on_event(|event, _ctx| {
+        .after_commit_in(Collections::All, |event, _ctx| {
             log::debug!("{:?} on {}", event.kind, event.collection);
             Ok(())
         })

@@ -74,7 +74,7 @@ fn achievement_defs(
 /// A leaderboard page: the stats rows in rank order and the two fields
 /// shown of each user; read as text, nothing built into trees.
 fn page_rows(items: &Items<'_>, limit: u64, offset: u64) -> Result<Vec<KeptRow>, ItemsError> {
-    let rows_text = items.read_text(
+    let rows_text = items.read_by_query_raw(
         "user_stats",
         &Query::new()
             .fields(&[
@@ -171,7 +171,7 @@ fn leaderboard_answer(
         ]);
     });
     out.byte(b'}');
-    Ok(Response::ok_written(out))
+    Ok(Response::ok_raw(out))
 }
 
 /// `GET /gamification/leaderboard`: `limit`, `offset`.
@@ -255,7 +255,12 @@ pub fn user_summary(ctx: &Context<'_>, items: &Items<'_>, user: &str) -> Result<
 
 /// `GET /gamification/user/:id`.
 pub fn user(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
-    let body = user_summary(ctx, &ctx.as_admin(), req.param("id")).map_err(USER.of())?;
+    let body = user_summary(
+        ctx,
+        &ctx.as_admin(),
+        req.path_param("id").unwrap_or_default(),
+    )
+    .map_err(USER.of())?;
     Ok(Response::ok(&body))
 }
 

@@ -43,7 +43,7 @@ fn stats_rows(items: &Items<'_>) -> Result<Vec<(String, String, f64)>, ItemsErro
 
 /// Moves the anchor to now and rescales every sum, in one transaction.
 fn rebase(ctx: &Context<'_>) -> Result<(), ItemsError> {
-    ctx.retryable_transaction(|tx| {
+    ctx.transaction(|tx| {
         let items = tx.as_admin();
         let old = anchor(&items)?;
         let new = now_ms();
@@ -84,7 +84,7 @@ pub fn recalculate(ctx: &Context<'_>) -> Result<(), BoxError> {
 
     // Pass 1: rule 3 from scratch, batch by batch.
     for (done, batch) in rows.chunks(BATCH).enumerate() {
-        ctx.retryable_transaction(|tx| {
+        ctx.transaction(|tx| {
             let items = tx.as_admin();
             let anchor = anchor(&items)?;
             let now = now_ms();
@@ -105,7 +105,7 @@ pub fn recalculate(ctx: &Context<'_>) -> Result<(), BoxError> {
     let achievements = published(&admin, None)?;
     let mut unlocked = 0usize;
     for (done, batch) in rows.chunks(BATCH).enumerate() {
-        unlocked += ctx.retryable_transaction(|tx| {
+        unlocked += ctx.transaction(|tx| {
             let items = tx.as_admin();
             let anchor = anchor(&items)?;
             let now = now_ms();
