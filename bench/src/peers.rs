@@ -693,11 +693,19 @@ pub fn run(opts: &Options) -> Result<(), String> {
         for column in &mut columns {
             if let Some(data) = column.data.take() {
                 let path = data.keep();
+                let throwaway = column.backend == Backend::Postgres
+                    && std::env::var_os("TEST_DATABASE_URL").is_none();
                 println!(
-                    "host data kept ({}): example-host --db {} --extensions {} --cache false",
+                    "host data kept ({}): example-host --db {} --extensions {} --cache false{}",
                     backend_name(column.backend),
                     platform_tests::Database::of_data_dir(&path).arg(),
-                    path.join("extensions").display()
+                    path.join("extensions").display(),
+                    if throwaway {
+                        " (the throwaway PostgreSQL cluster stops with the bench: \
+                         --db postgres://... keeps a server of yours)"
+                    } else {
+                        ""
+                    }
                 );
             }
         }
