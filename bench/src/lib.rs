@@ -15,8 +15,8 @@
 //! [`several_hosts`] (two hosts on one database against one), [`sign_in`]
 //! (what password hashing costs the other routes), [`assets`] (files:
 //! asset reads against ping, first transformations, concurrent uploads'
-//! memory), [`hosts`]
-//! (starting hosts), and small helpers.
+//! memory), [`peers`] (this host against PocketBase on the same data,
+//! side by side), [`hosts`] (starting hosts), and small helpers.
 
 pub mod api;
 pub mod assets;
@@ -27,6 +27,7 @@ pub mod gamification;
 pub mod hosts;
 pub mod load;
 pub mod memory;
+pub mod peers;
 pub mod recording_create;
 pub mod report;
 pub mod rng;

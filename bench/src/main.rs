@@ -3,8 +3,10 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use platform_tests::Backend;
+
 use platform_bench::{
-    assets, compare, gamification, load, memory, recording_create, several_hosts, sign_in,
+    assets, compare, gamification, load, memory, peers, recording_create, several_hosts, sign_in,
 };
 
 fn usage() -> ExitCode {
@@ -15,6 +17,7 @@ fn usage() -> ExitCode {
          \x20      platform-bench memory [--db DB]\n\
          \x20      platform-bench assets [--duration-secs D] [--db DB]\n\
          \x20      platform-bench compare [--seed S] [--duration-secs D] [--only ID,..] [--client-threads N] [--keep] [--db DB]\n\
+         \x20      platform-bench peers [--seed S] [--duration-secs D] [--only ID,..] [--cold-starts N] [--client-threads N] [--smoke] [--keep] [--db DB|both]
          \x20      platform-bench several-hosts [--seed S] [--duration-secs D] [--concurrency N] [--db DB]\n\
          \x20      platform-bench sign-in [--attempts N] [--duration-secs D] [--flood N] [--db DB]\n\
          \n  load           the issue's scenarios at concurrency 16 and 64 on generated data at\n\
@@ -36,6 +39,11 @@ fn usage() -> ExitCode {
          \x20 compare        the table against Directus 11 on the same data (2,000 videos, 20,000\n\
          \x20                likes, 50,000 plays, 10,000 stats rows): answer cache on, cache off,\n\
          \x20                signed in; a fresh host per row (default 10 s measured per row)\n\
+         \x20 peers          this host (answer cache off) against PocketBase 0.40 (installed from\n\
+         \x20                PyPI into target/bench-peers) on the compare data loaded into both,\n\
+         \x20                a fresh process per row and side (default 5 s measured per row),\n\
+         \x20                cold start and peak RSS, ratios against the goals; --db both adds\n\
+         \x20                a PostgreSQL column; --smoke: tiny data, 1 s per row\n\
          \x20 several-hosts  two hosts on one database against one host, for a read mix (cache on\n\
          \x20                and off) and a write mix, with database round trips per request, on\n\
          \x20                the compare data (default 10 s measured per row, c=16)\n\
@@ -137,15 +145,67 @@ fn select_database(args: &mut Vec<String>) -> Result<(), String> {
     Ok(())
 }
 
+/// `peers --db both`: taken out of the arguments (the host runs on each
+/// database in turn); any other `--db` is [`select_database`]'s.
+fn take_db_both(args: &mut Vec<String>) -> bool {
+    let at = args
+        .windows(2)
+        .position(|w| w[0] == "--db" && w[1] == "both");
+    if let Some(i) = at {
+        args.drain(i..i + 2);
+    }
+    at.is_some()
+}
+
+fn peers_options(args: &[String], both: bool) -> Result<peers::Options, String> {
+    check_known(
+        args,
+        &[
+            "--seed",
+            "--duration-secs",
+            "--only",
+            "--client-threads",
+            "--cold-starts",
+        ],
+    )?;
+    let seed = option(args, "--seed", 42u64)?;
+    let backends = if both {
+        vec![Backend::Sqlite, Backend::Postgres]
+    } else {
+        vec![Backend::from_env()]
+    };
+    let base = if args.iter().any(|a| a == "--smoke") {
+        peers::Options::smoke(seed, backends)
+    } else {
+        let seconds: f64 = option(args, "--duration-secs", 5.0)?;
+        if seconds.is_nan() || seconds <= 0.0 {
+            return Err("--duration-secs must be positive".to_string());
+        }
+        peers::Options::new(seed, Duration::from_secs_f64(seconds), backends)
+    };
+    Ok(peers::Options {
+        only: only_ids(args)?,
+        keep: args.iter().any(|a| a == "--keep"),
+        client_threads: option(args, "--client-threads", 1usize)?.max(1),
+        cold_starts: option(args, "--cold-starts", base.cold_starts)?.max(1),
+        ..base
+    })
+}
+
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let db_both = args.first().is_some_and(|a| a == "peers") && take_db_both(&mut args);
     if let Err(e) = select_database(&mut args) {
         eprintln!("platform-bench: {e}");
         return ExitCode::from(2);
     }
     eprintln!(
         "platform-bench: hosts on {}",
-        std::env::var("TEST_DB").unwrap_or_else(|_| "sqlite".into())
+        if db_both {
+            "sqlite and postgres".to_string()
+        } else {
+            std::env::var("TEST_DB").unwrap_or_else(|_| "sqlite".into())
+        }
     );
     if std::env::var_os("PLATFORM_PROFILE").is_none() {
         std::env::set_var("PLATFORM_PROFILE", "release");
@@ -188,6 +248,7 @@ fn main() -> ExitCode {
                 )
             })
         })(),
+        Some("peers") => peers_options(&args, db_both).and_then(|o| peers::run(&o)),
         Some("several-hosts") => (|| {
             check_known(&args, &["--seed", "--duration-secs", "--concurrency"])?;
             let seconds: f64 = option(&args, "--duration-secs", 10.0)?;
