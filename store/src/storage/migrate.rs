@@ -231,7 +231,7 @@ fn apply_step(
             }
             for index in indexes {
                 check_index_fields(&def, index)?;
-                conn.execute_batch(&sql::index(collection, index))?;
+                conn.execute_batch(&sql::index(conn.dialect(), collection, index))?;
             }
             schema.insert(def);
         }
@@ -286,7 +286,7 @@ fn apply_step(
                 .get(collection)
                 .ok_or_else(|| no_collection(collection))?;
             check_index_fields(def, index)?;
-            conn.execute_batch(&sql::index(collection, index))?;
+            conn.execute_batch(&sql::index(conn.dialect(), collection, index))?;
         }
         Step::CreateAlias {
             collection,

@@ -181,6 +181,13 @@ impl Dialect for PgDialect {
         }
     }
 
+    fn index_column(&self, col: &str) -> String {
+        // A plain index holds nulls last: read forwards it gives `ASC NULLS
+        // LAST`, backwards `DESC NULLS FIRST`, neither of the contract's
+        // orders, and every sort on it would scan and sort the table.
+        format!("{col} NULLS FIRST")
+    }
+
     fn no_limit(&self) -> Scalar {
         Scalar::Null
     }

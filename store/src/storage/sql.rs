@@ -31,6 +31,9 @@ pub trait Dialect: Sync {
     /// One ORDER BY term; nulls sort first ascending and last descending
     /// on every backend.
     fn order_term(&self, col: &str, desc: bool) -> String;
+    /// One column of an index, in the null order of [`Dialect::order_term`]
+    /// so that the index serves both directions of a sort.
+    fn index_column(&self, col: &str) -> String;
     /// The value of a bound LIMIT that means "no limit".
     fn no_limit(&self) -> Scalar;
     /// An aggregate function over a column of kind `kind` (`None`: `*`).
@@ -680,9 +683,13 @@ fn index_name(collection: &str, index: &Index) -> String {
     format!("{}_{digest}", &name[..cut])
 }
 
-pub fn index(collection: &str, index: &Index) -> String {
+pub fn index(d: &dyn Dialect, collection: &str, index: &Index) -> String {
     let name = index_name(collection, index);
-    let cols: Vec<String> = index.fields.iter().map(|f| quote(f)).collect();
+    let cols: Vec<String> = index
+        .fields
+        .iter()
+        .map(|f| d.index_column(&quote(f)))
+        .collect();
     format!(
         "CREATE {}INDEX IF NOT EXISTS {} ON {} ({})",
         if index.unique { "UNIQUE " } else { "" },

@@ -217,6 +217,11 @@ impl Dialect for SqliteDialect {
         format!("{col} {}", if desc { "DESC" } else { "ASC" })
     }
 
+    fn index_column(&self, col: &str) -> String {
+        // Ascending, nulls first: SQLite's own order, both ways.
+        col.to_string()
+    }
+
     fn no_limit(&self) -> Scalar {
         Scalar::Int(-1)
     }
