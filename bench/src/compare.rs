@@ -259,15 +259,8 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let (dataset, mut data) = directus_data(opts.seed)?;
     let recording = Bytes::from(new_recording_body(opts.seed, 1_000)?);
 
-    if let Some(unknown) = opts
-        .only
-        .iter()
-        .flatten()
-        .find(|id| !LINES.iter().any(|l| l.id == id.as_str()))
-    {
-        let ids: Vec<&str> = LINES.iter().map(|l| l.id).collect();
-        return Err(format!("unknown row {unknown} (one of {})", ids.join(", ")));
-    }
+    let ids: Vec<&str> = LINES.iter().map(|l| l.id).collect();
+    crate::report::check_only(opts.only.as_ref(), &ids)?;
     let lines: Vec<&Line> = LINES
         .iter()
         .filter(|l| {

@@ -537,15 +537,8 @@ fn with_author(body: &[u8], member: &str) -> Result<Bytes, String> {
 }
 
 fn selected(opts: &Options) -> Result<Vec<&'static Line>, String> {
-    if let Some(unknown) = opts
-        .only
-        .iter()
-        .flatten()
-        .find(|id| !LINES.iter().any(|l| l.id == id.as_str()))
-    {
-        let ids: Vec<&str> = LINES.iter().map(|l| l.id).collect();
-        return Err(format!("unknown row {unknown} (one of {})", ids.join(", ")));
-    }
+    let ids: Vec<&str> = LINES.iter().map(|l| l.id).collect();
+    crate::report::check_only(opts.only.as_ref(), &ids)?;
     Ok(LINES
         .iter()
         .filter(|l| {

@@ -229,6 +229,18 @@ pub fn peak_rss_kib(rows: &[Row]) -> Option<u64> {
     rows.iter().filter_map(|r| r.rss_kib).max()
 }
 
+/// Refuses an `--only` row id that is not one of `ids`, naming them.
+pub fn check_only(only: Option<&Vec<String>>, ids: &[&str]) -> Result<(), String> {
+    match only
+        .into_iter()
+        .flatten()
+        .find(|id| !ids.contains(&id.as_str()))
+    {
+        Some(unknown) => Err(format!("unknown row {unknown} (one of {})", ids.join(", "))),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -124,6 +124,19 @@ impl Default for Registry {
     }
 }
 
+/// The log line of a library mounted.
+fn log_loaded(ext: &LoadedExtension, path: &Path) {
+    log::info!(
+        "loaded extension `{}` ({} {}, host-sdk {}) from {} at /{}",
+        ext.id,
+        ext.name,
+        ext.version,
+        ext.sdk_version,
+        path.display(),
+        ext.id
+    );
+}
+
 /// How deep hooks may trigger writes that trigger hooks.
 const MAX_HOOK_DEPTH: usize = 4;
 
@@ -199,15 +212,7 @@ impl Registry {
             let path = library.path().to_path_buf();
             match loader::mount(library, platform, &registry.all()) {
                 Ok(ext) => {
-                    log::info!(
-                        "loaded extension `{}` ({} {}, host-sdk {}) from {} at /{}",
-                        ext.id,
-                        ext.name,
-                        ext.version,
-                        ext.sdk_version,
-                        path.display(),
-                        ext.id
-                    );
+                    log_loaded(&ext, &path);
                     registry.push(ext);
                 }
                 Err(e) => log::error!("refused extension {}: {e}", path.display()),

@@ -226,15 +226,7 @@ impl Reloader {
                         ext.id,
                         old.id
                     ),
-                    None => log::info!(
-                        "loaded extension `{}` ({} {}, host-sdk {}) from {} at /{}",
-                        ext.id,
-                        ext.name,
-                        ext.version,
-                        ext.sdk_version,
-                        path.display(),
-                        ext.id
-                    ),
+                    None => super::log_loaded(&ext, path),
                 }
                 Some(ext)
             }
