@@ -11,6 +11,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use platform_tests::time::eventually;
 use platform_tests::{id_of, int_of, str_of, Host, HostOptions};
 use serde_json::{json, Value};
 
@@ -335,17 +336,12 @@ fn a_run_left_unfinished_by_a_killed_host_is_taken_over() {
         &["--schedule-lease-secs", "1"],
     );
     // Wait for a run in progress, and find its host.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let running = loop {
-        let open = runs(&a, "slow")
+    let running = eventually("a slow run started", Duration::from_secs(20), || {
+        runs(&a, "slow")
             .into_iter()
-            .find(|r| r["finished_on"].is_null());
-        if let Some(run) = open {
-            break run;
-        }
-        assert!(Instant::now() < deadline, "no slow run started");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+            .find(|r| r["finished_on"].is_null())
+            .ok_or_else(|| "no slow run started".to_string())
+    });
     let holder = str_of(&running["host"]);
     let (victim, survivor) = if holder.starts_with(&format!("pid {} ", a.pid())) {
         (a, b)
@@ -358,20 +354,18 @@ fn a_run_left_unfinished_by_a_killed_host_is_taken_over() {
     };
     victim.kill();
     // The survivor takes the run over once the lease lapses, and finishes it.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    let run = eventually("the run taken over", Duration::from_secs(20), || {
         let run = survivor.admin_item("platform_schedule_runs", &id_of(&running));
-        if !run["finished_on"].is_null() {
-            assert_ne!(str_of(&run["host"]), holder, "{run}");
-            break;
+        if run["finished_on"].is_null() {
+            Err(format!(
+                "the run was not taken over: {run}\n{}",
+                survivor.log()
+            ))
+        } else {
+            Ok(run)
         }
-        assert!(
-            Instant::now() < deadline,
-            "the run was not taken over: {run}\n{}",
-            survivor.log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    });
+    assert_ne!(str_of(&run["host"]), holder, "{run}");
     assert!(
         survivor.log().contains("lapsed unfinished"),
         "{}",

@@ -285,6 +285,15 @@ impl Registry {
         removed
     }
 
+    /// Whether any mounted extension's hooks of one kind (`kind`) watch
+    /// `collection`.
+    fn any_wants(&self, collection: &str, kind: impl Fn(&LoadedExtension) -> &Interest) -> bool {
+        self.mounted
+            .load()
+            .iter()
+            .any(|e| kind(e).wants(collection))
+    }
+
     /// Whether `ext` is still the mounted copy (a reload replaces it).
     pub fn is_mounted(&self, ext: &Arc<LoadedExtension>) -> bool {
         self.mounted.load().iter().any(|e| Arc::ptr_eq(e, ext))
@@ -354,17 +363,11 @@ fn nested_hooks<T>(
 
 impl EventSink for Registry {
     fn wants(&self, collection: &str) -> bool {
-        self.mounted
-            .load()
-            .iter()
-            .any(|e| e.interest.wants(collection))
+        self.any_wants(collection, |e| &e.interest)
     }
 
     fn wants_before_commit(&self, collection: &str) -> bool {
-        self.mounted
-            .load()
-            .iter()
-            .any(|e| e.before_commit.wants(collection))
+        self.any_wants(collection, |e| &e.before_commit)
     }
 
     fn before_commit(
@@ -395,10 +398,7 @@ impl EventSink for Registry {
     }
 
     fn wants_before_write(&self, collection: &str) -> bool {
-        self.mounted
-            .load()
-            .iter()
-            .any(|e| e.before_write.wants(collection))
+        self.any_wants(collection, |e| &e.before_write)
     }
 
     fn before_write(

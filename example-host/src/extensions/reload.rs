@@ -263,8 +263,7 @@ impl Reloader {
         if self.cache {
             super::runtime::attach_runtime(&ext, &self.platform.store);
         }
-        let (ext, replaced) = self.registry.replace_from(path, ext);
-        Ok((ext, replaced))
+        Ok(self.registry.replace_from(path, ext))
     }
 
     fn unmount(&self, path: &Path) {
