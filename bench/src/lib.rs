@@ -16,7 +16,8 @@
 //! (what password hashing costs the other routes), [`assets`] (files:
 //! asset reads against ping, first transformations, concurrent uploads'
 //! memory), [`peers`] (this host against PocketBase on the same data,
-//! side by side), [`hosts`] (starting hosts), and small helpers.
+//! side by side), [`hit`] (one request against a server already running,
+//! for profiling by hand), [`hosts`] (starting hosts), and small helpers.
 
 pub mod api;
 pub mod assets;
@@ -24,6 +25,7 @@ pub mod compare;
 pub mod dataset;
 pub mod driver;
 pub mod gamification;
+pub mod hit;
 pub mod hosts;
 pub mod load;
 pub mod memory;

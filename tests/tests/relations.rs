@@ -173,6 +173,23 @@ fn videos_list_their_models_through_the_declared_alias() {
         .map(|m| m.iter().map(|l| &l["platform_users_id"]["id"]).collect())
         .unwrap_or_default();
     assert_eq!(got.len(), models.len(), "{data}");
+    // The field the links are found by, followed back to the video.
+    let r = host.get(
+        &format!("/items/videos/{video}?fields=id,models.videos_id.title"),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let data = &r.json()["data"];
+    let back: Vec<&Value> = data["models"]
+        .as_array()
+        .map(|m| m.iter().map(|l| &l["videos_id"]).collect())
+        .unwrap_or_default();
+    assert_eq!(back.len(), models.len(), "{data}");
+    assert!(
+        back.iter()
+            .all(|v| v["title"].is_string() && v.get("id").is_none()),
+        "{data}"
+    );
     // A video without models lists none.
     let lonely = host.admin_video("lonely", None);
     let r = host.get(

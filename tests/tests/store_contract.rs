@@ -557,6 +557,22 @@ fn items_read_back_as_written(db: &Db) {
         .map(|r| serde_json::to_string(r).expect("print"))
         .collect();
     assert_eq!(text, printed.join(","));
+    // Cell by cell, each the text of the record's value, in the order of
+    // the query's fields.
+    let cells = storage::read_with(store.as_ref(), |conn| conn.select_text(&things, &all))
+        .expect("select text");
+    assert_eq!(cells.len(), records.len());
+    assert_eq!(cells.fields(), all.fields.as_slice());
+    for (row, record) in records.iter().enumerate() {
+        for (column, field) in all.fields.iter().enumerate() {
+            let cell = std::str::from_utf8(cells.cell(row, column)).expect("UTF-8");
+            assert_eq!(
+                cell,
+                serde_json::to_string(&record[field]).expect("print"),
+                "row {row}, {field}"
+            );
+        }
+    }
 
     // Fields chosen, each once.
     let some = query(

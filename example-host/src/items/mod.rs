@@ -31,7 +31,7 @@ use crate::platform::Platform;
 use crate::platform_schema::{affects_access, is_internal, is_secret};
 use crate::query::{parse_filter, Filter, QueryError, ReadQuery, Vars, WireQuery};
 use crate::schema::CollectionDef;
-use crate::storage::{Reader, Record, StoreError, Writer};
+use crate::storage::{Reader, Record, StoreError, TextRows, Writer};
 use crate::values;
 
 /// Who an operation runs as.

@@ -145,6 +145,22 @@ impl Platform {
         self.run_read(session, |conn| Ok(conn.select(&def, &q)?))
     }
 
+    /// [`Platform::read_by_query`] as the JSON text of each cell, for
+    /// answers assembled from several reads without building records.
+    pub(super) fn read_by_query_text(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        wire: &WireQuery,
+        default_limit: Option<u64>,
+    ) -> Result<TextRows, ItemsError> {
+        let wire = self.resolve_related_filters(session, who, collection, wire)?;
+        let def = self.collection(who, collection)?;
+        let q = self.plan_read(who, &def, &wire, default_limit)?;
+        self.run_read(session, |conn| Ok(conn.select_text(&def, &q)?))
+    }
+
     /// [`Platform::read_by_query`] as a JSON array, written without
     /// building records (stored JSON documents are copied as stored): for
     /// the extension boundary and the HTTP API, where records leave as

@@ -10,16 +10,21 @@
 //! Bounded (`RelationalLimits`): a path deeper than `max_depth` is refused
 //! before anything is read, and an answer that would hold more than
 //! `max_records` related records is refused as soon as a level shows it
-//! (each related read asks for at most one row more than that). Related
-//! records are written as JSON text once per level and copied into their
-//! parents' text, so an answer costs about its own size, not a tree of
-//! values per copy.
+//! (each related read asks for at most one row more than that).
+//!
+//! Nothing is built as a tree of values: every level is read as the JSON
+//! text of its cells ([`TextRows`]), related records are written as text
+//! once per level, and each parent is written by copying its cells and
+//! its related records' text in place. An answer costs about its own
+//! size.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use super::*;
 use crate::query::ListParam;
 use crate::schema::Alias;
+use crate::storage::codec;
 
 /// A `fields` list split at the first dot: the collection's own fields,
 /// and per reference the paths below it.
@@ -75,39 +80,140 @@ impl<'w> Readers<'w> {
     }
 }
 
-/// A record of the answer as JSON text, and how many related records
-/// (at every depth) it holds.
-struct Written {
+/// Records written as JSON text into one buffer.
+#[derive(Default)]
+struct WrittenRecords {
     text: Vec<u8>,
+    spans: Vec<Span>,
+}
+
+/// Where one written record lies, and how many related records (at every
+/// depth) it holds.
+#[derive(Clone, Copy)]
+struct Span {
+    start: usize,
+    end: usize,
     related: u64,
 }
 
-impl Written {
-    /// What placing it in a parent adds to the parent's related records.
-    fn weight(&self) -> u64 {
-        1 + self.related
+impl WrittenRecords {
+    fn text(&self, i: usize) -> &[u8] {
+        let span = self.spans[i];
+        &self.text[span.start..span.end]
+    }
+
+    /// What placing record `i` in a parent adds to the parent's related
+    /// records.
+    fn weight(&self, i: usize) -> u64 {
+        1 + self.spans[i].related
+    }
+
+    /// Writes the next record with `write`, which answers how many related
+    /// records it placed; returns its index.
+    fn push(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<u64, ItemsError>,
+    ) -> Result<usize, ItemsError> {
+        let start = self.text.len();
+        let related = write(&mut self.text)?;
+        self.spans.push(Span {
+            start,
+            end: self.text.len(),
+            related,
+        });
+        Ok(self.spans.len() - 1)
     }
 }
 
-/// A written record with the value of the field it was read by.
-struct Keyed {
-    key: Option<String>,
-    written: Written,
+/// Which records of a relation belong to which parent, by the value the
+/// parents hold (a referred id, or their own id).
+enum Index {
+    ToOne(HashMap<String, usize>),
+    /// In the order of the alias's sort.
+    ToMany(HashMap<String, Vec<usize>>),
 }
 
-/// What one relation found, by the value its parents hold.
-enum Found {
-    /// Per referred id, the referred record.
-    ToOne(HashMap<String, Written>),
-    /// Per parent id, its related records (or ids), in order.
-    ToMany(HashMap<String, Vec<Written>>),
+/// What one relation found.
+struct Found {
+    records: WrittenRecords,
+    index: Index,
 }
 
-/// One piece of a record being written.
-enum Piece<'a> {
-    Value(&'a Value),
-    Text(&'a [u8]),
-    List(&'a [Written]),
+/// One member of a written record.
+enum Member {
+    /// The cell of this column, as read.
+    Cell(usize),
+    /// The referred record in place of the id in this column (`null` when
+    /// the caller may not see it).
+    ToOne { column: usize, found: usize },
+    /// The related records of the record's id.
+    ToMany { found: usize },
+}
+
+/// One collection's rows, with what their relations found: ready to be
+/// written record by record.
+struct Level {
+    rows: TextRows,
+    /// `"name":` and where its value comes from, in the order of the
+    /// names (as a record map prints).
+    members: Vec<(Vec<u8>, Member)>,
+    found: Vec<Found>,
+    /// The column of `id`, by which one-to-many relations are found
+    /// (read whether asked for or not).
+    id: Option<usize>,
+}
+
+impl Level {
+    /// Writes the record of `row` into `out`; answers how many related
+    /// records (at every depth) it holds.
+    fn write_record(&self, row: usize, out: &mut Vec<u8>) -> u64 {
+        let mut related = 0u64;
+        out.push(b'{');
+        for (n, (name, member)) in self.members.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(name);
+            match *member {
+                Member::Cell(column) => out.extend_from_slice(self.rows.cell(row, column)),
+                Member::ToOne { column, found } => {
+                    let found = &self.found[found];
+                    let target = match (&found.index, json_string(self.rows.cell(row, column))) {
+                        (Index::ToOne(by_id), Some(id)) => by_id.get(id.as_ref()).copied(),
+                        _ => None,
+                    };
+                    match target {
+                        Some(i) => {
+                            related += found.records.weight(i);
+                            out.extend_from_slice(found.records.text(i));
+                        }
+                        None => out.extend_from_slice(b"null"),
+                    }
+                }
+                Member::ToMany { found } => {
+                    let found = &self.found[found];
+                    let parent = self.id.and_then(|c| json_string(self.rows.cell(row, c)));
+                    let items = match (&found.index, parent) {
+                        (Index::ToMany(by_parent), Some(id)) => {
+                            by_parent.get(id.as_ref()).map_or(&[][..], Vec::as_slice)
+                        }
+                        _ => &[],
+                    };
+                    out.push(b'[');
+                    for (j, &i) in items.iter().enumerate() {
+                        if j > 0 {
+                            out.push(b',');
+                        }
+                        related += found.records.weight(i);
+                        out.extend_from_slice(found.records.text(i));
+                    }
+                    out.push(b']');
+                }
+            }
+        }
+        out.push(b'}');
+        related
+    }
 }
 
 impl Platform {
@@ -136,14 +242,19 @@ impl Platform {
         wire: &WireQuery,
         default_limit: Option<u64>,
     ) -> Result<Vec<u8>, ItemsError> {
-        let records = self.read_tree(session, readers, collection, wire, default_limit, None)?;
-        let mut out = Vec::with_capacity(records.iter().map(|r| r.written.text.len() + 1).sum());
+        let level = self.read_level(session, readers, collection, wire, default_limit, None)?;
+        let limits = self.relational_limits;
+        let mut out = Vec::with_capacity(level.rows.text_len() + 64 * level.rows.len() + 2);
         out.push(b'[');
-        for (i, record) in records.iter().enumerate() {
-            if i > 0 {
+        let mut total = 0u64;
+        for row in 0..level.rows.len() {
+            if row > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(&record.written.text);
+            total += level.write_record(row, &mut out);
+            if total > limits.max_records {
+                return Err(limits.too_many_records().into());
+            }
         }
         out.push(b']');
         Ok(out)
@@ -157,14 +268,23 @@ impl Platform {
         collection: &str,
         wire: &WireQuery,
     ) -> Result<Option<Vec<u8>>, ItemsError> {
-        let records = self.read_tree(session, readers, collection, wire, None, None)?;
-        Ok(records.into_iter().next().map(|r| r.written.text))
+        let level = self.read_level(session, readers, collection, wire, None, None)?;
+        if level.rows.is_empty() {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        let related = level.write_record(0, &mut out);
+        let limits = self.relational_limits;
+        if related > limits.max_records {
+            return Err(limits.too_many_records().into());
+        }
+        Ok(Some(out))
     }
 
-    /// Reads `collection` with `wire`, following its relations; with `key`,
-    /// each record comes with the string value of that field, removed
-    /// from the record when `key.1` says it was not asked for.
-    fn read_tree(
+    /// Reads `collection` with `wire`, and what its relations lead to;
+    /// with `key`, the field the records are read by, left out of them
+    /// when `key.1` says it was not asked for.
+    fn read_level(
         &self,
         session: &mut Session<'_>,
         readers: Readers<'_>,
@@ -172,7 +292,7 @@ impl Platform {
         wire: &WireQuery,
         default_limit: Option<u64>,
         key: Option<(&str, bool)>,
-    ) -> Result<Vec<Keyed>, ItemsError> {
+    ) -> Result<Level, ItemsError> {
         let limits = self.relational_limits;
         limits.check_depth(wire)?;
         // Conditions through references are read as the caller, whoever
@@ -219,74 +339,62 @@ impl Platform {
             fields: Some(ListParam::List(local)),
             ..wire.into_owned()
         };
-        let mut records =
-            self.read_by_query(session, readers.root, collection, &root, default_limit)?;
+        let rows =
+            self.read_by_query_text(session, readers.root, collection, &root, default_limit)?;
+        let id = rows.column("id");
         let mut found = Vec::with_capacity(relations.len());
+        let mut to_one = HashMap::new();
+        let mut to_many = Vec::new();
         for (name, relation, below) in relations {
             let related = Readers::caller(readers.related);
-            let lookup = match relation {
+            let (records, index) = match relation {
                 Relation::ToOne { target } => {
-                    let ids = string_values(&records, &name);
-                    let rows =
-                        self.read_related(session, related, &target, below, "id", &ids, None)?;
-                    Found::ToOne(rows.into_iter().collect())
+                    // Only where the record has the column (the caller
+                    // may not read it).
+                    let Some(column) = rows.column(&name) else {
+                        continue;
+                    };
+                    let ids = string_cells(&rows, column);
+                    let (records, keys) = self
+                        .read_related(session, related, &target, below, "id", &ids, None, false)?;
+                    to_one.insert(name, (column, found.len()));
+                    let by_id = keys.into_iter().zip(0..).collect();
+                    (records, Index::ToOne(by_id))
                 }
                 Relation::ToMany { alias, ids_only } => {
-                    let ids = string_values(&records, "id");
-                    let wanted = if ids_only {
-                        vec!["id".to_string()]
-                    } else {
-                        below.clone()
-                    };
+                    let ids = id.map(|c| string_cells(&rows, c)).unwrap_or_default();
                     let sort = alias.sort.as_deref().unwrap_or("id");
-                    let rows = self.read_related(
+                    let (records, keys) = self.read_related(
                         session,
                         related,
                         &alias.related,
-                        &wanted,
+                        below,
                         &alias.field,
                         &ids,
                         Some(sort),
+                        ids_only,
                     )?;
-                    let mut by_parent: HashMap<String, Vec<Written>> = HashMap::new();
-                    for (parent, written) in rows {
-                        let item = if ids_only {
-                            id_only(&written)?
-                        } else {
-                            written
-                        };
-                        by_parent.entry(parent).or_default().push(item);
+                    let mut by_parent: HashMap<String, Vec<usize>> = HashMap::new();
+                    for (i, parent) in keys.into_iter().enumerate() {
+                        by_parent.entry(parent).or_default().push(i);
                     }
-                    Found::ToMany(by_parent)
+                    to_many.push((name, found.len()));
+                    (records, Index::ToMany(by_parent))
                 }
             };
-            found.push((name, lookup));
+            found.push(Found { records, index });
         }
-        let mut out = Vec::with_capacity(records.len());
-        let mut total = 0u64;
-        for record in &mut records {
-            // The one-to-many relations are found by the id, asked for or
-            // not.
-            let id = record.get("id").cloned();
-            let key = key.and_then(|(field, keep)| {
-                let value = if keep {
-                    record.get(field).cloned()
-                } else {
-                    record.remove(field)
-                };
-                value.and_then(|v| v.as_str().map(String::from))
-            });
-            if !asked_id {
-                record.remove("id");
-            }
-            let written = write_record(record, &found, id.as_ref())?;
-            total += written.related;
-            out.push(Keyed { key, written });
-            if total > limits.max_records {
-                return Err(limits.too_many_records().into());
-            }
-        }
-        Ok(out)
+        let left_out = Left {
+            id: !asked_id,
+            key: key.filter(|(_, keep)| !keep).map(|(k, _)| k),
+        };
+        let members = members(&rows, left_out, &to_one, &to_many);
+        Ok(Level {
+            members,
+            found,
+            id,
+            rows,
+        })
     }
 
     /// What `name` of `def` leads to, refusing a name that is neither a
@@ -328,8 +436,9 @@ impl Platform {
 
     /// The records of `collection` whose `key` is one of `keys`, with the
     /// `fields` asked for (followed further where they have dots), read
-    /// under the caller's permissions; each comes with its key, which is
-    /// removed from it unless asked for. More than the answer may hold is
+    /// under the caller's permissions and written as JSON text (with
+    /// `ids_only`, each as its id alone); with each its key, which is left
+    /// out of it unless asked for. More than the answer may hold is
     /// refused.
     #[allow(clippy::too_many_arguments)]
     fn read_related(
@@ -341,16 +450,27 @@ impl Platform {
         key: &str,
         keys: &[Value],
         sort: Option<&str>,
-    ) -> Result<Vec<(String, Written)>, ItemsError> {
+        ids_only: bool,
+    ) -> Result<(WrittenRecords, Vec<String>), ItemsError> {
+        let mut records = WrittenRecords::default();
+        let mut found_keys = Vec::new();
         if keys.is_empty() {
-            return Ok(Vec::new());
+            return Ok((records, found_keys));
         }
-        let keep_key = fields.iter().any(|f| f == "*" || f == key);
-        let mut wanted = fields.to_vec();
+        let fields = if ids_only {
+            vec!["id".to_string()]
+        } else {
+            fields.to_vec()
+        };
+        // Asked for as itself, or followed further.
+        let keep_key = fields.iter().any(|f| {
+            f == "*" || f == key || f.strip_prefix(key).is_some_and(|r| r.starts_with('.'))
+        });
+        let mut wanted = fields;
         if !keep_key {
             wanted.push(key.to_string());
         }
-        let max = self.relational_limits.max_records;
+        let limits = self.relational_limits;
         // One read whatever the number of keys: an `_in` list is bound as
         // one parameter.
         let nested = WireQuery {
@@ -365,10 +485,10 @@ impl Platform {
                 ListParam::List(by)
             }),
             // One more than the answer may hold tells that it would not fit.
-            limit: Some(i64::try_from(max).unwrap_or(i64::MAX - 1) + 1),
+            limit: Some(i64::try_from(limits.max_records).unwrap_or(i64::MAX - 1) + 1),
             ..Default::default()
         };
-        let rows = self.read_tree(
+        let level = self.read_level(
             session,
             readers,
             collection,
@@ -376,113 +496,100 @@ impl Platform {
             None,
             Some((key, keep_key)),
         )?;
-        if rows.len() as u64 > max {
-            return Err(self.relational_limits.too_many_records().into());
+        if level.rows.len() as u64 > limits.max_records {
+            return Err(limits.too_many_records().into());
         }
-        Ok(rows
-            .into_iter()
-            .filter_map(|r| r.key.map(|k| (k, r.written)))
-            .collect())
-    }
-}
-
-/// The record with its relations in place, as JSON text, members in the
-/// order of its keys (as a record prints). `id` is the record's id, which
-/// its one-to-many relations are found by (it may have been taken out of
-/// the record, when not asked for).
-fn write_record(
-    record: &Record,
-    found: &[(String, Found)],
-    id: Option<&Value>,
-) -> Result<Written, ItemsError> {
-    let mut pieces: BTreeMap<&str, Piece<'_>> = BTreeMap::new();
-    for (name, value) in record {
-        pieces.insert(name, Piece::Value(value));
-    }
-    let mut related = 0u64;
-    for (name, lookup) in found {
-        match lookup {
-            Found::ToOne(by_id) => {
-                // Only where the record has the column (the caller may
-                // not read it).
-                let Some(slot) = pieces.get_mut(name.as_str()) else {
-                    continue;
-                };
-                let target = record
-                    .get(name)
-                    .and_then(Value::as_str)
-                    .and_then(|id| by_id.get(id));
-                *slot = match target {
-                    Some(written) => {
-                        related += written.weight();
-                        Piece::Text(&written.text)
-                    }
-                    None => Piece::Value(&Value::Null),
-                };
+        // A record whose key the caller may not read belongs to no parent.
+        let Some(key_column) = level.rows.column(key) else {
+            return Ok((records, found_keys));
+        };
+        let mut total = 0u64;
+        for row in 0..level.rows.len() {
+            let Some(found) = json_string(level.rows.cell(row, key_column)) else {
+                continue;
+            };
+            found_keys.push(found.into_owned());
+            if ids_only {
+                let id = level.id.map_or(&b"null"[..], |c| level.rows.cell(row, c));
+                records.push(|out| {
+                    out.extend_from_slice(id);
+                    Ok(0)
+                })?;
+                continue;
             }
-            Found::ToMany(by_parent) => {
-                let items = id
-                    .and_then(Value::as_str)
-                    .and_then(|id| by_parent.get(id))
-                    .map_or(&[][..], Vec::as_slice);
-                related += items.iter().map(Written::weight).sum::<u64>();
-                pieces.insert(name, Piece::List(items));
+            records.push(|out| Ok(level.write_record(row, out)))?;
+            total += records.spans.last().map_or(0, |s| s.related);
+            if total > limits.max_records {
+                return Err(limits.too_many_records().into());
             }
         }
+        Ok((records, found_keys))
     }
-    let mut text = Vec::with_capacity(64);
-    text.push(b'{');
-    for (i, (name, piece)) in pieces.into_iter().enumerate() {
-        if i > 0 {
-            text.push(b',');
+}
+
+/// The fields read only to find related records, left out of the
+/// records written.
+#[derive(Clone, Copy, Default)]
+struct Left<'a> {
+    /// `id` (read for the one-to-many relations).
+    id: bool,
+    /// The field records were read by.
+    key: Option<&'a str>,
+}
+
+/// The members of the records of `rows`: `"name":` and where each value
+/// comes from, in the order of the names (as a record map prints), each
+/// name once. `to_one` holds the relations of columns (column, found),
+/// `to_many` the aliases (name, found).
+fn members(
+    rows: &TextRows,
+    left_out: Left<'_>,
+    to_one: &HashMap<String, (usize, usize)>,
+    to_many: &[(String, usize)],
+) -> Vec<(Vec<u8>, Member)> {
+    let mut named: BTreeMap<&str, Member> = BTreeMap::new();
+    for (column, name) in rows.fields().iter().enumerate() {
+        let left = (left_out.id && name == "id") || left_out.key == Some(name.as_str());
+        if left || named.contains_key(name.as_str()) {
+            continue;
         }
-        write_json(&mut text, name)?;
-        text.push(b':');
-        match piece {
-            Piece::Value(value) => write_json(&mut text, value)?,
-            Piece::Text(written) => text.extend_from_slice(written),
-            Piece::List(items) => {
-                text.push(b'[');
-                for (j, item) in items.iter().enumerate() {
-                    if j > 0 {
-                        text.push(b',');
-                    }
-                    text.extend_from_slice(&item.text);
-                }
-                text.push(b']');
-            }
-        }
+        let member = match to_one.get(name) {
+            Some(&(column, found)) => Member::ToOne { column, found },
+            None => Member::Cell(column),
+        };
+        named.insert(name, member);
     }
-    text.push(b'}');
-    Ok(Written { text, related })
+    for (name, found) in to_many {
+        named.insert(name, Member::ToMany { found: *found });
+    }
+    named
+        .into_iter()
+        .map(|(name, member)| {
+            let mut prefix = Vec::with_capacity(name.len() + 3);
+            codec::push_str(&mut prefix, name);
+            prefix.push(b':');
+            (prefix, member)
+        })
+        .collect()
 }
 
-fn write_json(
-    out: &mut Vec<u8>,
-    value: &(impl serde::Serialize + ?Sized),
-) -> Result<(), ItemsError> {
-    serde_json::to_writer(out, value).map_err(|e| ItemsError::Internal(e.to_string()))
+/// The string a cell's JSON text holds, `None` when it holds no string.
+fn json_string(cell: &[u8]) -> Option<Cow<'_, str>> {
+    let inner = cell.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    if !inner.contains(&b'\\') {
+        return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
+    }
+    serde_json::from_slice::<String>(cell).ok().map(Cow::Owned)
 }
 
-/// A related record read for its id alone, as that id: an alias named
-/// without a path lists ids.
-fn id_only(written: &Written) -> Result<Written, ItemsError> {
-    let record: Record =
-        serde_json::from_slice(&written.text).map_err(|e| ItemsError::Internal(e.to_string()))?;
-    let mut text = Vec::new();
-    write_json(&mut text, record.get("id").unwrap_or(&Value::Null))?;
-    Ok(Written { text, related: 0 })
-}
-
-/// The distinct string values of `field` in `records`, sorted.
-fn string_values(records: &[Record], field: &str) -> Vec<Value> {
-    let mut ids: Vec<Value> = records
-        .iter()
-        .filter_map(|r| r.get(field).filter(|v| v.is_string()).cloned())
+/// The distinct strings of `column` in `rows`, sorted.
+fn string_cells(rows: &TextRows, column: usize) -> Vec<Value> {
+    let mut ids: Vec<String> = (0..rows.len())
+        .filter_map(|row| json_string(rows.cell(row, column)).map(Cow::into_owned))
         .collect();
-    ids.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    ids.sort_unstable();
     ids.dedup();
-    ids
+    ids.into_iter().map(Value::String).collect()
 }
 
 #[cfg(test)]
@@ -504,34 +611,103 @@ mod tests {
         );
     }
 
+    /// Rows of text, one cell per JSON value.
+    fn rows(fields: &[&str], cells: &[&[Value]]) -> TextRows {
+        let mut rows = TextRows::new(fields.iter().map(|f| f.to_string()).collect());
+        for row in cells {
+            for value in *row {
+                rows.push_cell(|out| serde_json::to_writer(out, value).unwrap());
+            }
+        }
+        rows
+    }
+
+    /// Records written one after the other, each holding `related`.
+    fn written(texts: &[(&str, u64)]) -> WrittenRecords {
+        let mut records = WrittenRecords::default();
+        for (text, related) in texts {
+            records
+                .push(|out| {
+                    out.extend_from_slice(text.as_bytes());
+                    Ok(*related)
+                })
+                .unwrap();
+        }
+        records
+    }
+
     #[test]
     fn a_record_is_written_in_key_order_with_its_relations_in_place() {
-        let record: Record =
-            serde_json::from_value(json!({"title": "T", "movie": "m1", "id": "v1"})).unwrap();
-        let movie = Written {
-            text: br#"{"id":"m1"}"#.to_vec(),
-            related: 0,
-        };
-        let model = Written {
-            text: br#"{"platform_users_id":{"id":"u"}}"#.to_vec(),
-            related: 1,
-        };
+        let rows = rows(
+            &["title", "movie", "id", "title"],
+            &[
+                &[json!("T"), json!("m1"), json!("v1"), json!("T")],
+                &[json!("U"), json!("gone"), json!("v2"), json!("U")],
+            ],
+        );
         let found = vec![
-            (
-                "movie".to_string(),
-                Found::ToOne(HashMap::from([("m1".into(), movie)])),
-            ),
-            (
-                "models".to_string(),
-                Found::ToMany(HashMap::from([("v1".into(), vec![model])])),
-            ),
+            Found {
+                records: written(&[(r#"{"id":"m1"}"#, 0)]),
+                index: Index::ToOne(HashMap::from([("m1".into(), 0)])),
+            },
+            Found {
+                records: written(&[(r#"{"platform_users_id":{"id":"u"}}"#, 1)]),
+                index: Index::ToMany(HashMap::from([("v1".into(), vec![0])])),
+            },
         ];
-        let written = write_record(&record, &found, record.get("id")).unwrap();
+        let to_one = HashMap::from([("movie".to_string(), (1, 0))]);
+        let to_many = vec![("models".to_string(), 1)];
+        let members = members(&rows, Left::default(), &to_one, &to_many);
+        let level = Level {
+            members,
+            found,
+            id: Some(2),
+            rows,
+        };
+        let mut out = Vec::new();
+        // The movie, the link record and the user inside it.
+        assert_eq!(level.write_record(0, &mut out), 3);
         assert_eq!(
-            String::from_utf8(written.text).unwrap(),
+            String::from_utf8(out).unwrap(),
             r#"{"id":"v1","models":[{"platform_users_id":{"id":"u"}}],"movie":{"id":"m1"},"title":"T"}"#
         );
-        // The movie, the link record and the user inside it.
-        assert_eq!(written.related, 3);
+        // A reference the caller may not see is null; no related records
+        // is an empty list.
+        let mut out = Vec::new();
+        assert_eq!(level.write_record(1, &mut out), 0);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"id":"v2","models":[],"movie":null,"title":"U"}"#
+        );
+    }
+
+    #[test]
+    fn the_fields_read_only_to_find_records_are_left_out() {
+        let rows = rows(
+            &["name", "id", "video_id"],
+            &[&[json!("n"), json!("l1"), json!("v1")]],
+        );
+        let left = Left {
+            id: true,
+            key: Some("video_id"),
+        };
+        let level = Level {
+            members: members(&rows, left, &HashMap::new(), &[]),
+            found: Vec::new(),
+            id: Some(1),
+            rows,
+        };
+        let mut out = Vec::new();
+        level.write_record(0, &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), r#"{"name":"n"}"#);
+    }
+
+    #[test]
+    fn a_cell_holds_a_string_only_when_quoted() {
+        assert_eq!(json_string(br#""abc""#).as_deref(), Some("abc"));
+        assert_eq!(json_string(br#""a\"b\u00e9""#).as_deref(), Some("a\"bé"));
+        assert_eq!(json_string(b"12"), None);
+        assert_eq!(json_string(b"null"), None);
+        assert_eq!(json_string(b"\""), None);
     }
 }

@@ -143,11 +143,80 @@ pub trait Reader: Send {
         q: &ReadQuery,
         out: &mut Vec<u8>,
     ) -> Result<usize, StoreError>;
+    /// The rows of [`Reader::select`] as the JSON text of each cell, as
+    /// [`Reader::select_json`] writes it: for answers assembled from
+    /// several reads (related records placed in their parents) without
+    /// building records.
+    fn select_text(&mut self, c: &CollectionDef, q: &ReadQuery) -> Result<TextRows, StoreError>;
     fn aggregate(
         &mut self,
         c: &CollectionDef,
         q: &AggregateQuery,
     ) -> Result<Vec<Record>, StoreError>;
+}
+
+/// Rows of a select, each cell as JSON text ([`Reader::select_text`]):
+/// one buffer for all of them, so that reading a thousand rows is not a
+/// thousand allocations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TextRows {
+    fields: Vec<String>,
+    text: Vec<u8>,
+    /// Where each cell ends in `text`, row after row.
+    ends: Vec<usize>,
+}
+
+impl TextRows {
+    /// No rows yet, of these fields (in the order of the query).
+    pub fn new(fields: Vec<String>) -> Self {
+        Self {
+            fields,
+            text: Vec::new(),
+            ends: Vec::new(),
+        }
+    }
+
+    /// The selected fields, in the order of the query (a field asked for
+    /// twice is there twice).
+    pub fn fields(&self) -> &[String] {
+        &self.fields
+    }
+
+    /// The column of `field`, its first when selected twice.
+    pub fn column(&self, field: &str) -> Option<usize> {
+        self.fields.iter().position(|f| f == field)
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len().checked_div(self.fields.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Bytes of text of all the cells.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// The JSON text of the cell of `row` in `column`.
+    ///
+    /// # Panics
+    /// When `row` or `column` is out of range.
+    pub fn cell(&self, row: usize, column: usize) -> &[u8] {
+        assert!(column < self.fields.len(), "column {column} out of range");
+        let at = row * self.fields.len() + column;
+        let start = if at == 0 { 0 } else { self.ends[at - 1] };
+        &self.text[start..self.ends[at]]
+    }
+
+    /// Appends the next cell (rows are filled cell by cell, in the order
+    /// of the fields), written by `write`.
+    pub fn push_cell(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        write(&mut self.text);
+        self.ends.push(self.text.len());
+    }
 }
 
 /// A connection inside a write transaction: reads see the transaction's

@@ -9,7 +9,7 @@ use host_sdk::schema::{Field, FieldType, Index};
 use serde_json::{Map, Value};
 
 use super::codec::{self, to_scalar, Cell, Scalar};
-use super::{Columns, Reader, Record, StoreError, Writer};
+use super::{Columns, Reader, Record, StoreError, TextRows, Writer};
 use crate::query::{AggFn, AggregateQuery, Comparison, Filter, ReadQuery, TextMatch};
 use crate::schema::CollectionDef;
 use crate::values;
@@ -310,6 +310,22 @@ pub fn select_json(
     Ok(count)
 }
 
+pub fn select_text(
+    conn: &mut dyn SqlConn,
+    c: &CollectionDef,
+    q: &ReadQuery,
+) -> Result<TextRows, StoreError> {
+    let mut rows = TextRows::new(q.fields.clone());
+    select_rows(conn, c, q, &mut |row, kinds| {
+        for (i, kind) in kinds.iter().enumerate() {
+            let cell = row.cell(i)?;
+            rows.push_cell(|out| codec::push_cell(out, *kind, cell));
+        }
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
 pub fn aggregate(
     conn: &mut dyn SqlConn,
     c: &CollectionDef,
@@ -587,6 +603,13 @@ macro_rules! shared_reads {
                 out: &mut Vec<u8>,
             ) -> Result<usize, StoreError> {
                 select_json(self.0, c, q, out)
+            }
+            fn select_text(
+                &mut self,
+                c: &CollectionDef,
+                q: &ReadQuery,
+            ) -> Result<TextRows, StoreError> {
+                select_text(self.0, c, q)
             }
             fn aggregate(
                 &mut self,
