@@ -164,6 +164,15 @@ struct Level {
 }
 
 impl Level {
+    /// About the size of all its records written: their cells, names and
+    /// punctuation, and each related record placed once (a record placed
+    /// in several parents makes it more).
+    fn written_size_hint(&self) -> usize {
+        let names: usize = self.members.iter().map(|(name, _)| name.len() + 1).sum();
+        let related: usize = self.found.iter().map(|f| f.records.text.len()).sum();
+        self.rows.text_len() + self.rows.len() * (names + 2) + related + 2
+    }
+
     /// Writes the record of `row` into `out`; answers how many related
     /// records (at every depth) it holds.
     fn write_record(&self, row: usize, out: &mut Vec<u8>) -> u64 {
@@ -244,7 +253,7 @@ impl Platform {
     ) -> Result<Vec<u8>, ItemsError> {
         let level = self.read_level(session, readers, collection, wire, default_limit, None)?;
         let limits = self.relational_limits;
-        let mut out = Vec::with_capacity(level.rows.text_len() + 64 * level.rows.len() + 2);
+        let mut out = Vec::with_capacity(level.written_size_hint());
         out.push(b'[');
         let mut total = 0u64;
         for row in 0..level.rows.len() {
@@ -503,6 +512,8 @@ impl Platform {
         let Some(key_column) = level.rows.column(key) else {
             return Ok((records, found_keys));
         };
+        records.text.reserve(level.written_size_hint());
+        found_keys.reserve(level.rows.len());
         let mut total = 0u64;
         for row in 0..level.rows.len() {
             let Some(found) = json_string(level.rows.cell(row, key_column)) else {
