@@ -1407,3 +1407,84 @@ fn seeded_items_get_an_id_a_creation_date_and_defaults() {
     assert!(migrate::seed_record(&def, &json!({"nope": 1}), "now").is_err());
     assert!(migrate::seed_record(&def, &json!({"rank": "x"}), "now").is_err());
 }
+
+/// PostgreSQL only: an index made before the platform made its indexes
+/// with nulls first (so that the contract's `DESC NULLS LAST` is an index
+/// walk) is made again when a store opens, unique or not, and nothing
+/// else changes.
+#[test]
+fn postgres_indexes_made_with_nulls_last_are_made_again_at_open() {
+    let Some(db) = Db::postgres() else { return };
+    let Location::Postgres(url) = &db.location else {
+        unreachable!("a PostgreSQL database")
+    };
+    let step = Collection::new("things")
+        .field(Field::integer("n"))
+        .field(Field::string("name"))
+        .index(&["n"])
+        .unique(&["name", "n"])
+        .build();
+    let store = db.open();
+    store
+        .migrate("test", "0001", &[step], &SchemaStepsOnly)
+        .expect("migrate");
+    drop(store);
+    let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    let definitions = |client: &mut postgres::Client| -> Vec<String> {
+        client
+            .query(
+                "SELECT indexdef FROM pg_indexes WHERE tablename = 'things' \
+                 AND indexname LIKE 'idx\\_%' ORDER BY indexname",
+                &[],
+            )
+            .expect("pg_indexes")
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+    };
+    let made = definitions(&mut client);
+    assert_eq!(made.len(), 2, "{made:?}");
+    assert!(made.iter().all(|d| d.contains("NULLS FIRST")), "{made:?}");
+    // As an older version made them.
+    client
+        .batch_execute(
+            "DROP INDEX idx_things_n; CREATE INDEX idx_things_n ON things (n);
+             DROP INDEX idx_things_name_n; CREATE UNIQUE INDEX idx_things_name_n ON things (name, n);
+             CREATE INDEX someone_elses ON things (n);",
+        )
+        .expect("old indexes");
+    assert!(definitions(&mut client)
+        .iter()
+        .all(|d| !d.contains("NULLS FIRST")));
+    let store = db.open();
+    assert_eq!(definitions(&mut client), made);
+    let others: Vec<String> = client
+        .query(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'someone_elses'",
+            &[],
+        )
+        .expect("pg_indexes")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert!(
+        others.len() == 1 && !others[0].contains("NULLS FIRST"),
+        "an index the platform did not make is left as it is: {others:?}"
+    );
+    // Still unique.
+    let things = def(store.as_ref(), "things");
+    let row = columns(&things, &json!({"id": id(1), "n": 1, "name": "a"}));
+    let twin = columns(&things, &json!({"id": id(2), "n": 1, "name": "a"}));
+    let mut second = None;
+    store
+        .write(&mut |conn| {
+            conn.insert(&things, &row)?;
+            second = Some(conn.insert(&things, &twin));
+            Ok(())
+        })
+        .expect("write");
+    assert!(
+        matches!(second, Some(Err(StoreError::NotUnique { .. }))),
+        "{second:?}"
+    );
+}

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use host_sdk::schema::{FieldType, Step};
+use host_sdk::schema::{FieldType, Index, Step};
 use parking_lot::{Mutex, RwLock};
 use postgres::error::SqlState;
 use postgres::types::{IsNull, Kind, ToSql, Type};
@@ -525,6 +525,67 @@ fn count_commits_on(conn: &mut Pg<'_>, table: &str) -> Result<(), StoreError> {
     ))
 }
 
+/// The platform's indexes whose columns hold nulls last (as made before
+/// indexes were made with nulls first), as (table, index).
+fn nulls_last_indexes(conn: &mut Pg<'_>) -> Result<Vec<(String, Index)>, StoreError> {
+    // One row per column of every index named as the platform names them;
+    // bit 2 of a column's option is NULLS FIRST.
+    let query = "SELECT i.relname::text, t.relname::text, ix.indisunique, a.attname::text, \
+                      (ix.indoption[(k.n - 1)::int]::int & 2) <> 0 \
+               FROM pg_index ix \
+               JOIN pg_class i ON i.oid = ix.indexrelid \
+               JOIN pg_class t ON t.oid = ix.indrelid \
+               JOIN pg_namespace ns ON ns.oid = t.relnamespace \
+               CROSS JOIN LATERAL unnest(ix.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) \
+               JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum \
+               WHERE ns.nspname = current_schema() AND NOT ix.indisprimary \
+                 AND i.relname LIKE 'idx\\_%' \
+               ORDER BY i.relname, k.n";
+    // (index, table, unique, columns, every column nulls first)
+    let mut found: Vec<(String, String, bool, Vec<String>, bool)> = Vec::new();
+    conn.query(query, &[], &mut |row| {
+        let text = |i: usize| match row.cell(i)? {
+            Cell::Text(t) => Ok(String::from_utf8_lossy(t).into_owned()),
+            other => Err(backend(format!("pg_index column {i} reads {other:?}"))),
+        };
+        let flag = |i: usize| Ok::<_, StoreError>(matches!(row.cell(i)?, Cell::Bool(true)));
+        let (name, column, first) = (text(0)?, text(3)?, flag(4)?);
+        match found.last_mut() {
+            Some(last) if last.0 == name => {
+                last.3.push(column);
+                last.4 &= first;
+            }
+            _ => found.push((name, text(1)?, flag(2)?, vec![column], first)),
+        }
+        Ok(())
+    })?;
+    Ok(found
+        .into_iter()
+        .filter(|(.., all_first)| !all_first)
+        .map(|(name, table, unique, fields, _)| (name, table, Index { fields, unique }))
+        // Only the platform's own: the name it gives those columns.
+        .filter(|(name, table, index)| *name == sql::index_name(table, index))
+        .map(|(_, table, index)| (table, index))
+        .collect())
+}
+
+/// Makes again, with nulls first, the indexes made before the platform
+/// made them so: the contract's orders (`ASC NULLS FIRST`, `DESC NULLS
+/// LAST`) are index walks only on those. In the start's transaction, so
+/// that no write sees a table without its unique index.
+fn remake_nulls_last_indexes(conn: &mut Pg<'_>) -> Result<(), StoreError> {
+    for (table, index) in nulls_last_indexes(conn)? {
+        log::info!(
+            "making the index of {table} ({}) again with nulls first",
+            index.fields.join(", ")
+        );
+        let name = sql::index_name(&table, &index);
+        conn.execute_batch(&format!("DROP INDEX {}", sql::quote(&name)))?;
+        conn.execute_batch(&sql::index(conn.dialect(), &table, &index))?;
+    }
+    Ok(())
+}
+
 /// Puts the commit counter on every table of the platform but the
 /// counters' (see [`Store::counter`]).
 fn count_commits_everywhere(conn: &mut Pg<'_>, schema: &Schema) -> Result<(), StoreError> {
@@ -598,6 +659,7 @@ impl PgStore {
             conn.execute_batch(COMMIT_COUNTER)?;
             let schema = migrate::load_schema(conn)?;
             count_commits_everywhere(conn, &schema)?;
+            remake_nulls_last_indexes(conn)?;
             Ok(schema)
         })?;
         *store.schema.write() = Arc::new(schema);

@@ -692,7 +692,7 @@ const MAX_IDENTIFIER: usize = 63;
 
 /// An index's name: its collection and fields, shortened with a digest of
 /// the whole when longer than [`MAX_IDENTIFIER`].
-fn index_name(collection: &str, index: &Index) -> String {
+pub(crate) fn index_name(collection: &str, index: &Index) -> String {
     use sha2::{Digest, Sha256};
     let name = format!("idx_{}_{}", collection, index.fields.join("_"));
     if name.len() <= MAX_IDENTIFIER {
