@@ -1,4 +1,4 @@
-//! `platform-bench hit`: one request, driven against a server that is
+//! `platform-bench hit`: one request (a GET, or a POST of a file's body), driven against a server that is
 //! already running (a host kept by `--keep`, under a profiler), with the
 //! same driver and figures as the other benchmarks.
 
@@ -14,6 +14,8 @@ pub struct Options {
     pub url: String,
     /// Sent as `Authorization: Bearer …`.
     pub token: Option<String>,
+    /// A POST of this body (JSON) instead of a GET.
+    pub body: Option<Vec<u8>>,
     pub concurrency: usize,
     pub measure: Duration,
 }
@@ -30,7 +32,10 @@ fn split(url: &str) -> Result<(&str, &str), String> {
 
 pub fn run(opts: &Options) -> Result<(), String> {
     let (base, path) = split(&opts.url)?;
-    let mut req = Req::get(path);
+    let mut req = match &opts.body {
+        Some(body) => Req::new(hyper::Method::POST, path).body(body.clone().into()),
+        None => Req::get(path),
+    };
     if let Some(token) = &opts.token {
         req = req.token(token);
     }
@@ -43,7 +48,8 @@ pub fn run(opts: &Options) -> Result<(), String> {
     };
     let outcome = driver::run(base, load, Arc::new(move |_, _| req.clone()))?;
     println!(
-        "GET {path}: {:.1} req/s, p50 {:.2} ms, p99 {:.2} ms, {:.1} KB an answer, errors {}{}",
+        "{} {path}: {:.1} req/s, p50 {:.2} ms, p99 {:.2} ms, {:.1} KB an answer, errors {}{}",
+        if opts.body.is_some() { "POST" } else { "GET" },
         outcome.throughput(),
         outcome.p50_ms(),
         outcome.p99_ms(),

@@ -21,7 +21,7 @@ fn usage() -> ExitCode {
          \x20      platform-bench peers [--seed S] [--duration-secs D] [--only ID,..] [--cold-starts N] [--client-threads N] [--smoke] [--keep] [--db DB|both]
          \x20      platform-bench several-hosts [--seed S] [--duration-secs D] [--concurrency N] [--db DB]\n\
          \x20      platform-bench sign-in [--attempts N] [--duration-secs D] [--flood N] [--db DB]\n\
-         \x20      platform-bench hit URL [--token T] [--duration-secs D] [--concurrency N]\n\
+         \x20      platform-bench hit URL [--token T] [--body FILE] [--duration-secs D] [--concurrency N]\n\
          \n  load           the issue's scenarios at concurrency 16 and 64 on generated data at\n\
          \x20                scale N and 4N (1 = the issue's default sizes), the ABI's own cost\n\
          \x20                (needs the in-process host), the play award's growth, and the targets\n\
@@ -51,8 +51,8 @@ fn usage() -> ExitCode {
          \x20                the compare data (default 10 s measured per row, c=16)\n\
          \x20 sign-in        sign-in time for a wrong password against an unknown email, and the\n\
          \x20                latency of other routes alone and during a flood of sign-ins\n\
-         \x20 hit            GET URL on a server already running (a host kept by --keep, under a\n\
-         \x20                profiler), c=16 by default, with the figures of the other rows\n\
+         \x20 hit            GET URL (or POST the JSON of --body FILE) on a server already running\n\
+         \x20                (a host kept by --keep, under a profiler), c=16 by default\n\
          \x20 --client-threads N  threads of the load client (compare: 1, as wrk -t1 measured\n\
          \x20                Directus; the ping the targets divide by is bounded by it)\n\
          \x20 --db DB        sqlite (the default), postgres (a throwaway cluster of the installed\n\
@@ -283,19 +283,31 @@ fn main() -> ExitCode {
             let url = args.get(1).filter(|a| !a.starts_with("--")).cloned();
             let url = url.ok_or("hit takes a URL: http://127.0.0.1:PORT/path")?;
             let rest: Vec<String> = args[1..].to_vec();
-            check_known(&rest, &["--token", "--duration-secs", "--concurrency"])?;
+            check_known(
+                &rest,
+                &["--token", "--body", "--duration-secs", "--concurrency"],
+            )?;
             let seconds: f64 = option(&args, "--duration-secs", 5.0)?;
             if seconds.is_nan() || seconds <= 0.0 {
                 return Err("--duration-secs must be positive".to_string());
             }
-            let token = args
-                .iter()
-                .position(|a| a == "--token")
-                .map(|i| args.get(i + 1).cloned().ok_or("--token takes a token"))
+            let text = |name: &str| {
+                args.iter()
+                    .position(|a| a == name)
+                    .map(|i| {
+                        args.get(i + 1)
+                            .cloned()
+                            .ok_or(format!("{name} takes a value"))
+                    })
+                    .transpose()
+            };
+            let body = text("--body")?
+                .map(|path| std::fs::read(&path).map_err(|e| format!("--body {path}: {e}")))
                 .transpose()?;
             hit::run(&hit::Options {
                 url,
-                token,
+                token: text("--token")?,
+                body,
                 concurrency: option(&args, "--concurrency", 16usize)?.max(1),
                 measure: Duration::from_secs_f64(seconds),
             })

@@ -79,6 +79,39 @@ pub fn load_schema(conn: &mut dyn SqlConn) -> Result<Schema, StoreError> {
     Ok(schema)
 }
 
+/// The migrations a store knows are recorded: read at open, and added to
+/// as it records or finds more. A migration once recorded stays recorded,
+/// so one known here is skipped without a statement or the migrations'
+/// lock (a start over an up-to-date database then costs one query, not a
+/// transaction per migration).
+#[derive(Debug, Default)]
+pub struct KnownRecorded(parking_lot::Mutex<std::collections::HashSet<(String, String)>>);
+
+impl KnownRecorded {
+    /// Every migration recorded in the database.
+    pub fn load(conn: &mut dyn SqlConn) -> Result<Self, StoreError> {
+        let mut known = std::collections::HashSet::new();
+        conn.query(
+            "SELECT owner, id FROM platform_migrations",
+            &[],
+            &mut |row| {
+                known.insert((text(row, 0)?, text(row, 1)?));
+                Ok(())
+            },
+        )?;
+        Ok(Self(parking_lot::Mutex::new(known)))
+    }
+
+    pub fn contains(&self, owner: &str, id: &str) -> bool {
+        self.0.lock().contains(&(owner.to_string(), id.to_string()))
+    }
+
+    /// Notes that `owner`/`id` is recorded (by this store or another).
+    pub fn insert(&self, owner: &str, id: &str) {
+        self.0.lock().insert((owner.to_string(), id.to_string()));
+    }
+}
+
 /// Whether `owner`/`id` is recorded among the migrations.
 pub fn recorded(conn: &mut dyn SqlConn, owner: &str, id: &str) -> Result<bool, StoreError> {
     let mut p = Params::new(conn.dialect());

@@ -587,7 +587,9 @@ fn remake_nulls_last_indexes(conn: &mut Pg<'_>) -> Result<(), StoreError> {
 }
 
 /// Puts the commit counter on every table of the platform but the
-/// counters' (see [`Store::counter`]).
+/// counters' (see [`Store::counter`]): on those that lack it, found in
+/// one catalog query, so that a start over a database that has them all
+/// takes no lock on its tables.
 fn count_commits_everywhere(conn: &mut Pg<'_>, schema: &Schema) -> Result<(), StoreError> {
     let mut tables: Vec<String> = schema
         .names()
@@ -599,10 +601,40 @@ fn count_commits_everywhere(conn: &mut Pg<'_>, schema: &Schema) -> Result<(), St
         "platform_fields".into(),
         "platform_aliases".into(),
     ]);
-    for table in tables {
-        count_commits_on(conn, &table)?;
+    let counted = tables_with_trigger(conn, "_counted", "platform_count_commit")?;
+    for table in tables.iter().filter(|t| !counted.contains(*t)) {
+        count_commits_on(conn, table)?;
     }
     Ok(())
+}
+
+/// The tables that have the trigger `<table><suffix>` as the platform
+/// makes its triggers: after every statement that inserts, updates,
+/// deletes or truncates (trigger type 4 + 8 + 16 + 32), running
+/// `function`. One catalog query.
+fn tables_with_trigger(
+    conn: &mut Pg<'_>,
+    suffix: &str,
+    function: &str,
+) -> Result<std::collections::HashSet<String>, StoreError> {
+    let mut p = Params::new(conn.dialect());
+    let query = format!(
+        "SELECT c.relname::text FROM pg_trigger tg \
+         JOIN pg_class c ON c.oid = tg.tgrelid \
+         JOIN pg_namespace ns ON ns.oid = c.relnamespace \
+         WHERE ns.nspname = current_schema() AND tg.tgname = c.relname || {} \
+           AND tg.tgtype = 60 AND tg.tgfoid = to_regproc({})",
+        p.push(Scalar::Text(suffix.into())),
+        p.push(Scalar::Text(function.into())),
+    );
+    let mut found = std::collections::HashSet::new();
+    conn.query(&query, &p.values, &mut |row| {
+        if let Cell::Text(name) = row.cell(0)? {
+            found.insert(String::from_utf8_lossy(name).into_owned());
+        }
+        Ok(())
+    })?;
+    Ok(found)
 }
 
 pub struct PgStore {
@@ -618,6 +650,7 @@ pub struct PgStore {
     round_trips: Arc<AtomicU64>,
     /// Rows the queries of every pooled client returned.
     rows_read: Arc<AtomicU64>,
+    recorded: migrate::KnownRecorded,
 }
 
 impl PgStore {
@@ -653,17 +686,18 @@ impl PgStore {
             }),
             round_trips,
             rows_read,
+            recorded: migrate::KnownRecorded::default(),
         };
-        let schema = store.exclusive(|conn| {
+        let (schema, recorded) = store.exclusive(|conn| {
             conn.execute_batch(migrate::BOOKKEEPING)?;
             conn.execute_batch(COMMIT_COUNTER)?;
             let schema = migrate::load_schema(conn)?;
             count_commits_everywhere(conn, &schema)?;
             remake_nulls_last_indexes(conn)?;
-            Ok(schema)
+            Ok((schema, migrate::KnownRecorded::load(conn)?))
         })?;
         *store.schema.write() = Arc::new(schema);
-        Ok(store)
+        Ok(Self { recorded, ..store })
     }
 
     fn with_client<T>(
@@ -830,7 +864,8 @@ impl Store for PgStore {
                          RETURN NULL;
                      END $$;",
             )?;
-            for table in collections {
+            let tracked = tables_with_trigger(conn, "_tracked", "platform_count_tracked_change")?;
+            for table in collections.iter().filter(|t| !tracked.contains(**t)) {
                 conn.execute_batch(&format!(
                     "CREATE OR REPLACE TRIGGER {} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {}
                          FOR EACH STATEMENT EXECUTE FUNCTION platform_count_tracked_change();",
@@ -860,7 +895,12 @@ impl Store for PgStore {
         id: &str,
         work: &mut WriteWork<'_>,
     ) -> Result<bool, StoreError> {
-        self.exclusive(|conn| migrate::run_once(conn, owner, id, work))
+        if self.recorded.contains(owner, id) {
+            return Ok(false);
+        }
+        let ran = self.exclusive(|conn| migrate::run_once(conn, owner, id, work))?;
+        self.recorded.insert(owner, id);
+        Ok(ran)
     }
 
     /// One statement in a transaction of its own (`READ COMMITTED`: an
@@ -879,6 +919,9 @@ impl Store for PgStore {
         steps: &[Step],
         rules: &dyn StepRules,
     ) -> Result<bool, StoreError> {
+        if self.recorded.contains(owner, id) {
+            return Ok(false);
+        }
         let applied = self.exclusive(|conn| {
             let applied = migrate::apply(conn, owner, id, steps, rules)?;
             if applied.ran {
@@ -887,6 +930,7 @@ impl Store for PgStore {
             Ok(applied)
         })?;
         *self.schema.write() = Arc::new(applied.schema);
+        self.recorded.insert(owner, id);
         Ok(applied.ran)
     }
 }

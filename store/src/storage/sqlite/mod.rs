@@ -37,6 +37,7 @@ pub struct SqliteStore {
     changes: Mutex<ChangeWatch>,
     /// Statements run and rows read, by every connection.
     counts: Counts,
+    recorded: migrate::KnownRecorded,
 }
 
 /// What the connections did, for `/server/metrics`.
@@ -372,13 +373,17 @@ impl SqliteStore {
             schema: RwLock::new(Arc::new(Schema::default())),
             changes: Mutex::new(ChangeWatch::open(path)?),
             counts: Counts::default(),
+            recorded: migrate::KnownRecorded::default(),
         };
-        let schema = store.in_write_tx(|conn| {
+        let (schema, recorded) = store.in_write_tx(|conn| {
             conn.execute_batch(migrate::BOOKKEEPING)?;
-            migrate::load_schema(conn)
+            Ok((
+                migrate::load_schema(conn)?,
+                migrate::KnownRecorded::load(conn)?,
+            ))
         })?;
         *store.schema.write() = Arc::new(schema);
-        Ok(store)
+        Ok(Self { recorded, ..store })
     }
 
     fn with_conn<T>(
@@ -494,7 +499,12 @@ impl Store for SqliteStore {
         id: &str,
         work: &mut WriteWork<'_>,
     ) -> Result<bool, StoreError> {
-        self.in_write_tx(|conn| migrate::run_once(conn, owner, id, work))
+        if self.recorded.contains(owner, id) {
+            return Ok(false);
+        }
+        let ran = self.in_write_tx(|conn| migrate::run_once(conn, owner, id, work))?;
+        self.recorded.insert(owner, id);
+        Ok(ran)
     }
 
     fn migrate(
@@ -504,8 +514,12 @@ impl Store for SqliteStore {
         steps: &[Step],
         rules: &dyn StepRules,
     ) -> Result<bool, StoreError> {
+        if self.recorded.contains(owner, id) {
+            return Ok(false);
+        }
         let applied = self.in_write_tx(|conn| migrate::apply(conn, owner, id, steps, rules))?;
         *self.schema.write() = Arc::new(applied.schema);
+        self.recorded.insert(owner, id);
         Ok(applied.ran)
     }
 
