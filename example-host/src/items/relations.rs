@@ -109,19 +109,16 @@ impl WrittenRecords {
     }
 
     /// Writes the next record with `write`, which answers how many related
-    /// records it placed; returns its index.
-    fn push(
-        &mut self,
-        write: impl FnOnce(&mut Vec<u8>) -> Result<u64, ItemsError>,
-    ) -> Result<usize, ItemsError> {
+    /// records it placed; answers that too.
+    fn push(&mut self, write: impl FnOnce(&mut Vec<u8>) -> u64) -> u64 {
         let start = self.text.len();
-        let related = write(&mut self.text)?;
+        let related = write(&mut self.text);
         self.spans.push(Span {
             start,
             end: self.text.len(),
             related,
         });
-        Ok(self.spans.len() - 1)
+        related
     }
 }
 
@@ -524,12 +521,11 @@ impl Platform {
                 let id = level.id.map_or(&b"null"[..], |c| level.rows.cell(row, c));
                 records.push(|out| {
                     out.extend_from_slice(id);
-                    Ok(0)
-                })?;
+                    0
+                });
                 continue;
             }
-            records.push(|out| Ok(level.write_record(row, out)))?;
-            total += records.spans.last().map_or(0, |s| s.related);
+            total += records.push(|out| level.write_record(row, out));
             if total > limits.max_records {
                 return Err(limits.too_many_records().into());
             }
@@ -637,12 +633,10 @@ mod tests {
     fn written(texts: &[(&str, u64)]) -> WrittenRecords {
         let mut records = WrittenRecords::default();
         for (text, related) in texts {
-            records
-                .push(|out| {
-                    out.extend_from_slice(text.as_bytes());
-                    Ok(*related)
-                })
-                .unwrap();
+            records.push(|out| {
+                out.extend_from_slice(text.as_bytes());
+                *related
+            });
         }
         records
     }
