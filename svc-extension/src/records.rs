@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use host_sdk::raw::{JsonOut, RawRecord};
 use host_sdk::{Items, ItemsError, Query};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 /// Fields of a user record never shown by the public endpoints.
@@ -82,6 +83,23 @@ pub fn by_id_text(
 /// (and a filter of them to send and check).
 pub fn lookup_filter(field: &str, values: &[String]) -> Option<Value> {
     (values.len() <= LOOKUPS_AT_MOST).then(|| json!({ field: {"_in": values} }))
+}
+
+/// Each record's own text by its `id`, from the host's text of a list.
+pub fn texts_by_id<'t>(
+    what: &str,
+    text: &'t str,
+) -> Result<HashMap<Cow<'t, str>, &'t str>, ItemsError> {
+    let records: Vec<&RawValue> =
+        serde_json::from_str(text).map_err(|e| ItemsError::decode(what, e))?;
+    let mut by_id = HashMap::with_capacity(records.len());
+    for record in records {
+        let parsed = RawRecord::parse(record.get()).map_err(|e| ItemsError::decode(what, e))?;
+        if let Some(id) = parsed.str("id") {
+            by_id.insert(id, record.get());
+        }
+    }
+    Ok(by_id)
 }
 
 /// The string value of a field.

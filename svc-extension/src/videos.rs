@@ -10,7 +10,10 @@ use serde_json::{json, Value};
 
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{counts_by, ids_of, lookup_filter, public_users_by_id, raw_ids_of, raw_list};
+use crate::records::{
+    by_id_text, counts_by, ids_of, lookup_filter, public_users_by_id, raw_ids_of, raw_list,
+    texts_by_id,
+};
 use crate::upcoming;
 
 const LIST: Failure = Failure::new("Failed to fetch videos");
@@ -21,9 +24,8 @@ pub fn visible() -> Value {
     json!({"upload_date": {"_lte": "$NOW"}})
 }
 
-/// Visible videos matching `extra`, newest first, each with its `movie`
-/// expanded to the file record (null when the file is gone), as the text
-/// of the host's list (parse it with [`raw_list`]).
+/// Visible videos matching `extra`, newest first, as the text of the
+/// host's list (parse it with [`raw_list`]).
 fn find_videos_text(
     items: &Items<'_>,
     extra: Option<Value>,
@@ -31,10 +33,7 @@ fn find_videos_text(
 ) -> Result<String, ItemsError> {
     let mut filter = vec![visible()];
     filter.extend(extra);
-    // The movie's file record comes in place of its id, read with the
-    // videos.
     let mut query = Query::new()
-        .fields(&["*", "movie.*"])
         .filter(json!({ "_and": filter }))
         .sort(&["-upload_date"]);
     if let Some(n) = limit {
@@ -54,9 +53,10 @@ pub fn videos_of(items: &Items<'_>, user: &str) -> Result<Vec<String>, ItemsErro
     Ok(ids_of(&links, "videos_id"))
 }
 
-/// Writes `videos` (their movies already expanded) with `models` (public
-/// user records, in link order) and `likes_count`/`plays_count` replaced
-/// by live counts: four calls for any number of videos. The records pass through as the host's text: only the
+/// Writes `videos` with `models` (public user records, in link order),
+/// `movie` replaced by its file record (null when the file is gone) and
+/// `likes_count`/`plays_count` by live counts: five calls for any number
+/// of videos. The records pass through as the host's text: only the
 /// replaced members are written anew.
 fn write_expanded(
     items: &Items<'_>,
@@ -84,6 +84,13 @@ fn write_expanded(
             .is_some_and(|v| listed.contains(v.as_ref()))
     });
     let public_users = public_users_by_id(items, &raw_ids_of(&links, "platform_users_id"))?;
+    let files_text = by_id_text(
+        items,
+        "platform_files",
+        &raw_ids_of(videos, "movie"),
+        Query::new(),
+    )?;
+    let files = texts_by_id("files", &files_text)?;
     let likes = counts_by(items, "video_likes", "video_id", &ids)?;
     let plays = counts_by(items, "video_plays", "video_id", &ids)?;
 
@@ -102,10 +109,17 @@ fn write_expanded(
         let linked = models_of.get(&id).map(Vec::as_slice).unwrap_or_default();
         models.array(linked, |o, text| o.raw(text));
         let count = |counts: &HashMap<String, u64>| counts.get(id.as_ref()).copied().unwrap_or(0);
+        let movie = video.str("movie");
         let mut members: Vec<(&str, Cow<str>)> = video
             .members()
             .filter(|(name, _)| !matches!(*name, "models" | "likes_count" | "plays_count"))
-            .map(|(name, value)| (name, Cow::Borrowed(value.get())))
+            .map(|(name, value)| {
+                let text = match (name, &movie) {
+                    ("movie", Some(file)) => files.get(file).copied().unwrap_or("null"),
+                    _ => value.get(),
+                };
+                (name, Cow::Borrowed(text))
+            })
             .collect();
         members.push(("models", Cow::Owned(models.into_string())));
         members.push(("likes_count", Cow::Owned(count(&likes).to_string())));

@@ -568,10 +568,32 @@ fn videos_invalid_limit_is_treated_as_absent() {
 
 #[test]
 fn videos_expand_models_and_movie() {
-    let host = Host::start(HostOptions::svc());
-    let a = model(&host, "a");
-    let b = model(&host, "b");
-    let movie = file(&host, "movie");
+    expands_models_and_movie(&Host::start(HostOptions::svc()));
+}
+
+/// Past the host's bound on the related records of one answer, the list
+/// and the detail read the models and movies in batches instead, and
+/// answer the same.
+#[test]
+fn videos_past_the_bound_on_related_records_expand_the_same() {
+    let mut options = HostOptions::svc();
+    options.env.push(("MAX_RELATED_RECORDS".into(), "2".into()));
+    let host = Host::start(options);
+    expands_models_and_movie(&host);
+    // The bound holds: the generic read of the same relations is refused.
+    let r = host.get(
+        "/items/videos?fields=*,models.platform_users_id.*,movie.*",
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+}
+
+/// A video with a movie and two models: the list and the detail show the
+/// file record, the video's own fields and both models' public records.
+fn expands_models_and_movie(host: &Host) {
+    let a = model(host, "a");
+    let b = model(host, "b");
+    let movie = file(host, "movie");
     let v = host.admin_create(
         "videos",
         &json!({"slug": "full", "title": "Title full", "upload_date": PAST,
@@ -581,29 +603,33 @@ fn videos_expand_models_and_movie() {
     host.link_model(&id_of(&v), &id_of(&b));
     let list = array(&host.get("/svc/videos", None), "videos");
     assert_eq!(list.len(), 1, "{list:?}");
-    let got = &list[0];
-    assert_eq!(
-        got["movie"],
-        host.admin_item("platform_files", &id_of(&movie)),
-        "{got}"
-    );
-    let mut stored = host.admin_item("videos", &id_of(&v));
-    if let Some(o) = stored.as_object_mut() {
-        for k in ["movie", "likes_count", "plays_count"] {
-            o.remove(k);
+    let one = host.get("/svc/videos/full", None);
+    assert_eq!(one.status, 200, "{}", one.body);
+    for got in [&list[0], &one.json()] {
+        assert_eq!(
+            got["movie"],
+            host.admin_item("platform_files", &id_of(&movie)),
+            "{got}"
+        );
+        let mut stored = host.admin_item("videos", &id_of(&v));
+        if let Some(o) = stored.as_object_mut() {
+            for k in ["movie", "likes_count", "plays_count"] {
+                o.remove(k);
+            }
         }
-    }
-    assert_contains(got, &stored, "video fields");
-    let models = got["models"]
-        .as_array()
-        .unwrap_or_else(|| panic!("models not an array: {got}"));
-    let mut got_ids = ids(models);
-    got_ids.sort();
-    let mut want = vec![id_of(&a), id_of(&b)];
-    want.sort();
-    assert_eq!(got_ids, want);
-    for m in models {
-        assert_contains(m, &public_user(&host, &id_of(m)), "video model");
+        assert_contains(got, &stored, "video fields");
+        let models = got["models"]
+            .as_array()
+            .unwrap_or_else(|| panic!("models not an array: {got}"));
+        let mut got_ids = ids(models);
+        got_ids.sort();
+        let mut want = vec![id_of(&a), id_of(&b)];
+        want.sort();
+        assert_eq!(got_ids, want);
+        for m in models {
+            assert_contains(m, &public_user(host, &id_of(m)), "video model");
+            assert!(m.get("email").is_none(), "{m}");
+        }
     }
 }
 
