@@ -139,10 +139,14 @@ impl Platform {
         wire: &WireQuery,
         default_limit: Option<u64>,
     ) -> Result<Vec<Record>, ItemsError> {
-        let wire = self.resolve_related_filters(session, who, collection, wire)?;
-        let def = self.collection(who, collection)?;
-        let q = self.plan_read(who, &def, &wire, default_limit)?;
-        self.run_read(session, |conn| Ok(conn.select(&def, &q)?))
+        self.planned_read(
+            session,
+            who,
+            collection,
+            wire,
+            default_limit,
+            |conn, def, q| Ok(conn.select(def, q)?),
+        )
     }
 
     /// [`Platform::read_by_query`] as the JSON text of each cell, for
@@ -155,10 +159,14 @@ impl Platform {
         wire: &WireQuery,
         default_limit: Option<u64>,
     ) -> Result<TextRows, ItemsError> {
-        let wire = self.resolve_related_filters(session, who, collection, wire)?;
-        let def = self.collection(who, collection)?;
-        let q = self.plan_read(who, &def, &wire, default_limit)?;
-        self.run_read(session, |conn| Ok(conn.select_text(&def, &q)?))
+        self.planned_read(
+            session,
+            who,
+            collection,
+            wire,
+            default_limit,
+            |conn, def, q| Ok(conn.select_text(def, q)?),
+        )
     }
 
     /// [`Platform::read_by_query`] as a JSON array, written without
@@ -182,10 +190,32 @@ impl Platform {
                 default_limit,
             );
         }
+        self.planned_read(
+            session,
+            who,
+            collection,
+            wire,
+            default_limit,
+            select_json_array,
+        )
+    }
+
+    /// A read of `collection` planned for `who` (conditions through
+    /// references resolved, narrowed to what they may see), run by `run`
+    /// on a connection.
+    fn planned_read<T>(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        collection: &str,
+        wire: &WireQuery,
+        default_limit: Option<u64>,
+        mut run: impl FnMut(&mut dyn Reader, &CollectionDef, &ReadQuery) -> Result<T, ItemsError>,
+    ) -> Result<T, ItemsError> {
         let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
         let q = self.plan_read(who, &def, &wire, default_limit)?;
-        self.run_read(session, |conn| select_json_array(conn, &def, &q))
+        self.run_read(session, |conn| run(conn, &def, &q))
     }
 
     /// The item with this key as JSON text, written without building the
