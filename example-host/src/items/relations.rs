@@ -122,18 +122,17 @@ impl WrittenRecords {
     }
 }
 
-/// Which records of a relation belong to which parent, by the value the
-/// parents hold (a referred id, or their own id).
-enum Index {
-    ToOne(HashMap<String, usize>),
-    /// In the order of the alias's sort.
-    ToMany(HashMap<String, Vec<usize>>),
+/// What a reference found: the referred records, by id.
+struct ToOne {
+    records: WrittenRecords,
+    by_id: HashMap<String, usize>,
 }
 
-/// What one relation found.
-struct Found {
+/// What a one-to-many alias found: per parent id, its related records in
+/// the order of the alias's sort.
+struct ToMany {
     records: WrittenRecords,
-    index: Index,
+    by_parent: HashMap<String, Vec<usize>>,
 }
 
 /// One member of a written record.
@@ -142,9 +141,20 @@ enum Member {
     Cell(usize),
     /// The referred record in place of the id in this column (`null` when
     /// the caller may not see it).
-    ToOne { column: usize, found: usize },
+    ToOne { column: usize, found: ToOne },
     /// The related records of the record's id.
-    ToMany { found: usize },
+    ToMany(ToMany),
+}
+
+impl Member {
+    /// The related records it holds, written.
+    fn records(&self) -> Option<&WrittenRecords> {
+        match self {
+            Member::Cell(_) => None,
+            Member::ToOne { found, .. } => Some(&found.records),
+            Member::ToMany(found) => Some(&found.records),
+        }
+    }
 }
 
 /// One collection's rows, with what their relations found: ready to be
@@ -154,7 +164,6 @@ struct Level {
     /// `"name":` and where its value comes from, in the order of the
     /// names (as a record map prints).
     members: Vec<(Vec<u8>, Member)>,
-    found: Vec<Found>,
     /// The column of `id`, by which one-to-many relations are found
     /// (read whether asked for or not).
     id: Option<usize>,
@@ -166,7 +175,12 @@ impl Level {
     /// in several parents makes it more).
     fn written_size_hint(&self) -> usize {
         let names: usize = self.members.iter().map(|(name, _)| name.len() + 1).sum();
-        let related: usize = self.found.iter().map(|f| f.records.text.len()).sum();
+        let related: usize = self
+            .members
+            .iter()
+            .filter_map(|(_, member)| member.records())
+            .map(|records| records.text.len())
+            .sum();
         self.rows.text_len() + self.rows.len() * (names + 2) + related + 2
     }
 
@@ -180,14 +194,11 @@ impl Level {
                 out.push(b',');
             }
             out.extend_from_slice(name);
-            match *member {
-                Member::Cell(column) => out.extend_from_slice(self.rows.cell(row, column)),
+            match member {
+                Member::Cell(column) => out.extend_from_slice(self.rows.cell(row, *column)),
                 Member::ToOne { column, found } => {
-                    let found = &self.found[found];
-                    let target = match (&found.index, json_string(self.rows.cell(row, column))) {
-                        (Index::ToOne(by_id), Some(id)) => by_id.get(id.as_ref()).copied(),
-                        _ => None,
-                    };
+                    let target = json_string(self.rows.cell(row, *column))
+                        .and_then(|id| found.by_id.get(id.as_ref()).copied());
                     match target {
                         Some(i) => {
                             related += found.records.weight(i);
@@ -196,15 +207,12 @@ impl Level {
                         None => out.extend_from_slice(b"null"),
                     }
                 }
-                Member::ToMany { found } => {
-                    let found = &self.found[found];
-                    let parent = self.id.and_then(|c| json_string(self.rows.cell(row, c)));
-                    let items = match (&found.index, parent) {
-                        (Index::ToMany(by_parent), Some(id)) => {
-                            by_parent.get(id.as_ref()).map_or(&[][..], Vec::as_slice)
-                        }
-                        _ => &[],
-                    };
+                Member::ToMany(found) => {
+                    let items = self
+                        .id
+                        .and_then(|c| json_string(self.rows.cell(row, c)))
+                        .and_then(|id| found.by_parent.get(id.as_ref()))
+                        .map_or(&[][..], Vec::as_slice);
                     out.push(b'[');
                     for (j, &i) in items.iter().enumerate() {
                         if j > 0 {
@@ -326,7 +334,7 @@ impl Platform {
         let mut relations = Vec::with_capacity(tree.related.len());
         for (name, below) in &tree.related {
             let relation = self.relation(readers.root, &def, name, below)?;
-            relations.push((name.clone(), relation, below));
+            relations.push((name.as_str(), relation, below));
         }
         // The root, with the columns the relations start from.
         let mut local = tree.local.clone();
@@ -334,7 +342,7 @@ impl Platform {
         let asked_id = all || local.iter().any(|f| f == "id");
         for (name, relation, _) in &relations {
             let column = match relation {
-                Relation::ToOne { .. } => name.as_str(),
+                Relation::ToOne { .. } => *name,
                 Relation::ToMany { .. } => "id",
             };
             if !all && !local.iter().any(|f| f == column) {
@@ -348,24 +356,22 @@ impl Platform {
         let rows =
             self.read_by_query_text(session, readers.root, collection, &root, default_limit)?;
         let id = rows.column("id");
-        let mut found = Vec::with_capacity(relations.len());
         let mut to_one = HashMap::new();
         let mut to_many = Vec::new();
         for (name, relation, below) in relations {
             let related = Readers::caller(readers.related);
-            let (records, index) = match relation {
+            match relation {
                 Relation::ToOne { target } => {
                     // Only where the record has the column (the caller
                     // may not read it).
-                    let Some(column) = rows.column(&name) else {
+                    let Some(column) = rows.column(name) else {
                         continue;
                     };
                     let ids = string_cells(&rows, column);
                     let (records, keys) = self
                         .read_related(session, related, &target, below, "id", &ids, None, false)?;
-                    to_one.insert(name, (column, found.len()));
                     let by_id = keys.into_iter().zip(0..).collect();
-                    (records, Index::ToOne(by_id))
+                    to_one.insert(name, (column, ToOne { records, by_id }));
                 }
                 Relation::ToMany { alias, ids_only } => {
                     let ids = id.map(|c| string_cells(&rows, c)).unwrap_or_default();
@@ -384,20 +390,16 @@ impl Platform {
                     for (i, parent) in keys.into_iter().enumerate() {
                         by_parent.entry(parent).or_default().push(i);
                     }
-                    to_many.push((name, found.len()));
-                    (records, Index::ToMany(by_parent))
+                    to_many.push((name, ToMany { records, by_parent }));
                 }
-            };
-            found.push(Found { records, index });
+            }
         }
         let left_out = Left {
             id: !asked_id,
             key: key.filter(|(_, keep)| !keep).map(|(k, _)| k),
         };
-        let members = members(&rows, left_out, &to_one, &to_many);
         Ok(Level {
-            members,
-            found,
+            members: members(&rows, left_out, to_one, to_many),
             id,
             rows,
         })
@@ -546,13 +548,13 @@ struct Left<'a> {
 
 /// The members of the records of `rows`: `"name":` and where each value
 /// comes from, in the order of the names (as a record map prints), each
-/// name once. `to_one` holds the relations of columns (column, found),
-/// `to_many` the aliases (name, found).
+/// name once. `to_one` holds what the references of columns found (with
+/// their column), `to_many` what the aliases found.
 fn members(
     rows: &TextRows,
     left_out: Left<'_>,
-    to_one: &HashMap<String, (usize, usize)>,
-    to_many: &[(String, usize)],
+    mut to_one: HashMap<&str, (usize, ToOne)>,
+    to_many: Vec<(&str, ToMany)>,
 ) -> Vec<(Vec<u8>, Member)> {
     let mut named: BTreeMap<&str, Member> = BTreeMap::new();
     for (column, name) in rows.fields().iter().enumerate() {
@@ -560,14 +562,14 @@ fn members(
         if left || named.contains_key(name.as_str()) {
             continue;
         }
-        let member = match to_one.get(name) {
-            Some(&(column, found)) => Member::ToOne { column, found },
+        let member = match to_one.remove(name.as_str()) {
+            Some((column, found)) => Member::ToOne { column, found },
             None => Member::Cell(column),
         };
         named.insert(name, member);
     }
     for (name, found) in to_many {
-        named.insert(name, Member::ToMany { found: *found });
+        named.insert(name, Member::ToMany(found));
     }
     named
         .into_iter()
@@ -650,22 +652,19 @@ mod tests {
                 &[json!("U"), json!("gone"), json!("v2"), json!("U")],
             ],
         );
-        let found = vec![
-            Found {
-                records: written(&[(r#"{"id":"m1"}"#, 0)]),
-                index: Index::ToOne(HashMap::from([("m1".into(), 0)])),
-            },
-            Found {
-                records: written(&[(r#"{"platform_users_id":{"id":"u"}}"#, 1)]),
-                index: Index::ToMany(HashMap::from([("v1".into(), vec![0])])),
-            },
-        ];
-        let to_one = HashMap::from([("movie".to_string(), (1, 0))]);
-        let to_many = vec![("models".to_string(), 1)];
-        let members = members(&rows, Left::default(), &to_one, &to_many);
+        let movie = ToOne {
+            records: written(&[(r#"{"id":"m1"}"#, 0)]),
+            by_id: HashMap::from([("m1".into(), 0)]),
+        };
+        let models = ToMany {
+            records: written(&[(r#"{"platform_users_id":{"id":"u"}}"#, 1)]),
+            by_parent: HashMap::from([("v1".into(), vec![0])]),
+        };
+        let to_one = HashMap::from([("movie", (1, movie))]);
+        let to_many = vec![("models", models)];
+        let members = members(&rows, Left::default(), to_one, to_many);
         let level = Level {
             members,
-            found,
             id: Some(2),
             rows,
         };
@@ -697,8 +696,7 @@ mod tests {
             key: Some("video_id"),
         };
         let level = Level {
-            members: members(&rows, left, &HashMap::new(), &[]),
-            found: Vec::new(),
+            members: members(&rows, left, HashMap::new(), Vec::new()),
             id: Some(1),
             rows,
         };
