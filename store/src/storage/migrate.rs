@@ -102,13 +102,22 @@ impl KnownRecorded {
         Ok(Self(parking_lot::Mutex::new(known)))
     }
 
-    pub fn contains(&self, owner: &str, id: &str) -> bool {
-        self.0.lock().contains(&(owner.to_string(), id.to_string()))
-    }
-
-    /// Notes that `owner`/`id` is recorded (by this store or another).
-    pub fn insert(&self, owner: &str, id: &str) {
-        self.0.lock().insert((owner.to_string(), id.to_string()));
+    /// `false` without running `apply` when `owner`/`id` is known to be
+    /// recorded; otherwise what `apply` answers (whether it ran it), the
+    /// migration known to be recorded from then on.
+    pub fn unless_known(
+        &self,
+        owner: &str,
+        id: &str,
+        apply: impl FnOnce() -> Result<bool, StoreError>,
+    ) -> Result<bool, StoreError> {
+        let key = (owner.to_string(), id.to_string());
+        if self.0.lock().contains(&key) {
+            return Ok(false);
+        }
+        let ran = apply()?;
+        self.0.lock().insert(key);
+        Ok(ran)
     }
 }
 

@@ -526,8 +526,8 @@ fn count_commits_on(conn: &mut Pg<'_>, table: &str) -> Result<(), StoreError> {
 }
 
 /// The platform's indexes whose columns hold nulls last (as made before
-/// indexes were made with nulls first), as (table, index).
-fn nulls_last_indexes(conn: &mut Pg<'_>) -> Result<Vec<(String, Index)>, StoreError> {
+/// indexes were made with nulls first), as (name, table, index).
+fn nulls_last_indexes(conn: &mut Pg<'_>) -> Result<Vec<(String, String, Index)>, StoreError> {
     // One row per column of every index named as the platform names them;
     // bit 2 of a column's option is NULLS FIRST.
     let query = "SELECT i.relname::text, t.relname::text, ix.indisunique, a.attname::text, \
@@ -565,7 +565,6 @@ fn nulls_last_indexes(conn: &mut Pg<'_>) -> Result<Vec<(String, Index)>, StoreEr
         .map(|(name, table, unique, fields, _)| (name, table, Index { fields, unique }))
         // Only the platform's own: the name it gives those columns.
         .filter(|(name, table, index)| *name == sql::index_name(table, index))
-        .map(|(_, table, index)| (table, index))
         .collect())
 }
 
@@ -574,12 +573,11 @@ fn nulls_last_indexes(conn: &mut Pg<'_>) -> Result<Vec<(String, Index)>, StoreEr
 /// LAST`) are index walks only on those. In the start's transaction, so
 /// that no write sees a table without its unique index.
 fn remake_nulls_last_indexes(conn: &mut Pg<'_>) -> Result<(), StoreError> {
-    for (table, index) in nulls_last_indexes(conn)? {
+    for (name, table, index) in nulls_last_indexes(conn)? {
         log::info!(
             "making the index of {table} ({}) again with nulls first",
             index.fields.join(", ")
         );
-        let name = sql::index_name(&table, &index);
         conn.execute_batch(&format!("DROP INDEX {}", sql::quote(&name)))?;
         conn.execute_batch(&sql::index(conn.dialect(), &table, &index))?;
     }
@@ -895,12 +893,9 @@ impl Store for PgStore {
         id: &str,
         work: &mut WriteWork<'_>,
     ) -> Result<bool, StoreError> {
-        if self.recorded.contains(owner, id) {
-            return Ok(false);
-        }
-        let ran = self.exclusive(|conn| migrate::run_once(conn, owner, id, work))?;
-        self.recorded.insert(owner, id);
-        Ok(ran)
+        self.recorded.unless_known(owner, id, || {
+            self.exclusive(|conn| migrate::run_once(conn, owner, id, work))
+        })
     }
 
     /// One statement in a transaction of its own (`READ COMMITTED`: an
@@ -919,19 +914,17 @@ impl Store for PgStore {
         steps: &[Step],
         rules: &dyn StepRules,
     ) -> Result<bool, StoreError> {
-        if self.recorded.contains(owner, id) {
-            return Ok(false);
-        }
-        let applied = self.exclusive(|conn| {
-            let applied = migrate::apply(conn, owner, id, steps, rules)?;
-            if applied.ran {
-                count_commits_everywhere(conn, &applied.schema)?;
-            }
-            Ok(applied)
-        })?;
-        *self.schema.write() = Arc::new(applied.schema);
-        self.recorded.insert(owner, id);
-        Ok(applied.ran)
+        self.recorded.unless_known(owner, id, || {
+            let applied = self.exclusive(|conn| {
+                let applied = migrate::apply(conn, owner, id, steps, rules)?;
+                if applied.ran {
+                    count_commits_everywhere(conn, &applied.schema)?;
+                }
+                Ok(applied)
+            })?;
+            *self.schema.write() = Arc::new(applied.schema);
+            Ok(applied.ran)
+        })
     }
 }
 

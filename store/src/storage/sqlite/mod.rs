@@ -499,12 +499,9 @@ impl Store for SqliteStore {
         id: &str,
         work: &mut WriteWork<'_>,
     ) -> Result<bool, StoreError> {
-        if self.recorded.contains(owner, id) {
-            return Ok(false);
-        }
-        let ran = self.in_write_tx(|conn| migrate::run_once(conn, owner, id, work))?;
-        self.recorded.insert(owner, id);
-        Ok(ran)
+        self.recorded.unless_known(owner, id, || {
+            self.in_write_tx(|conn| migrate::run_once(conn, owner, id, work))
+        })
     }
 
     fn migrate(
@@ -514,13 +511,11 @@ impl Store for SqliteStore {
         steps: &[Step],
         rules: &dyn StepRules,
     ) -> Result<bool, StoreError> {
-        if self.recorded.contains(owner, id) {
-            return Ok(false);
-        }
-        let applied = self.in_write_tx(|conn| migrate::apply(conn, owner, id, steps, rules))?;
-        *self.schema.write() = Arc::new(applied.schema);
-        self.recorded.insert(owner, id);
-        Ok(applied.ran)
+        self.recorded.unless_known(owner, id, || {
+            let applied = self.in_write_tx(|conn| migrate::apply(conn, owner, id, steps, rules))?;
+            *self.schema.write() = Arc::new(applied.schema);
+            Ok(applied.ran)
+        })
     }
 
     /// On the data version's own connection (see [`ChangeWatch`]), so that
