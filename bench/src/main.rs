@@ -89,6 +89,16 @@ fn check_known(args: &[String], known: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
+/// `--duration-secs D` (`default` when absent), a positive number of
+/// seconds, as the time each row is measured.
+fn measured_for(args: &[String], default: f64) -> Result<Duration, String> {
+    let seconds: f64 = option(args, "--duration-secs", default)?;
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| "--duration-secs must be positive".to_string())
+}
+
 /// `--only ID,..`, split.
 fn only_ids(args: &[String]) -> Result<Option<Vec<String>>, String> {
     args.iter()
@@ -112,13 +122,13 @@ fn load_options(args: &[String]) -> Result<load::Options, String> {
         });
     }
     let scale: f64 = option(args, "--scale", 1.0)?;
-    let duration: f64 = option(args, "--duration-secs", 5.0)?;
-    if !(scale > 0.0 && duration > 0.0) {
-        return Err("--scale and --duration-secs must be positive".into());
+    if !(scale > 0.0 && scale.is_finite()) {
+        return Err("--scale must be positive".into());
     }
+    let measure = measured_for(args, 5.0)?;
     Ok(load::Options {
         only,
-        ..load::Options::full(scale, seed, Duration::from_secs_f64(duration))
+        ..load::Options::full(scale, seed, measure)
     })
 }
 
@@ -181,11 +191,8 @@ fn peers_options(args: &[String], both: bool) -> Result<peers::Options, String> 
     let base = if args.iter().any(|a| a == "--smoke") {
         peers::Options::smoke(seed, backends)
     } else {
-        let seconds: f64 = option(args, "--duration-secs", 5.0)?;
-        if seconds.is_nan() || seconds <= 0.0 {
-            return Err("--duration-secs must be positive".to_string());
-        }
-        peers::Options::new(seed, Duration::from_secs_f64(seconds), backends)
+        let measure = measured_for(args, 5.0)?;
+        peers::Options::new(seed, measure, backends)
     };
     Ok(peers::Options {
         only: only_ids(args)?,
@@ -238,44 +245,29 @@ fn main() -> ExitCode {
                 &args,
                 &["--seed", "--duration-secs", "--only", "--client-threads"],
             )?;
-            let seconds: f64 = option(&args, "--duration-secs", 10.0)?;
-            if seconds.is_nan() || seconds <= 0.0 {
-                return Err("--duration-secs must be positive".to_string());
-            }
+            let measure = measured_for(&args, 10.0)?;
             compare::run(&compare::Options {
                 only: only_ids(&args)?,
                 keep: args.iter().any(|a| a == "--keep"),
                 client_threads: option(&args, "--client-threads", 1usize)?.max(1),
-                ..compare::Options::new(
-                    option(&args, "--seed", 42u64)?,
-                    Duration::from_secs_f64(seconds),
-                )
+                ..compare::Options::new(option(&args, "--seed", 42u64)?, measure)
             })
         })(),
         Some("peers") => peers_options(&args, db_both).and_then(|o| peers::run(&o)),
         Some("several-hosts") => (|| {
             check_known(&args, &["--seed", "--duration-secs", "--concurrency"])?;
-            let seconds: f64 = option(&args, "--duration-secs", 10.0)?;
-            if seconds.is_nan() || seconds <= 0.0 {
-                return Err("--duration-secs must be positive".to_string());
-            }
+            let measure = measured_for(&args, 10.0)?;
             several_hosts::run(&several_hosts::Options {
                 concurrency: option(&args, "--concurrency", 16usize)?.max(1),
-                ..several_hosts::Options::new(
-                    option(&args, "--seed", 42u64)?,
-                    Duration::from_secs_f64(seconds),
-                )
+                ..several_hosts::Options::new(option(&args, "--seed", 42u64)?, measure)
             })
         })(),
         Some("sign-in") => (|| {
             check_known(&args, &["--attempts", "--duration-secs", "--flood"])?;
-            let seconds: f64 = option(&args, "--duration-secs", 5.0)?;
-            if seconds.is_nan() || seconds <= 0.0 {
-                return Err("--duration-secs must be positive".to_string());
-            }
+            let measure = measured_for(&args, 5.0)?;
             sign_in::run(&sign_in::Options {
                 attempts: option(&args, "--attempts", 20usize)?.max(1),
-                measure: Duration::from_secs_f64(seconds),
+                measure,
                 flood: option(&args, "--flood", 32usize)?.max(1),
             })
         })(),
@@ -287,10 +279,7 @@ fn main() -> ExitCode {
                 &rest,
                 &["--token", "--body", "--duration-secs", "--concurrency"],
             )?;
-            let seconds: f64 = option(&args, "--duration-secs", 5.0)?;
-            if seconds.is_nan() || seconds <= 0.0 {
-                return Err("--duration-secs must be positive".to_string());
-            }
+            let measure = measured_for(&args, 5.0)?;
             let text = |name: &str| {
                 args.iter()
                     .position(|a| a == name)
@@ -309,17 +298,14 @@ fn main() -> ExitCode {
                 token: text("--token")?,
                 body,
                 concurrency: option(&args, "--concurrency", 16usize)?.max(1),
-                measure: Duration::from_secs_f64(seconds),
+                measure,
             })
         })(),
         Some("memory") => check_known(&args, &[]).and_then(|()| memory::run()),
         Some("assets") => (|| {
             check_known(&args, &["--duration-secs"])?;
-            let seconds: f64 = option(&args, "--duration-secs", 5.0)?;
-            if seconds.is_nan() || seconds <= 0.0 {
-                return Err("--duration-secs must be positive".to_string());
-            }
-            assets::run(&assets::Options::new(Duration::from_secs_f64(seconds)))
+            let measure = measured_for(&args, 5.0)?;
+            assets::run(&assets::Options::new(measure))
         })(),
         _ => return usage(),
     };
@@ -328,6 +314,33 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("platform-bench: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(duration: &str) -> Vec<String> {
+        ["compare", "--duration-secs", duration]
+            .iter()
+            .map(|a| a.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_measuring_time_must_be_a_positive_number_of_seconds() {
+        assert_eq!(
+            measured_for(&args("2.5"), 5.0),
+            Ok(Duration::from_millis(2_500))
+        );
+        assert_eq!(
+            measured_for(&["compare".to_string()], 5.0),
+            Ok(Duration::from_secs(5))
+        );
+        for bad in ["0", "-1", "NaN", "inf", "1e300", "x"] {
+            assert!(measured_for(&args(bad), 5.0).is_err(), "{bad}");
         }
     }
 }
