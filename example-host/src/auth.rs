@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use crate::accounts::{lookup_user, Accountability};
 use crate::credentials::hash_token;
+use crate::credentials::jwt::{looks_like_jwt, Signer};
 use crate::query::{Filter, ReadQuery};
-use crate::signin::jwt::{looks_like_jwt, Signer};
 use crate::storage::{read_with, Reader, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -227,7 +227,7 @@ fn lookup_session(
     let Some(sessions) = schema.get(crate::platform_schema::SESSIONS) else {
         return Ok(None);
     };
-    if !crate::signin::sessions::is_open(conn, sessions, session, user)? {
+    if !crate::credentials::sessions::is_open(conn, sessions, session, user)? {
         return Ok(None);
     }
     lookup_user(store, conn, eq("id", json!(user)))

@@ -1,6 +1,9 @@
 //! Settings from environment variables, read alike by every module that
 //! has some (`mail`, `signin`, `throttle`, …): a variable that is empty
-//! counts as unset, and a yes/no value is written the same way everywhere.
+//! counts as unset, and a yes/no value and a lifetime are written the same
+//! way everywhere.
+
+use std::time::Duration;
 
 /// The variable `name` of the process environment; `None` when it is unset
 /// or empty.
@@ -26,6 +29,34 @@ pub fn parse_bool(name: &str, text: &str) -> Result<bool, String> {
     })
 }
 
+/// A lifetime as Directus writes them: `15m`, `7d`, `3600s`, `1h`, `500ms`
+/// or a number of milliseconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("\"{text}\" is not a duration (15m, 7d, 3600s, or milliseconds)"))?;
+    let ms = match unit.trim() {
+        "" | "ms" => n,
+        "s" => n * 1_000,
+        "m" => n * 60_000,
+        "h" => n * 3_600_000,
+        "d" => n * 86_400_000,
+        "w" => n * 7 * 86_400_000,
+        _ => {
+            return Err(format!(
+                "\"{text}\" is not a duration (15m, 7d, 3600s, or milliseconds)"
+            ))
+        }
+    };
+    if ms == 0 {
+        return Err(format!("\"{text}\": a lifetime must be longer than 0"));
+    }
+    Ok(Duration::from_millis(ms))
+}
+
 /// The variables `vars` as a source of settings' `from_lookup` (tests).
 #[cfg(test)]
 pub fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -39,6 +70,17 @@ pub fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lifetimes_read_as_directus_writes_them() {
+        assert_eq!(parse_duration("15m"), Ok(Duration::from_secs(900)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_duration("2500"), Ok(Duration::from_millis(2500)));
+        assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5y").is_err());
+        assert!(parse_duration("0").is_err());
+    }
 
     #[test]
     fn yes_and_no_are_written_alike_everywhere() {

@@ -155,7 +155,7 @@ fn schedule_runs() -> Vec<Step> {
 /// The collection of schedule runs.
 pub const SCHEDULE_RUNS: &str = "platform_schedule_runs";
 
-/// Sessions of signed-in users (see `signin::sessions`): the refresh
+/// Sessions of signed-in users (see `credentials::sessions`): the refresh
 /// token is kept hashed; a user's sessions go with the user. The signing
 /// key of access tokens, when `SECRET` is not set, is made at first start
 /// and kept where no API reaches it.

@@ -58,7 +58,7 @@ impl Files {
             cache_ttl: match var("ASSETS_CACHE_TTL") {
                 None => std::time::Duration::from_secs(30 * 86_400),
                 Some(v) if v.trim() == "0" => std::time::Duration::ZERO,
-                Some(v) => crate::signin::settings::parse_duration(&v)
+                Some(v) => crate::env_settings::parse_duration(&v)
                     .map_err(|e| format!("ASSETS_CACHE_TTL: {e}"))?,
             },
         })

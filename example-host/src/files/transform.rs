@@ -163,7 +163,7 @@ impl Settings {
             max_concurrent: number("ASSETS_TRANSFORM_MAX_CONCURRENT", 25)?.max(1) as usize,
             timeout: match var("ASSETS_TRANSFORM_TIMEOUT") {
                 None => std::time::Duration::from_millis(7500),
-                Some(v) => crate::signin::settings::parse_duration(&v)
+                Some(v) => crate::env_settings::parse_duration(&v)
                     .map_err(|e| format!("ASSETS_TRANSFORM_TIMEOUT: {e}"))?,
             },
         })

@@ -19,8 +19,8 @@ use super::browsers::{
 use super::throttle::{login_attempt, ClientAddress};
 use super::{blocking, read_body, AppState, HttpError};
 use crate::credentials::hash_password;
+use crate::credentials::sessions::Presented;
 use crate::platform::Platform;
-use crate::signin::sessions::Presented;
 use crate::signin::{Client, Issued, Mode, SignIn, SignInError};
 
 /// A body that is a JSON object (an empty body reads as `{}`).

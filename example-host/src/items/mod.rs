@@ -8,7 +8,6 @@
 //! [`related_filters`] reads through references, [`events`] the item
 //! events and the hooks they reach, [`error`] its failures.
 
-mod error;
 mod events;
 mod read;
 mod references;
@@ -16,8 +15,7 @@ mod related_filters;
 mod relations;
 mod write;
 
-pub use error::ItemsError;
-pub use events::{EventKind, EventSink, ItemEvent};
+pub use crate::platform::{EventKind, EventSink, ItemEvent, ItemsError};
 pub use read::COMMENTS;
 
 use std::sync::Arc;
@@ -29,7 +27,7 @@ use crate::credentials;
 use crate::permissions::{Action, Grant};
 use crate::platform::Platform;
 use crate::platform_schema::{affects_access, is_internal, is_secret};
-use crate::query::{parse_filter, Filter, QueryError, ReadQuery, Vars, WireQuery};
+use crate::query::{parse_filter, Filter, ReadQuery, Vars, WireQuery};
 use crate::schema::CollectionDef;
 use crate::storage::{Reader, Record, StoreError, TextRows, Writer};
 use crate::values;

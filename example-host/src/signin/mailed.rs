@@ -244,7 +244,7 @@ impl SignIn {
                 changes.insert("password".into(), Scalar::Text(password_hash.to_string()));
                 conn.update(users, &used.user, &changes)?;
                 // As a new password through the items service does.
-                crate::signin::sessions::end_all_of(conn, schema, &used.user)?;
+                crate::credentials::sessions::end_all_of(conn, schema, &used.user)?;
                 Ok(())
             },
         )?;

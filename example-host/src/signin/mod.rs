@@ -5,10 +5,8 @@
 //! `tokens` and the links of `links`). Plain functions over the platform;
 //! the routes are in `http::auth_api` and `http::users_api`.
 
-pub mod jwt;
 pub mod links;
 pub mod mailed;
-pub mod sessions;
 pub mod settings;
 pub mod tokens;
 
@@ -19,6 +17,8 @@ use argon2::Argon2;
 use serde_json::{json, Value};
 
 use crate::accounts::{lookup_user, Accountability};
+use crate::credentials::jwt::{Claims, Signer};
+use crate::credentials::sessions::{self, Presented};
 use crate::credentials::{generate_token, hash_password};
 use crate::items::{ItemsError, Session, Who};
 use crate::platform::Platform;
@@ -26,8 +26,6 @@ use crate::platform_schema::{SESSIONS, SIGNING_KEYS};
 use crate::query::{Filter, ReadQuery};
 use crate::storage::{read_with, StoreError};
 use crate::values::format_timestamp;
-use jwt::{Claims, Signer};
-use sessions::Presented;
 use settings::Settings;
 
 /// Where the tokens of a sign-in go (docs/decisions.md §3).

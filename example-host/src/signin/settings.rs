@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::env_settings::{env_var, parse_bool};
+use crate::env_settings::{env_var, parse_bool, parse_duration};
 
 /// How a cookie is sent back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,34 +73,6 @@ fn comma_list(text: Option<String>) -> Vec<String> {
             .collect()
     })
     .unwrap_or_default()
-}
-
-/// A lifetime as Directus writes them: `15m`, `7d`, `3600s`, `1h`, `500ms`
-/// or a number of milliseconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("\"{text}\" is not a duration (15m, 7d, 3600s, or milliseconds)"))?;
-    let ms = match unit.trim() {
-        "" | "ms" => n,
-        "s" => n * 1_000,
-        "m" => n * 60_000,
-        "h" => n * 3_600_000,
-        "d" => n * 86_400_000,
-        "w" => n * 7 * 86_400_000,
-        _ => {
-            return Err(format!(
-                "\"{text}\" is not a duration (15m, 7d, 3600s, or milliseconds)"
-            ))
-        }
-    };
-    if ms == 0 {
-        return Err(format!("\"{text}\": a lifetime must be longer than 0"));
-    }
-    Ok(Duration::from_millis(ms))
 }
 
 fn parse_same_site(name: &str, text: &str) -> Result<String, String> {
@@ -189,17 +161,6 @@ mod tests {
 
     fn with(vars: &[(&str, &str)]) -> Result<Settings, String> {
         Settings::from_lookup(lookup(vars))
-    }
-
-    #[test]
-    fn lifetimes_read_as_directus_writes_them() {
-        assert_eq!(parse_duration("15m"), Ok(Duration::from_secs(900)));
-        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
-        assert_eq!(parse_duration("2500"), Ok(Duration::from_millis(2500)));
-        assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5y").is_err());
-        assert!(parse_duration("0").is_err());
     }
 
     #[test]

@@ -1,5 +1,11 @@
 //! Credentials as they are kept: static and refresh tokens hashed with a
-//! fast digest, passwords with argon2, and new random tokens.
+//! fast digest, passwords with argon2, and new random tokens; the access
+//! tokens the platform signs (`jwt`) and the session rows they name
+//! (`sessions`). What proves who a caller is, below both the resolver
+//! (`auth`) and the sign-in flows (`signin`).
+
+pub mod jwt;
+pub mod sessions;
 
 use argon2::password_hash::{rand_core::OsRng, PasswordHasher, SaltString};
 use argon2::Argon2;

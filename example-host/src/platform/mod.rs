@@ -8,8 +8,13 @@ use std::sync::Arc;
 
 use once_cell::sync::OnceCell;
 
+mod error;
+mod events;
+
+pub use error::ItemsError;
+pub use events::{EventKind, EventSink, ItemEvent};
+
 use crate::auth::Auth;
-use crate::items::EventSink;
 use crate::permissions::Permissions;
 use crate::query::RelationalLimits;
 use crate::schema::{CollectionDef, Schema};

@@ -1,6 +1,8 @@
-//! The items service's failures, with the platform's error codes.
+//! The failures of the platform's operations (the items service), with
+//! the platform's error codes.
 
-use super::*;
+use crate::query::QueryError;
+use crate::storage::StoreError;
 
 /// A failure of the items service, with the platform's error code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,0 +1,80 @@
+//! Item events: what a write someone watches produces, and the receiver
+//! the platform hands them to (inside the writing transaction and after
+//! the commit). The items service builds and delivers them (`items`); the
+//! extension registry receives them.
+
+use std::sync::Arc;
+
+use super::{ItemsError, Platform};
+use crate::accounts::Accountability;
+use crate::storage::Writer;
+
+/// What happened, for hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Create,
+    Update,
+    Delete,
+}
+
+impl EventKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Create => "items.create",
+            EventKind::Update => "items.update",
+            EventKind::Delete => "items.delete",
+        }
+    }
+}
+
+/// One committed write. The payload and the records are JSON text, as
+/// they cross to extensions: a write of a large JSON document is never
+/// built into a tree for its event (and shared, not copied, when the
+/// store runs a write again).
+#[derive(Debug, Clone)]
+pub struct ItemEvent {
+    pub kind: EventKind,
+    pub collection: String,
+    pub keys: Vec<String>,
+    /// The payload given to the write (an object; the keys for a delete),
+    /// without secrets.
+    pub payload: Arc<str>,
+    /// The records before the write (update, delete): a JSON array.
+    pub before: Option<Arc<str>>,
+    /// The records after the write (create, update): a JSON array.
+    pub after: Option<Arc<str>>,
+    pub accountability: Option<Accountability>,
+}
+
+/// Receives item events: inside the writing transaction (in-transaction
+/// hooks, which may refuse the write) and after the commit.
+pub trait EventSink: Send + Sync {
+    /// Whether anyone wants the committed events of this collection.
+    fn wants(&self, collection: &str) -> bool;
+    fn dispatch(&self, platform: &Platform, events: Vec<ItemEvent>);
+    /// Whether an in-transaction hook watches the writes of this collection.
+    fn wants_before_commit(&self, collection: &str) -> bool;
+    /// Runs the in-transaction hooks on a write just made on `conn`; what
+    /// they write goes through `conn` too, and their events join `events`.
+    /// An error refuses the write: the caller rolls the transaction back.
+    fn before_commit(
+        &self,
+        platform: &Platform,
+        conn: &mut dyn Writer,
+        events: &mut Vec<ItemEvent>,
+        event: &ItemEvent,
+    ) -> Result<(), ItemsError>;
+    /// Whether a before-write hook watches the writes of this collection.
+    fn wants_before_write(&self, collection: &str) -> bool;
+    /// Runs the before-write hooks on a write about to be made on `conn`
+    /// (`write` has no before and after records); what they write goes
+    /// through `conn` too, and their events join `events`. `Ok(Some(p))`:
+    /// the payload the hooks changed it to. An error refuses the write.
+    fn before_write(
+        &self,
+        platform: &Platform,
+        conn: &mut dyn Writer,
+        events: &mut Vec<ItemEvent>,
+        write: &ItemEvent,
+    ) -> Result<Option<String>, ItemsError>;
+}
