@@ -22,18 +22,6 @@ pub struct Config {
 /// Records per import request: as many as the host takes.
 const CHUNK: usize = crate::api::MAX_BATCH;
 
-fn check(r: &platform_tests::Resp, what: &str) -> Result<(), String> {
-    if (200..300).contains(&r.status) {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what}: {} {}",
-            r.status,
-            r.body.chars().take(300).collect::<String>()
-        ))
-    }
-}
-
 /// Creates `items` in chunks through the items API (admin import).
 fn import(
     host: &Host,
@@ -51,7 +39,7 @@ fn import(
             Some(ADMIN_TOKEN),
             &Value::Array(std::mem::take(batch)),
         );
-        check(&r, &format!("import into {collection}"))
+        hosts::succeeded(&r, &format!("import into {collection}"))
     };
     for item in items {
         batch.push(item);
@@ -114,7 +102,7 @@ pub fn measure(config: &Config) -> Result<Figures, String> {
         &json!({"title": "Bench", "duration": 1000, "device_info": [], "status": "published",
                 "events": [{"timestamp": 0, "value": 1}]}),
     );
-    check(&recording, "create the recording")?;
+    hosts::succeeded(&recording, "create the recording")?;
     let recording = recording.json()["id"]
         .as_str()
         .unwrap_or_default()
@@ -154,7 +142,7 @@ pub fn measure(config: &Config) -> Result<Figures, String> {
             Some(ADMIN_TOKEN),
             &Value::Array(batch),
         );
-        check(&r, "import users")?;
+        hosts::succeeded(&r, "import users")?;
         for u in r.json()["data"].as_array().into_iter().flatten() {
             if let Some(id) = u["id"].as_str() {
                 user_ids.push(id.to_string());
@@ -183,7 +171,7 @@ pub fn measure(config: &Config) -> Result<Figures, String> {
             Some(token),
             None,
         );
-        check(&r, "play")
+        hosts::succeeded(&r, "play")
     };
     // The first award of each player creates its stats row from scratch
     // (a one-time rescan); then warm up.
@@ -201,7 +189,7 @@ pub fn measure(config: &Config) -> Result<Figures, String> {
     let mut summary = Samples::default();
     for i in 0..config.requests {
         timed(&mut board, || {
-            check(
+            hosts::succeeded(
                 &host.get("/svc/gamification/leaderboard", None),
                 "leaderboard",
             )
@@ -212,7 +200,7 @@ pub fn measure(config: &Config) -> Result<Figures, String> {
             user_ids[(i * 7919) % user_ids.len().max(1)].clone()
         };
         timed(&mut summary, || {
-            check(
+            hosts::succeeded(
                 &host.get(&format!("/svc/gamification/user/{user}"), None),
                 "user",
             )

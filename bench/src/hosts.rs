@@ -88,3 +88,17 @@ pub fn reset_peak_rss(host: &Host) -> Result<(), String> {
     std::fs::write(format!("/proc/{}/clear_refs", host.pid()), "5")
         .map_err(|e| format!("resetting the peak RSS: {e}"))
 }
+
+/// `Ok` for a 2xx answer; otherwise an error naming `what`, the status and
+/// the start of the body (setting up a benchmark's data).
+pub fn succeeded(r: &platform_tests::Resp, what: &str) -> Result<(), String> {
+    if (200..300).contains(&r.status) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {} {}",
+            r.status,
+            r.body.chars().take(300).collect::<String>()
+        ))
+    }
+}

@@ -57,18 +57,6 @@ impl Figures {
     }
 }
 
-fn check(r: &platform_tests::Resp, what: &str) -> Result<(), String> {
-    if (200..300).contains(&r.status) {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what}: {} {}",
-            r.status,
-            r.body.chars().take(300).collect::<String>()
-        ))
-    }
-}
-
 /// `count` published recordings of `owner`, imported as admin through the
 /// items API (their awards and stats follow, as for any write).
 fn import_prior(host: &Host, owner: &str, recording: &Value, count: usize) -> Result<(), String> {
@@ -89,7 +77,7 @@ fn import_prior(host: &Host, owner: &str, recording: &Value, count: usize) -> Re
             Some(ADMIN_TOKEN),
             &Value::Array(batch),
         );
-        check(&r, "import recordings")?;
+        hosts::succeeded(&r, "import recordings")?;
         done += n;
         if done % 2_000 < n || done == count {
             eprintln!(
@@ -111,7 +99,7 @@ fn counters(host: &Host) -> (u64, u64) {
 
 fn create(host: &Host, token: &str, body: &[u8]) -> Result<(), String> {
     let r = host.request("POST", "/svc/recordings", Some(token), Some(body));
-    check(&r, "POST /svc/recordings")
+    hosts::succeeded(&r, "POST /svc/recordings")
 }
 
 /// Database work per request of `COUNTED` creates by `token`.
