@@ -18,8 +18,15 @@ use crate::query::WireQuery;
 /// (credentials are checked by [`AsCaller::run`], on a blocking worker).
 pub struct AsCaller {
     platform: Arc<Platform>,
-    headers: HeaderMap,
-    uri: Uri,
+    head: Arc<RequestHead>,
+}
+
+/// The request's headers and URI, copied once from the request and
+/// shared (not copied again) with the blocking work and the route's own
+/// later steps.
+pub struct RequestHead {
+    pub headers: HeaderMap,
+    pub uri: Uri,
 }
 
 /// What a route's work is given: the platform, the caller, and the request.
@@ -38,18 +45,25 @@ impl Call<'_> {
 
 impl AsCaller {
     pub fn headers(&self) -> &HeaderMap {
-        &self.headers
+        &self.head.headers
     }
 
     pub fn uri(&self) -> &Uri {
-        &self.uri
+        &self.head.uri
+    }
+
+    /// The request's headers and URI, for a route's steps after [`run`]
+    /// (which takes the caller).
+    ///
+    /// [`run`]: AsCaller::run
+    pub fn head(&self) -> Arc<RequestHead> {
+        self.head.clone()
     }
 
     /// The caller alone, for routes that do more than one blocking step.
     pub async fn who(&self) -> Result<Who, HttpError> {
-        let platform = self.platform.clone();
-        let (headers, uri) = (self.headers.clone(), self.uri.clone());
-        blocking(move || caller(&platform, &headers, &uri)).await
+        let (platform, head) = (self.platform.clone(), self.head.clone());
+        blocking(move || caller(&platform, &head.headers, &head.uri)).await
     }
 
     /// Runs `work` on a blocking worker as the request's caller; bad
@@ -59,11 +73,11 @@ impl AsCaller {
         work: impl FnOnce(Call<'_>) -> Result<T, HttpError> + Send + 'static,
     ) -> Result<T, HttpError> {
         blocking(move || {
-            let who = caller(&self.platform, &self.headers, &self.uri)?;
+            let who = caller(&self.platform, &self.head.headers, &self.head.uri)?;
             work(Call {
                 platform: &self.platform,
                 who,
-                uri: &self.uri,
+                uri: &self.head.uri,
             })
         })
         .await
@@ -76,8 +90,10 @@ impl axum::extract::FromRequestParts<AppState> for AsCaller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Infallible> {
         Ok(Self {
             platform: state.platform.clone(),
-            headers: parts.headers.clone(),
-            uri: parts.uri.clone(),
+            head: Arc::new(RequestHead {
+                headers: parts.headers.clone(),
+                uri: parts.uri.clone(),
+            }),
         })
     }
 }

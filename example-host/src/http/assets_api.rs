@@ -52,7 +52,8 @@ struct Record {
 }
 
 async fn serve(state: AppState, id: String, call: AsCaller) -> Result<Response, HttpError> {
-    let (headers, uri) = (call.headers().clone(), call.uri().clone());
+    let head = call.head();
+    let (headers, uri) = (&head.headers, &head.uri);
     let transform = Transform::from_query(uri.query(), &state.files.transforms)
         .map_err(|e| HttpError::Items(ItemsError::InvalidQuery(e)))?;
     let file_id = id.clone();
@@ -154,7 +155,7 @@ async fn serve(state: AppState, id: String, call: AsCaller) -> Result<Response, 
     set(header::CACHE_CONTROL, &cache_control);
     set(header::ACCEPT_RANGES, "bytes");
 
-    if not_modified(&headers, &etag, stat.last_modified) {
+    if not_modified(headers, &etag, stat.last_modified) {
         return Ok((StatusCode::NOT_MODIFIED, answer_headers).into_response());
     }
 
@@ -188,7 +189,7 @@ async fn serve(state: AppState, id: String, call: AsCaller) -> Result<Response, 
         header::CONTENT_LENGTH,
         &(read.range.end - read.range.start).to_string(),
     );
-    if has_param(&uri, "download") {
+    if has_param(uri, "download") {
         let filename = record.filename.as_deref().unwrap_or(&record.key);
         set(header::CONTENT_DISPOSITION, &attachment(filename));
     }
