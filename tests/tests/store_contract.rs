@@ -126,6 +126,7 @@ contract!(
     a_refused_write_changes_nothing_and_the_transaction_goes_on,
     a_nested_write_is_refused,
     versions_move_with_commits,
+    a_start_costs_the_same_however_many_collections_there_are,
 );
 
 // ---- helpers ----
@@ -345,6 +346,45 @@ fn migrations_apply_once_and_the_schema_outlives_the_store(db: &Db) {
             &SchemaStepsOnly
         )
         .expect("recorded elsewhere"));
+}
+
+/// A store's start over an up-to-date database does a fixed amount of
+/// work: nothing per collection (PostgreSQL's commit and change-tracking
+/// triggers are made only on tables that lack them) and nothing per
+/// recorded migration.
+fn a_start_costs_the_same_however_many_collections_there_are(db: &Db) {
+    let started = || {
+        let store = db.open();
+        let trips = store.round_trips();
+        (store, trips)
+    };
+    let (store, _) = started();
+    store
+        .migrate("test", "0001", &[things()], &SchemaStepsOnly)
+        .expect("migrate");
+    drop(store);
+    let (store, with_one) = started();
+    for n in 0..8 {
+        let step = Collection::new(&format!("more_{n}"))
+            .field(Field::string("title").not_null())
+            .index(&["title"])
+            .build();
+        assert!(store
+            .migrate("test", &format!("more_{n}"), &[step], &SchemaStepsOnly)
+            .expect("migrate"));
+    }
+    drop(store);
+    let (store, with_nine) = started();
+    let schema = store.schema();
+    let made: Vec<&str> = schema
+        .names()
+        .filter(|n| *n == "things" || n.starts_with("more_"))
+        .collect();
+    assert_eq!(made.len(), 9, "{made:?}");
+    assert_eq!(
+        with_nine, with_one,
+        "a start's round trips with 9 collections and 9 migrations, against 1 and 1"
+    );
 }
 
 fn a_failed_migration_leaves_nothing(db: &Db) {
