@@ -985,8 +985,18 @@ pub fn rec_body(title: &str, status: Option<&str>) -> Value {
 
 /// An extension's error answer: this status and `{"error": text}`.
 pub fn assert_error(r: &Resp, status: u16, text: &str) {
-    assert_eq!(r.status, status, "{}", r.body);
-    assert_eq!(r.json(), serde_json::json!({ "error": text }), "{}", r.body);
+    assert_error_for("answer", r, status, text);
+}
+
+/// [`assert_error`] for one case of a table: a failure names `case`.
+pub fn assert_error_for(case: &str, r: &Resp, status: u16, text: &str) {
+    assert_eq!(r.status, status, "{case}: {}", r.body);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({ "error": text }),
+        "{case}: {}",
+        r.body
+    );
 }
 
 /// Every answer of every test goes through this: no route ever returns a
