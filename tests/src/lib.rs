@@ -891,12 +891,11 @@ impl Host {
         assert_eq!(r.status, 200, "play {recording}: {}", r.body);
         let v = r.json();
         assert_eq!(v["success"], true, "{v}");
-        let mut keys: Vec<&str> = v
-            .as_object()
-            .map(|o| o.keys().map(String::as_str).collect())
-            .unwrap_or_default();
-        keys.sort_unstable();
-        assert_eq!(keys, ["play_id", "success"], "{v}");
+        assert_eq!(
+            keys_of(&v),
+            std::collections::BTreeSet::from(["play_id", "success"]),
+            "{v}"
+        );
         str_of(&v["play_id"])
     }
 
@@ -955,6 +954,16 @@ pub fn id_of(v: &Value) -> String {
         .as_str()
         .unwrap_or_else(|| panic!("no id in {v}"))
         .to_string()
+}
+
+/// The member names of a JSON object; panics, showing the value, on
+/// anything else.
+pub fn keys_of(v: &Value) -> std::collections::BTreeSet<&str> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
 }
 
 /// A JSON string's text; empty for anything else.

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use platform_tests::{
-    assert_error, assert_error_for, encode, id_of, Host, HostOptions, Resp, ADMIN_TOKEN,
+    assert_error, assert_error_for, encode, id_of, keys_of, Host, HostOptions, Resp, ADMIN_TOKEN,
 };
 use serde_json::{json, Value};
 
@@ -1445,13 +1445,7 @@ fn community_items_have_exactly_the_public_fields() {
     .into_iter()
     .collect();
     for item in data.as_array().expect("array") {
-        let keys: BTreeSet<&str> = item
-            .as_object()
-            .expect("object")
-            .keys()
-            .map(String::as_str)
-            .collect();
-        assert_eq!(keys, expected_keys, "{item}");
+        assert_eq!(keys_of(item), expected_keys, "{item}");
         let i: usize = item["title"].as_str().expect("title")[4..]
             .parse()
             .expect("index");
@@ -1461,19 +1455,9 @@ fn community_items_have_exactly_the_public_fields() {
         assert_eq!(item["duration"].as_f64(), Some(1500.5));
         assert_eq!(ts_ms(&item["date_created"]), ts_ms(&json!(minute(i + 10))));
         let user = &item["user_created"];
-        let ukeys: BTreeSet<&str> = user
-            .as_object()
-            .unwrap_or_else(|| panic!("user_created not expanded: {item}"))
-            .keys()
-            .map(String::as_str)
-            .collect();
-        assert_eq!(
-            ukeys,
-            ["avatar", "first_name", "id", "last_name"]
-                .into_iter()
-                .collect(),
-            "{user}"
-        );
+        let user_keys = BTreeSet::from(["avatar", "first_name", "id", "last_name"]);
+        assert!(user.is_object(), "user_created not expanded: {item}");
+        assert_eq!(keys_of(user), user_keys, "{user}");
         if i % 2 == 0 {
             assert_eq!(
                 user,
