@@ -891,12 +891,11 @@ impl Host {
         assert_eq!(r.status, 200, "play {recording}: {}", r.body);
         let v = r.json();
         assert_eq!(v["success"], true, "{v}");
-        let mut keys: Vec<&str> = v
-            .as_object()
-            .map(|o| o.keys().map(String::as_str).collect())
-            .unwrap_or_default();
-        keys.sort_unstable();
-        assert_eq!(keys, ["play_id", "success"], "{v}");
+        assert_eq!(
+            keys_of(&v),
+            std::collections::BTreeSet::from(["play_id", "success"]),
+            "{v}"
+        );
         str_of(&v["play_id"])
     }
 
@@ -957,6 +956,16 @@ pub fn id_of(v: &Value) -> String {
         .to_string()
 }
 
+/// The member names of a JSON object; panics, showing the value, on
+/// anything else.
+pub fn keys_of(v: &Value) -> std::collections::BTreeSet<&str> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
 /// A JSON string's text; empty for anything else.
 pub fn str_of(v: &Value) -> String {
     v.as_str().unwrap_or_default().to_string()
@@ -985,8 +994,18 @@ pub fn rec_body(title: &str, status: Option<&str>) -> Value {
 
 /// An extension's error answer: this status and `{"error": text}`.
 pub fn assert_error(r: &Resp, status: u16, text: &str) {
-    assert_eq!(r.status, status, "{}", r.body);
-    assert_eq!(r.json(), serde_json::json!({ "error": text }), "{}", r.body);
+    assert_error_for("answer", r, status, text);
+}
+
+/// [`assert_error`] for one case of a table: a failure names `case`.
+pub fn assert_error_for(case: &str, r: &Resp, status: u16, text: &str) {
+    assert_eq!(r.status, status, "{case}: {}", r.body);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({ "error": text }),
+        "{case}: {}",
+        r.body
+    );
 }
 
 /// Every answer of every test goes through this: no route ever returns a

@@ -89,8 +89,20 @@ const fn with_body(
 const PUBLIC: [u16; 7] = [200, 401, 200, 200, 200, 200, 200];
 const AUTH_ONLY: [u16; 7] = [401, 401, 200, 200, 200, 200, 200];
 const MISSING_404: [u16; 7] = [404, 401, 404, 404, 404, 404, 404];
-const ADMIN_ONLY_READ: [u16; 7] = [403, 401, 403, 403, 403, 403, 200];
+const ADMIN_ONLY: [u16; 7] = [403, 401, 403, 403, 403, 403, 200];
 const ADMIN_ONLY_DELETE: [u16; 7] = [403, 401, 403, 403, 403, 403, 204];
+// /svc routes that run under the caller's permissions: the user without
+// any gets the platform's refusal, a 500.
+const MEMBERS_SVC: [u16; 7] = [401, 401, 200, 200, 200, 500, 200];
+const MEMBERS_SVC_CREATE: [u16; 7] = [401, 401, 201, 201, 201, 500, 201];
+/// The recording's owner only: admins are not owners either.
+const OWNER_SVC: [u16; 7] = [401, 401, 403, 403, 200, 500, 403];
+// /items: members (by their policies) and the administrator.
+const MEMBERS_ITEMS: [u16; 7] = [403, 401, 200, 200, 200, 403, 200];
+const OWNER_ITEMS: [u16; 7] = [403, 401, 403, 403, 200, 403, 200];
+const OWNER_ITEMS_DELETE: [u16; 7] = [403, 401, 403, 403, 204, 403, 204];
+/// A missing item: 403 for non-admins (ids cannot be probed), 404 for admins.
+const MISSING_ITEM: [u16; 7] = [403, 401, 403, 403, 403, 403, 404];
 
 const RECORDING_BODY: &str = r#"{"title":"Matrix {caller}","duration":1200,
   "device_info":[{"name":"D","index":0,"capabilities":["Vibrate"]}],
@@ -102,8 +114,8 @@ fn rows() -> Vec<Row> {
         row("GET", "/server/ping", PUBLIC),
         row("GET", "/server/health", PUBLIC),
         row("GET", "/server/specs/oas", PUBLIC),
-        row("GET", "/server/extensions", ADMIN_ONLY_READ),
-        row("GET", "/server/metrics", ADMIN_ONLY_READ),
+        row("GET", "/server/extensions", ADMIN_ONLY),
+        row("GET", "/server/metrics", ADMIN_ONLY),
         // ---- sign-in: one's own record, for anyone signed in
         row("GET", "/users/me", AUTH_ONLY),
         // ---- /svc: public site data (docs/service-api.md auth rule 4)
@@ -122,19 +134,11 @@ fn rows() -> Vec<Row> {
         // ---- /svc: video interaction. The like record is written under the
         // caller's permissions: a user without any is refused by the
         // platform, a 500 with its message (docs/api.md).
-        row(
-            "POST",
-            "/svc/videos/{video}/like",
-            [401, 401, 200, 200, 200, 500, 200],
-        ),
+        row("POST", "/svc/videos/{video}/like", MEMBERS_SVC),
         row("GET", "/svc/videos/{video}/like-status", {
             [200, 401, 200, 200, 200, 500, 200]
         }),
-        row(
-            "DELETE",
-            "/svc/videos/{video}/like",
-            [401, 401, 200, 200, 200, 500, 200],
-        ),
+        row("DELETE", "/svc/videos/{video}/like", MEMBERS_SVC),
         // Unliking again: 400 `Not liked`.
         row(
             "DELETE",
@@ -155,16 +159,12 @@ fn rows() -> Vec<Row> {
         ),
         row("GET", "/svc/analytics", AUTH_ONLY),
         // ---- /svc: recordings (auth; run under the caller's permissions)
-        row(
-            "GET",
-            "/svc/recordings",
-            [401, 401, 200, 200, 200, 500, 200],
-        ),
+        row("GET", "/svc/recordings", MEMBERS_SVC),
         with_body(
             "POST",
             "/svc/recordings",
             RECORDING_BODY,
-            [401, 401, 201, 201, 201, 500, 201],
+            MEMBERS_SVC_CREATE,
         ),
         // Someone else's private recording: 403; a caller who cannot read
         // recordings at all: 404 (`any failure to read the record`).
@@ -187,23 +187,19 @@ fn rows() -> Vec<Row> {
             "PATCH",
             "/svc/recordings/{private_rec}",
             r#"{"title":"Renamed by {caller}"}"#,
-            [401, 401, 403, 403, 200, 500, 403],
+            OWNER_SVC,
         ),
         with_body(
             "PATCH",
             "/svc/recordings/{public_rec}",
             r#"{"description":"touched by {caller}"}"#,
-            [401, 401, 403, 403, 200, 500, 403],
+            OWNER_SVC,
         ),
-        row(
-            "DELETE",
-            "/svc/recordings/{private_rec}",
-            [401, 401, 403, 403, 200, 500, 403],
-        ),
+        row("DELETE", "/svc/recordings/{private_rec}", OWNER_SVC),
         row(
             "POST",
             "/svc/recordings/{public_rec}/duplicate",
-            [401, 401, 201, 201, 201, 500, 201],
+            MEMBERS_SVC_CREATE,
         ),
         row(
             "POST",
@@ -219,99 +215,70 @@ fn rows() -> Vec<Row> {
         ),
         row("GET", "/svc/no-such-route", MISSING_404),
         // ---- /items/recordings
-        row(
-            "GET",
-            "/items/recordings",
-            [403, 401, 200, 200, 200, 403, 200],
-        ),
+        row("GET", "/items/recordings", MEMBERS_ITEMS),
         // Another member's private recording is not readable (docs/decisions.md
         // §5); a public one is.
-        row(
-            "GET",
-            "/items/recordings/{private_rec}",
-            [403, 401, 403, 403, 200, 403, 200],
-        ),
-        row(
-            "GET",
-            "/items/recordings/{public_rec}",
-            [403, 401, 200, 200, 200, 403, 200],
-        ),
+        row("GET", "/items/recordings/{private_rec}", OWNER_ITEMS),
+        row("GET", "/items/recordings/{public_rec}", MEMBERS_ITEMS),
         // `featured` is an administrator's act: a member may not write it,
         // not even on their own recording.
         with_body(
             "POST",
             "/items/recordings",
             r#"{"title":"Featured by {caller}","featured":true}"#,
-            [403, 401, 403, 403, 403, 403, 200],
+            ADMIN_ONLY,
         ),
         with_body(
             "PATCH",
             "/items/recordings/{private_rec}",
             r#"{"featured":true}"#,
-            [403, 401, 403, 403, 403, 403, 200],
+            ADMIN_ONLY,
         ),
         // Missing: 403 for non-admins (ids cannot be probed), 404 for admins.
         row(
             "GET",
             "/items/recordings/00000000-0000-4000-8000-00000000dead",
-            [403, 401, 403, 403, 403, 403, 404],
+            MISSING_ITEM,
         ),
-        with_body(
-            "POST",
-            "/items/recordings",
-            RECORDING_BODY,
-            [403, 401, 200, 200, 200, 403, 200],
-        ),
+        with_body("POST", "/items/recordings", RECORDING_BODY, MEMBERS_ITEMS),
         with_body(
             "PATCH",
             "/items/recordings/{public_rec}",
             r#"{"description":"items {caller}"}"#,
-            [403, 401, 403, 403, 200, 403, 200],
+            OWNER_ITEMS,
         ),
         row(
             "DELETE",
             "/items/recordings/{fresh_recording}",
-            [403, 401, 403, 403, 204, 403, 204],
+            OWNER_ITEMS_DELETE,
         ),
         // ---- /items/video_likes: own rows only
-        row(
-            "GET",
-            "/items/video_likes",
-            [403, 401, 200, 200, 200, 403, 200],
-        ),
-        row(
-            "GET",
-            "/items/video_likes/{owner_like}",
-            [403, 401, 403, 403, 200, 403, 200],
-        ),
+        row("GET", "/items/video_likes", MEMBERS_ITEMS),
+        row("GET", "/items/video_likes/{owner_like}", OWNER_ITEMS),
         with_body(
             "POST",
             "/items/video_likes",
             r#"{"video_id":"{video}"}"#,
-            [403, 401, 200, 200, 200, 403, 200],
+            MEMBERS_ITEMS,
         ),
         with_body(
             "PATCH",
             "/items/video_likes/{owner_like}",
             r#"{"video_id":"{video2}"}"#,
-            [403, 401, 403, 403, 403, 403, 200],
+            ADMIN_ONLY,
         ),
         row(
             "DELETE",
             "/items/video_likes/{fresh_like}",
-            [403, 401, 403, 403, 204, 403, 204],
+            OWNER_ITEMS_DELETE,
         ),
         // ---- /items/platform_comments: members create and read them
-        row(
-            "GET",
-            "/items/platform_comments",
-            [403, 401, 200, 200, 200, 403, 200],
-        ),
+        row("GET", "/items/platform_comments", MEMBERS_ITEMS),
         with_body(
             "POST",
             "/items/platform_comments",
             r#"{"collection":"recordings","item":"{public_rec}","comment":"hi from {caller}"}"#,
-            [403, 401, 200, 200, 200, 403, 200],
+            MEMBERS_ITEMS,
         ),
         // ---- /comments: seen by whoever may read their collection (an
         // empty list for who may read none); made on items one may read
@@ -320,34 +287,34 @@ fn rows() -> Vec<Row> {
             "POST",
             "/comments",
             r#"{"collection":"recordings","item":"{public_rec}","comment":"hi from {caller}"}"#,
-            [403, 401, 200, 200, 200, 403, 200],
+            MEMBERS_ITEMS,
         ),
         with_body(
             "POST",
             "/comments",
             r#"{"collection":"recordings","item":"{private_rec}","comment":"hi from {caller}"}"#,
-            [403, 401, 403, 403, 200, 403, 200],
+            OWNER_ITEMS,
         ),
         // ---- /users: the users collection's permissions (admin only)
-        row("GET", "/users", ADMIN_ONLY_READ),
-        row("GET", "/users/{owner}", ADMIN_ONLY_READ),
+        row("GET", "/users", ADMIN_ONLY),
+        row("GET", "/users/{owner}", ADMIN_ONLY),
         // ---- /items/videos: not granted to members
-        row("GET", "/items/videos", ADMIN_ONLY_READ),
-        row("GET", "/items/videos/{video}", ADMIN_ONLY_READ),
+        row("GET", "/items/videos", ADMIN_ONLY),
+        row("GET", "/items/videos/{video}", ADMIN_ONLY),
         // ---- /items/platform_users: admin only
-        row("GET", "/items/platform_users", ADMIN_ONLY_READ),
-        row("GET", "/items/platform_users/{owner}", ADMIN_ONLY_READ),
+        row("GET", "/items/platform_users", ADMIN_ONLY),
+        row("GET", "/items/platform_users/{owner}", ADMIN_ONLY),
         with_body(
             "POST",
             "/items/platform_users",
             r#"{"email":"matrix-{caller}@test.local","first_name":"M"}"#,
-            ADMIN_ONLY_READ,
+            ADMIN_ONLY,
         ),
         with_body(
             "PATCH",
             "/items/platform_users/{owner}",
             r#"{"first_name":"Changed {caller}"}"#,
-            ADMIN_ONLY_READ,
+            ADMIN_ONLY,
         ),
         row(
             "DELETE",
@@ -355,23 +322,23 @@ fn rows() -> Vec<Row> {
             ADMIN_ONLY_DELETE,
         ),
         // ---- /items/platform_permissions: admin only
-        row("GET", "/items/platform_permissions", ADMIN_ONLY_READ),
+        row("GET", "/items/platform_permissions", ADMIN_ONLY),
         row(
             "GET",
             "/items/platform_permissions/{permission}",
-            ADMIN_ONLY_READ,
+            ADMIN_ONLY,
         ),
         with_body(
             "POST",
             "/items/platform_permissions",
             r#"{"policy":"{spare_policy}","collection":"videos","action":"read","fields":["*"]}"#,
-            ADMIN_ONLY_READ,
+            ADMIN_ONLY,
         ),
         with_body(
             "PATCH",
             "/items/platform_permissions/{spare_permission}",
             r#"{"fields":["id","slug"]}"#,
-            ADMIN_ONLY_READ,
+            ADMIN_ONLY,
         ),
         row(
             "DELETE",
@@ -380,9 +347,7 @@ fn rows() -> Vec<Row> {
         ),
         // ---- unknown collection: 403 for non-admins (like a forbidden
         // one: collections cannot be probed), 404 NOT_FOUND for admins.
-        row("GET", "/items/no_such_collection", {
-            [403, 401, 403, 403, 403, 403, 404]
-        }),
+        row("GET", "/items/no_such_collection", MISSING_ITEM),
     ]
 }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use platform_tests::score::{seeded_achievements, weighted, Seeded};
 use platform_tests::{
-    host_binary, host_command, int_of, rec_body, Host, HostOptions, Rng, ADMIN_TOKEN,
+    host_binary, host_command, int_of, keys_of, rec_body, Host, HostOptions, Rng, ADMIN_TOKEN,
 };
 use serde_json::{json, Value};
 
@@ -724,12 +724,7 @@ fn user_stats_have_exactly_the_spec_fields_plus_rank() {
     let u = viewer(&host, "sf-u");
     create_recording(&host, "sf-u", Some("published"));
     let s = stats(&host, &u);
-    let keys: BTreeSet<&str> = s
-        .as_object()
-        .expect("stats object")
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = keys_of(&s);
     let expected = BTreeSet::from([
         "id",
         "user_id",
@@ -1426,12 +1421,7 @@ fn leaderboard_items_carry_the_users_profile_and_stats() {
     assert_eq!(items[0]["user_id"], json!(a));
     assert_eq!(items[1]["user_id"], json!(b));
     for item in &items {
-        let keys: BTreeSet<&str> = item
-            .as_object()
-            .expect("object")
-            .keys()
-            .map(String::as_str)
-            .collect();
+        let keys = keys_of(item);
         for k in [
             "user_id",
             "display_name",

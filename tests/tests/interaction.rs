@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Barrier;
 
-use platform_tests::{assert_error, id_of, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{assert_error, id_of, keys_of, Host, HostOptions, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------
@@ -309,12 +309,8 @@ fn anonymous_play_records_a_play_without_user() {
     );
     assert_eq!(body["success"], true, "{body}");
     assert_eq!(body["plays_count"], 1, "{body}");
-    let keys: BTreeSet<&str> = body
-        .as_object()
-        .map(|o| o.keys().map(String::as_str).collect())
-        .unwrap_or_default();
     assert_eq!(
-        keys,
+        keys_of(&body),
         BTreeSet::from(["success", "play_id", "plays_count"]),
         "{body}"
     );
@@ -599,12 +595,8 @@ fn analytics_sums_counters_and_groups_records_by_utc_day() {
     host.admin_patch("videos", &d, &json!({"likes_count": 50, "plays_count": 50}));
 
     let got = analytics(&host, "me");
-    let keys: BTreeSet<&str> = got
-        .as_object()
-        .map(|o| o.keys().map(String::as_str).collect())
-        .unwrap_or_default();
     assert_eq!(
-        keys,
+        keys_of(&got),
         BTreeSet::from([
             "total_videos",
             "total_likes",
