@@ -496,6 +496,53 @@ mod tests {
         })
     }
 
+    /// Values an extension keeps in a `static` (`host_sdk::Memo`, per data
+    /// version) are the process's: several platforms in one process (tests
+    /// run side by side) must never hand one of them another's data
+    /// version, or a value computed on one would be served by the other.
+    #[test]
+    fn values_kept_by_one_platform_are_never_served_by_another_in_the_process() {
+        static NAMES: host_sdk::Memo<Vec<Value>> = host_sdk::Memo::new();
+        let keeping = || {
+            host_sdk::Extension::new("keeping", "Keeping", "1.0.0")
+                .migration(
+                    "0001_shelves",
+                    vec![Collection::new("shelves")
+                        .field(Field::text("name"))
+                        .build()],
+                )
+                .routes(|r| {
+                    r.get("/names", |_, ctx| {
+                        let names = NAMES.get_or_try(ctx, || {
+                            ctx.as_admin()
+                                .read_by_query("shelves", &Query::new().fields(&["name"]))
+                        })?;
+                        Ok(Response::ok(&json!(names)))
+                    });
+                })
+        };
+        let hosts = [
+            TestHost::start(keeping()).expect("start"),
+            TestHost::start(keeping()).expect("start"),
+        ];
+        // The same steps on both: their stores count the same commits.
+        for (host, name) in hosts.iter().zip(["first", "second"]) {
+            host.context(None, |ctx| {
+                ctx.as_admin()
+                    .create_one("shelves", &json!({"name": name}))
+                    .map(|_| ())
+            })
+            .expect("a shelf");
+        }
+        for (host, name) in hosts.iter().zip(["first", "second"]) {
+            assert_eq!(
+                host.anonymous().get("/names").json(),
+                json!([{"name": name}]),
+                "the platform holding `{name}`"
+            );
+        }
+    }
+
     #[test]
     fn several_extensions_are_mounted_and_reached_by_name() {
         let host = TestHost::start_all(vec![base(), addon()]).expect("start");

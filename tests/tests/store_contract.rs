@@ -1423,6 +1423,14 @@ fn versions_move_with_commits(db: &Db) {
     // Reads commit nothing.
     count(store.as_ref(), &things);
     assert_eq!(store.data_version(), data);
+    // Two stores of one process never hand out the same number, even on
+    // one database (a value kept per version in a `static` is the
+    // process's).
+    let theirs = other.data_version();
+    assert!(
+        theirs >> 40 != data >> 40,
+        "two stores of the process count from {data} and {theirs}"
+    );
     // A commit of untracked data, by another store on the database.
     insert(other.as_ref(), &things, json!({"id": id(60)})).expect("insert");
     let after_data = store.data_version();

@@ -237,6 +237,17 @@ pub trait Writer: Reader {
 pub type ReadWork<'a> = dyn FnMut(&mut dyn Reader) -> Result<(), StoreError> + 'a;
 pub type WriteWork<'a> = dyn FnMut(&mut dyn Writer) -> Result<(), StoreError> + 'a;
 
+/// The first data version of a store opened now. Each store of the
+/// process counts from a base of its own, 2^40 apart: values kept per data
+/// version in a `static` (an extension's `host_sdk::Memo`) are the
+/// process's, and with several platforms in one process (the test kit's
+/// hosts, side by side) one store's version must never name another's
+/// data.
+pub(crate) fn first_data_version() -> u64 {
+    static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    (OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) << 40) + 1
+}
+
 /// The database.
 pub trait Store: Send + Sync {
     /// The current schema (replaced whenever a migration runs).
@@ -248,7 +259,8 @@ pub trait Store: Send + Sync {
     /// module's contract).
     fn write(&self, work: &mut WriteWork<'_>) -> Result<(), StoreError>;
     /// A number that changes after every commit to the database, by this
-    /// process or any other; never goes back.
+    /// process or any other; never goes back, and is never one another
+    /// store of this process has handed out ([`first_data_version`]).
     fn data_version(&self) -> u64;
     /// Requests this process has made of the database since it opened it:
     /// exchanges with the server (a statement, a batch, a prepare), or on

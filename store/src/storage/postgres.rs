@@ -680,7 +680,7 @@ impl PgStore {
             schema: RwLock::new(Arc::new(Schema::default())),
             commits: Mutex::new(CommitWatch {
                 commits: -1,
-                version: 1,
+                version: super::first_data_version(),
             }),
             round_trips,
             rows_read,

@@ -71,7 +71,7 @@ impl ChangeWatch {
         Ok(Self {
             conn,
             last_seen,
-            version: 1,
+            version: super::first_data_version(),
         })
     }
 
