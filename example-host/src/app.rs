@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 
-use crate::config::{Cli, Command, ScheduleAction};
+use crate::config::{Cli, Command, ScheduleAction, ServeArgs};
 use crate::extensions::Registry;
 use crate::permissions::MigrationGrants;
 use crate::platform::Platform;
@@ -186,44 +186,20 @@ fn serve(
             return ExitCode::FAILURE;
         }
     };
-    let mailer = match mail::Settings::from_env() {
-        Ok(settings) => mail::Mailer::start(settings),
+    let files_root = match cli.common.location() {
+        Ok(database) => files::default_root(&database),
         Err(e) => {
-            log::error!("cannot set mail up: {e}");
+            log::error!("{e}");
             return ExitCode::FAILURE;
         }
     };
-    let signin = match signin::settings::Settings::from_env()
-        .and_then(|settings| signin::SignIn::start(&platform, settings, mailer))
-    {
-        Ok(s) => Arc::new(s),
+    let state = match app_state(&cli.serve, &platform, &registry, &files_root) {
+        Ok(state) => state,
         Err(e) => {
-            log::error!("cannot set sign-in up: {e}");
+            log::error!("{e}");
             return ExitCode::FAILURE;
         }
     };
-    let throttle = match throttle::settings::Settings::from_env() {
-        Ok(settings) => Arc::new(throttle::Throttle::new(&settings, &platform.store)),
-        Err(e) => {
-            log::error!("cannot set throttling up: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let files = match cli
-        .common
-        .location()
-        .and_then(|database| files::Files::from_env(&files::default_root(&database)))
-    {
-        Ok(files) => Arc::new(files),
-        Err(e) => {
-            log::error!("cannot set file storage up: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    log::info!(
-        "files kept in storage locations {:?}",
-        files.storage.names().collect::<Vec<_>>()
-    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -236,55 +212,24 @@ fn serve(
     };
     // After the storage is set up: the demo's files are stored there.
     if cli.serve.demo {
-        if let Err(e) = demo::seed(&platform, &files, runtime.handle(), &cli.serve) {
+        if let Err(e) = demo::seed(&platform, &state.files, runtime.handle(), &cli.serve) {
             log::error!("demo seeding failed: {e}");
             return ExitCode::FAILURE;
         }
     }
-    let state = http::AppState {
-        platform: platform.clone(),
-        registry: registry.clone(),
-        signin,
-        unauthenticated: Arc::new(http::UnauthenticatedBodies::new(
-            cli.serve.anonymous_max_payload,
-            cli.serve.anonymous_payload_budget,
-        )),
-        throttle,
-        files,
-        limits: http::Limits {
-            max_payload: cli.serve.max_payload,
-            max_batch_mutation: usize::try_from(cli.serve.max_batch_mutation).unwrap_or(usize::MAX),
-            extension_timeout: std::time::Duration::from_millis(
-                cli.serve.extension_timeout_ms.max(1),
-            ),
-            header_timeout: std::time::Duration::from_millis(cli.serve.header_timeout_ms.max(1)),
-            body_timeout: std::time::Duration::from_millis(cli.serve.body_timeout_ms.max(1)),
-        },
-    };
-    let handle = runtime.handle().clone();
+    let reloader = staging.map(|staging| extensions::reload::Reloader {
+        dir: cli.common.extensions_dir(),
+        staging,
+        registry,
+        platform,
+        cache: cli.serve.cache,
+    });
+    let lease = std::time::Duration::from_secs(cli.serve.schedule_lease_secs);
     let result = runtime.block_on(async move {
-        let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-        let claims = Arc::new(extensions::Claims::new(std::time::Duration::from_secs(
-            cli.serve.schedule_lease_secs,
-        )));
-        let scheduler = extensions::schedules::Scheduler {
-            registry: registry.clone(),
-            platform: platform.clone(),
-            claims,
-            shutdown: shutdown_rx.clone(),
-        };
-        scheduler.spawn_all();
-        if let Some(staging) = staging {
-            extensions::reload::Reloader {
-                dir: cli.common.extensions_dir(),
-                staging,
-                registry,
-                platform,
-                cache: cli.serve.cache,
-            }
-            .spawn(scheduler, handle, shutdown_rx);
-        }
-        http::serve(state, addr, shutdown_tx).await
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        log::info!("listening on http://{}", listener.local_addr()?);
+        serve_on(listener, state, lease, reloader, http::shutdown_signal()).await;
+        Ok::<(), std::io::Error>(())
     });
     // Extension calls that outlived their timeout may still be running on
     // blocking threads: give them a moment, then stop without them rather
@@ -300,4 +245,74 @@ fn serve(
             ExitCode::FAILURE
         }
     }
+}
+
+/// The HTTP side of a serving host around its platform, from its settings
+/// (the environment and the `serve` options): mail, sign-in, throttles,
+/// file storage (under `files_root` unless `STORAGE_*` says otherwise) and
+/// the limits of requests.
+pub(crate) fn app_state(
+    serve: &ServeArgs,
+    platform: &Arc<Platform>,
+    registry: &Arc<Registry>,
+    files_root: &std::path::Path,
+) -> Result<http::AppState, String> {
+    let mailer = mail::Settings::from_env()
+        .map(mail::Mailer::start)
+        .map_err(|e| format!("cannot set mail up: {e}"))?;
+    let signin = signin::settings::Settings::from_env()
+        .and_then(|settings| signin::SignIn::start(platform, settings, mailer))
+        .map_err(|e| format!("cannot set sign-in up: {e}"))?;
+    let throttle = throttle::settings::Settings::from_env()
+        .map(|settings| throttle::Throttle::new(&settings, &platform.store))
+        .map_err(|e| format!("cannot set throttling up: {e}"))?;
+    let files = files::Files::from_env(files_root)
+        .map_err(|e| format!("cannot set file storage up: {e}"))?;
+    log::info!(
+        "files kept in storage locations {:?}",
+        files.storage.names().collect::<Vec<_>>()
+    );
+    Ok(http::AppState {
+        platform: platform.clone(),
+        registry: registry.clone(),
+        signin: Arc::new(signin),
+        unauthenticated: Arc::new(http::UnauthenticatedBodies::new(
+            serve.anonymous_max_payload,
+            serve.anonymous_payload_budget,
+        )),
+        throttle: Arc::new(throttle),
+        files: Arc::new(files),
+        limits: http::Limits {
+            max_payload: serve.max_payload,
+            max_batch_mutation: usize::try_from(serve.max_batch_mutation).unwrap_or(usize::MAX),
+            extension_timeout: std::time::Duration::from_millis(serve.extension_timeout_ms.max(1)),
+            header_timeout: std::time::Duration::from_millis(serve.header_timeout_ms.max(1)),
+            body_timeout: std::time::Duration::from_millis(serve.body_timeout_ms.max(1)),
+        },
+    })
+}
+
+/// Serves `state` on `listener` until `stop` completes, with the
+/// extensions' schedules running beside it (one run per period across
+/// hosts, claimed for `lease`) and, when given, hot reload watching the
+/// extensions' folder. Runs inside a Tokio runtime.
+pub(crate) async fn serve_on(
+    listener: tokio::net::TcpListener,
+    state: http::AppState,
+    lease: std::time::Duration,
+    reloader: Option<extensions::reload::Reloader>,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    let scheduler = extensions::schedules::Scheduler {
+        registry: state.registry.clone(),
+        platform: state.platform.clone(),
+        claims: Arc::new(extensions::Claims::new(lease)),
+        shutdown: shutdown_rx.clone(),
+    };
+    scheduler.spawn_all();
+    if let Some(reloader) = reloader {
+        reloader.spawn(scheduler, tokio::runtime::Handle::current(), shutdown_rx);
+    }
+    http::serve_on(listener, state, stop, shutdown_tx).await
 }

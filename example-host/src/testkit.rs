@@ -212,6 +212,84 @@ impl TestHost {
         &self.admin
     }
 
+    /// The same host, its administrator's static token now `token` (a
+    /// client that knows it, such as a test speaking HTTP, signs in with
+    /// it).
+    pub fn with_admin_token(mut self, token: &str) -> Result<TestHost, TestKitError> {
+        self.platform.update_one(
+            &mut Session::Auto,
+            &Who::system(),
+            "platform_users",
+            &self.admin.id,
+            &json!({ "token": token }),
+        )?;
+        self.admin = user_of(&self.platform, ADMIN_EMAIL, token.to_string())?;
+        Ok(self)
+    }
+
+    /// Where the host's database is (a SQLite file, or a PostgreSQL
+    /// database's URL): to look at it from outside, as another process
+    /// would. It is dropped with the host.
+    pub fn database(&self) -> &Location {
+        &self.location
+    }
+
+    /// The host serving the platform's whole HTTP surface (every route a
+    /// host serves: the items API, users, sign-in, files and assets, each
+    /// extension's mount) on a loopback port, from this process: for
+    /// tests that speak HTTP. The server runs, with the extensions'
+    /// schedules, on a runtime of its own until the [`ServedHost`] is
+    /// dropped. Settings are a host's defaults and the environment's, as
+    /// `example-host` started without options; files are kept in the
+    /// host's temporary folder.
+    pub fn serve(self) -> Result<ServedHost, TestKitError> {
+        let settings = <crate::config::Cli as clap::Parser>::try_parse_from(["example-host"])
+            .map_err(|e| TestKitError(format!("the host's default settings: {e}")))?;
+        let state = crate::app::app_state(
+            &settings.serve,
+            &self.platform,
+            &self.registry,
+            &self._dir.path().join("uploads"),
+        )
+        .map_err(TestKitError)?;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .map_err(|e| TestKitError(format!("cannot listen on a loopback port: {e}")))?;
+        let address = listener
+            .local_addr()
+            .map_err(|e| TestKitError(format!("no address to listen on: {e}")))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| TestKitError(format!("cannot start a runtime: {e}")))?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let lease = std::time::Duration::from_secs(settings.serve.schedule_lease_secs);
+        let thread = std::thread::Builder::new()
+            .name(format!("test-host {address}"))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    match tokio::net::TcpListener::from_std(listener) {
+                        Ok(listener) => {
+                            let stop = async {
+                                let _ = stopped.await;
+                            };
+                            crate::app::serve_on(listener, state, lease, None, stop).await;
+                        }
+                        Err(e) => log::error!("the test host cannot serve: {e}"),
+                    }
+                });
+                runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+            })
+            .map_err(|e| TestKitError(format!("cannot start the server's thread: {e}")))?;
+        Ok(ServedHost {
+            base: format!("http://{address}"),
+            stop: Some(stop),
+            thread: Some(thread),
+            host: self,
+        })
+    }
+
     /// Creates an active user with the role named `role` (`"Model"`,
     /// `"Viewer"`, `"Administrator"`, or one the extension's migrations
     /// made).
@@ -352,6 +430,41 @@ fn user_of(platform: &Platform, email: &str, token: String) -> Result<TestUser, 
         admin: acc.admin,
         token,
     })
+}
+
+/// A [`TestHost`] serving HTTP ([`TestHost::serve`]); it derefs to the
+/// host, and stops serving (in-flight requests finished) when dropped.
+pub struct ServedHost {
+    base: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    host: TestHost,
+}
+
+impl ServedHost {
+    /// The server's URL, `http://127.0.0.1:PORT`, without a final `/`.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+}
+
+impl std::ops::Deref for ServedHost {
+    type Target = TestHost;
+
+    fn deref(&self) -> &TestHost {
+        &self.host
+    }
+}
+
+impl Drop for ServedHost {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Requests to an extension as one caller; paths are below its mount
@@ -541,6 +654,61 @@ mod tests {
                 "the platform holding `{name}`"
             );
         }
+    }
+
+    /// One HTTP/1.1 exchange with `base` (`http://host:port`): the
+    /// status line's code and the body.
+    fn http(base: &str, request: &str) -> (u16, String) {
+        use std::io::{Read, Write};
+        let address = base.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(address).expect("connect");
+        stream.write_all(request.as_bytes()).expect("send");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("read");
+        let status = answer
+            .split_whitespace()
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP answer: {answer}"));
+        let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        (status, body.to_string())
+    }
+
+    #[test]
+    fn a_served_host_answers_every_route_of_the_platform_over_http() {
+        let host = TestHost::start(base())
+            .and_then(|h| h.with_admin_token("served-admin"))
+            .and_then(TestHost::serve)
+            .expect("serve");
+        let get = |path: &str, token: Option<&str>| {
+            let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+            http(
+                host.base_url(),
+                &format!("GET {path} HTTP/1.1\r\nHost: test\r\n{auth}Connection: close\r\n\r\n"),
+            )
+        };
+        assert_eq!(get("/server/ping", None), (200, "pong".to_string()));
+        let (status, body) = get("/base/whoami", None);
+        assert_eq!((status, body.as_str()), (200, r#"{"mount":"base"}"#));
+        // The items API, with the token the host was given.
+        host.context(None, |ctx| {
+            ctx.as_admin()
+                .create_one("shelves", &json!({"name": "top"}))
+                .map(|_| ())
+        })
+        .expect("a shelf");
+        let (status, body) = get("/items/shelves?fields=name", Some("served-admin"));
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&body).expect("JSON"),
+            json!({"data": [{"name": "top"}]})
+        );
+        assert_eq!(get("/items/shelves", Some("not-a-token")).0, 401);
+        assert_eq!(host.admin().token, "served-admin");
+        // Dropping it stops the server: the port no longer answers.
+        let base = host.base_url().to_string();
+        drop(host);
+        assert!(std::net::TcpStream::connect(base.trim_start_matches("http://")).is_err());
     }
 
     #[test]

@@ -17,7 +17,6 @@ mod throttle;
 mod unauthenticated;
 mod users_api;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -152,23 +151,23 @@ async fn method_not_allowed(method: axum::http::Method, uri: Uri) -> HttpError {
     HttpError::MethodNotAllowed(format!("{method} {}", uri.path()))
 }
 
-/// Serves until SIGINT/SIGTERM, then finishes in-flight requests.
+/// Serves the connections of `listener` until `stop` completes, then
+/// tells the host's other tasks (`shutdown_tx`) and finishes in-flight
+/// requests.
 ///
 /// Connections are served by hyper directly (rather than `axum::serve`) for
 /// its header-read timeout: a client that never finishes its headers is
 /// dropped instead of holding a connection.
-pub async fn serve(
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
     state: AppState,
-    addr: SocketAddr,
+    stop: impl std::future::Future<Output = ()>,
     shutdown_tx: watch::Sender<bool>,
-) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    log::info!("listening on http://{bound}");
+) {
     let header_timeout = state.limits.header_timeout;
     let app = router(state);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown_signal());
+    let mut shutdown = std::pin::pin!(stop);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -211,10 +210,10 @@ pub async fn serve(
     {
         log::warn!("some connections did not finish within 30 s");
     }
-    Ok(())
 }
 
-async fn shutdown_signal() {
+/// Completes on SIGINT or SIGTERM.
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
