@@ -34,6 +34,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use example_host::testkit::{ServedHost, TestHost};
+use platform_store::storage::Location;
 use serde_json::Value;
 
 /// The admin token every test host is started with.
@@ -183,14 +185,22 @@ impl HostOptions {
 /// A running host; killed when dropped, and its database with it (unless
 /// [`Host::stop`] handed its data folder back for a restart).
 pub struct Host {
-    child: Child,
+    server: Server,
     pub base: String,
     dir: Option<tempfile::TempDir>,
     database: Database,
-    /// The database is another host's ([`Host::start_beside`]): it is
-    /// not dropped with this one.
+    /// The database is another host's ([`Host::start_beside`]), or the
+    /// test kit's: it is not dropped with this one.
     borrows_database: bool,
-    log_path: PathBuf,
+}
+
+/// What serves a [`Host`].
+enum Server {
+    /// An `example-host` process, logging to `log_path`.
+    Process { child: Child, log_path: PathBuf },
+    /// The test kit's host (svc linked), serving from this test's process
+    /// ([`Host::in_process_svc`]); it stops serving when dropped.
+    InProcess { served: Box<ServedHost> },
 }
 
 /// One HTTP answer.
@@ -302,16 +312,83 @@ impl Host {
         }
         let child = cmd.spawn().expect("start example-host");
         let mut host = Host {
-            child,
+            server: Server::Process { child, log_path },
             base: String::new(),
             dir: Some(dir),
             database,
             borrows_database: false,
-            log_path,
         };
         host.base = host.wait_listening();
         host.assert_on_its_database();
         host
+    }
+
+    /// A host with svc linked in, serving HTTP from this test's process
+    /// (the test kit's [`TestHost::serve`]) on a fresh database of the
+    /// suite's backend (`TEST_DB`), its administrator's token
+    /// [`ADMIN_TOKEN`]: svc's contract as a client sees it over HTTP,
+    /// without a process or a library to load. What needs a process (its
+    /// log, signals, restarts, memory, the ABI) needs [`Host::start`].
+    pub fn in_process_svc() -> Host {
+        let served = TestHost::start(svc_extension::extension())
+            .and_then(|host| host.with_admin_token(ADMIN_TOKEN))
+            .and_then(TestHost::serve)
+            .unwrap_or_else(|e| panic!("the in-process host does not start: {e}"));
+        let database = match served.database() {
+            Location::File(path) => Database::Sqlite(path.clone()),
+            Location::Postgres(url) => Database::Postgres(url.clone()),
+        };
+        Host {
+            base: served.base_url().to_string(),
+            server: Server::InProcess {
+                served: Box::new(served),
+            },
+            dir: None,
+            database,
+            // The test kit drops it with its host.
+            borrows_database: true,
+        }
+    }
+
+    /// Whether the host serves from this test's process
+    /// ([`Host::in_process_svc`]).
+    pub fn is_in_process(&self) -> bool {
+        matches!(self.server, Server::InProcess { .. })
+    }
+
+    /// Runs the schedule `name` of extension `extension` once, now, on the
+    /// host's database, as `example-host schedule run` does: by that
+    /// command beside a host process, or through the test kit for an
+    /// in-process host. Panics when the run fails.
+    pub fn run_schedule(&self, extension: &str, name: &str) {
+        match &self.server {
+            Server::InProcess { served } => served
+                .run_schedule_of(extension, name)
+                .unwrap_or_else(|e| panic!("schedule `{name}` of `{extension}` failed: {e}")),
+            Server::Process { .. } => {
+                let dir = self.dir.as_ref().expect("a running host's folder");
+                let out = host_command(&host_binary(), dir.path())
+                    .args(["schedule", "run", extension, name])
+                    .output()
+                    .expect("run example-host schedule run");
+                assert!(
+                    out.status.success(),
+                    "schedule `{name}` of `{extension}` failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+
+    /// The host's process; a test of a host in this process
+    /// ([`Host::in_process_svc`]) that asks for one fails here.
+    fn process(&mut self) -> &mut Child {
+        match &mut self.server {
+            Server::Process { child, .. } => child,
+            Server::InProcess { .. } => {
+                panic!("this needs a host process (Host::start), not the in-process host")
+            }
+        }
     }
 
     /// Another host on this host's database, with a data folder and
@@ -335,8 +412,9 @@ impl Host {
     /// Kills the host at once (SIGKILL): no graceful shutdown, nothing
     /// flushed that was not already; the database stays for the others.
     pub fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let child = self.process();
+        let _ = child.kill();
+        let _ = child.wait();
         self.borrows_database = true;
     }
 
@@ -362,7 +440,7 @@ impl Host {
                 let url = rest.split_whitespace().next().unwrap_or_default();
                 return url.to_string();
             }
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Ok(Some(status)) = self.process().try_wait() {
                 panic!("host exited with {status} before listening; log:\n{log}");
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -370,18 +448,24 @@ impl Host {
         panic!("host did not start listening in time; log:\n{}", self.log());
     }
 
-    /// Everything the host has logged so far.
+    /// Everything the host has logged so far (an in-process host logs to
+    /// the test's logger: nothing here).
     pub fn log(&self) -> String {
         let mut s = String::new();
-        if let Ok(mut f) = fs::File::open(&self.log_path) {
-            let _ = f.read_to_string(&mut s);
+        if let Server::Process { log_path, .. } = &self.server {
+            if let Ok(mut f) = fs::File::open(log_path) {
+                let _ = f.read_to_string(&mut s);
+            }
         }
         s
     }
 
     /// The host's process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        match &self.server {
+            Server::Process { child, .. } => child.id(),
+            Server::InProcess { .. } => panic!("the in-process host has no process of its own"),
+        }
     }
 
     /// The host's peak resident set size in KiB (Linux `VmHWM`).
@@ -459,7 +543,7 @@ impl Host {
     fn send_term(&self) {
         #[cfg(unix)]
         let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args(["-TERM", &self.pid().to_string()])
             .status();
     }
 
@@ -467,7 +551,7 @@ impl Host {
     fn wait_exit(&mut self) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Ok(Some(status)) = self.process().try_wait() {
                 return Some(status);
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -478,8 +562,9 @@ impl Host {
     fn terminate(&mut self) {
         self.send_term();
         if self.wait_exit().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+            let child = self.process();
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 
@@ -936,8 +1021,11 @@ pub fn user_email(token: &str) -> String {
 
 impl Drop for Host {
     fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            self.terminate();
+        // An in-process host stops with its `ServedHost`.
+        if let Server::Process { child, .. } = &mut self.server {
+            if child.try_wait().ok().flatten().is_none() {
+                self.terminate();
+            }
         }
         if self.dir.is_some() && !self.borrows_database {
             self.database.discard();

@@ -28,7 +28,7 @@
 //! and like (a Viewer), another user (authenticated, with no role and no
 //! policy: no permissions at all), and the administrator.
 
-use platform_tests::{encode, id_of, Host, HostOptions, ADMIN_TOKEN};
+use platform_tests::{encode, id_of, Host, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 const CALLERS: [&str; 7] = [
@@ -567,7 +567,7 @@ fn check_shape(path: &str, caller: usize, status: u16, body: &str) -> Result<(),
 
 #[test]
 fn every_route_against_every_caller_kind() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let fx = setup(&host);
     let rows = rows();
     let mut failures = Vec::new();

@@ -29,7 +29,7 @@ fn items_calls(host: &Host) -> u64 {
 
 #[test]
 fn a_kept_answer_reads_nothing_and_a_write_through_the_api_replaces_it() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.admin_video("first", Some(&iso(now_ms() - 60_000)));
     assert_eq!(slugs(&host), ["first"]);
     let before = items_calls(&host);
@@ -63,7 +63,7 @@ fn a_kept_answer_reads_nothing_and_a_write_through_the_api_replaces_it() {
 
 #[test]
 fn signed_in_callers_share_the_kept_public_answers() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.admin_video("first", Some(&iso(now_ms() - 60_000)));
     host.user(Some("Viewer"), "viewer-token");
     let signed_in = |path: &str| {
@@ -100,7 +100,7 @@ fn signed_in_callers_share_the_kept_public_answers() {
 
 #[test]
 fn a_write_by_another_process_replaces_kept_answers() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.admin_video("clip", Some(&iso(now_ms() - 60_000)));
     assert_eq!(
         host.get("/svc/videos/clip", None).json()["title"],
@@ -118,7 +118,7 @@ fn a_write_by_another_process_replaces_kept_answers() {
 
 #[test]
 fn a_scheduled_video_appears_when_its_date_passes() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.admin_video("now", Some(&iso(now_ms() - 60_000)));
     let due = now_ms() + 1_500;
     host.admin_video("scheduled", Some(&iso(due)));
@@ -151,7 +151,7 @@ fn the_cache_can_be_switched_off() {
 /// included, and the copy must follow the next write.
 #[test]
 fn ranks_agree_before_and_after_the_sorted_copy_and_follow_writes() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let sums = [5.0, 12.5, 12.5, 0.0, 40.0, 3.25];
     let mut users = Vec::new();
     for (i, sum) in sums.iter().enumerate() {

@@ -5,13 +5,13 @@
 //! exists and that its author may read; the hooks on comments run
 //! whatever the path.
 
-use platform_tests::{encode, id_of, rec_body, str_of, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{encode, id_of, rec_body, str_of, Host, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 /// A host with two viewers (`cv-a`, `cv-b`), a public recording of
 /// `cv-a`'s and a private one; (host, a, b, public, private).
 fn setup() -> (Host, String, String, String, String) {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let a = host.user(Some("Viewer"), "cv-a");
     let b = host.user(Some("Viewer"), "cv-b");
     let recording = |public: bool| {

@@ -215,9 +215,15 @@ fn unlocked(rows: &BTreeMap<String, Value>, code: &str) -> bool {
         .is_some_and(|r| !r["date_unlocked"].is_null())
 }
 
-/// Runs `example-host schedule run svc recalculate-stats` on the stopped
-/// host's database, then starts a new host on it.
+/// Runs svc's `recalculate-stats` on the host's database: through the test
+/// kit for an in-process host; for a host process, as `example-host
+/// schedule run svc recalculate-stats` on its stopped database, then a new
+/// host on it.
 fn recalc(host: Host) -> Host {
+    if host.is_in_process() {
+        host.run_schedule("svc", "recalculate-stats");
+        return host;
+    }
     let dir = host.stop();
     let out = host_command(&host_binary(), dir.path())
         .args(["schedule", "run", "svc", "recalculate-stats"])
@@ -318,7 +324,7 @@ fn create_achievement(
 
 #[test]
 fn achievements_endpoint_lists_the_17_seeded_in_sort_order() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let r = host.get("/svc/gamification/achievements", None);
     assert_eq!(r.status, 200, "{}", r.body);
     let data = r.json()["data"].as_array().cloned().expect("data array");
@@ -344,7 +350,7 @@ fn achievements_endpoint_lists_the_17_seeded_in_sort_order() {
 
 #[test]
 fn achievements_endpoint_lists_only_published_ones_by_sort() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let extra = create_achievement(&host, "mystery_code", "playback", 1, "published");
     create_achievement(&host, "hidden_code", "playback", 1, "draft");
     let data = host.get("/svc/gamification/achievements", None).json()["data"]
@@ -369,7 +375,7 @@ fn achievements_endpoint_lists_only_published_ones_by_sort() {
 
 #[test]
 fn gamification_endpoints_need_no_token() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "pub-u");
     create_recording(&host, "pub-u", Some("published"));
     for path in [
@@ -395,7 +401,7 @@ fn gamification_endpoints_need_no_token() {
 
 #[test]
 fn a_user_without_stats_row_gets_null_stats_and_empty_lists() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "nostats");
     create_recording(&host, "nostats", None); // a draft: no points
     assert_eq!(
@@ -414,7 +420,7 @@ fn a_user_without_stats_row_gets_null_stats_and_empty_lists() {
 
 #[test]
 fn creating_a_published_recording_awards_recording_create_50() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "rc-u");
     create_recording(&host, "rc-u", None);
     create_recording(&host, "rc-u", Some("draft"));
@@ -432,7 +438,7 @@ fn creating_a_published_recording_awards_recording_create_50() {
 
 #[test]
 fn publishing_a_draft_awards_recording_create() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "pd-u");
     let rec = create_recording(&host, "pd-u", None);
     assert!(actions(&host, &u).is_empty());
@@ -455,7 +461,7 @@ fn publishing_a_draft_awards_recording_create() {
 
 #[test]
 fn publish_unpublish_publish_awards_recording_create_once() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "ppp-u");
     let rec = create_recording(&host, "ppp-u", None);
     set_status(&host, "ppp-u", &rec, "published");
@@ -478,7 +484,7 @@ fn publish_unpublish_publish_awards_recording_create_once() {
 
 #[test]
 fn featuring_awards_recording_featured_100_once() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "ft-u");
     let rec = create_recording(&host, "ft-u", Some("published"));
     // An update that leaves `featured` false earns nothing.
@@ -508,7 +514,7 @@ fn featuring_awards_recording_featured_100_once() {
 
 #[test]
 fn a_play_by_another_user_awards_recording_play_10() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let owner = viewer(&host, "pl-owner");
     let v = viewer(&host, "pl-v");
     let rec = create_recording(&host, "pl-owner", Some("published"));
@@ -533,7 +539,7 @@ fn a_play_by_another_user_awards_recording_play_10() {
 
 #[test]
 fn the_owner_playing_their_own_recording_earns_nothing() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let o = viewer(&host, "own-o");
     let draft = create_recording(&host, "own-o", None);
     host.play_recording(&draft, Some("own-o"));
@@ -555,7 +561,7 @@ fn the_owner_playing_their_own_recording_earns_nothing() {
 
 #[test]
 fn anonymous_plays_and_completions_earn_nothing() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     viewer(&host, "anon-o");
     let rec = create_recording(&host, "anon-o", Some("published"));
     let before = all_actions(&host).len();
@@ -580,7 +586,7 @@ fn anonymous_plays_and_completions_earn_nothing() {
 
 #[test]
 fn completing_a_play_awards_recording_complete_5_once() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let o = viewer(&host, "cp-o");
     let v = viewer(&host, "cp-v");
     let rec = create_recording(&host, "cp-o", Some("published"));
@@ -616,7 +622,7 @@ fn completing_a_play_awards_recording_complete_5_once() {
 
 #[test]
 fn a_comment_on_a_recording_awards_comment_create_5() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     viewer(&host, "cm-o");
     let v = viewer(&host, "cm-v");
     let rec = create_recording(&host, "cm-o", Some("published"));
@@ -638,7 +644,7 @@ fn a_comment_on_a_recording_awards_comment_create_5() {
 
 #[test]
 fn comments_on_other_collections_earn_nothing() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     viewer(&host, "oc-o");
     let v = viewer(&host, "oc-v");
     let rec = create_recording(&host, "oc-o", Some("published"));
@@ -660,7 +666,7 @@ fn comments_on_other_collections_earn_nothing() {
 
 #[test]
 fn stats_follow_rule_3_after_a_mixed_sequence() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let a = viewer(&host, "mx-a");
     let b = viewer(&host, "mx-b");
     let r1 = create_recording(&host, "mx-a", Some("published"));
@@ -720,7 +726,7 @@ fn stats_follow_rule_3_after_a_mixed_sequence() {
 
 #[test]
 fn user_stats_have_exactly_the_spec_fields_plus_rank() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "sf-u");
     create_recording(&host, "sf-u", Some("published"));
     let s = stats(&host, &u);
@@ -747,7 +753,7 @@ fn user_stats_have_exactly_the_spec_fields_plus_rank() {
 
 #[test]
 fn the_check_writes_progress_for_every_achievement_of_its_category() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "cat-u");
     let v = viewer(&host, "cat-v");
     let rec = create_recording(&host, "cat-u", Some("published"));
@@ -809,7 +815,7 @@ fn the_check_writes_progress_for_every_achievement_of_its_category() {
 
 #[test]
 fn an_unlock_sets_date_unlocked_and_awards_the_reward() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "ul-u");
     let t0 = now_ms();
     let rec = create_recording(&host, "ul-u", Some("published"));
@@ -865,7 +871,7 @@ fn an_unlock_sets_date_unlocked_and_awards_the_reward() {
 
 #[test]
 fn date_unlocked_is_kept_when_progress_drops() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "drop-u");
     let rec = create_recording(&host, "drop-u", Some("published"));
     let before = user_achs(&host, &u)["first_recording"]["date_unlocked"].clone();
@@ -893,7 +899,7 @@ fn date_unlocked_is_kept_when_progress_drops() {
 
 #[test]
 fn progress_follows_rule_5_for_every_code() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = host.user_with(
         Some("Viewer"),
         "r5-u",
@@ -964,7 +970,7 @@ fn progress_follows_rule_5_for_every_code() {
 
 #[test]
 fn unknown_codes_have_progress_0_and_never_unlock() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "unk-u");
     let extra = create_achievement(&host, "recordings_count", "recordings", 1, "published");
     // Not published: never checked, although progress 0 >= 0 would unlock it.
@@ -995,7 +1001,7 @@ fn unknown_codes_have_progress_0_and_never_unlock() {
 
 #[test]
 fn early_adopter_unlocks_only_in_the_recalculation_up_to_2025_02_01() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let at = host.user_with(
         Some("Viewer"),
         "ea-at",
@@ -1038,7 +1044,7 @@ fn early_adopter_unlocks_only_in_the_recalculation_up_to_2025_02_01() {
 
 #[test]
 fn one_year_unlocks_in_the_recalculation_for_year_old_accounts() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let old = host.user_with(
         Some("Viewer"),
         "oy-old",
@@ -1068,7 +1074,7 @@ fn one_year_unlocks_in_the_recalculation_for_year_old_accounts() {
 
 #[test]
 fn balanced_creator_needs_50_published_recordings_and_100_plays_on_others() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     viewer(&host, "bc-src");
     let src = create_recording(&host, "bc-src", Some("published"));
     let users = [
@@ -1158,7 +1164,7 @@ fn ranked_users(host: &Host, n: usize, base: i64) -> Vec<String> {
 
 #[test]
 fn top_10_rank_unlocks_in_the_recalculation_for_the_ten_best() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let ids = ranked_users(&host, 12, 100);
     for u in &ids {
         assert!(stats(&host, u).is_object(), "stats row for {u}");
@@ -1184,7 +1190,7 @@ fn top_10_rank_unlocks_in_the_recalculation_for_the_ten_best() {
 
 #[test]
 fn weighted_points_decay_by_rule_2() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "dec-u");
     create_recording(&host, "dec-u", Some("published"));
     let old: Vec<Value> = [(10, 0.5), (50, 10.0), (100, 100.25), (7, 365.0), (1000, 1000.0)]
@@ -1225,6 +1231,8 @@ fn weighted_points_decay_by_rule_2() {
 
 #[test]
 fn recalculation_restores_tampered_stats() {
+    // A host process: the recalculation runs as the command line's
+    // `schedule run` on its database.
     let host = Host::start(HostOptions::svc());
     let u = viewer(&host, "tm-u");
     let v = viewer(&host, "tm-v");
@@ -1285,7 +1293,7 @@ fn recalculation_restores_tampered_stats() {
 
 #[test]
 fn recalculation_leaves_users_without_stats_rows_alone() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "nr-u");
     let v = viewer(&host, "nr-v");
     create_recording(&host, "nr-u", Some("published"));
@@ -1324,7 +1332,7 @@ fn leaderboard(host: &Host, query: &str) -> Vec<Value> {
 
 #[test]
 fn leaderboard_orders_ranks_pages_and_clamps() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let ids = ranked_users(&host, 520, 10);
     // Best first: user 519 (imported 5200) .. user 0 (10).
     let order: Vec<String> = ids.iter().rev().cloned().collect();
@@ -1399,7 +1407,7 @@ fn leaderboard_orders_ranks_pages_and_clamps() {
 
 #[test]
 fn leaderboard_items_carry_the_users_profile_and_stats() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let avatar = host.admin_create(
         "platform_files",
         &json!({"title": "av", "filename_disk": "av.jpg", "filename_download": "av.jpg",
@@ -1464,7 +1472,7 @@ fn leaderboard_items_carry_the_users_profile_and_stats() {
 
 #[test]
 fn user_endpoint_lists_unlocked_achievements_newest_first() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "ua-u");
     viewer(&host, "ua-o");
     let mine = create_recording(&host, "ua-u", Some("published"));
@@ -1510,7 +1518,7 @@ fn user_endpoint_lists_unlocked_achievements_newest_first() {
 
 #[test]
 fn user_endpoint_returns_the_10_most_recent_points_newest_first() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "rp-u");
     let other = viewer(&host, "rp-other");
     let rec = "00000000-0000-4000-b000-0000000000aa";
@@ -1915,7 +1923,7 @@ fn check_invariants(host: &Host, expected: &[Expected], after_recalc: bool) -> S
 
 fn random_sequence(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.admin_create(
         "achievements",
         &json!({"code": "mystery_play", "name": "Mystery", "description": "?", "icon": "help",
@@ -2163,7 +2171,7 @@ fn top_10_rank_is_decided_on_the_refreshed_scores() {
     // Stats rows that are stale (all zero) while the point actions were
     // imported directly: the recalculation must rank users by the rebuilt
     // scores, so only the ten best unlock `top_10_rank`.
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let mut users = Vec::new();
     for i in 0..14 {
         let user = viewer(&host, &format!("stale-{i}"));
@@ -2199,7 +2207,7 @@ fn admin_id(host: &Host, collection: &str, body: &Value) -> String {
 
 #[test]
 fn point_actions_written_through_items_count_in_the_stats() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let owner = viewer(&host, "pi-o");
     let p = viewer(&host, "pi-p");
     let rec = create_recording(&host, "pi-o", Some("published"));
@@ -2241,7 +2249,7 @@ fn point_actions_written_through_items_count_in_the_stats() {
 
 #[test]
 fn comments_earn_comment_create_only_on_an_existing_recording() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "ce-u");
     viewer(&host, "ce-o");
     let rec = create_recording(&host, "ce-o", Some("published"));
@@ -2275,7 +2283,7 @@ fn comments_earn_comment_create_only_on_an_existing_recording() {
 
 #[test]
 fn a_stats_row_written_by_hand_is_put_right_by_the_next_award() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let u = viewer(&host, "he-u");
     viewer(&host, "he-o");
     let rec = create_recording(&host, "he-o", Some("published"));
@@ -2304,7 +2312,7 @@ fn a_stats_row_written_by_hand_is_put_right_by_the_next_award() {
 
 #[test]
 fn recordings_and_plays_written_through_items_count_in_the_stats() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let a = viewer(&host, "rp-a");
     let b = viewer(&host, "rp-b");
     let seed = create_recording(&host, "rp-b", Some("published"));

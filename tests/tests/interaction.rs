@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Barrier;
 
-use platform_tests::{assert_error, id_of, keys_of, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{assert_error, id_of, keys_of, Host, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------
@@ -89,7 +89,7 @@ fn analytics(host: &Host, token: &str) -> Value {
 
 #[test]
 fn like_and_unlike_require_a_caller() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     assert_error(&like(&host, &v, None), 401, "Unauthorized");
     assert_error(&unlike(&host, &v, None), 401, "Unauthorized");
@@ -99,7 +99,7 @@ fn like_and_unlike_require_a_caller() {
 
 #[test]
 fn like_creates_the_like_and_answers_the_new_counter() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     let uid = host.users(Some("Viewer"), &["fan".into()]).remove(0);
     let r = like(&host, &v, Some("fan"));
@@ -113,7 +113,7 @@ fn like_creates_the_like_and_answers_the_new_counter() {
 
 #[test]
 fn like_increments_the_stored_counter() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     host.admin_patch("videos", &v, &json!({"likes_count": 5}));
     host.users(Some("Viewer"), &["fan".into()]);
@@ -124,7 +124,7 @@ fn like_increments_the_stored_counter() {
 
 #[test]
 fn liking_twice_is_already_liked() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     host.users(Some("Viewer"), &["fan".into()]);
     ok(&like(&host, &v, Some("fan")), "first like");
@@ -135,7 +135,7 @@ fn liking_twice_is_already_liked() {
 
 #[test]
 fn likes_of_different_users_add_up() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     host.users(Some("Viewer"), &["a".into(), "b".into()]);
     host.users(Some("Model"), &["m".into()]);
@@ -147,7 +147,7 @@ fn likes_of_different_users_add_up() {
 
 #[test]
 fn unlike_deletes_the_like_and_answers_the_new_counter() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     host.users(Some("Viewer"), &["a".into(), "b".into()]);
     ok(&like(&host, &v, Some("a")), "a");
@@ -163,7 +163,7 @@ fn unlike_deletes_the_like_and_answers_the_new_counter() {
 
 #[test]
 fn unlike_without_a_like_is_not_liked() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     let other = video(&host, "other");
     host.users(Some("Viewer"), &["a".into(), "b".into()]);
@@ -178,7 +178,7 @@ fn unlike_without_a_like_is_not_liked() {
 
 #[test]
 fn unlike_decrements_the_stored_counter() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     host.users(Some("Viewer"), &["a".into()]);
     ok(&like(&host, &v, Some("a")), "like");
@@ -190,7 +190,7 @@ fn unlike_decrements_the_stored_counter() {
 
 #[test]
 fn unlike_never_takes_the_counter_below_zero() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     host.users(Some("Viewer"), &["a".into()]);
     ok(&like(&host, &v, Some("a")), "like");
@@ -203,7 +203,7 @@ fn unlike_never_takes_the_counter_below_zero() {
 
 #[test]
 fn like_unlike_and_play_of_a_missing_video_are_404_and_write_nothing() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     video(&host, "exists");
     host.users(Some("Viewer"), &["a".into()]);
     assert_error(&like(&host, MISSING, Some("a")), 404, "Video not found");
@@ -227,7 +227,7 @@ fn a_caller_not_allowed_to_create_likes_fails_and_writes_nothing() {
     // docs/service-api.md: any unexpected failure is a 500 with the failure's
     // message; a refusal by the platform's permissions is one (README,
     // "Behaviour the spec leaves open").
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     host.users(None, &["roleless".into()]);
     let r = like(&host, &v, Some("roleless"));
@@ -238,7 +238,7 @@ fn a_caller_not_allowed_to_create_likes_fails_and_writes_nothing() {
 
 #[test]
 fn a_bad_token_is_refused_on_interaction_routes() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     for r in [
         like_status(&host, &v, Some("nope")),
@@ -257,7 +257,7 @@ fn a_bad_token_is_refused_on_interaction_routes() {
 
 #[test]
 fn like_status_of_an_anonymous_caller_is_false() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     host.users(Some("Viewer"), &["a".into()]);
     ok(&like(&host, &v, Some("a")), "like");
@@ -267,7 +267,7 @@ fn like_status_of_an_anonymous_caller_is_false() {
 
 #[test]
 fn like_status_follows_the_callers_like() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     let other = video(&host, "other");
     host.users(Some("Viewer"), &["a".into(), "b".into()]);
@@ -301,7 +301,7 @@ fn like_status_follows_the_callers_like() {
 
 #[test]
 fn anonymous_play_records_a_play_without_user() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     let body = ok(
         &play(&host, &v, None, &json!({"session_id": "sess-1"})),
@@ -324,7 +324,7 @@ fn anonymous_play_records_a_play_without_user() {
 
 #[test]
 fn authenticated_play_records_the_caller() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     let uid = host.users(Some("Viewer"), &["a".into()]).remove(0);
     let body = ok(
@@ -339,7 +339,7 @@ fn authenticated_play_records_the_caller() {
 
 #[test]
 fn play_without_session_stores_null() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     let a = ok(&play(&host, &v, None, &json!({})), "empty object");
     let b = ok(
@@ -356,7 +356,7 @@ fn play_without_session_stores_null() {
 
 #[test]
 fn play_increments_the_stored_counter() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     host.admin_patch("videos", &v, &json!({"plays_count": 10}));
     let body = ok(&play(&host, &v, None, &json!({})), "play");
@@ -373,7 +373,7 @@ fn play_increments_the_stored_counter() {
 
 #[test]
 fn play_with_a_non_string_session_is_400_and_writes_nothing() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     for bad in [json!(42), json!(true), json!(["s"]), json!({"s": 1})] {
         assert_error(
@@ -388,7 +388,7 @@ fn play_with_a_non_string_session_is_400_and_writes_nothing() {
 
 #[test]
 fn play_with_invalid_json_is_400() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     let r = host.request(
         "POST",
@@ -417,7 +417,7 @@ fn new_play(host: &Host, video: &str) -> String {
 
 #[test]
 fn patch_play_updates_watch_time_and_completion_without_auth() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     let p = new_play(&host, &v);
     let r = patch_play(
@@ -444,7 +444,7 @@ fn patch_play_updates_watch_time_and_completion_without_auth() {
 
 #[test]
 fn patch_of_an_unknown_play_is_404() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     new_play(&host, &v);
     assert_error(
@@ -461,7 +461,7 @@ fn patch_of_an_unknown_play_is_404() {
 
 #[test]
 fn patch_of_another_videos_play_is_404_and_changes_nothing() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     let w = video(&host, "w");
     let p = new_play(&host, &w);
@@ -482,7 +482,7 @@ fn patch_of_another_videos_play_is_404_and_changes_nothing() {
 
 #[test]
 fn patch_play_checks_the_types() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     let p = new_play(&host, &v);
     for bad in [json!("10"), json!(true), json!([1]), json!({"n": 1})] {
@@ -516,7 +516,7 @@ fn patch_play_checks_the_types() {
 
 #[test]
 fn patch_play_with_invalid_json_is_400() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "v");
     let p = new_play(&host, &v);
     let r = host.request(
@@ -534,13 +534,13 @@ fn patch_play_with_invalid_json_is_400() {
 
 #[test]
 fn analytics_requires_a_caller() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     assert_error(&host.get("/svc/analytics", None), 401, "Unauthorized");
 }
 
 #[test]
 fn analytics_without_linked_videos_is_the_empty_shape() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let ids = host.users(Some("Model"), &["lonely".into(), "busy".into()]);
     // Another model's video, with plays and likes, does not count.
     let v = video(&host, "theirs");
@@ -561,7 +561,7 @@ fn analytics_without_linked_videos_is_the_empty_shape() {
 /// on purpose: totals and per-video likes/plays are the counters.
 #[test]
 fn analytics_sums_counters_and_groups_records_by_utc_day() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let ids = host.users(Some("Model"), &["me".into(), "peer".into()]);
     let (me, peer) = (ids[0].clone(), ids[1].clone());
     let fans = host.users(Some("Viewer"), &["f1".into(), "f2".into(), "f3".into()]);
@@ -660,7 +660,7 @@ fn analytics_sums_counters_and_groups_records_by_utc_day() {
 
 #[test]
 fn analytics_integral_rates_are_json_integers() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let me = host.users(Some("Model"), &["me".into()]).remove(0);
     let v = video(&host, "v");
     host.link_model(&v, &me);
@@ -683,7 +683,7 @@ fn analytics_integral_rates_are_json_integers() {
 
 #[test]
 fn analytics_completion_rate_is_zero_when_the_plays_counter_is_zero() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let me = host.users(Some("Model"), &["me".into()]).remove(0);
     let v = video(&host, "v");
     host.link_model(&v, &me);
@@ -701,7 +701,7 @@ fn analytics_completion_rate_is_zero_when_the_plays_counter_is_zero() {
 
 #[test]
 fn analytics_reflect_likes_and_plays_made_through_the_endpoints() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let me = host.users(Some("Model"), &["me".into()]).remove(0);
     host.users(Some("Viewer"), &["fan".into()]);
     let v = video(&host, "v");
@@ -749,7 +749,7 @@ fn analytics_reflect_likes_and_plays_made_through_the_endpoints() {
 /// two racing likes: the counter ends equal to the records, one like per user.
 #[test]
 fn concurrent_likes_keep_the_counter_equal_to_the_records() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "hot");
     let racers: Vec<String> = (0..50).map(|i| format!("racer-{i}")).collect();
     let doubles: Vec<String> = (0..10).map(|i| format!("double-{i}")).collect();
@@ -853,7 +853,7 @@ fn concurrent_likes_keep_the_counter_equal_to_the_records() {
 /// ends at 200 and each caller saw a different count.
 #[test]
 fn concurrent_plays_are_all_counted() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "popular");
     let tokens: Vec<String> = (0..10).map(|i| format!("player-{i}")).collect();
     host.users(Some("Viewer"), &tokens);
@@ -931,7 +931,7 @@ fn plays_count(host: &Host, video: &str) -> u64 {
 
 #[test]
 fn likes_written_through_the_items_api_move_likes_count() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "items-likes");
     let w = video(&host, "items-likes-other");
     let tokens: Vec<String> = ["il-a", "il-b", "il-c"].map(String::from).to_vec();
@@ -989,7 +989,7 @@ fn likes_written_through_the_items_api_move_likes_count() {
 
 #[test]
 fn plays_written_through_the_items_api_move_plays_count_never_below_zero() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = video(&host, "items-plays");
     let w = video(&host, "items-plays-other");
     ok(&play(&host, &v, None, &json!({})), "play");

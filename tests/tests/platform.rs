@@ -15,7 +15,7 @@ fn recording(title: &str) -> Value {
 
 #[test]
 fn stats_counts_role_and_policy_named_users_and_all_videos() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     // Named by role.
     host.user(Some("Model"), "model-a");
     host.user(Some("Model"), "model-b");
@@ -62,7 +62,7 @@ fn stats_counts_role_and_policy_named_users_and_all_videos() {
 
 #[test]
 fn stats_of_an_empty_platform_are_zero() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     assert_eq!(
         host.get("/svc/stats", None).json(),
         json!({"models_count": 0, "viewers_count": 0, "videos_count": 0})
@@ -71,7 +71,7 @@ fn stats_of_an_empty_platform_are_zero() {
 
 #[test]
 fn recordings_through_the_items_api_follow_permissions() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let alice = host.user(Some("Viewer"), "alice-token");
     host.user(Some("Viewer"), "bob-token");
 
@@ -171,7 +171,7 @@ fn recordings_through_the_items_api_follow_permissions() {
 
 #[test]
 fn items_api_queries_filter_sort_page_and_aggregate() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     for (i, slug) in ["a", "b", "c", "d", "e"].iter().enumerate() {
         host.admin_create(
             "videos",
@@ -275,7 +275,7 @@ fn items_api_queries_filter_sort_page_and_aggregate() {
 
 #[test]
 fn current_user_and_now_resolve_in_filters() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "cu-token");
     assert_eq!(
         host.post("/items/recordings", Some("cu-token"), &recording("mine"))
@@ -307,7 +307,7 @@ fn current_user_and_now_resolve_in_filters() {
 
 #[test]
 fn tokens_are_stored_hashed_and_secrets_never_leave() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let id = host.user(Some("Viewer"), "plain-secret-token");
     let r = host.patch(
         &format!("/items/platform_users/{id}"),
@@ -369,7 +369,7 @@ fn tokens_are_stored_hashed_and_secrets_never_leave() {
 
 #[test]
 fn a_bad_token_is_refused_everywhere() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let r = host.get("/svc/stats", Some("not-a-token"));
     assert_eq!(r.status, 401);
     assert_eq!(r.json(), json!({"error": "Invalid token"}));
@@ -831,7 +831,7 @@ fn events_delivered(host: &Host) -> (u64, u64) {
 fn events_are_built_only_for_collections_someone_watches() {
     // svc's in-transaction hooks watch recordings (among others); it has
     // no after-commit hook.
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let (after, within) = events_delivered(&host);
     host.admin_create("videos", &json!({"slug": "quiet", "title": "Quiet"}));
     assert_eq!(
@@ -1152,7 +1152,7 @@ fn before_write_hooks_of_a_library_change_refuse_and_cascade() {
 /// caches at the next request, not at the next restart.
 #[test]
 fn a_token_or_permission_revoked_by_another_process_is_refused_at_once() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let user = host.user(Some("Viewer"), "other-process");
     host.user(Some("Viewer"), "still-allowed");
     for _ in 0..3 {

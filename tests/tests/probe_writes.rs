@@ -141,7 +141,7 @@ fn a_recording_create_costs_the_same_after_ten_recordings_or_two_thousand() {
 
 #[test]
 fn the_recordings_achievements_read_the_published_count_from_the_stats_row() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let user = host.user(Some("Viewer"), "counted-creator");
     publish(&host, "counted-creator", "First");
     let row = stats_row(&host, &user);
@@ -220,7 +220,7 @@ fn assert_refused_past(host: &Host, token: &str, limit: usize) {
 
 #[test]
 fn an_array_create_past_the_default_bound_is_refused_and_writes_nothing() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "batcher");
     assert_refused_past(&host, "batcher", MAX_BATCH);
     // An administrator is bound the same way.

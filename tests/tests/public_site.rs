@@ -278,7 +278,7 @@ fn expected_model(host: &Host, id: &str, banner: &Value, photos: &[&Value]) -> V
 
 #[test]
 fn models_of_an_empty_platform_is_an_empty_array() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     member(&host, Some("Viewer"), "only-viewer", json!({}));
     assert_eq!(
         array(&host.get("/svc/models", None), "models"),
@@ -288,7 +288,7 @@ fn models_of_an_empty_platform_is_an_empty_array() {
 
 #[test]
 fn models_lists_only_model_role_users_by_id_descending() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let mut expected: Vec<String> = ["m1", "m2", "m3", "m4", "m5"]
         .iter()
         .map(|s| id_of(&model(&host, s)))
@@ -303,7 +303,7 @@ fn models_lists_only_model_role_users_by_id_descending() {
 
 #[test]
 fn models_limit_caps_the_count() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let mut all: Vec<String> = ["a", "b", "c", "d"]
         .iter()
         .map(|s| id_of(&model(&host, s)))
@@ -318,7 +318,7 @@ fn models_limit_caps_the_count() {
 
 #[test]
 fn models_invalid_limit_is_treated_as_absent() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     for s in ["a", "b", "c"] {
         model(&host, s);
     }
@@ -328,7 +328,7 @@ fn models_invalid_limit_is_treated_as_absent() {
 
 #[test]
 fn models_featured_is_accepted_and_ignored() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     for s in ["a", "b", "c"] {
         model(&host, s);
     }
@@ -338,7 +338,7 @@ fn models_featured_is_accepted_and_ignored() {
 
 #[test]
 fn models_are_whole_user_records_with_photos_and_banner_expanded() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let avatar = file(&host, "avatar");
     let banner = file(&host, "banner");
     let m = member(
@@ -377,7 +377,7 @@ fn models_are_whole_user_records_with_photos_and_banner_expanded() {
 
 #[test]
 fn model_records_carry_the_documented_fields() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let avatar = file(&host, "avatar");
     let m = member(
         &host,
@@ -400,7 +400,7 @@ fn model_records_carry_the_documented_fields() {
 
 #[test]
 fn model_without_photos_or_banner_has_empty_photos_and_null_banner() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     model(&host, "plain");
     let list = array(&host.get("/svc/models", None), "models");
     assert_eq!(list[0]["photos"], json!([]), "{}", list[0]);
@@ -409,7 +409,7 @@ fn model_without_photos_or_banner_has_empty_photos_and_null_banner() {
 
 #[test]
 fn model_photos_with_equal_sort_are_ordered_by_id() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let mid = id_of(&model(&host, "tied"));
     let files: Vec<Value> = (0..4).map(|i| file(&host, &format!("tie-{i}"))).collect();
     let mut rows: Vec<(String, String)> = files
@@ -449,7 +449,7 @@ fn model_photos_with_equal_sort_are_ordered_by_id() {
 
 #[test]
 fn models_never_expose_email_password_or_token() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let m = model(&host, "secretive");
     let paths = ["/svc/models", "/svc/models/secretive"];
     assert_shown_without_secrets(&host, &paths, &m, "secretive");
@@ -461,7 +461,7 @@ fn models_never_expose_email_password_or_token() {
 
 #[test]
 fn model_by_slug_is_the_model_with_expansions() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let banner = file(&host, "banner");
     let m = member(
         &host,
@@ -483,14 +483,14 @@ fn model_by_slug_is_the_model_with_expansions() {
 
 #[test]
 fn model_by_unknown_slug_is_404() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     model(&host, "luna");
     assert_not_found(&host, &["/svc/models/nobody"], "Model not found");
 }
 
 #[test]
 fn model_slug_must_match_exactly() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     model(&host, "luna-star");
     let near = ["luna", "LUNA-STAR", "luna-sta", "luna-star-x", "%25"];
     assert_slug_matches_exactly(&host, "/svc/models", "luna-star", &near, "Model not found");
@@ -498,7 +498,7 @@ fn model_slug_must_match_exactly() {
 
 #[test]
 fn model_by_slug_of_a_user_without_the_model_role_is_404() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     member(&host, Some("Viewer"), "viewer-slug", json!({}));
     member(&host, None, "roleless-slug", json!({}));
     let paths = ["/svc/models/viewer-slug", "/svc/models/roleless-slug"];
@@ -511,7 +511,7 @@ fn model_by_slug_of_a_user_without_the_model_role_is_404() {
 
 #[test]
 fn videos_of_an_empty_platform_is_an_empty_array() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.admin_video("future-only", Some(FUTURE));
     assert_eq!(
         array(&host.get("/svc/videos", None), "videos"),
@@ -521,7 +521,7 @@ fn videos_of_an_empty_platform_is_an_empty_array() {
 
 #[test]
 fn videos_are_the_uploaded_ones_newest_first() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.admin_video("mid", Some("2010-05-05T10:00:00.000Z"));
     host.admin_video("future", Some(FUTURE));
     host.admin_video("soon", Some(&from_now(3600)));
@@ -535,7 +535,7 @@ fn videos_are_the_uploaded_ones_newest_first() {
 
 #[test]
 fn videos_filter_by_model_id() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let a = id_of(&model(&host, "a"));
     let b = id_of(&model(&host, "b"));
     let only_a = id_of(&host.admin_video("only-a", Some("2011-01-01T00:00:00Z")));
@@ -567,7 +567,7 @@ fn videos_filter_by_model_id() {
 
 #[test]
 fn videos_limit_caps_the_count() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     dated_videos(&host, &["v1", "v2", "v3", "v4"]);
     let list = array(&host.get("/svc/videos?limit=2", None), "limit=2");
     assert_eq!(slugs(&list), ["v4", "v3"]);
@@ -577,7 +577,7 @@ fn videos_limit_caps_the_count() {
 
 #[test]
 fn videos_limit_applies_after_the_model_filter() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let m = id_of(&model(&host, "m"));
     // v1..v3 are the model's, x4 and x5 (newer) are not.
     for v in &dated_videos(&host, &["v1", "v2", "v3", "x4", "x5"])[..3] {
@@ -592,7 +592,7 @@ fn videos_limit_applies_after_the_model_filter() {
 
 #[test]
 fn videos_invalid_limit_is_treated_as_absent() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     dated_videos(&host, &["v1", "v2", "v3"]);
     let all = assert_queries_ignored(&host, "/svc/videos", &INVALID_LIMITS);
     assert_eq!(slugs(&all), ["v3", "v2", "v1"]);
@@ -600,7 +600,7 @@ fn videos_invalid_limit_is_treated_as_absent() {
 
 #[test]
 fn videos_expand_models_and_movie() {
-    expands_models_and_movie(&Host::start(HostOptions::svc()));
+    expands_models_and_movie(&Host::in_process_svc());
 }
 
 /// Past the host's bound on the related records of one answer, the list
@@ -667,7 +667,7 @@ fn expands_models_and_movie(host: &Host) {
 
 #[test]
 fn videos_without_movie_or_models_keep_null_and_empty() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.admin_video("bare", Some(PAST));
     let list = array(&host.get("/svc/videos", None), "videos");
     assert_eq!(list[0]["movie"], Value::Null, "{}", list[0]);
@@ -680,7 +680,7 @@ fn videos_without_movie_or_models_keep_null_and_empty() {
 
 #[test]
 fn videos_report_live_like_and_play_counts() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let v = id_of(&host.admin_video("counted", Some(PAST)));
     let quiet = id_of(&host.admin_video("quiet", Some("2000-01-01T00:00:00Z")));
     likes(&host, &v, 2, "c");
@@ -712,7 +712,7 @@ fn videos_report_live_like_and_play_counts() {
 /// up: the counts must be the same either way.
 #[test]
 fn long_video_lists_report_the_same_live_counts_as_short_ones() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let rows: Vec<Value> = (0..300)
         .map(|i| json!({"slug": format!("v{i:03}"), "title": "t", "upload_date": iso_at(now_unix() - 1000 - i)}))
         .collect();
@@ -751,7 +751,7 @@ fn long_video_lists_report_the_same_live_counts_as_short_ones() {
 
 #[test]
 fn video_models_never_expose_email_password_or_token() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let m = model(&host, "hidden");
     let v = host.admin_video("v", Some(PAST));
     host.link_model(&id_of(&v), &id_of(&m));
@@ -762,7 +762,7 @@ fn video_models_never_expose_email_password_or_token() {
 /// constant number of item-service calls, whatever the limit.
 #[test]
 fn video_list_uses_a_constant_number_of_reads() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     const N: usize = 2000;
     let role = role_id(&host, "Model");
     let models: Vec<String> = host.admin_create_many(
@@ -864,7 +864,7 @@ fn video_list_uses_a_constant_number_of_reads() {
 
 #[test]
 fn video_by_slug_has_the_list_expansions() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let m = model(&host, "star");
     let movie = file(&host, "movie");
     let v = host.admin_create(
@@ -900,14 +900,14 @@ fn video_by_slug_has_the_list_expansions() {
 
 #[test]
 fn video_by_unknown_slug_is_404() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.admin_video("known", Some(PAST));
     assert_not_found(&host, &["/svc/videos/unknown"], "Video not found");
 }
 
 #[test]
 fn video_not_yet_uploaded_is_404() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.admin_video("later", Some(FUTURE));
     host.admin_video("in-an-hour", Some(&from_now(3600)));
     host.admin_video("undated", None);
@@ -923,7 +923,7 @@ fn video_not_yet_uploaded_is_404() {
 
 #[test]
 fn video_slug_must_match_exactly() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.admin_video("hello", Some(PAST));
     host.admin_video("hello-world", Some(PAST));
     let near = ["hell", "HELLO", "hello-", "ello"];
@@ -936,7 +936,7 @@ fn video_slug_must_match_exactly() {
 
 #[test]
 fn articles_of_an_empty_platform_is_an_empty_array() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     article(&host, "not-featured", Some(PAST), false, None);
     article(&host, "future", Some(FUTURE), true, None);
     assert_eq!(
@@ -947,7 +947,7 @@ fn articles_of_an_empty_platform_is_an_empty_array() {
 
 #[test]
 fn articles_are_published_featured_ones_newest_first() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     article(&host, "old", Some(PAST), true, None);
     article(&host, "plain", Some("2015-01-01T00:00:00Z"), false, None);
     article(&host, "future", Some(FUTURE), true, None);
@@ -961,7 +961,7 @@ fn articles_are_published_featured_ones_newest_first() {
 
 #[test]
 fn articles_featured_query_is_accepted_and_ignored() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     article(&host, "feat", Some(PAST), true, None);
     article(&host, "plain", Some(PAST), false, None);
     let plain = assert_queries_ignored(&host, "/svc/articles", &FEATURED);
@@ -970,7 +970,7 @@ fn articles_featured_query_is_accepted_and_ignored() {
 
 #[test]
 fn articles_limit_caps_the_count() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     dated_articles(&host, &["a1", "a2", "a3"]);
     let list = array(&host.get("/svc/articles?limit=2", None), "limit=2");
     assert_eq!(slugs(&list), ["a3", "a2"]);
@@ -983,7 +983,7 @@ fn articles_limit_caps_the_count() {
 
 #[test]
 fn articles_invalid_limit_is_treated_as_absent() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     dated_articles(&host, &["a1", "a2", "a3"]);
     let all = assert_queries_ignored(&host, "/svc/articles", &INVALID_LIMITS);
     assert_eq!(slugs(&all), ["a3", "a2", "a1"]);
@@ -991,7 +991,7 @@ fn articles_invalid_limit_is_treated_as_absent() {
 
 #[test]
 fn articles_expand_the_author_without_secrets() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let author = model(&host, "writer");
     let a = article(
         &host,

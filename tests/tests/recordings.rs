@@ -166,13 +166,13 @@ fn newest_first(range: std::ops::Range<usize>) -> Vec<String> {
 
 #[test]
 fn list_requires_authentication() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     assert_error(&host.get("/svc/recordings", None), 401, "Unauthorized");
 }
 
 #[test]
 fn invalid_or_inactive_tokens_get_401_invalid_token() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let uid = host.user(Some("Viewer"), "soon-suspended");
     for path in ["/svc/recordings", "/svc/community-recordings"] {
         let r = host.get(path, Some("no-such-token"));
@@ -193,7 +193,7 @@ fn invalid_or_inactive_tokens_get_401_invalid_token() {
 
 #[test]
 fn list_returns_only_the_callers_own_recordings() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "alice");
     host.user(Some("Model"), "bob");
     create(&host, "alice", &body("alice one"));
@@ -217,7 +217,7 @@ fn list_returns_only_the_callers_own_recordings() {
 
 #[test]
 fn list_is_sorted_by_date_created_descending() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let uid = host.user(Some("Viewer"), "sorter");
     admin_recordings(
         &host,
@@ -236,7 +236,7 @@ fn list_is_sorted_by_date_created_descending() {
 
 #[test]
 fn list_limit_defaults_to_50_and_page_to_1() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let uid = host.user(Some("Viewer"), "pager");
     fifty_five(&host, &uid);
     assert_eq!(titles(&list(&host, "pager", "")), newest_first(5..55));
@@ -253,7 +253,7 @@ fn list_limit_defaults_to_50_and_page_to_1() {
 
 #[test]
 fn list_limit_and_page_select_a_window_without_cap() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let uid = host.user(Some("Viewer"), "pager");
     fifty_five(&host, &uid);
     assert_eq!(
@@ -273,7 +273,7 @@ fn list_limit_and_page_select_a_window_without_cap() {
 
 #[test]
 fn list_invalid_limit_and_page_fall_back_to_defaults() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let uid = host.user(Some("Viewer"), "pager");
     fifty_five(&host, &uid);
     for q in [
@@ -300,7 +300,7 @@ fn list_invalid_limit_and_page_fall_back_to_defaults() {
 
 #[test]
 fn list_filters_by_exact_status() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "st");
     for (title, status) in [("d", "draft"), ("p", "published"), ("a", "archived")] {
         let mut b = body(title);
@@ -322,7 +322,7 @@ fn list_filters_by_exact_status() {
 
 #[test]
 fn list_tags_filter_matches_whole_elements_only() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "tagger");
     for (title, tags) in [
         ("exact", json!(["foo", "bar"])),
@@ -356,7 +356,7 @@ fn list_tags_filter_matches_whole_elements_only() {
 
 #[test]
 fn list_tags_filter_with_special_characters() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "tagger");
     for (title, tags) in [
         ("quoted", json!(["a\"b"])),
@@ -385,7 +385,7 @@ fn list_tags_filter_with_special_characters() {
 
 #[test]
 fn list_filters_by_linked_video() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "linker");
     let v1 = host.admin_create("videos", &json!({"slug": "v1", "title": "V1"}))["id"].clone();
     let v2 = host.admin_create("videos", &json!({"slug": "v2", "title": "V2"}))["id"].clone();
@@ -409,7 +409,7 @@ fn list_filters_by_linked_video() {
 
 #[test]
 fn owner_reads_own_private_recording() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let uid = host.user(Some("Viewer"), "owner");
     let mut b = body("Mine");
     b["description"] = json!("private notes");
@@ -431,7 +431,7 @@ fn owner_reads_own_private_recording() {
 
 #[test]
 fn another_user_gets_403_on_a_private_recording() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     host.user(Some("Viewer"), "other");
     // Published but private: still forbidden.
@@ -447,7 +447,7 @@ fn another_user_gets_403_on_a_private_recording() {
 
 #[test]
 fn another_user_reads_a_public_recording() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Model"), "owner");
     host.user(Some("Viewer"), "other");
     // public true is enough, whatever the status.
@@ -468,7 +468,7 @@ fn another_user_reads_a_public_recording() {
 
 #[test]
 fn single_read_requires_authentication() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     let id = id_of(&shared(&host, "owner", &body("Public one")));
     let r = host.get(&format!("/svc/recordings/{id}"), None);
@@ -479,7 +479,7 @@ fn single_read_requires_authentication() {
 
 #[test]
 fn create_requires_authentication() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let r = host.post("/svc/recordings", None, &body("anon"));
     assert_error(&r, 401, "Unauthorized");
     assert_eq!(recordings_count(&host), 0);
@@ -487,7 +487,7 @@ fn create_requires_authentication() {
 
 #[test]
 fn create_missing_or_falsy_required_fields_give_400() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "creator");
     for field in ["title", "duration", "events", "device_info"] {
         let mut absent = body("x");
@@ -509,7 +509,7 @@ fn create_missing_or_falsy_required_fields_give_400() {
 
 #[test]
 fn create_missing_fields_are_checked_before_events_and_types() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "creator");
     for b in [
         json!({"title": "x", "duration": 5, "events": [], "device_info": null}),
@@ -524,7 +524,7 @@ fn create_missing_fields_are_checked_before_events_and_types() {
 
 #[test]
 fn create_empty_array_and_object_count_as_present() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "creator");
     for info in [
         json!([]),
@@ -541,7 +541,7 @@ fn create_empty_array_and_object_count_as_present() {
 
 #[test]
 fn create_events_must_be_a_non_empty_array() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "creator");
     for events in [
         json!([]),
@@ -563,7 +563,7 @@ fn create_events_must_be_a_non_empty_array() {
 
 #[test]
 fn create_wrong_types_give_exact_messages_in_order() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "creator");
     let with = |pairs: &[(&str, Value)]| {
         let mut b = body("x");
@@ -622,7 +622,7 @@ fn create_wrong_types_give_exact_messages_in_order() {
 
 #[test]
 fn create_status_must_be_draft_published_or_archived() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "creator");
     for status in [
         json!("Draft"),
@@ -647,7 +647,7 @@ fn create_status_must_be_draft_published_or_archived() {
 
 #[test]
 fn create_invalid_json_or_utf8_gives_400() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "creator");
     assert_invalid_json(
         &host,
@@ -668,7 +668,7 @@ fn create_invalid_json_or_utf8_gives_400() {
 
 #[test]
 fn create_returns_201_with_the_created_recording_and_defaults() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let uid = host.user(Some("Viewer"), "creator");
     let before = now_ms();
     let b = body("My First Recording");
@@ -711,7 +711,7 @@ fn create_returns_201_with_the_created_recording_and_defaults() {
 
 #[test]
 fn create_keeps_given_optional_fields() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Model"), "creator");
     let video = host.admin_create("videos", &json!({"slug": "v", "title": "V"}))["id"].clone();
     let mut b = body("With extras");
@@ -729,7 +729,7 @@ fn create_keeps_given_optional_fields() {
 
 #[test]
 fn create_ignores_public_featured_owner_and_slug_in_the_body() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let uid = host.user(Some("Viewer"), "creator");
     let other = host.user(Some("Viewer"), "someone-else");
     let src = id_of(&create(&host, "someone-else", &body("source")));
@@ -754,7 +754,7 @@ fn create_ignores_public_featured_owner_and_slug_in_the_body() {
 
 #[test]
 fn create_derives_the_slug_from_the_title() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "slugger");
     for (title, slug) in [
         ("  Hello, World!! 2 ", "hello-world-2"),
@@ -776,7 +776,7 @@ fn create_derives_the_slug_from_the_title() {
 
 #[test]
 fn create_then_read_round_trips_through_get() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "rt");
     let c = create(&host, "rt", &body("Round Trip"));
     let r = host.get(&format!("/svc/recordings/{}", id_of(&c)), Some("rt"));
@@ -806,7 +806,7 @@ fn revoke_viewer(host: &Host, action: &str) {
 
 #[test]
 fn create_runs_under_the_callers_permissions() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "viewer");
     host.user(Some("Model"), "model");
     create(&host, "viewer", &body("before revoke"));
@@ -828,7 +828,7 @@ fn create_runs_under_the_callers_permissions() {
 
 #[test]
 fn update_runs_under_the_callers_permissions() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "viewer");
     let id = id_of(&create(&host, "viewer", &body("locked")));
     revoke_viewer(&host, "update");
@@ -846,7 +846,7 @@ fn update_runs_under_the_callers_permissions() {
 
 #[test]
 fn patch_requires_authentication_and_ownership() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     host.user(Some("Viewer"), "other");
     let id = id_of(&create(&host, "owner", &body("Original")));
@@ -873,7 +873,7 @@ fn patch_requires_authentication_and_ownership() {
 
 #[test]
 fn patch_forbidden_on_a_public_recording_of_another_user() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     host.user(Some("Viewer"), "other");
     let id = id_of(&shared(&host, "owner", &body("Public")));
@@ -885,7 +885,7 @@ fn patch_forbidden_on_a_public_recording_of_another_user() {
 
 #[test]
 fn patch_changes_the_allowed_fields_and_returns_the_updated_recording() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     let video = host.admin_create("videos", &json!({"slug": "v", "title": "V"}))["id"].clone();
     let created = create(&host, "owner", &body("Original Title"));
@@ -935,7 +935,7 @@ fn patch_changes_the_allowed_fields_and_returns_the_updated_recording() {
 
 #[test]
 fn patch_applies_only_fields_that_are_present() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     let video = host.admin_create("videos", &json!({"slug": "v", "title": "V"}))["id"].clone();
     let mut b = body("Keep Me");
@@ -975,7 +975,7 @@ fn patch_applies_only_fields_that_are_present() {
 
 #[test]
 fn patch_ignores_fields_that_cannot_be_changed() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     let other = host.user(Some("Viewer"), "other");
     let src = id_of(&create(&host, "other", &body("other's")));
@@ -1023,7 +1023,7 @@ fn patch_ignores_fields_that_cannot_be_changed() {
 
 #[test]
 fn patch_status_is_validated() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     let id = id_of(&create(&host, "owner", &body("Status")));
     let path = format!("/svc/recordings/{id}");
@@ -1042,7 +1042,7 @@ fn patch_status_is_validated() {
 
 #[test]
 fn patch_status_moves_between_any_states() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     let id = id_of(&create(&host, "owner", &body("States")));
     let path = format!("/svc/recordings/{id}");
@@ -1063,7 +1063,7 @@ fn patch_status_moves_between_any_states() {
 
 #[test]
 fn patch_wrong_types_are_refused_with_4xx_and_nothing_changes() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     let created = create(&host, "owner", &body("Typed"));
     let id = id_of(&created);
@@ -1100,7 +1100,7 @@ fn stored_snapshot(host: &Host, created: &Value) -> Value {
 
 #[test]
 fn patch_invalid_json_and_non_object_bodies() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     let created = create(&host, "owner", &body("Body"));
     let id = id_of(&created);
@@ -1124,7 +1124,7 @@ fn patch_invalid_json_and_non_object_bodies() {
 
 #[test]
 fn delete_archives_and_keeps_the_record() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     let mut b = body("To archive");
     b["status"] = json!("published");
@@ -1155,7 +1155,7 @@ fn delete_archives_and_keeps_the_record() {
 
 #[test]
 fn delete_requires_authentication_and_ownership() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     host.user(Some("Viewer"), "other");
     let id = id_of(&create(&host, "owner", &body("Mine")));
@@ -1201,7 +1201,7 @@ fn duplicate(host: &Host, id: &str, token: Option<&str>) -> Resp {
 
 #[test]
 fn duplicate_requires_authentication() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Model"), "owner");
     let src = shared(&host, "owner", &body("Shared"));
     let r = duplicate(&host, &id_of(&src), None);
@@ -1211,7 +1211,7 @@ fn duplicate_requires_authentication() {
 
 #[test]
 fn duplicate_requires_a_published_and_public_source() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Model"), "owner");
     host.user(Some("Viewer"), "copier");
     // draft + public
@@ -1242,7 +1242,7 @@ fn duplicate_requires_a_published_and_public_source() {
 
 #[test]
 fn duplicate_creates_a_private_draft_copy_owned_by_the_caller() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let owner = host.user(Some("Model"), "owner");
     let copier = host.user(Some("Viewer"), "copier");
     let video = host.admin_create("videos", &json!({"slug": "v", "title": "V"}))["id"].clone();
@@ -1313,7 +1313,7 @@ fn duplicate_creates_a_private_draft_copy_owned_by_the_caller() {
 
 #[test]
 fn duplicate_does_not_copy_linked_video_or_featured() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let owner = host.user(Some("Model"), "owner");
     host.user(Some("Viewer"), "copier");
     let video = host.admin_create("videos", &json!({"slug": "v", "title": "V"}))["id"].clone();
@@ -1328,7 +1328,7 @@ fn duplicate_does_not_copy_linked_video_or_featured() {
 
 #[test]
 fn duplicate_of_a_source_with_null_tags_gives_empty_tags() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let owner = host.user(Some("Model"), "owner");
     host.user(Some("Viewer"), "copier");
     let src = shared_by_admin(&host, &owner, "No Tags", json!({"tags": null}));
@@ -1377,7 +1377,7 @@ fn community_fixture(host: &Host) -> (String, String) {
 
 #[test]
 fn community_lists_only_published_public_newest_first_with_defaults() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     community_fixture(&host);
     assert_eq!(titles(&community(&host, "")), newest_first(5..55));
     assert_eq!(titles(&community(&host, "?offset=50")), newest_first(0..5));
@@ -1402,7 +1402,7 @@ fn community_lists_only_published_public_newest_first_with_defaults() {
 
 #[test]
 fn community_invalid_limit_and_offset_fall_back_to_defaults() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     community_fixture(&host);
     for q in [
         "?limit=abc",
@@ -1418,7 +1418,7 @@ fn community_invalid_limit_and_offset_fall_back_to_defaults() {
 
 #[test]
 fn community_items_have_exactly_the_public_fields() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let (a, b) = community_fixture(&host);
     let avatar = host.admin_create(
         "platform_files",
@@ -1505,7 +1505,7 @@ fn update_play(host: &Host, id: &str, play_id: &str, token: Option<&str>, b: &Va
 
 #[test]
 fn anonymous_play_is_recorded_with_null_user() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     // A private draft: the play endpoint only needs the recording to exist.
     let id = id_of(&create(&host, "owner", &body("Played")));
@@ -1520,7 +1520,7 @@ fn anonymous_play_is_recorded_with_null_user() {
 
 #[test]
 fn authenticated_play_stores_the_caller() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Model"), "owner");
     let listener = host.user(Some("Viewer"), "listener");
     let owner_id = host.user(Some("Viewer"), "owner2");
@@ -1534,7 +1534,7 @@ fn authenticated_play_stores_the_caller() {
 
 #[test]
 fn play_update_sets_duration_completed_and_date_updated() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "owner");
     let id = id_of(&create(&host, "owner", &body("Played")));
     let play_id = host.play_recording(&id, None);
@@ -1576,7 +1576,7 @@ fn big_request(host: &Host, method: &str, path: &str, token: &str, body: Option<
 
 #[test]
 fn a_recording_of_100000_events_round_trips_exactly() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Model"), "big");
     let events: Vec<Value> = (0..100_000usize)
         .map(|i| {
@@ -1664,7 +1664,7 @@ fn a_body_over_max_payload_gets_413_and_writes_nothing() {
 
 #[test]
 fn create_with_non_object_bodies_is_a_400() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "creator");
     for raw in [
         &b""[..],
@@ -1729,7 +1729,7 @@ impl Expect {
 /// id): the documented answer for each, nothing written, the host serving.
 #[test]
 fn unknown_and_malformed_ids_get_the_documented_answer_on_every_route() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     host.user(Some("Viewer"), "prober");
     let real = id_of(&create(&host, "prober", &body("Real")));
     let other = id_of(&create(&host, "prober", &body("Other")));

@@ -8,7 +8,7 @@ use serde_json::json;
 
 #[test]
 fn the_site_s_fields_read_as_null_until_set() {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let video = id_of(&host.admin_video("tagged", None));
     let r = host.get(&format!("/items/videos/{video}"), Some(ADMIN_TOKEN));
     assert_eq!(r.json()["data"]["tags"], json!(null), "{}", r.body);

@@ -23,7 +23,7 @@ fn data_list(r: &Resp) -> Vec<Value> {
 /// A host with three viewers named Ann, Bob and Cid (tokens `ud-a`,
 /// `ud-b`, `ud-c`); their ids in that order.
 fn setup() -> (Host, Vec<String>) {
-    let host = Host::start(HostOptions::svc());
+    let host = Host::in_process_svc();
     let ids = ["Ann", "Bob", "Cid"]
         .iter()
         .map(|name| {
