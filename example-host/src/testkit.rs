@@ -617,22 +617,15 @@ mod tests {
     fn values_kept_by_one_platform_are_never_served_by_another_in_the_process() {
         static NAMES: host_sdk::Memo<Vec<Value>> = host_sdk::Memo::new();
         let keeping = || {
-            host_sdk::Extension::new("keeping", "Keeping", "1.0.0")
-                .migration(
-                    "0001_shelves",
-                    vec![Collection::new("shelves")
-                        .field(Field::text("name"))
-                        .build()],
-                )
-                .routes(|r| {
-                    r.get("/names", |_, ctx| {
-                        let names = NAMES.get_or_try(ctx, || {
-                            ctx.as_admin()
-                                .read_by_query("shelves", &Query::new().fields(&["name"]))
-                        })?;
-                        Ok(Response::ok(&json!(names)))
-                    });
-                })
+            base().routes(|r| {
+                r.get("/names", |_, ctx| {
+                    let names = NAMES.get_or_try(ctx, || {
+                        ctx.as_admin()
+                            .read_by_query("shelves", &Query::new().fields(&["name"]))
+                    })?;
+                    Ok(Response::ok(&json!(names)))
+                });
+            })
         };
         let hosts = [
             TestHost::start(keeping()).expect("start"),

@@ -15,9 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use platform_tests::score::{seeded_achievements, weighted, Seeded};
-use platform_tests::{
-    host_binary, host_command, int_of, keys_of, rec_body, Host, HostOptions, Rng, ADMIN_TOKEN,
-};
+use platform_tests::{int_of, keys_of, rec_body, Host, HostOptions, Rng, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 const REL_TOL: f64 = 1e-9;
@@ -215,28 +213,12 @@ fn unlocked(rows: &BTreeMap<String, Value>, code: &str) -> bool {
         .is_some_and(|r| !r["date_unlocked"].is_null())
 }
 
-/// Runs svc's `recalculate-stats` on the host's database: through the test
-/// kit for an in-process host; for a host process, as `example-host
-/// schedule run svc recalculate-stats` on its stopped database, then a new
-/// host on it.
+/// Runs svc's `recalculate-stats` on the host's database while it serves
+/// (as a cron job would): through the test kit for an in-process host, as
+/// `example-host schedule run svc recalculate-stats` beside a host process.
 fn recalc(host: Host) -> Host {
-    if host.is_in_process() {
-        host.run_schedule("svc", "recalculate-stats");
-        return host;
-    }
-    let dir = host.stop();
-    let out = host_command(&host_binary(), dir.path())
-        .args(["schedule", "run", "svc", "recalculate-stats"])
-        .output()
-        .expect("run recalculate-stats");
-    assert!(
-        out.status.success(),
-        "recalculate-stats failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut opts = HostOptions::svc();
-    opts.data_dir = Some(dir);
-    Host::start(opts)
+    host.run_schedule("svc", "recalculate-stats");
+    host
 }
 
 /// Rule 3 values recomputed from raw records: (raw, recordings, playbacks,
@@ -1232,7 +1214,7 @@ fn weighted_points_decay_by_rule_2() {
 #[test]
 fn recalculation_restores_tampered_stats() {
     // A host process: the recalculation runs as the command line's
-    // `schedule run` on its database.
+    // `schedule run` beside it, on its database.
     let host = Host::start(HostOptions::svc());
     let u = viewer(&host, "tm-u");
     let v = viewer(&host, "tm-v");
