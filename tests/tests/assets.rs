@@ -150,6 +150,38 @@ fn public_assets_follow_public_grants_and_the_cache_setting() {
     assert_eq!(got.header("cache-control"), Some("public, max-age=3600"));
 }
 
+/// Access to the bytes is the right to read the record, whatever fields
+/// the grant covers (as Directus): a grant of some fields only still
+/// serves the asset, and a row rule still decides which files.
+#[test]
+fn an_asset_follows_the_records_rule_whatever_fields_the_grant_covers() {
+    let host = Host::start(HostOptions::svc());
+    let shown = upload(&host, ADMIN_TOKEN, "shown.txt", b"shown");
+    let hidden = upload(&host, ADMIN_TOKEN, "hidden.txt", b"hidden");
+    host.grant(
+        "Public",
+        "platform_files",
+        serde_json::json!({"action": "read", "fields": ["id", "title"],
+                           "permissions": {"id": {"_eq": shown}}}),
+    );
+    // The grant's fields are what a read of the record gets.
+    let r = host.get(&format!("/files/{shown}?fields=filename_disk"), None);
+    assert_eq!(r.status, 403, "{}", r.body);
+    let got = host.get_bytes(&format!("/assets/{shown}"), &[]);
+    assert_eq!((got.status, got.body.as_slice()), (200, &b"shown"[..]));
+    assert_eq!(got.header("content-type"), Some("text/plain"));
+    let got = host.get_bytes(&format!("/assets/{shown}?download"), &[]);
+    assert_eq!(
+        got.header("content-disposition"),
+        Some("attachment; filename=\"shown.txt\"; filename*=UTF-8''shown.txt")
+    );
+    assert_eq!(host.get_bytes(&format!("/assets/{hidden}"), &[]).status, 403);
+    assert_eq!(
+        host.get_bytes("/assets/00000000-0000-4000-8000-000000000000", &[]).status,
+        403
+    );
+}
+
 #[test]
 fn bytes_uploaded_through_one_host_are_read_through_another() {
     let s3 = S3::start();
