@@ -175,9 +175,13 @@ fn an_asset_follows_the_records_rule_whatever_fields_the_grant_covers() {
         got.header("content-disposition"),
         Some("attachment; filename=\"shown.txt\"; filename*=UTF-8''shown.txt")
     );
-    assert_eq!(host.get_bytes(&format!("/assets/{hidden}"), &[]).status, 403);
     assert_eq!(
-        host.get_bytes("/assets/00000000-0000-4000-8000-000000000000", &[]).status,
+        host.get_bytes(&format!("/assets/{hidden}"), &[]).status,
+        403
+    );
+    assert_eq!(
+        host.get_bytes("/assets/00000000-0000-4000-8000-000000000000", &[])
+            .status,
         403
     );
 }

@@ -210,7 +210,9 @@ const ASSET_FIELDS: [&str; 6] = [
 /// then read by the platform.
 fn asset_record(platform: &Platform, who: &Who, id: &str) -> Result<Vec<u8>, HttpError> {
     let fields = |names: &[&str]| WireQuery {
-        fields: Some(ListParam::List(names.iter().map(|f| f.to_string()).collect())),
+        fields: Some(ListParam::List(
+            names.iter().map(|f| f.to_string()).collect(),
+        )),
         ..Default::default()
     };
     let asked = fields(&ASSET_FIELDS);
