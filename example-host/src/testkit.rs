@@ -101,8 +101,8 @@ pub struct TestHost {
     admin: TestUser,
     /// The database, dropped with the host when it is on PostgreSQL.
     location: Location,
-    // Dropped last: the SQLite files live here.
-    _dir: tempfile::TempDir,
+    // Dropped last: the SQLite files, and a served host's uploads, live here.
+    dir: tempfile::TempDir,
 }
 
 impl Drop for TestHost {
@@ -170,7 +170,7 @@ impl TestHost {
             mounts,
             admin,
             location,
-            _dir: dir,
+            dir,
         })
     }
 
@@ -249,7 +249,7 @@ impl TestHost {
             &settings.serve,
             &self.platform,
             &self.registry,
-            &self._dir.path().join("uploads"),
+            &self.dir.path().join("uploads"),
         )
         .map_err(TestKitError)?;
         let listener = std::net::TcpListener::bind("127.0.0.1:0")

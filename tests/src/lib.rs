@@ -194,6 +194,10 @@ pub struct Host {
     borrows_database: bool,
 }
 
+/// Why a test of the in-process host ([`Host::in_process_svc`]) cannot do
+/// what it asked.
+const NOT_A_PROCESS: &str = "this needs a host process (Host::start), not the in-process host";
+
 /// What serves a [`Host`].
 enum Server {
     /// An `example-host` process, logging to `log_path`.
@@ -385,9 +389,7 @@ impl Host {
     fn process(&mut self) -> &mut Child {
         match &mut self.server {
             Server::Process { child, .. } => child,
-            Server::InProcess { .. } => {
-                panic!("this needs a host process (Host::start), not the in-process host")
-            }
+            Server::InProcess { .. } => panic!("{NOT_A_PROCESS}"),
         }
     }
 
@@ -464,7 +466,7 @@ impl Host {
     pub fn pid(&self) -> u32 {
         match &self.server {
             Server::Process { child, .. } => child.id(),
-            Server::InProcess { .. } => panic!("the in-process host has no process of its own"),
+            Server::InProcess { .. } => panic!("{NOT_A_PROCESS}"),
         }
     }
 

@@ -216,9 +216,8 @@ fn unlocked(rows: &BTreeMap<String, Value>, code: &str) -> bool {
 /// Runs svc's `recalculate-stats` on the host's database while it serves
 /// (as a cron job would): through the test kit for an in-process host, as
 /// `example-host schedule run svc recalculate-stats` beside a host process.
-fn recalc(host: Host) -> Host {
+fn recalc(host: &Host) {
     host.run_schedule("svc", "recalculate-stats");
-    host
 }
 
 /// Rule 3 values recomputed from raw records: (raw, recordings, playbacks,
@@ -859,7 +858,7 @@ fn date_unlocked_is_kept_when_progress_drops() {
     let before = user_achs(&host, &u)["first_recording"]["date_unlocked"].clone();
     assert!(!before.is_null());
     set_status(&host, "drop-u", &rec, "draft");
-    let host = recalc(host);
+    recalc(&host);
     let rows = user_achs(&host, &u);
     assert_eq!(progress_of(&rows, "first_recording"), 0, "{rows:?}");
     assert_eq!(rows["first_recording"]["date_unlocked"], before);
@@ -910,7 +909,7 @@ fn progress_follows_rule_5_for_every_code() {
     report(&host, &mine1, &op, Some("r5-o"), true);
     comment(&host, "r5-o", "recordings", &mine1);
 
-    let host = recalc(host);
+    recalc(&host);
     let rows = user_achs(&host, &u);
     let expected: [(&str, i64); 18] = [
         ("first_recording", 2),
@@ -965,7 +964,7 @@ fn unknown_codes_have_progress_0_and_never_unlock() {
     assert!(!unlocked(&rows, "recordings_count"));
     assert!(!rows.contains_key("draft_code"), "{rows:?}");
     assert_eq!(rows["recordings_count"]["achievement_id"], extra["id"]);
-    let host = recalc(host);
+    recalc(&host);
     let rows = user_achs(&host, &u);
     assert_eq!(progress_of(&rows, "recordings_count"), 0);
     assert!(!unlocked(&rows, "recordings_count"));
@@ -1010,7 +1009,7 @@ fn early_adopter_unlocks_only_in_the_recalculation_up_to_2025_02_01() {
         );
         assert!(named(&host, u, "ACHIEVEMENT_early_adopter").is_empty());
     }
-    let host = recalc(host);
+    recalc(&host);
     for (u, expect) in [(&at, 1), (&after, 0), (&early, 1), (&late, 0)] {
         let rows = user_achs(&host, u);
         assert_eq!(progress_of(&rows, "early_adopter"), expect, "{u}");
@@ -1041,7 +1040,7 @@ fn one_year_unlocks_in_the_recalculation_for_year_old_accounts() {
         create_recording(&host, t, Some("published"));
     }
     assert!(!unlocked(&user_achs(&host, &old), "one_year"));
-    let host = recalc(host);
+    recalc(&host);
     let rows = user_achs(&host, &old);
     assert_eq!(progress_of(&rows, "one_year"), 1);
     assert!(unlocked(&rows, "one_year"));
@@ -1091,7 +1090,7 @@ fn balanced_creator_needs_50_published_recordings_and_100_plays_on_others() {
         // A comment refreshes the stats row through a trigger.
         comment(&host, token, "recordings", &src);
     }
-    let host = recalc(host);
+    recalc(&host);
     for (u, _, _, _, expect) in &users {
         let rows = user_achs(&host, u);
         assert_eq!(progress_of(&rows, "balanced_creator"), *expect, "{u}");
@@ -1152,7 +1151,7 @@ fn top_10_rank_unlocks_in_the_recalculation_for_the_ten_best() {
         assert!(stats(&host, u).is_object(), "stats row for {u}");
         assert!(!user_achs(&host, u).contains_key("top_10_rank"));
     }
-    let host = recalc(host);
+    recalc(&host);
     for (i, u) in ids.iter().enumerate() {
         // i = 11 is rank 1, ..., i = 2 rank 10, i = 1 rank 11, i = 0 rank 12.
         let expect = i64::from(i >= 2);
@@ -1183,7 +1182,7 @@ fn weighted_points_decay_by_rule_2() {
         .collect();
     let r = host.post("/items/user_points", Some(ADMIN_TOKEN), &Value::Array(old));
     assert_eq!(r.status, 200, "{}", r.body);
-    let host = recalc(host);
+    recalc(&host);
     let acts = actions(&host, &u);
     let refs: Vec<&Action> = acts.iter().collect();
     let t0 = now_ms();
@@ -1248,7 +1247,7 @@ fn recalculation_restores_tampered_stats() {
     let w = viewer(&host, "tm-w");
     host.admin_create("user_stats", &json!({"user_id": w, "total_raw_points": 7}));
     let started = now_ms();
-    let host = recalc(host);
+    recalc(&host);
     for user in [&u, &v, &w] {
         assert_stats_follow_rules(&host, user);
         let s = stats(&host, user);
@@ -1292,7 +1291,7 @@ fn recalculation_leaves_users_without_stats_rows_alone() {
         stats(&host, &v).is_null(),
         "precondition: no stats row for v"
     );
-    let host = recalc(host);
+    recalc(&host);
     assert!(stats(&host, &v).is_null(), "{}", stats(&host, &v));
     let rows: Vec<Value> = host.admin_all("user_stats", "*");
     assert_eq!(rows.len(), 1, "{rows:?}");
@@ -2096,7 +2095,7 @@ fn random_sequence(seed: u64) {
         std::panic::resume_unwind(e)
     });
 
-    let host = recalc(host);
+    recalc(&host);
     let after = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         check_invariants(&host, &expected, true)
     }))
@@ -2168,7 +2167,7 @@ fn top_10_rank_is_decided_on_the_refreshed_scores() {
         );
         users.push(user);
     }
-    let host = recalc(host);
+    recalc(&host);
     for (i, user) in users.iter().enumerate() {
         let top = unlocked(&user_achs(&host, user), "top_10_rank");
         // Points 100 + 10·i: users 4..=13 are the ten best.
