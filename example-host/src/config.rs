@@ -86,6 +86,15 @@ pub struct Common {
         global = true
     )]
     pub max_related_records: u64,
+    /// Bytes one answer that follows relations may hold (related records
+    /// are copied into each parent that names them).
+    #[arg(
+        long = "max-response-bytes",
+        env = "MAX_RESPONSE_BYTES",
+        default_value_t = 64 * 1024 * 1024,
+        global = true
+    )]
+    pub max_response_bytes: u64,
     /// Folder of extension libraries [default: ./extensions, or the executable's folder when that does not exist].
     #[arg(long = "extensions", env = "EXTENSIONS_PATH", global = true)]
     pub extensions: Option<PathBuf>,
@@ -220,6 +229,7 @@ impl Common {
         crate::query::RelationalLimits {
             max_depth: self.max_relational_depth.max(2),
             max_records: self.max_related_records,
+            max_bytes: self.max_response_bytes,
         }
     }
 }

@@ -29,6 +29,9 @@ pub struct Grant {
     pub fields: Option<Vec<String>>,
     /// Values forced onto created items.
     pub presets: Map<String, Value>,
+    /// The rules combined, each its row filter and fields: a field that
+    /// only some of them allow is seen on their rows alone.
+    rules: Vec<(Option<Value>, Option<Vec<String>>)>,
 }
 
 impl Grant {
@@ -36,6 +39,33 @@ impl Grant {
         self.fields
             .as_ref()
             .is_none_or(|list| list.iter().any(|f| f == field))
+    }
+
+    /// The raw filter of the rows on which `field` is seen, when that is
+    /// narrower than the grant's own rows: the rules that allow it have
+    /// filters, and some rule that does not allow it admits rows they may
+    /// not. `None`: seen on every row the grant admits (or nowhere).
+    pub fn field_rows(&self, field: &str) -> Option<Value> {
+        let allows = |fields: &Option<Vec<String>>| {
+            fields
+                .as_ref()
+                .is_none_or(|list| list.iter().any(|f| f == field))
+        };
+        if self.rules.iter().all(|(_, fields)| allows(fields)) {
+            return None;
+        }
+        let mut filters = Vec::new();
+        for (filter, fields) in &self.rules {
+            if allows(fields) {
+                // A rule without a filter shows the field on every row.
+                filters.push(filter.clone()?);
+            }
+        }
+        match filters.len() {
+            0 => None,
+            1 => filters.pop(),
+            _ => Some(json!({ "_or": filters })),
+        }
     }
 }
 
@@ -73,7 +103,9 @@ impl PermissionSet {
         let mut unrestricted = false;
         let mut fields: Option<Vec<String>> = Some(Vec::new());
         let mut presets = Map::new();
+        let mut rules = Vec::with_capacity(rows.len());
         for row in rows {
+            rules.push((row.filter.clone(), row.fields.clone()));
             match &row.filter {
                 None => unrestricted = true,
                 Some(f) => filter_parts.push(f.clone()),
@@ -104,6 +136,7 @@ impl PermissionSet {
             filter,
             fields,
             presets,
+            rules,
         })
     }
 }

@@ -275,6 +275,11 @@ pub struct RelationalLimits {
     /// Related records one answer may hold, at every depth
     /// (`MAX_RELATED_RECORDS`).
     pub max_records: u64,
+    /// Bytes of one answer that follows relations (`MAX_RESPONSE_BYTES`):
+    /// a related record is copied into every parent that names it, so a
+    /// few large records named many times would otherwise make an answer
+    /// far larger than the data.
+    pub max_bytes: u64,
 }
 
 impl Default for RelationalLimits {
@@ -282,6 +287,7 @@ impl Default for RelationalLimits {
         Self {
             max_depth: 10,
             max_records: 50_000,
+            max_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -317,6 +323,19 @@ impl RelationalLimits {
             "The answer would hold more than {} related records: ask for fewer items or fewer relational fields",
             self.max_records
         ))
+    }
+
+    /// The refusal of an answer that would be larger than `max_bytes`.
+    pub fn too_large(&self) -> QueryError {
+        QueryError(format!(
+            "The answer would be larger than {} bytes: ask for fewer items or fewer relational fields",
+            self.max_bytes
+        ))
+    }
+
+    /// The most bytes one answer may take, as a length.
+    pub fn max_len(&self) -> usize {
+        usize::try_from(self.max_bytes).unwrap_or(usize::MAX)
     }
 }
 
@@ -520,6 +539,37 @@ pub struct ReadQuery {
     pub offset: u64,
     /// Fields to return; never empty.
     pub fields: Vec<String>,
+    /// Fields that read as null on some rows, wherever `filter`, `sort`
+    /// and `fields` use them.
+    pub masks: FieldMasks,
+    /// Conditions every row must also meet, read on the stored values
+    /// whatever `masks` says (the caller's permissions).
+    pub scope: Option<Filter>,
+}
+
+/// Fields that read as null on the rows a condition does not admit,
+/// wherever the query uses them (returned, filtered, sorted, grouped,
+/// aggregated): a field that only some of a caller's permission rules
+/// grant is seen on the rows of those rules alone, as Directus 11 applies
+/// row rules per field.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FieldMasks(Vec<(String, Filter)>);
+
+impl FieldMasks {
+    /// `field` reads as null on the rows `visible` does not admit.
+    pub fn insert(&mut self, field: &str, visible: Filter) {
+        self.0.retain(|(f, _)| f != field);
+        self.0.push((field.to_string(), visible));
+    }
+
+    /// The rows on which `field` is seen; `None`: on every row.
+    pub fn get(&self, field: &str) -> Option<&Filter> {
+        self.0.iter().find(|(f, _)| f == field).map(|(_, v)| v)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl ReadQuery {
@@ -530,6 +580,8 @@ impl ReadQuery {
             limit: None,
             offset: 0,
             fields: c.fields.iter().map(|f| f.field.clone()).collect(),
+            masks: FieldMasks::default(),
+            scope: None,
         }
     }
 
@@ -541,6 +593,8 @@ impl ReadQuery {
             limit: None,
             offset: 0,
             fields: fields.iter().map(|f| f.to_string()).collect(),
+            masks: FieldMasks::default(),
+            scope: None,
         }
     }
 
@@ -626,6 +680,10 @@ pub struct AggregateQuery {
     pub functions: Vec<(AggFn, Option<String>)>,
     pub group_by: Vec<GroupKey>,
     pub limit: Option<u64>,
+    /// As [`ReadQuery::masks`].
+    pub masks: FieldMasks,
+    /// As [`ReadQuery::scope`].
+    pub scope: Option<Filter>,
 }
 
 /// A query as it arrives (JSON from an extension, or query-string
@@ -726,6 +784,8 @@ impl WireQuery {
             limit,
             offset,
             fields,
+            masks: FieldMasks::default(),
+            scope: None,
         })
     }
 
@@ -796,6 +856,8 @@ impl WireQuery {
             functions,
             group_by,
             limit: read.limit,
+            masks: FieldMasks::default(),
+            scope: None,
         })
     }
 }

@@ -237,6 +237,56 @@ fn an_answer_holding_more_related_records_than_the_bound_is_refused() {
     host.assert_serving();
 }
 
+#[test]
+fn a_large_record_named_by_many_parents_is_refused_past_the_byte_bound() {
+    let host = host_with(&[("MAX_RESPONSE_BYTES", "33554432")]);
+    host.user(Some("Viewer"), "viewer-r");
+    // About 4 MiB of events, named by 24 of the member's own recordings:
+    // an answer of about 96 MiB from 4 MiB of data.
+    let r = host.post(
+        "/svc/recordings",
+        Some("viewer-r"),
+        &large_recording("Large", 4 * 1024),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let large = id_of(&r.json());
+    for i in 0..24 {
+        let r = host.post(
+            "/items/recordings",
+            Some("viewer-r"),
+            &json!({"title": format!("Copy {i}"), "original_recording_id": large}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    std::thread::sleep(Duration::from_millis(2500));
+    let before = host.rss_kib().expect("the host's memory");
+    // The high-water mark from now on.
+    std::fs::write(format!("/proc/{}/clear_refs", host.pid()), "5").expect("clear_refs");
+    let copies = "/items/recordings?fields=id,original_recording_id.*&filter[original_recording_id][_nnull]=true";
+    let r = host.get(&format!("{copies}&limit=-1"), Some("viewer-r"));
+    assert_eq!(r.status, 400, "{}", &r.body[..r.body.len().min(300)]);
+    assert_eq!(code(&r), "INVALID_QUERY");
+    assert!(
+        message(&r).contains("larger than 33554432 bytes"),
+        "{}",
+        r.body
+    );
+    // Refused before the copies were made: the host's peak grew by much
+    // less than the answer would have held.
+    let after = host.peak_rss_kib().expect("the host's memory");
+    assert!(
+        after.saturating_sub(before) < 80 * 1024,
+        "peak resident memory grew from {before} KiB to {after} KiB"
+    );
+    // Under the bound the same read answers, every copy whole.
+    let r = host.get(&format!("{copies}&limit=4"), Some("viewer-r"));
+    assert_eq!(r.status, 200, "{}", &r.body[..r.body.len().min(300)]);
+    let data = r.json()["data"].clone();
+    assert_eq!(data.as_array().map(Vec::len), Some(4));
+    assert_eq!(data[3]["original_recording_id"]["id"], json!(large));
+    host.assert_serving();
+}
+
 // ------------------------------------------------ 4. hashing on demand
 
 #[test]

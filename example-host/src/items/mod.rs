@@ -27,7 +27,7 @@ use crate::credentials;
 use crate::permissions::{Action, Grant};
 use crate::platform::Platform;
 use crate::platform_schema::{affects_access, is_internal, is_secret};
-use crate::query::{parse_filter, Filter, ReadQuery, Vars, WireQuery};
+use crate::query::{parse_filter, FieldMasks, Filter, ReadQuery, Vars, WireQuery};
 use crate::schema::CollectionDef;
 use crate::storage::{Reader, Record, StoreError, TextRows, Writer};
 use crate::values;

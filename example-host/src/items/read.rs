@@ -40,12 +40,40 @@ impl Platform {
         if q.fields.is_empty() {
             return Err(ItemsError::forbidden());
         }
-        q.filter = Filter::and(
-            q.filter.take(),
+        used.extend(q.fields.iter().cloned());
+        q.masks = self.field_masks(def, grant.as_ref(), &vars, &used)?;
+        q.scope = Filter::and(
             self.grant_filter(def, grant.as_ref(), &vars)?,
+            self.host_scope(who, def)?,
         );
-        q.filter = Filter::and(q.filter.take(), self.host_scope(who, def)?);
         Ok(q)
+    }
+
+    /// The fields of `used` that the caller sees on only some of the rows
+    /// their grant admits, each with those rows.
+    fn field_masks(
+        &self,
+        def: &CollectionDef,
+        grant: Option<&Grant>,
+        vars: &Vars,
+        used: &[String],
+    ) -> Result<FieldMasks, ItemsError> {
+        let mut masks = FieldMasks::default();
+        let Some(grant) = grant else {
+            return Ok(masks);
+        };
+        for field in used {
+            if masks.get(field).is_some() {
+                continue;
+            }
+            if let Some(raw) = grant.field_rows(field) {
+                let rows = parse_filter(def, &raw, vars).map_err(|e| {
+                    ItemsError::Internal(format!("bad permission filter on {}: {e}", def.name))
+                })?;
+                masks.insert(field, rows);
+            }
+        }
+        Ok(masks)
     }
 
     /// What the host itself narrows a caller's reads of a collection to,
@@ -335,11 +363,11 @@ impl Platform {
             f.fields(&mut used);
         }
         check_queried_fields(collection, grant.as_ref(), &used)?;
-        q.filter = Filter::and(
-            q.filter.take(),
+        q.masks = self.field_masks(&def, grant.as_ref(), &vars, &used)?;
+        q.scope = Filter::and(
             self.grant_filter(&def, grant.as_ref(), &vars)?,
+            self.host_scope(who, &def)?,
         );
-        q.filter = Filter::and(q.filter.take(), self.host_scope(who, &def)?);
         self.run_read(session, |conn| Ok(conn.aggregate(&def, &q)?))
     }
 }

@@ -110,16 +110,33 @@ impl WrittenRecords {
 
     /// Writes the next record with `write`, which answers how many related
     /// records it placed; answers that too.
-    fn push(&mut self, write: impl FnOnce(&mut Vec<u8>) -> u64) -> u64 {
+    fn push(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<u64, TooLarge>,
+    ) -> Result<u64, TooLarge> {
         let start = self.text.len();
-        let related = write(&mut self.text);
+        let related = write(&mut self.text)?;
         self.spans.push(Span {
             start,
             end: self.text.len(),
             related,
         });
-        related
+        Ok(related)
     }
+}
+
+/// Writing went past the bytes an answer may hold; nothing more was
+/// copied.
+#[derive(Debug)]
+struct TooLarge;
+
+/// Appends `bytes` unless `out` would then be longer than `max_len`.
+fn put(out: &mut Vec<u8>, bytes: &[u8], max_len: usize) -> Result<(), TooLarge> {
+    if out.len().saturating_add(bytes.len()) > max_len {
+        return Err(TooLarge);
+    }
+    out.extend_from_slice(bytes);
+    Ok(())
 }
 
 /// What a reference found: the referred records, by id.
@@ -184,9 +201,11 @@ impl Level {
         self.rows.text_len() + self.rows.len() * (names + 2) + related + 2
     }
 
-    /// Writes the record of `row` into `out`; answers how many related
-    /// records (at every depth) it holds.
-    fn write_record(&self, row: usize, out: &mut Vec<u8>) -> u64 {
+    /// Writes the record of `row` into `out`, which may not grow past
+    /// `max_len` (checked before each copy, so a refused answer took no
+    /// more memory than that); answers how many related records (at every
+    /// depth) it holds.
+    fn write_record(&self, row: usize, out: &mut Vec<u8>, max_len: usize) -> Result<u64, TooLarge> {
         let mut related = 0u64;
         out.push(b'{');
         for (n, (name, member)) in self.members.iter().enumerate() {
@@ -195,14 +214,14 @@ impl Level {
             }
             out.extend_from_slice(name);
             match member {
-                Member::Cell(column) => out.extend_from_slice(self.rows.cell(row, *column)),
+                Member::Cell(column) => put(out, self.rows.cell(row, *column), max_len)?,
                 Member::ToOne { column, found } => {
                     let target = json_string(self.rows.cell(row, *column))
                         .and_then(|id| found.by_id.get(id.as_ref()).copied());
                     match target {
                         Some(i) => {
                             related += found.records.weight(i);
-                            out.extend_from_slice(found.records.text(i));
+                            put(out, found.records.text(i), max_len)?;
                         }
                         None => out.extend_from_slice(b"null"),
                     }
@@ -219,14 +238,14 @@ impl Level {
                             out.push(b',');
                         }
                         related += found.records.weight(i);
-                        out.extend_from_slice(found.records.text(i));
+                        put(out, found.records.text(i), max_len)?;
                     }
                     out.push(b']');
                 }
             }
         }
         out.push(b'}');
-        related
+        Ok(related)
     }
 }
 
@@ -258,14 +277,17 @@ impl Platform {
     ) -> Result<Vec<u8>, ItemsError> {
         let level = self.read_level(session, readers, collection, wire, default_limit, None)?;
         let limits = self.relational_limits;
-        let mut out = Vec::with_capacity(level.written_size_hint());
+        let max_len = limits.max_len();
+        let mut out = Vec::with_capacity(level.written_size_hint().min(max_len));
         out.push(b'[');
         let mut total = 0u64;
         for row in 0..level.rows.len() {
             if row > 0 {
                 out.push(b',');
             }
-            total += level.write_record(row, &mut out);
+            total += level
+                .write_record(row, &mut out, max_len)
+                .map_err(|TooLarge| limits.too_large())?;
             if total > limits.max_records {
                 return Err(limits.too_many_records().into());
             }
@@ -286,9 +308,11 @@ impl Platform {
         if level.rows.is_empty() {
             return Ok(None);
         }
-        let mut out = Vec::new();
-        let related = level.write_record(0, &mut out);
         let limits = self.relational_limits;
+        let mut out = Vec::new();
+        let related = level
+            .write_record(0, &mut out, limits.max_len())
+            .map_err(|TooLarge| limits.too_large())?;
         if related > limits.max_records {
             return Err(limits.too_many_records().into());
         }
@@ -511,7 +535,8 @@ impl Platform {
         let Some(key_column) = level.rows.column(key) else {
             return Ok((records, found_keys));
         };
-        records.text.reserve(level.written_size_hint());
+        let max_len = limits.max_len();
+        records.text.reserve(level.written_size_hint().min(max_len));
         found_keys.reserve(level.rows.len());
         let mut total = 0u64;
         for row in 0..level.rows.len() {
@@ -521,13 +546,14 @@ impl Platform {
             found_keys.push(found.into_owned());
             if ids_only {
                 let id = level.id.map_or(&b"null"[..], |c| level.rows.cell(row, c));
-                records.push(|out| {
-                    out.extend_from_slice(id);
-                    0
-                });
+                records
+                    .push(|out| put(out, id, max_len).map(|()| 0))
+                    .map_err(|TooLarge| limits.too_large())?;
                 continue;
             }
-            total += records.push(|out| level.write_record(row, out));
+            total += records
+                .push(|out| level.write_record(row, out, max_len))
+                .map_err(|TooLarge| limits.too_large())?;
             if total > limits.max_records {
                 return Err(limits.too_many_records().into());
             }
@@ -635,10 +661,9 @@ mod tests {
     fn written(texts: &[(&str, u64)]) -> WrittenRecords {
         let mut records = WrittenRecords::default();
         for (text, related) in texts {
-            records.push(|out| {
-                out.extend_from_slice(text.as_bytes());
-                *related
-            });
+            records
+                .push(|out| put(out, text.as_bytes(), usize::MAX).map(|()| *related))
+                .unwrap();
         }
         records
     }
@@ -670,7 +695,7 @@ mod tests {
         };
         let mut out = Vec::new();
         // The movie, the link record and the user inside it.
-        assert_eq!(level.write_record(0, &mut out), 3);
+        assert_eq!(level.write_record(0, &mut out, usize::MAX).unwrap(), 3);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#"{"id":"v1","models":[{"platform_users_id":{"id":"u"}}],"movie":{"id":"m1"},"title":"T"}"#
@@ -678,11 +703,39 @@ mod tests {
         // A reference the caller may not see is null; no related records
         // is an empty list.
         let mut out = Vec::new();
-        assert_eq!(level.write_record(1, &mut out), 0);
+        assert_eq!(level.write_record(1, &mut out, usize::MAX).unwrap(), 0);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#"{"id":"v2","models":[],"movie":null,"title":"U"}"#
         );
+    }
+
+    #[test]
+    fn a_record_past_the_byte_bound_is_refused_before_the_copy() {
+        let rows = rows(&["id"], &[&[json!("v1")]]);
+        let big = "x".repeat(1000);
+        let models = ToMany {
+            records: written(&[(&format!("\"{big}\""), 0), (&format!("\"{big}\""), 0)]),
+            by_parent: HashMap::from([("v1".into(), vec![0, 1, 0, 1])]),
+        };
+        let level = Level {
+            members: members(
+                &rows,
+                Left::default(),
+                HashMap::new(),
+                vec![("models", models)],
+            ),
+            id: Some(0),
+            rows,
+        };
+        // Four copies of 1,002 bytes do not fit in 3,000: the third is not
+        // copied.
+        let mut out = Vec::new();
+        assert!(level.write_record(0, &mut out, 3000).is_err());
+        assert!(out.len() <= 3000, "{} bytes written", out.len());
+        let mut out = Vec::new();
+        assert_eq!(level.write_record(0, &mut out, 5000).unwrap(), 4);
+        assert!(out.len() > 4000);
     }
 
     #[test]
@@ -701,7 +754,7 @@ mod tests {
             rows,
         };
         let mut out = Vec::new();
-        level.write_record(0, &mut out);
+        level.write_record(0, &mut out, usize::MAX).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), r#"{"name":"n"}"#);
     }
 

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::codec::{self, to_scalar, Cell, Scalar};
 use super::{Columns, Reader, Record, StoreError, TextRows, Writer};
-use crate::query::{AggFn, AggregateQuery, Comparison, Filter, ReadQuery, TextMatch};
+use crate::query::{AggFn, AggregateQuery, Comparison, FieldMasks, Filter, ReadQuery, TextMatch};
 use crate::schema::CollectionDef;
 use crate::values;
 
@@ -91,9 +91,28 @@ fn unknown_field(field: &str) -> StoreError {
     StoreError::Invalid(format!("unknown field {field}"))
 }
 
-/// Appends the WHERE condition of `f` to `sql`.
+/// How a statement names `field`: its column, or for a masked field the
+/// column on the rows its mask admits and null elsewhere.
+fn column(
+    c: &CollectionDef,
+    masks: &FieldMasks,
+    field: &str,
+    p: &mut Params<'_>,
+) -> Result<String, StoreError> {
+    let Some(visible) = masks.get(field) else {
+        return Ok(quote(field));
+    };
+    // The mask's own condition reads the stored columns.
+    let mut when = String::new();
+    condition(c, &FieldMasks::default(), visible, &mut when, p)?;
+    Ok(format!("(CASE WHEN {when} THEN {} END)", quote(field)))
+}
+
+/// Appends the WHERE condition of `f` to `sql`, each field named as
+/// [`column`] names it.
 fn condition(
     c: &CollectionDef,
+    masks: &FieldMasks,
     f: &Filter,
     sql: &mut String,
     p: &mut Params<'_>,
@@ -112,12 +131,13 @@ fn condition(
                 if i > 0 {
                     sql.push_str(if and { " AND " } else { " OR " });
                 }
-                condition(c, part, sql, p)?;
+                condition(c, masks, part, sql, p)?;
             }
             sql.push(')');
         }
         Filter::Compare { field, op, value } => {
             let field_def = def(field)?;
+            let col = column(c, masks, field, p)?;
             let mut scalar = to_scalar(field_def, value);
             if let Scalar::Text(text) = &mut scalar {
                 // No stored text holds a NUL (writes refuse it, and
@@ -126,7 +146,6 @@ fn condition(
                 // just after its prefix `p`.
                 if let Some(nul) = text.find('\0') {
                     text.truncate(nul);
-                    let col = quote(field);
                     let bound = match op {
                         Comparison::Eq => None,
                         Comparison::Neq => Some(format!("{col} IS NOT NULL")),
@@ -150,7 +169,7 @@ fn condition(
                 Comparison::Gte => ">=",
             };
             let mark = p.push(scalar);
-            sql.push_str(&format!("{} {sym} {mark}", quote(field)));
+            sql.push_str(&format!("{col} {sym} {mark}"));
         }
         Filter::In {
             field,
@@ -158,6 +177,7 @@ fn condition(
             values,
         } => {
             let field_def = def(field)?;
+            let col = column(c, masks, field, p)?;
             // One parameter whatever the list's length: the statement is
             // cached, and no backend's parameter limit is ever reached.
             // A text holding a NUL equals nothing stored (see `Compare`).
@@ -167,11 +187,11 @@ fn condition(
                 .filter(|s| !matches!(s, Scalar::Text(t) if t.contains('\0')))
                 .collect();
             let mark = p.push(Scalar::List(list));
-            sql.push_str(&d.in_list(&quote(field), *negated, &mark));
+            sql.push_str(&d.in_list(&col, *negated, &mark));
         }
         Filter::IsNull { field, null } => {
             def(field)?;
-            sql.push_str(&quote(field));
+            sql.push_str(&column(c, masks, field, p)?);
             sql.push_str(if *null { " IS NULL" } else { " IS NOT NULL" });
         }
         Filter::HasElement {
@@ -185,10 +205,11 @@ fn condition(
                 sql.push_str(if *negated { "(1 = 1)" } else { "(1 = 0)" });
                 return Ok(());
             }
+            let col = column(c, masks, field, p)?;
             if *negated {
                 sql.push_str("NOT ");
             }
-            sql.push_str(&d.has_element(&quote(field), element, p));
+            sql.push_str(&d.has_element(&col, element, p));
         }
         Filter::Text { field, op, text } => {
             def(field)?;
@@ -201,21 +222,39 @@ fn condition(
                 });
                 return Ok(());
             }
-            sql.push_str(&d.text_match(&quote(field), *op, text, p));
+            let col = column(c, masks, field, p)?;
+            sql.push_str(&d.text_match(&col, *op, text, p));
         }
     }
     Ok(())
 }
 
+/// Appends the WHERE clause of `filter`, its fields masked by `masks`,
+/// and of `scope`, on the stored values.
 fn where_clause(
     c: &CollectionDef,
+    masks: &FieldMasks,
     filter: Option<&Filter>,
+    scope: Option<&Filter>,
     sql: &mut String,
     p: &mut Params<'_>,
 ) -> Result<(), StoreError> {
-    if let Some(filter) = filter {
-        sql.push_str(" WHERE ");
-        condition(c, filter, sql, p)?;
+    match (filter, scope) {
+        (None, None) => {}
+        (Some(filter), None) => {
+            sql.push_str(" WHERE ");
+            condition(c, masks, filter, sql, p)?;
+        }
+        (None, Some(scope)) => {
+            sql.push_str(" WHERE ");
+            condition(c, &FieldMasks::default(), scope, sql, p)?;
+        }
+        (Some(filter), Some(scope)) => {
+            sql.push_str(" WHERE ");
+            condition(c, masks, filter, sql, p)?;
+            sql.push_str(" AND ");
+            condition(c, &FieldMasks::default(), scope, sql, p)?;
+        }
     }
     Ok(())
 }
@@ -233,15 +272,26 @@ fn select_rows(
 ) -> Result<(), StoreError> {
     let d = conn.dialect();
     let mut p = Params::new(d);
-    let cols: Vec<String> = q.fields.iter().map(|f| quote(f)).collect();
+    let cols = q
+        .fields
+        .iter()
+        .map(|f| column(c, &q.masks, f, &mut p))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&c.name));
-    where_clause(c, q.filter.as_ref(), &mut sql, &mut p)?;
+    where_clause(
+        c,
+        &q.masks,
+        q.filter.as_ref(),
+        q.scope.as_ref(),
+        &mut sql,
+        &mut p,
+    )?;
     if !q.sort.is_empty() {
-        let order: Vec<String> = q
+        let order = q
             .sort
             .iter()
-            .map(|(f, desc)| d.order_term(&quote(f), *desc))
-            .collect();
+            .map(|(f, desc)| Ok(d.order_term(&column(c, &q.masks, f, &mut p)?, *desc)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
         sql.push_str(" ORDER BY ");
         sql.push_str(&order.join(", "));
     }
@@ -335,31 +385,41 @@ pub fn aggregate(
     let mut p = Params::new(d);
     // Timestamps are stored as RFC 3339 UTC text: their first ten
     // characters are the UTC date.
-    let group_exprs: Vec<String> = q
+    // A masked group's expression holds placeholders: GROUP BY repeats
+    // the same text, which binds the same parameters.
+    let group_exprs = q
         .group_by
         .iter()
         .map(|g| {
-            if g.date {
-                format!("substr({}, 1, 10)", quote(&g.field))
+            let col = column(c, &q.masks, &g.field, &mut p)?;
+            Ok(if g.date {
+                format!("substr({col}, 1, 10)")
             } else {
-                quote(&g.field)
-            }
+                col
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>, StoreError>>()?;
     let mut cols = group_exprs.clone();
     for (function, field) in &q.functions {
-        let column = match field {
+        let operand = match field {
             Some(f) => {
                 let kind = c.field(f).ok_or_else(|| unknown_field(f))?.kind;
-                Some((quote(f), kind))
+                Some((column(c, &q.masks, f, &mut p)?, kind))
             }
             None if *function == AggFn::Count => None,
             None => return Err(StoreError::Invalid("only count takes *".into())),
         };
-        cols.push(d.aggregate(*function, column.as_ref().map(|(q, k)| (q.as_str(), *k))));
+        cols.push(d.aggregate(*function, operand.as_ref().map(|(q, k)| (q.as_str(), *k))));
     }
     let mut sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&c.name));
-    where_clause(c, q.filter.as_ref(), &mut sql, &mut p)?;
+    where_clause(
+        c,
+        &q.masks,
+        q.filter.as_ref(),
+        q.scope.as_ref(),
+        &mut sql,
+        &mut p,
+    )?;
     if !q.group_by.is_empty() {
         sql.push_str(" GROUP BY ");
         sql.push_str(&group_exprs.join(", "));

@@ -161,8 +161,11 @@ struct SqliteDialect;
 static DIALECT: SqliteDialect = SqliteDialect;
 
 impl Dialect for SqliteDialect {
-    fn placeholder(&self, _n: usize) -> String {
-        "?".into()
+    fn placeholder(&self, n: usize) -> String {
+        // Numbered, so that an expression written twice (a masked field
+        // in a condition that names its column twice) binds the same
+        // parameters.
+        format!("?{n}")
     }
 
     fn column_type(&self, kind: FieldType) -> &'static str {
