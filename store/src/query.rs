@@ -171,6 +171,47 @@ impl Filter {
         }
     }
 
+    /// Directus's `search`: the items one of whose `searchable` fields
+    /// holds `text`, string fields ignoring case, numbers and ids when
+    /// `text` is one; no field to search in finds nothing.
+    pub fn search<'f>(
+        text: &str,
+        searchable: impl IntoIterator<Item = &'f crate::schema::Field>,
+    ) -> Filter {
+        let text = text.trim();
+        let integer = text.parse::<i64>().ok();
+        let float = text.parse::<f64>().ok().filter(|f| f.is_finite());
+        let id = uuid::Uuid::parse_str(text).ok();
+        let mut any = Vec::new();
+        for field in searchable {
+            let name = field.field.as_str();
+            match field.kind {
+                FieldType::String | FieldType::Text => any.push(Filter::Text {
+                    field: name.into(),
+                    op: TextMatch::ContainsIgnoringCase,
+                    text: text.to_string(),
+                }),
+                FieldType::Integer => {
+                    if let Some(n) = integer {
+                        any.push(Filter::eq(name, Value::from(n)));
+                    }
+                }
+                FieldType::Float => {
+                    if let Some(f) = float {
+                        any.push(Filter::eq(name, Value::from(f)));
+                    }
+                }
+                FieldType::Uuid => {
+                    if let Some(id) = id {
+                        any.push(Filter::eq(name, Value::String(id.to_string())));
+                    }
+                }
+                FieldType::Boolean | FieldType::Timestamp | FieldType::Json => {}
+            }
+        }
+        Filter::Or(any)
+    }
+
     /// Every field the filter names.
     pub fn fields(&self, out: &mut Vec<String>) {
         match self {
@@ -693,6 +734,10 @@ pub struct AggregateQuery {
 pub struct WireQuery {
     #[serde(default)]
     pub filter: Option<Value>,
+    /// Directus's `search`: text looked for in every field the caller may
+    /// read (see [`Filter::search`]).
+    #[serde(default)]
+    pub search: Option<String>,
     #[serde(default)]
     pub sort: Option<ListParam>,
     #[serde(default)]

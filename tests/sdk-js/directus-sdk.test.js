@@ -17,15 +17,20 @@ import {
 	createDirectus,
 	createFolder,
 	createItem,
+	createUser,
+	createUsers,
 	customEndpoint,
 	deleteComment,
 	deleteFile,
 	deleteItem,
+	deleteUser,
+	deleteUsers,
 	passwordRequest,
 	passwordReset,
 	readComment,
 	readComments,
 	readFile,
+	readFiles,
 	readFolders,
 	readItems,
 	readMe,
@@ -38,6 +43,8 @@ import {
 	updateComment,
 	updateItem,
 	updateMe,
+	updateUser,
+	updateUsers,
 	uploadFiles,
 	withToken,
 } from '@directus/sdk';
@@ -103,6 +110,17 @@ async function refusal(promise) {
 		await promise;
 	} catch (error) {
 		return { status: error.response?.status, code: error.errors?.[0]?.extensions?.code };
+	}
+	assert.fail('the call was not refused');
+}
+
+/** The first error of a refused SDK call, with its status. */
+async function refusedWith(promise) {
+	try {
+		await promise;
+	} catch (error) {
+		const first = error.errors?.[0] ?? {};
+		return { status: error.response?.status, code: first.extensions?.code, message: first.message };
 	}
 	assert.fail('the call was not refused');
 }
@@ -411,4 +429,107 @@ test('uploadFiles sends fields and a file; readFile, readFolders and deleteFile'
 	await client.request(deleteFile(file.id));
 	assert.equal((await refusal(client.request(readFile(file.id)))).status, 403);
 	await client.logout();
+});
+
+test('createUser(s), updateUser(s) and deleteUser(s) write users under the users collection\'s rules', async () => {
+	const viewerRole = (await admin.request(readItems('platform_roles', { filter: { name: 'Viewer' }, fields: ['id'] })))[0].id;
+	const one = await admin.request(createUser({
+		email: 'New.Person@Demo.local', password: 'a long password', first_name: 'New', last_name: 'Person', role: viewerRole,
+	}));
+	assert.equal(one.email, 'new.person@demo.local', 'emails are stored in lower case');
+	assert.notEqual(one.password, 'a long password');
+	const two = await admin.request(createUsers([
+		{ email: 'first.of.two@demo.local', first_name: 'First', role: viewerRole },
+		{ email: 'second.of.two@demo.local', first_name: 'Second', role: viewerRole },
+	]));
+	assert.deepEqual(two.map((u) => u.first_name), ['First', 'Second']);
+
+	// The password was hashed: it signs in.
+	const member = signedOutClient('json', { auth: { storage: visibleStorage() } });
+	await member.login({ email: 'new.person@demo.local', password: 'a long password' });
+	assert.equal((await member.request(readMe({ fields: ['first_name'] }))).first_name, 'New');
+	// A member may not write other users.
+	assert.equal((await refusal(member.request(createUser({ email: 'x@demo.local' })))).status, 403);
+	assert.equal((await refusal(member.request(updateUser(two[0].id, { first_name: 'Mine' })))).status, 403);
+	assert.equal((await refusal(member.request(deleteUser(two[0].id)))).status, 403);
+
+	assert.equal((await admin.request(updateUser(one.id, { first_name: 'Renamed' }))).first_name, 'Renamed');
+	const both = await admin.request(updateUsers(two.map((u) => u.id), { last_name: 'Batch' }));
+	assert.deepEqual(both.map((u) => u.last_name), ['Batch', 'Batch']);
+	const tooLong = await refusal(admin.request(updateUser(one.id, { first_name: 'x'.repeat(5000) })));
+	assert.equal(tooLong.status, 400);
+
+	// A new password ends the user's sessions.
+	await admin.request(updateUser(one.id, { password: 'another long password' }));
+	assert.equal((await refusal(member.refresh())).status, 401);
+	await member.login({ email: 'new.person@demo.local', password: 'another long password' });
+
+	await admin.request(deleteUser(one.id));
+	await admin.request(deleteUsers(two.map((u) => u.id)));
+	const left = await admin.request(readUsers({
+		filter: { id: { _in: [one.id, ...two.map((u) => u.id)] } }, fields: ['id'],
+	}));
+	assert.deepEqual(left, []);
+});
+
+test('fields a caller may not read, or that do not exist, are refused as Directus words it', async () => {
+	const client = signedOutClient('json');
+	await client.login(viewer);
+	const one = await refusedWith(client.request(readItems('videos', { fields: ['id', 'nope'] })));
+	assert.deepEqual(one, {
+		status: 403, code: 'FORBIDDEN',
+		message: 'You don\'t have permission to access field "nope" in collection "videos" or it does not exist. Queried in root.',
+	});
+	const two = await refusedWith(admin.request(readItems('videos', { fields: ['nope', 'nada'] })));
+	assert.deepEqual(two, {
+		status: 403, code: 'FORBIDDEN',
+		message: 'You don\'t have permission to access fields "nope", "nada" in collection "videos" or they do not exist. Queried in root.',
+	});
+	const nested = await refusedWith(client.request(readItems('videos', { fields: ['id', 'models.platform_users_id.nope'] })));
+	assert.deepEqual(nested, {
+		status: 403, code: 'FORBIDDEN',
+		message: 'You don\'t have permission to access field "nope" in collection "platform_users" or it does not exist. Queried in "models.platform_users_id".',
+	});
+	// A field their rules do not give reads as one that does not exist.
+	const me = await client.request(readMe({ fields: ['id', 'role.policies.policy.id'] }));
+	const rule = await admin.request(createItem('platform_permissions', {
+		policy: me.role.policies[0].policy.id, collection: 'platform_users', action: 'read', fields: ['id', 'first_name'],
+	}));
+	const refused = await refusedWith(client.request(readUser(me.id, { fields: ['id', 'email'] })));
+	await admin.request(deleteItem('platform_permissions', rule.id));
+	assert.deepEqual(refused, {
+		status: 403, code: 'FORBIDDEN',
+		message: 'You don\'t have permission to access field "email" in collection "platform_users" or it does not exist. Queried in root.',
+	});
+	await client.logout();
+});
+
+test('search finds the items one of whose readable fields holds the text, on items, users, files and comments', async () => {
+	const video = await admin.request(createItem('videos', { slug: 'zebra-crossing', title: 'The Zebra Crossing' }));
+	const titles = async (query) => (await admin.request(readItems('videos', { ...query, fields: ['id', 'title'] }))).map((v) => v.id);
+	assert.deepEqual(await titles({ search: 'zebra CROSS' }), [video.id], 'string fields, ignoring case');
+	assert.deepEqual(await titles({ search: 'no video holds this' }), []);
+	assert.deepEqual(await titles({ search: video.id }), [video.id], 'an id');
+	assert.ok((await titles({ search: 'zebra', limit: 1 })).length === 1);
+
+	const users = await admin.request(readUsers({ search: 'VICTOR@demo', fields: ['email'] }));
+	assert.deepEqual(users.map((u) => u.email), [viewer.email]);
+
+	const client = signedOutClient('json');
+	await client.login(viewer);
+	const form = new FormData();
+	form.append('title', 'Searchable walrus notes');
+	form.append('file', new Blob(['walrus'], { type: 'text/plain' }), 'walrus.txt');
+	const file = await client.request(uploadFiles(form));
+	const files = await client.request(readFiles({ search: 'WALRUS', fields: ['id'] }));
+	assert.deepEqual(files.map((f) => f.id), [file.id]);
+	await client.request(deleteFile(file.id));
+
+	const [recording] = await client.request(readItems('recordings', { filter: { user_created: { _eq: (await client.request(readMe({ fields: ['id'] }))).id } }, fields: ['id'], limit: 1 }));
+	const comment = await client.request(createComment({ collection: 'recordings', item: recording.id, comment: 'A note about flamingos' }));
+	const found = await client.request(readComments({ search: 'flamingo', fields: ['id'] }));
+	assert.deepEqual(found.map((c) => c.id), [comment.id]);
+	await client.request(deleteComment(comment.id));
+	await client.logout();
+	await admin.request(deleteItem('videos', video.id));
 });

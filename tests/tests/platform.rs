@@ -215,7 +215,7 @@ fn items_api_queries_filter_sort_page_and_aggregate() {
     assert_eq!(
         host.get("/items/videos?fields=slug,\"x\"", Some(ADMIN_TOKEN))
             .status,
-        400
+        403
     );
     assert_eq!(
         host.get("/items/videos?filter=notjson", Some(ADMIN_TOKEN))

@@ -88,6 +88,7 @@ pub fn parse_query_string(query: Option<&str>) -> Result<WireQuery, HttpError> {
                         .map_err(|_| bad_query("\"filter\" must be a JSON object"))?,
                 )
             }
+            "search" => q.search = Some(value.into_owned()),
             "sort" => q.sort = Some(ListParam::Text(value.into_owned())),
             "fields" => q.fields = Some(ListParam::Text(value.into_owned())),
             "groupBy" => q.group_by = Some(ListParam::Text(value.into_owned())),
@@ -393,6 +394,65 @@ pub(super) async fn update_in(
             c.platform
                 .update_one_json(&mut Session::Auto, &c.who, &collection, &id, payload)?;
         read_back(c.platform, &c.who, &collection, &[key], &q, false)
+    })
+    .await
+}
+
+pub async fn update_many(
+    State(state): State<AppState>,
+    ItemPath(collection): ItemPath<String>,
+    call: AsCaller,
+    body: Body,
+) -> Result<Response, HttpError> {
+    update_many_in(state, collection, call, body).await
+}
+
+/// `PATCH` of many items: by keys, by query, or a batch (see
+/// `Platform::update_many_json`); answers them read back.
+pub(super) async fn update_many_in(
+    state: AppState,
+    collection: impl Into<String>,
+    call: AsCaller,
+    body: Body,
+) -> Result<Response, HttpError> {
+    let collection = collection.into();
+    let bytes = read_body(body, call.headers(), &state.limits).await?;
+    let max_batch = state.limits.max_batch_mutation;
+    call.run(move |c| {
+        let payload = json_body_text(&bytes)?;
+        let q = c.query()?;
+        let keys =
+            c.platform
+                .update_many_json(&c.who, &collection, payload, max_batch, DEFAULT_LIMIT)?;
+        read_back(c.platform, &c.who, &collection, &keys, &q, true)
+    })
+    .await
+}
+
+pub async fn delete_many(
+    State(state): State<AppState>,
+    ItemPath(collection): ItemPath<String>,
+    call: AsCaller,
+    body: Body,
+) -> Result<Response, HttpError> {
+    delete_many_in(state, collection, call, body).await
+}
+
+/// `DELETE` of many items: a list of keys, `{"keys"}` or `{"query"}`.
+pub(super) async fn delete_many_in(
+    state: AppState,
+    collection: impl Into<String>,
+    call: AsCaller,
+    body: Body,
+) -> Result<Response, HttpError> {
+    let collection = collection.into();
+    let bytes = read_body(body, call.headers(), &state.limits).await?;
+    let max_batch = state.limits.max_batch_mutation;
+    call.run(move |c| {
+        let payload = json_body_text(&bytes)?;
+        c.platform
+            .delete_many(&c.who, &collection, payload, max_batch, DEFAULT_LIMIT)?;
+        Ok(StatusCode::NO_CONTENT.into_response())
     })
     .await
 }

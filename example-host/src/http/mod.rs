@@ -85,8 +85,19 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/users/register", post(users_api::register))
         .route("/users/register/verify-email", get(users_api::verify_email))
-        .route("/users", get(users_api::read_many))
-        .route("/users/{id}", get(users_api::read_one))
+        .route(
+            "/users",
+            get(users_api::read_many)
+                .post(users_api::create)
+                .patch(users_api::update_many)
+                .delete(users_api::delete_many),
+        )
+        .route(
+            "/users/{id}",
+            get(users_api::read_one)
+                .patch(users_api::update)
+                .delete(users_api::delete),
+        )
         .route(
             "/comments",
             get(comments_api::read_many).post(comments_api::create),
@@ -99,7 +110,10 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/items/{collection}",
-            get(items_api::read_many).post(items_api::create),
+            get(items_api::read_many)
+                .post(items_api::create)
+                .patch(items_api::update_many)
+                .delete(items_api::delete_many),
         )
         .route(
             "/items/{collection}/{id}",

@@ -168,6 +168,16 @@ const HOST_ROUTES: &[(&str, &str, &str)] = &[
         "post",
         "Create one item (object) or several (array)",
     ),
+    (
+        "/items/{collection}",
+        "patch",
+        "Update many items in one transaction: {keys, data}, {query, data}, or an array of items each with its id",
+    ),
+    (
+        "/items/{collection}",
+        "delete",
+        "Delete many items in one transaction: an array of keys, {keys} or {query} (204)",
+    ),
     ("/items/{collection}/{id}", "get", "Read one item"),
     ("/items/{collection}/{id}", "patch", "Update one item"),
     ("/items/{collection}/{id}", "delete", "Delete one item"),
@@ -198,7 +208,24 @@ const HOST_ROUTES: &[(&str, &str, &str)] = &[
         "get",
         "Read users under the caller's permissions (as /items/platform_users)",
     ),
+    (
+        "/users",
+        "post",
+        "Create one user (object) or several (array), as /items/platform_users",
+    ),
+    (
+        "/users",
+        "patch",
+        "Update many users: {keys, data}, {query, data}, or an array of users each with its id",
+    ),
+    (
+        "/users",
+        "delete",
+        "Delete many users: an array of keys, {keys} or {query} (204)",
+    ),
     ("/users/{id}", "get", "Read one user (as /items/platform_users/{id})"),
+    ("/users/{id}", "patch", "Update one user"),
+    ("/users/{id}", "delete", "Delete one user (204)"),
     (
         "/comments",
         "get",
@@ -262,6 +289,7 @@ pub fn build_openapi(registry: &Registry) -> Value {
         if lists.contains(&path) && method == "get" {
             for (name, kind) in [
                 ("filter", "string"),
+                ("search", "string"),
                 ("sort", "string"),
                 ("fields", "string"),
                 ("limit", "integer"),

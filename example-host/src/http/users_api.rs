@@ -10,7 +10,10 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::as_caller::{caller, AsCaller};
-use super::items_api::{data_text, json_body_text, parse_query_string, read_many_in, ItemPath};
+use super::items_api::{
+    create_in, data_text, delete_in, delete_many_in, json_body_text, parse_query_string,
+    read_many_in, update_in, update_many_in, ItemPath,
+};
 use super::{blocking, read_body, AppState, HttpError};
 use crate::items::{ItemsError, Session, Who};
 use crate::platform::Platform;
@@ -194,4 +197,48 @@ pub async fn verify_email(State(state): State<AppState>, uri: Uri) -> Result<Res
         )
             .into_response(),
     })
+}
+
+/// `POST /users`: one user or an array of them, as
+/// `/items/platform_users` creates them (the same rules: hashed passwords,
+/// emails in lower case, lengths).
+pub async fn create(
+    State(state): State<AppState>,
+    call: AsCaller,
+    body: Body,
+) -> Result<Response, HttpError> {
+    create_in(state, USERS, call, body).await
+}
+
+/// `PATCH /users`: many users, by keys, by query or as a batch.
+pub async fn update_many(
+    State(state): State<AppState>,
+    call: AsCaller,
+    body: Body,
+) -> Result<Response, HttpError> {
+    update_many_in(state, USERS, call, body).await
+}
+
+/// `PATCH /users/:id`: one user (`/users/me` is its own route).
+pub async fn update(
+    State(state): State<AppState>,
+    ItemPath(id): ItemPath<String>,
+    call: AsCaller,
+    body: Body,
+) -> Result<Response, HttpError> {
+    update_in(state, USERS, id, call, body).await
+}
+
+/// `DELETE /users`: many users, a list of keys, `{"keys"}` or `{"query"}`.
+pub async fn delete_many(
+    State(state): State<AppState>,
+    call: AsCaller,
+    body: Body,
+) -> Result<Response, HttpError> {
+    delete_many_in(state, USERS, call, body).await
+}
+
+/// `DELETE /users/:id`: one user.
+pub async fn delete(ItemPath(id): ItemPath<String>, call: AsCaller) -> Result<Response, HttpError> {
+    delete_in(USERS, id, call).await
 }

@@ -9,6 +9,7 @@
 //! events and the hooks they reach, [`error`] its failures.
 
 mod events;
+mod many;
 mod read;
 mod references;
 mod related_filters;

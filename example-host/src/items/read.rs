@@ -3,37 +3,29 @@
 use super::related_filters::follows_references;
 use super::relations::Readers;
 use super::*;
+use crate::query::ListParam;
 
 impl Platform {
-    /// Builds the read: the caller's query, narrowed to what they may see.
+    /// Builds the read: the caller's query, narrowed to what they may see;
+    /// `path` is where the collection was reached from (`""`: the root).
     fn plan_read(
         &self,
         who: &Who,
         def: &CollectionDef,
         wire: &WireQuery,
         default_limit: Option<u64>,
+        path: &str,
     ) -> Result<ReadQuery, ItemsError> {
         let grant = self.grant(who, &def.name, Action::Read)?;
+        check_named_fields(def, grant.as_ref(), wire, path)?;
         let vars = who.vars();
         let mut q = wire.to_read(def, &vars, default_limit)?;
-        let explicit = wire
-            .fields
-            .as_ref()
-            .map(|f| f.items())
-            .is_some_and(|f| !f.is_empty() && !f.iter().any(|x| x == "*"));
         let mut used = Vec::new();
         if let Some(f) = &q.filter {
             f.fields(&mut used);
         }
         used.extend(q.sort.iter().map(|(f, _)| f.clone()));
         check_queried_fields(&def.name, grant.as_ref(), &used)?;
-        if explicit {
-            if let Some(g) = &grant {
-                if q.fields.iter().any(|f| !g.allows_field(f)) {
-                    return Err(ItemsError::forbidden());
-                }
-            }
-        }
         q.fields.retain(|f| {
             !is_secret(&def.name, f) && grant.as_ref().is_none_or(|g| g.allows_field(f))
         });
@@ -41,6 +33,10 @@ impl Platform {
             return Err(ItemsError::forbidden());
         }
         used.extend(q.fields.iter().cloned());
+        if let Some(search) = search(def, grant.as_ref(), wire) {
+            search.fields(&mut used);
+            q.filter = Filter::and(q.filter.take(), Some(search));
+        }
         q.masks = self.field_masks(def, grant.as_ref(), &vars, &used)?;
         q.scope = Filter::and(
             self.grant_filter(def, grant.as_ref(), &vars)?,
@@ -117,10 +113,7 @@ impl Platform {
     ) -> Result<Vec<u8>, ItemsError> {
         let own = Who::admin(caller.accountability.clone());
         let q = scoped(wire, scope);
-        let readers = Readers {
-            root: &own,
-            related: caller,
-        };
+        let readers = Readers::own(&own, caller);
         self.read_following_references_json(session, readers, collection, &q, default_limit)
     }
 
@@ -136,10 +129,7 @@ impl Platform {
     ) -> Result<Option<Vec<u8>>, ItemsError> {
         let own = Who::admin(caller.accountability.clone());
         let q = one_item(&scoped(wire, scope), key);
-        let readers = Readers {
-            root: &own,
-            related: caller,
-        };
+        let readers = Readers::own(&own, caller);
         self.read_first_following_references(session, readers, collection, &q)
     }
 
@@ -173,12 +163,14 @@ impl Platform {
             collection,
             wire,
             default_limit,
+            ROOT,
             |conn, def, q| Ok(conn.select(def, q)?),
         )
     }
 
     /// [`Platform::read_by_query`] as the JSON text of each cell, for
     /// answers assembled from several reads without building records.
+    /// `path` is where the collection was reached from.
     pub(super) fn read_by_query_text(
         &self,
         session: &mut Session<'_>,
@@ -186,6 +178,7 @@ impl Platform {
         collection: &str,
         wire: &WireQuery,
         default_limit: Option<u64>,
+        path: &str,
     ) -> Result<TextRows, ItemsError> {
         self.planned_read(
             session,
@@ -193,6 +186,7 @@ impl Platform {
             collection,
             wire,
             default_limit,
+            path,
             |conn, def, q| Ok(conn.select_text(def, q)?),
         )
     }
@@ -224,10 +218,12 @@ impl Platform {
             collection,
             wire,
             default_limit,
+            ROOT,
             select_json_array,
         )
     }
 
+    #[allow(clippy::too_many_arguments)]
     /// A read of `collection` planned for `who` (conditions through
     /// references resolved, narrowed to what they may see), run by `run`
     /// on a connection.
@@ -238,11 +234,12 @@ impl Platform {
         collection: &str,
         wire: &WireQuery,
         default_limit: Option<u64>,
+        path: &str,
         mut run: impl FnMut(&mut dyn Reader, &CollectionDef, &ReadQuery) -> Result<T, ItemsError>,
     ) -> Result<T, ItemsError> {
         let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
-        let q = self.plan_read(who, &def, &wire, default_limit)?;
+        let q = self.plan_read(who, &def, &wire, default_limit, path)?;
         self.run_read(session, |conn| run(conn, &def, &q))
     }
 
@@ -306,10 +303,7 @@ impl Platform {
         if !related_filter && !self.follows_relations(&own, collection, &q) {
             return self.read_one_json(session, &own, collection, key, &q);
         }
-        let readers = Readers {
-            root: &own,
-            related: caller,
-        };
+        let readers = Readers::own(&own, caller);
         self.read_first_following_references(session, readers, collection, &one_item(&q, key))
     }
 
@@ -329,7 +323,7 @@ impl Platform {
     ) -> Result<Option<T>, ItemsError> {
         let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
-        let mut q = self.plan_read(who, &def, &wire, None)?;
+        let mut q = self.plan_read(who, &def, &wire, None, ROOT)?;
         q.filter = Filter::and(Some(key_filter(key)), q.filter.take());
         q.limit = Some(1);
         q.offset = 0;
@@ -363,6 +357,10 @@ impl Platform {
             f.fields(&mut used);
         }
         check_queried_fields(collection, grant.as_ref(), &used)?;
+        if let Some(search) = search(&def, grant.as_ref(), &wire) {
+            search.fields(&mut used);
+            q.filter = Filter::and(q.filter.take(), Some(search));
+        }
         q.masks = self.field_masks(&def, grant.as_ref(), &vars, &used)?;
         q.scope = Filter::and(
             self.grant_filter(&def, grant.as_ref(), &vars)?,
@@ -374,6 +372,70 @@ impl Platform {
 
 /// The platform's comments.
 pub const COMMENTS: &str = "platform_comments";
+
+/// The `path` of a read of the collection the query names (Directus's
+/// "root").
+pub(super) const ROOT: &str = "";
+
+/// The refusal of fields a caller may not read or that do not exist, told
+/// apart by neither, in Directus's words; `path` is where the collection
+/// was reached from.
+pub(super) fn fields_forbidden(path: &str, collection: &str, fields: &[String]) -> ItemsError {
+    let queried_in = if path.is_empty() {
+        "root".to_string()
+    } else {
+        format!("\"{path}\"")
+    };
+    let named: Vec<String> = fields.iter().map(|f| format!("\"{f}\"")).collect();
+    let named = named.join(", ");
+    ItemsError::Forbidden(match fields {
+        [_] => format!(
+            "You don't have permission to access field {named} in collection \"{collection}\" or it does not exist. Queried in {queried_in}."
+        ),
+        _ => format!(
+            "You don't have permission to access fields {named} in collection \"{collection}\" or they do not exist. Queried in {queried_in}."
+        ),
+    })
+}
+
+/// Refuses a query whose `fields` name one the collection does not have
+/// or the caller's grant does not give (paths through relations are
+/// checked on the collections they reach).
+fn check_named_fields(
+    def: &CollectionDef,
+    grant: Option<&Grant>,
+    wire: &WireQuery,
+    path: &str,
+) -> Result<(), ItemsError> {
+    let Some(fields) = wire.fields.as_ref().map(ListParam::items) else {
+        return Ok(());
+    };
+    let mut refused: Vec<String> = Vec::new();
+    for field in fields {
+        if field == "*" || field.contains('.') || refused.contains(&field) {
+            continue;
+        }
+        let known = def.has(&field) || def.alias(&field).is_some();
+        if !known || grant.is_some_and(|g| !g.allows_field(&field)) {
+            refused.push(field);
+        }
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(fields_forbidden(path, &def.name, &refused))
+    }
+}
+
+/// The condition of the query's `search`, over the fields the caller may
+/// read (none of a secret); `None` when it has none.
+fn search(def: &CollectionDef, grant: Option<&Grant>, wire: &WireQuery) -> Option<Filter> {
+    let text = wire.search.as_deref().filter(|t| !t.trim().is_empty())?;
+    let readable = def.fields.iter().filter(|f| {
+        !is_secret(&def.name, &f.field) && grant.is_none_or(|g| g.allows_field(&f.field))
+    });
+    Some(Filter::search(text, readable))
+}
 
 /// `wire` with `scope` ANDed to its filter, every field when it names
 /// none.

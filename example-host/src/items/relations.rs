@@ -21,6 +21,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
+use super::read::{fields_forbidden, ROOT};
 use super::*;
 use crate::query::ListParam;
 use crate::schema::Alias;
@@ -69,6 +70,9 @@ enum Relation {
 pub(super) struct Readers<'w> {
     pub root: &'w Who,
     pub related: &'w Who,
+    /// Where the collection read was reached from: the relations followed
+    /// (`author.avatar`), `""` for the root; errors name it.
+    pub path: &'w str,
 }
 
 impl<'w> Readers<'w> {
@@ -76,7 +80,34 @@ impl<'w> Readers<'w> {
         Self {
             root: who,
             related: who,
+            path: ROOT,
         }
+    }
+
+    /// One's own record read as `own`, everything related as `caller`.
+    pub fn own(own: &'w Who, caller: &'w Who) -> Self {
+        Self {
+            root: own,
+            related: caller,
+            path: ROOT,
+        }
+    }
+
+    /// The caller's readers of the collection `relation` leads to.
+    fn below(&self, relation: &'w str) -> Readers<'w> {
+        Readers {
+            path: relation,
+            ..Readers::caller(self.related)
+        }
+    }
+}
+
+/// The path of `name` followed from `path`.
+fn path_below(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
     }
 }
 
@@ -357,7 +388,7 @@ impl Platform {
         }
         let mut relations = Vec::with_capacity(tree.related.len());
         for (name, below) in &tree.related {
-            let relation = self.relation(readers.root, &def, name, below)?;
+            let relation = self.relation(readers.root, &def, name, below, readers.path)?;
             relations.push((name.as_str(), relation, below));
         }
         // The root, with the columns the relations start from.
@@ -377,13 +408,20 @@ impl Platform {
             fields: Some(ListParam::List(local)),
             ..wire.into_owned()
         };
-        let rows =
-            self.read_by_query_text(session, readers.root, collection, &root, default_limit)?;
+        let rows = self.read_by_query_text(
+            session,
+            readers.root,
+            collection,
+            &root,
+            default_limit,
+            readers.path,
+        )?;
         let id = rows.column("id");
         let mut to_one = HashMap::new();
         let mut to_many = Vec::new();
         for (name, relation, below) in relations {
-            let related = Readers::caller(readers.related);
+            let path = path_below(readers.path, name);
+            let related = readers.below(&path);
             match relation {
                 Relation::ToOne { target } => {
                     // Only where the record has the column (the caller
@@ -437,6 +475,7 @@ impl Platform {
         def: &CollectionDef,
         name: &str,
         below: &[String],
+        path: &str,
     ) -> Result<Relation, ItemsError> {
         if let Some(field) = def.field(name) {
             return match &field.references {
@@ -450,14 +489,15 @@ impl Platform {
                 ))),
             };
         }
+        let refused = || fields_forbidden(path, &def.name, &[name.to_string()]);
         let Some(alias) = def.alias(name) else {
-            return Err(unknown_query_field(def, name));
+            return Err(refused());
         };
         // An alias is a field of its collection for the caller's field
         // permissions, as in Directus.
         if let Some(grant) = self.grant(who, &def.name, Action::Read)? {
             if !grant.allows_field(name) {
-                return Err(ItemsError::forbidden());
+                return Err(refused());
             }
         }
         Ok(Relation::ToMany {
