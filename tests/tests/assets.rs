@@ -640,3 +640,51 @@ fn a_timed_out_transformation_gives_its_slot_back_and_steps_are_bounded() {
     );
     host.assert_serving();
 }
+
+/// Callers who are not signed in have presets only made (and kept), so
+/// they cannot fill the storage with transformations of their choosing;
+/// which ones are made is a setting (Directus's `storage_asset_transform`).
+#[test]
+fn anonymous_callers_have_presets_only_transformed_by_default() {
+    let host = Host::start(HostOptions::svc().env_var(
+        "ASSETS_TRANSFORM_PRESETS",
+        r#"[{"key": "thumb", "width": 8, "height": 8}]"#,
+    ));
+    host.grant(
+        "Public",
+        "platform_files",
+        serde_json::json!({"action": "read"}),
+    );
+    let id = id_of(&upload_as(&host, "pic.png", "image/png", &png(40, 20)));
+    let got = host.get_bytes(&format!("/assets/{id}?width=11"), &[]);
+    assert_eq!(got.status, 400);
+    let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(
+        error["errors"][0]["message"],
+        "Only configured presets can be used in asset generation."
+    );
+    assert_eq!(transforms_in(&host, &id), 0, "nothing kept");
+    let got = host.get_bytes(&format!("/assets/{id}?key=thumb"), &[]);
+    assert_eq!((got.status, image_dimensions(&got.body)), (200, (8, 8)));
+    // Untransformed, as before.
+    assert_eq!(host.get_bytes(&format!("/assets/{id}"), &[]).status, 200);
+    let admin = format!("Bearer {ADMIN_TOKEN}");
+    let got = host.get_bytes(
+        &format!("/assets/{id}?width=11"),
+        &[("Authorization", &admin)],
+    );
+    assert_eq!((got.status, image_dimensions(&got.body).0), (200, 11));
+
+    let host = Host::start(HostOptions::svc().env_var("ASSETS_TRANSFORM_ALLOWED", "none"));
+    let id = id_of(&upload_as(&host, "pic.png", "image/png", &png(40, 20)));
+    let got = host.get_bytes(
+        &format!("/assets/{id}?width=11"),
+        &[("Authorization", &admin)],
+    );
+    assert_eq!(got.status, 400);
+    let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(
+        error["errors"][0]["message"],
+        "Dynamic asset generation has been disabled for this project."
+    );
+}

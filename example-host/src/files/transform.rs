@@ -102,9 +102,53 @@ pub struct Transform {
     pub steps: Vec<Step>,
 }
 
+/// Which transformations are made (Directus's `storage_asset_transform`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allowed {
+    /// Any, asked by parameters or by a preset.
+    All,
+    /// Presets (`key`) only.
+    Presets,
+    /// None.
+    None,
+}
+
+impl Allowed {
+    fn parse(name: &str, text: &str) -> Result<Self, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "all" => Ok(Self::All),
+            "presets" => Ok(Self::Presets),
+            "none" => Ok(Self::None),
+            other => Err(format!("{name}={other}: use all, presets or none")),
+        }
+    }
+
+    /// Whether a transformation asked by `query` may be made; the refusal
+    /// in Directus's words otherwise (400 `INVALID_QUERY`).
+    pub fn permits(self, query: Option<&str>) -> Result<(), String> {
+        let by_key =
+            form_urlencoded::parse(query.unwrap_or("").as_bytes()).any(|(k, _)| k == "key");
+        match self {
+            Self::All => Ok(()),
+            Self::Presets if by_key => Ok(()),
+            Self::Presets => Err("Only configured presets can be used in asset generation.".into()),
+            Self::None => {
+                Err("Dynamic asset generation has been disabled for this project.".into())
+            }
+        }
+    }
+}
+
 /// The transformation settings.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// `ASSETS_TRANSFORM_ALLOWED` (`all`): which transformations signed-in
+    /// callers may have made (and kept).
+    pub allowed: Allowed,
+    /// `ASSETS_TRANSFORM_PUBLIC_ALLOWED` (`presets`): the same for callers
+    /// who are not signed in, so that they cannot fill the storage with
+    /// transformations of their own choosing.
+    pub public_allowed: Allowed,
     /// `ASSETS_TRANSFORM_PRESETS`: named transformations (`key`).
     pub presets: Vec<(String, Transform)>,
     /// `ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION` (6000): larger originals are
@@ -178,7 +222,12 @@ impl Settings {
                 presets
             }
         };
+        let allowed = |name: &str, default: Allowed| {
+            var(name).map_or(Ok(default), |v| Allowed::parse(name, &v))
+        };
         Ok(Self {
+            allowed: allowed("ASSETS_TRANSFORM_ALLOWED", Allowed::All)?,
+            public_allowed: allowed("ASSETS_TRANSFORM_PUBLIC_ALLOWED", Allowed::Presets)?,
             presets,
             max_dimension: number("ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION", 6000)?,
             max_concurrent: number("ASSETS_TRANSFORM_MAX_CONCURRENT", 25)?.max(1) as usize,
@@ -826,6 +875,19 @@ pub(crate) mod tests {
             t("width=10").apply(&b"not an image"[..], Format::Png, &bounds(6000)),
             Err(TransformError::Failed(_))
         ));
+    }
+
+    #[test]
+    fn which_transformations_are_made_is_a_setting() {
+        assert_eq!(Allowed::All.permits(Some("width=3")), Ok(()));
+        assert_eq!(Allowed::Presets.permits(Some("key=thumb")), Ok(()));
+        assert!(Allowed::Presets.permits(Some("width=3")).is_err());
+        assert!(Allowed::None.permits(Some("key=thumb")).is_err());
+        let s = settings();
+        assert_eq!(
+            (s.allowed, s.public_allowed),
+            (Allowed::All, Allowed::Presets)
+        );
     }
 
     #[test]

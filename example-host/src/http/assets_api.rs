@@ -88,6 +88,17 @@ async fn serve(state: AppState, id: String, call: AsCaller) -> Result<Response, 
         StorageError::NotFound => forbidden(),
         other => HttpError::StorageUnavailable(format!("Couldn't read file: {other}")),
     };
+    if transform.is_some() {
+        let settings = &state.files.transforms;
+        let allowed = if record.signed_in {
+            settings.allowed
+        } else {
+            settings.public_allowed
+        };
+        allowed
+            .permits(uri.query())
+            .map_err(|e| HttpError::Items(ItemsError::InvalidQuery(e)))?;
+    }
     if let Some(transform) = transform.filter(|_| transform::transformable(&record.mime)) {
         let accept = headers
             .get(header::ACCEPT)
