@@ -3,8 +3,12 @@
 // against a host it started, where a member (PLATFORM_EMAIL,
 // PLATFORM_PASSWORD) uploaded a private image (PLATFORM_IMAGE_ID, 300×200)
 // and a movie (PLATFORM_MOVIE_ID, WebM, 6 s) that anonymous callers may not
-// read; PLATFORM_CHROMIUM is the browser to launch. The host serves no
-// HTML: the pages are fulfilled by the browser itself on the host's origin.
+// read; PLATFORM_CHROMIUM is the browser to launch. The member also
+// uploaded an HTML page (PLATFORM_PAGE_ID), an SVG (PLATFORM_SVG_ID) and a
+// text/plain file whose bytes are HTML (PLATFORM_TEXT_ID), each with a
+// script that would call `/xss-marker` and write localStorage. The host
+// serves no HTML: the pages are fulfilled by the browser itself on the
+// host's origin.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
@@ -16,6 +20,7 @@ const password = required('PLATFORM_PASSWORD');
 const imageId = required('PLATFORM_IMAGE_ID');
 const movieId = required('PLATFORM_MOVIE_ID');
 const executablePath = required('PLATFORM_CHROMIUM');
+const uploadedPages = [required('PLATFORM_PAGE_ID'), required('PLATFORM_SVG_ID'), required('PLATFORM_TEXT_ID')];
 
 function required(name) {
 	const value = process.env[name];
@@ -31,6 +36,11 @@ const pages = {
 	'/browser-test-media.html': `<!doctype html><title>Media</title>
 <img src="/assets/${imageId}?width=64&format=webp" alt="picture">
 <video src="/assets/${movieId}" muted preload="auto"></video>`,
+	'/browser-test-frames.html': `<!doctype html><title>Frames</title>
+${uploadedPages.map((id) => `<iframe src="/assets/${id}"></iframe><object data="/assets/${id}"></object>`).join('\n')}`,
+	// The marker works: a script of the site's own origin reaches it.
+	'/browser-test-control.html': `<!doctype html><title>Control</title>
+<script>fetch('/xss-marker?control')</script>`,
 };
 
 let browser;
@@ -169,3 +179,45 @@ test('the page uploads a file by the cookie (multipart, from its own origin)', {
 	assert.equal(upload.body.data.width, 48);
 	assert.equal(upload.body.data.height, 32);
 });
+
+test('uploaded pages run nothing on the site\'s origin, opened or framed by the signed-in member', { timeout: 60_000 }, async () => {
+	const marks = [];
+	await page.route(`${origin}/xss-marker**`, (route) => {
+		marks.push(new URL(route.request().url()).search);
+		return route.fulfill({ status: 204 });
+	});
+	await page.goto(`${origin}/browser-test-control.html`);
+	await page.waitForFunction(() => document.readyState === 'complete');
+	await expectMarks(marks, ['?control']);
+
+	const opened = [];
+	for (const id of uploadedPages) {
+		// Opened as a link to it would be: an attachment is a download,
+		// which the navigation reports as aborted.
+		try {
+			const response = await page.goto(`${origin}/assets/${id}`, { timeout: 10_000 });
+			opened.push({ id, status: response?.status(), type: response?.headers()['content-type'] });
+		} catch (e) {
+			opened.push({ id, download: true, error: String(e.message).split('\n')[0] });
+		}
+		await page.waitForTimeout(300);
+	}
+	await page.goto(`${origin}/browser-test-frames.html`);
+	await page.waitForTimeout(1_500);
+	await page.goto(`${origin}/browser-test.html`);
+	const stored = await page.evaluate(() => localStorage.getItem('xss'));
+	assert.deepEqual(marks, ['?control'], `an uploaded script ran: ${JSON.stringify({ marks, opened })}`);
+	assert.equal(stored, null, JSON.stringify(opened));
+	// The member is still signed in, and nothing was done in their name.
+	const me = await page.evaluate(async () => (await fetch('/users/me', { credentials: 'include' })).status);
+	assert.equal(me, 200);
+});
+
+/** Waits (at most 5 s) until `marks` holds `expected`. */
+async function expectMarks(marks, expected) {
+	const deadline = Date.now() + 5_000;
+	while (marks.length < expected.length && Date.now() < deadline) {
+		await new Promise((resolve) => setTimeout(resolve, 50));
+	}
+	assert.deepEqual(marks, expected);
+}

@@ -411,3 +411,280 @@ fn a_transformation_past_its_time_is_503_and_keeps_nothing() {
     assert_eq!(transforms_in(&host, &id), 0);
     host.assert_serving();
 }
+
+/// Uploads `bytes` as `filename` declared `content_type`; the record.
+fn upload_as(host: &Host, filename: &str, content_type: &str, bytes: &[u8]) -> serde_json::Value {
+    let form = Form::new().file("file", filename, content_type, bytes);
+    let r = host.send_form("POST", "/files", Some(ADMIN_TOKEN), &form);
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["data"].clone()
+}
+
+const PAGE: &[u8] = b"<!doctype html><html><body><script>fetch('/users/me')</script></body></html>";
+const SVG: &[u8] = b"<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"><script>fetch('/users/me')</script></svg>";
+
+/// What a browser would run is never a page of the platform's origin:
+/// every asset carries the assets' policy and `nosniff`; HTML, SVG and
+/// other types not known to be inert are attachments; bytes that look
+/// like a page keep the type they were declared with.
+#[test]
+fn uploads_a_browser_would_run_are_attachments_under_a_policy_that_runs_nothing() {
+    let host =
+        Host::start(HostOptions::svc().env_var("FILES_MIME_TYPE_ALLOW_LIST", "image/*,text/*"));
+    let admin = format!("Bearer {ADMIN_TOKEN}");
+    let auth = ("Authorization", admin.as_str());
+    let page = upload_as(&host, "page.html", "text/html", PAGE);
+    let svg = upload_as(&host, "drawing.svg", "image/svg+xml", SVG);
+    assert_eq!(svg["type"], "image/svg+xml", "image/* lets SVG in");
+    let disguised = upload_as(&host, "notes.txt", "text/plain", PAGE);
+    assert_eq!(disguised["type"], "text/plain", "never sniffed into a page");
+    let picture = upload_as(&host, "pic.png", "image/png", &png(4, 4));
+    let text = upload_as(&host, "a.txt", "text/plain", b"plain");
+
+    let attachment = |filename: &str| {
+        format!("attachment; filename=\"{filename}\"; filename*=UTF-8''{filename}")
+    };
+    for (record, content_type, disposition) in [
+        (&page, "text/html", Some(attachment("page.html"))),
+        (&svg, "image/svg+xml", Some(attachment("drawing.svg"))),
+        (&disguised, "text/plain", None),
+        (&picture, "image/png", None),
+        (&text, "text/plain", None),
+    ] {
+        let id = id_of(record);
+        let got = host.get_bytes(&format!("/assets/{id}"), &[auth]);
+        assert_eq!(got.status, 200, "{record}");
+        assert_eq!(got.header("content-type"), Some(content_type));
+        assert_eq!(
+            got.header("content-security-policy"),
+            Some("default-src 'none'"),
+            "{content_type}"
+        );
+        assert_eq!(got.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(
+            got.header("content-disposition"),
+            disposition.as_deref(),
+            "{content_type}"
+        );
+        // A part of it, and a transformation, alike.
+        let part = host.get_bytes(&format!("/assets/{id}"), &[auth, ("Range", "bytes=0-3")]);
+        assert_eq!(part.status, 206);
+        assert_eq!(part.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(part.header("content-disposition"), disposition.as_deref());
+    }
+    let got = host.get_bytes(&format!("/assets/{}?width=2", id_of(&picture)), &[auth]);
+    assert_eq!(
+        got.header("content-security-policy"),
+        Some("default-src 'none'")
+    );
+    assert_eq!(got.header("content-disposition"), None);
+
+    // A record whose type was set to something that is no type is served
+    // as bytes, never untyped (which a browser would sniff).
+    let id = id_of(&text);
+    host.patch(
+        &format!("/files/{id}"),
+        Some(ADMIN_TOKEN),
+        &serde_json::json!({"type": "html"}),
+    );
+    let got = host.get_bytes(&format!("/assets/{id}"), &[auth]);
+    assert_eq!(got.header("content-type"), Some("application/octet-stream"));
+    assert!(got.header("content-disposition").is_some());
+
+    // The policy as the settings make it.
+    let host = Host::start(HostOptions::svc().env_var(
+        "ASSETS_CONTENT_SECURITY_POLICY_DIRECTIVES__MEDIA_SRC",
+        "array:'self', https://cdn.example.com",
+    ));
+    let id = id_of(&upload_as(&host, "a.txt", "text/plain", b"plain"));
+    let got = host.get_bytes(&format!("/assets/{id}"), &[auth]);
+    assert_eq!(
+        got.header("content-security-policy"),
+        Some("default-src 'none'; media-src 'self' https://cdn.example.com")
+    );
+}
+
+/// A PNG of `side` × `side` at 16 bits a channel with alpha: 8 bytes a
+/// pixel decoded, a few KB on disk.
+fn deep_png(side: u32) -> Vec<u8> {
+    let img = image::DynamicImage::ImageRgba16(image::ImageBuffer::from_fn(side, side, |x, _| {
+        image::Rgba([(x % 7) as u16 * 9000, 30_000, 50_000, 65_535])
+    }));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("png");
+    out.into_inner()
+}
+
+/// Transformations reserve what they will take from one budget before
+/// they decode: many at once of a deep image leave the host within the
+/// budget, the ones that do not fit answered 503 with `Retry-After`; an
+/// image past the bound of one transformation is refused before it is
+/// decoded.
+#[test]
+fn transformations_at_once_stay_within_the_memory_budget() {
+    let host = Host::start(HostOptions::svc().env_var("ASSETS_TRANSFORM_MEMORY_BUDGET", "240mib"));
+    // 3000 × 3000: 72 MB decoded, 36 MB at work.
+    let record = upload_as(&host, "deep.png", "image/png", &deep_png(3000));
+    assert_eq!(record["width"], 3000);
+    let id = id_of(&record);
+    let before = host.rss_kib().expect("the host's memory");
+    let answers: Vec<(u16, Option<String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let (host, id) = (&host, &id);
+                s.spawn(move || {
+                    let admin = format!("Bearer {ADMIN_TOKEN}");
+                    let got = host.get_bytes(
+                        &format!("/assets/{id}?width={}", 100 + i),
+                        &[("Authorization", &admin)],
+                    );
+                    (got.status, got.header("retry-after").map(String::from))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a request"))
+            .collect()
+    });
+    let peak = host.peak_rss_kib().expect("the host's peak memory");
+    println!("answers {answers:?}; RSS before {before} KiB, peak {peak} KiB");
+    assert!(
+        answers
+            .iter()
+            .all(|(status, _)| [200, 503].contains(status)),
+        "{answers:?}"
+    );
+    assert!(
+        answers.iter().any(|(status, _)| *status == 200),
+        "{answers:?}"
+    );
+    assert!(
+        answers
+            .iter()
+            .any(|(status, retry)| *status == 503 && retry.is_some()),
+        "some did not fit: {answers:?}"
+    );
+    // The budget, the host's own memory, and the allocator's slack.
+    assert!(
+        peak < before + 400 * 1024,
+        "peak {peak} KiB, {before} KiB before"
+    );
+    assert_eq!(host.get("/server/health", None).status, 200);
+    host.assert_serving();
+
+    // One transformation past its own bound: refused, nothing decoded.
+    let host =
+        Host::start(HostOptions::svc().env_var("ASSETS_TRANSFORM_MAX_IMAGE_MEMORY", "64mib"));
+    let id = id_of(&upload_as(&host, "deep.png", "image/png", &deep_png(3000)));
+    let admin = format!("Bearer {ADMIN_TOKEN}");
+    let got = host.get_bytes(
+        &format!("/assets/{id}?width=100"),
+        &[("Authorization", &admin)],
+    );
+    assert_eq!(got.status, 400);
+    let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(
+        error["errors"][0]["extensions"]["code"],
+        "ILLEGAL_ASSET_TRANSFORMATION"
+    );
+    assert!(host.peak_rss_kib().expect("peak") < host.rss_kib().expect("rss") + 60 * 1024);
+    let small = id_of(&upload_as(&host, "small.png", "image/png", &png(40, 20)));
+    let got = host.get_bytes(
+        &format!("/assets/{small}?width=10"),
+        &[("Authorization", &admin)],
+    );
+    assert_eq!(got.status, 200);
+}
+
+/// A transformation past its time gives its slot back at once (the work
+/// is told to stop), so it does not keep others out; `transforms` takes
+/// at most `ASSETS_TRANSFORM_MAX_OPERATIONS` steps, as Directus.
+#[test]
+fn a_timed_out_transformation_gives_its_slot_back_and_steps_are_bounded() {
+    let host = Host::start(
+        HostOptions::svc()
+            .env_var("ASSETS_TRANSFORM_MAX_CONCURRENT", "1")
+            .env_var("ASSETS_TRANSFORM_TIMEOUT", "300ms"),
+    );
+    let admin = format!("Bearer {ADMIN_TOKEN}");
+    let auth = ("Authorization", admin.as_str());
+    let big = id_of(&upload_as(&host, "big.png", "image/png", &png(3000, 3000)));
+    let small = id_of(&upload_as(&host, "small.png", "image/png", &png(40, 20)));
+    let blurs = "%5B%5B%22blur%22%2C50%5D%2C%5B%22blur%22%2C50%5D%2C%5B%22blur%22%2C50%5D%2C%5B%22blur%22%2C50%5D%2C%5B%22blur%22%2C50%5D%5D";
+    let started = std::time::Instant::now();
+    let got = host.get_bytes(
+        &format!("/assets/{big}?width=2999&transforms={blurs}"),
+        &[auth],
+    );
+    assert_eq!(got.status, 503);
+    let got = host.get_bytes(&format!("/assets/{small}?width=10"), &[auth]);
+    assert_eq!(got.status, 200, "{}", String::from_utf8_lossy(&got.body));
+    println!("both answered in {:?}", started.elapsed());
+    assert_eq!(transforms_in(&host, &big), 0);
+
+    // Five steps are taken, six are not (Directus's answer).
+    let steps = |n: usize| {
+        let list = vec!["%5B%22flip%22%5D"; n].join("%2C");
+        format!("/assets/{small}?transforms=%5B{list}%5D")
+    };
+    assert_eq!(host.get_bytes(&steps(5), &[auth]).status, 200);
+    let got = host.get_bytes(&steps(6), &[auth]);
+    assert_eq!(got.status, 400);
+    let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(error["errors"][0]["extensions"]["code"], "INVALID_QUERY");
+    assert_eq!(
+        error["errors"][0]["message"],
+        "\"transforms\" Parameter is only allowed 5 transformations"
+    );
+    host.assert_serving();
+}
+
+/// Callers who are not signed in have presets only made (and kept), so
+/// they cannot fill the storage with transformations of their choosing;
+/// which ones are made is a setting (Directus's `storage_asset_transform`).
+#[test]
+fn anonymous_callers_have_presets_only_transformed_by_default() {
+    let host = Host::start(HostOptions::svc().env_var(
+        "ASSETS_TRANSFORM_PRESETS",
+        r#"[{"key": "thumb", "width": 8, "height": 8}]"#,
+    ));
+    host.grant(
+        "Public",
+        "platform_files",
+        serde_json::json!({"action": "read"}),
+    );
+    let id = id_of(&upload_as(&host, "pic.png", "image/png", &png(40, 20)));
+    let got = host.get_bytes(&format!("/assets/{id}?width=11"), &[]);
+    assert_eq!(got.status, 400);
+    let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(
+        error["errors"][0]["message"],
+        "Only configured presets can be used in asset generation."
+    );
+    assert_eq!(transforms_in(&host, &id), 0, "nothing kept");
+    let got = host.get_bytes(&format!("/assets/{id}?key=thumb"), &[]);
+    assert_eq!((got.status, image_dimensions(&got.body)), (200, (8, 8)));
+    // Untransformed, as before.
+    assert_eq!(host.get_bytes(&format!("/assets/{id}"), &[]).status, 200);
+    let admin = format!("Bearer {ADMIN_TOKEN}");
+    let got = host.get_bytes(
+        &format!("/assets/{id}?width=11"),
+        &[("Authorization", &admin)],
+    );
+    assert_eq!((got.status, image_dimensions(&got.body).0), (200, 11));
+
+    let host = Host::start(HostOptions::svc().env_var("ASSETS_TRANSFORM_ALLOWED", "none"));
+    let id = id_of(&upload_as(&host, "pic.png", "image/png", &png(40, 20)));
+    let got = host.get_bytes(
+        &format!("/assets/{id}?width=11"),
+        &[("Authorization", &admin)],
+    );
+    assert_eq!(got.status, 400);
+    let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(
+        error["errors"][0]["message"],
+        "Dynamic asset generation has been disabled for this project."
+    );
+}

@@ -2,8 +2,10 @@
 //! `tests/sdk-js/browser.test.js`. A member signs in in the browser with
 //! the session cookie; their private image and movie, which anonymous
 //! callers may not read, then load in `<img>` and `<video>` by that cookie
-//! alone (the movie played through ranged reads); and the page uploads a
-//! file by the cookie, as the site's avatar form does.
+//! alone (the movie played through ranged reads); the page uploads a
+//! file by the cookie, as the site's avatar form does; and pages the
+//! member uploaded (HTML, SVG, HTML declared as text) run no script on the
+//! site's origin, opened or framed.
 
 use std::io::Cursor;
 use std::time::Instant;
@@ -58,6 +60,31 @@ fn a_browser_shows_a_members_private_media_by_the_session_cookie() {
     let movie = upload(&host, "movie-1.webm", "video/webm", &movie_bytes);
     assert_eq!(movie["type"], "video/webm");
     let (image, movie) = (id_of(&image), id_of(&movie));
+    // Each would call the marker and write localStorage, as the member.
+    let script = "<script>fetch('/xss-marker?uploaded', {credentials: 'include'}); \
+                  localStorage.setItem('xss', document.title || 'svg')</script>";
+    let page = upload(
+        &host,
+        "page.html",
+        "text/html",
+        format!("<!doctype html><title>page</title>{script}").as_bytes(),
+    );
+    let svg = upload(
+        &host,
+        "drawing.svg",
+        "image/svg+xml",
+        format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\">{script}</svg>"
+        )
+        .as_bytes(),
+    );
+    let text = upload(
+        &host,
+        "notes.txt",
+        "text/plain",
+        format!("<html><title>text</title>{script}</html>").as_bytes(),
+    );
+    let (page, svg, text) = (id_of(&page), id_of(&svg), id_of(&text));
     // The files are the member's own: without their cookie, nothing.
     for id in [&image, &movie] {
         let r = host.get(&format!("/assets/{id}"), None);
@@ -74,6 +101,9 @@ fn a_browser_shows_a_members_private_media_by_the_session_cookie() {
             ("PLATFORM_IMAGE_ID", image.as_str()),
             ("PLATFORM_MOVIE_ID", movie.as_str()),
             ("PLATFORM_CHROMIUM", chromium),
+            ("PLATFORM_PAGE_ID", page.as_str()),
+            ("PLATFORM_SVG_ID", svg.as_str()),
+            ("PLATFORM_TEXT_ID", text.as_str()),
         ],
     );
     let report = format!(
@@ -89,7 +119,7 @@ fn a_browser_shows_a_members_private_media_by_the_session_cookie() {
     );
     // Every test ran: a file that failed to load reports no test at all.
     assert!(
-        report.contains("ℹ pass 3") && report.contains("ℹ fail 0"),
+        report.contains("ℹ pass 4") && report.contains("ℹ fail 0"),
         "{report}"
     );
 

@@ -231,6 +231,56 @@ fn refused_uploads_leave_nothing_behind() {
     host.assert_serving();
 }
 
+/// A form's fields are held until its file: their count and their bytes
+/// in all are bounded (`FILES_MAX_FORM_FIELDS`,
+/// `FILES_MAX_FORM_FIELDS_SIZE`), 400 past either, and nothing kept.
+#[test]
+fn a_forms_fields_are_bounded_in_count_and_bytes() {
+    let host = Host::start(HostOptions::svc());
+    host.user(Some("Viewer"), "fields-6");
+    let form_of = |fields: usize, value: &str| {
+        (0..fields)
+            .fold(Form::new(), |form, _| form.field("title", value))
+            .file("file", "a.txt", "text/plain", b"hi")
+    };
+    let r = host.send_form("POST", "/files", Some("fields-6"), &form_of(200, "t"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = host.send_form("POST", "/files", Some("fields-6"), &form_of(201, "t"));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        r.json(),
+        json!({"errors": [{"message": "Invalid payload. A form may have at most 200 fields.",
+                           "extensions": {"code": "INVALID_PAYLOAD"}}]})
+    );
+    // Each field within its own bound, together past theirs (1 MB).
+    let long = "x".repeat(60 * 1024);
+    let r = host.send_form("POST", "/files", Some("fields-6"), &form_of(17, &long));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        r.json()["errors"][0]["message"],
+        "Invalid payload. A form's fields may hold at most 1000000 bytes in all."
+    );
+    assert_eq!(file_count(&host), 1);
+    host.assert_serving();
+
+    let host = Host::start(
+        HostOptions::svc()
+            .env_var("FILES_MAX_FORM_FIELDS", "3")
+            .env_var("FILES_MAX_FORM_FIELDS_SIZE", "100"),
+    );
+    let r = host.send_form("POST", "/files", Some(ADMIN_TOKEN), &form_of(4, "t"));
+    assert_eq!(r.status, 400, "{}", r.body);
+    let r = host.send_form(
+        "POST",
+        "/files",
+        Some(ADMIN_TOKEN),
+        &form_of(2, &"y".repeat(60)),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    let r = host.send_form("POST", "/files", Some(ADMIN_TOKEN), &form_of(3, "t"));
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
 /// Sends the start of an upload, then closes the connection.
 fn cut_off_upload(host: &Host, token: &str) {
     let form = Form::new();

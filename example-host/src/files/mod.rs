@@ -13,6 +13,11 @@ pub struct Files {
     pub storage: Storage,
     /// Largest upload, in bytes (`FILES_MAX_UPLOAD_SIZE`, default 100 MB).
     pub max_upload_size: u64,
+    /// Form fields an upload's request may hold, and their bytes in all
+    /// (`FILES_MAX_FORM_FIELDS`, default 200; `FILES_MAX_FORM_FIELDS_SIZE`,
+    /// default 1 MB): a form is held whole until its file.
+    pub max_form_fields: usize,
+    pub max_form_fields_size: u64,
     /// Types an upload may have (`FILES_MIME_TYPE_ALLOW_LIST`: `type/sub`,
     /// `type/*` or `*/*`; default any).
     pub allowed_types: Vec<String>,
@@ -22,8 +27,14 @@ pub struct Files {
     /// Image transformations of assets (`ASSETS_TRANSFORM_*`).
     pub transforms: transform::Settings,
     /// Transformations running now, at most `transforms.max_concurrent`
-    /// (one that ran past its time holds its slot until it ends).
+    /// (one that ran past its time gives its slot back then).
     pub transform_slots: std::sync::Arc<tokio::sync::Semaphore>,
+    /// The memory transformations may take at once, in KiB
+    /// (`transforms.memory_budget`): each reserves its estimate first.
+    pub transform_memory: std::sync::Arc<tokio::sync::Semaphore>,
+    /// Every asset's `Content-Security-Policy`
+    /// (`ASSETS_CONTENT_SECURITY_POLICY*`).
+    pub content_security_policy: String,
 }
 
 /// How many first bytes of an upload are looked at for its type and an
@@ -41,11 +52,25 @@ impl Files {
             transform_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(
                 transforms.max_concurrent,
             )),
+            transform_memory: std::sync::Arc::new(tokio::sync::Semaphore::new(
+                transforms.memory_budget_kib(),
+            )),
             transforms,
+            content_security_policy: content_security_policy(std::env::vars())?,
             max_upload_size: match var("FILES_MAX_UPLOAD_SIZE") {
                 None => 100 * 1000 * 1000,
                 Some(v) => parse_size(&v)
                     .ok_or_else(|| format!("FILES_MAX_UPLOAD_SIZE: \"{v}\" is not a size (bytes, or a number with kb, mb or gb)"))?,
+            },
+            max_form_fields: match var("FILES_MAX_FORM_FIELDS") {
+                None => 200,
+                Some(v) => v.trim().parse().map_err(|_| {
+                    format!("FILES_MAX_FORM_FIELDS: \"{v}\" is not a whole number")
+                })?,
+            },
+            max_form_fields_size: match var("FILES_MAX_FORM_FIELDS_SIZE") {
+                None => 1000 * 1000,
+                Some(v) => parse_size(&v).ok_or_else(|| format!("FILES_MAX_FORM_FIELDS_SIZE: \"{v}\" is not a size (bytes, or a number with kb, mb or gb)"))?,
             },
             allowed_types: var("FILES_MIME_TYPE_ALLOW_LIST")
                 .map(|v| {
@@ -100,10 +125,131 @@ pub fn parse_size(text: &str) -> Option<u64> {
     (number >= 0.0).then_some((number * factor) as u64)
 }
 
+/// An asset's `Content-Security-Policy`, as Directus sends it: `default-src
+/// 'none'`, with any directive set or replaced by
+/// `ASSETS_CONTENT_SECURITY_POLICY_DIRECTIVES__<NAME>` (`IMG_SRC` is
+/// `img-src`; a value `array:a,b` is the list `a b`), or the whole header
+/// by `ASSETS_CONTENT_SECURITY_POLICY`.
+pub fn content_security_policy(
+    vars: impl Iterator<Item = (String, String)>,
+) -> Result<String, String> {
+    const WHOLE: &str = "ASSETS_CONTENT_SECURITY_POLICY";
+    const DIRECTIVE: &str = "ASSETS_CONTENT_SECURITY_POLICY_DIRECTIVES__";
+    let mut whole = None;
+    let mut directives = vec![("default-src".to_string(), "'none'".to_string())];
+    for (name, value) in vars {
+        let value = value.trim();
+        if value.is_empty() {
+            continue;
+        }
+        // A header value cannot hold a line break, and a `;` or `,` would
+        // smuggle in directives or a second policy.
+        let checked = |v: &str| -> Result<String, String> {
+            if v.chars().any(|c| c.is_control() || c == ';' || c == ',') {
+                Err(format!("{name}: \"{v}\" cannot be part of a policy"))
+            } else {
+                Ok(v.to_string())
+            }
+        };
+        if name == WHOLE {
+            if value.chars().any(char::is_control) {
+                return Err(format!("{WHOLE}: a policy is one line"));
+            }
+            whole = Some(value.to_string());
+        } else if let Some(directive) = name.strip_prefix(DIRECTIVE) {
+            let directive = directive.to_ascii_lowercase().replace('_', "-");
+            let value = match value.strip_prefix("array:") {
+                Some(list) => list
+                    .split(',')
+                    .map(|v| checked(v.trim()))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .join(" "),
+                None => checked(value)?,
+            };
+            match directives.iter_mut().find(|(d, _)| *d == directive) {
+                Some(existing) => existing.1 = value,
+                None => directives.push((directive, value)),
+            }
+        }
+    }
+    if let Some(whole) = whole {
+        return Ok(whole);
+    }
+    directives.sort_by(|a, b| {
+        (a.0 != "default-src")
+            .cmp(&(b.0 != "default-src"))
+            .then(a.0.cmp(&b.0))
+    });
+    Ok(directives
+        .iter()
+        .map(|(d, v)| format!("{d} {v}"))
+        .collect::<Vec<_>>()
+        .join("; "))
+}
+
+/// Whether a browser may show an asset of type `mime` in place, on the
+/// platform's origin: only types it renders without running anything in
+/// the page (raster images, audio, video, plain text, PDF). Any other
+/// (HTML, SVG, XML, JavaScript, what is unknown) is served as an
+/// attachment, so that an upload cannot run script as the site.
+pub fn shown_inline(mime: &str) -> bool {
+    const SAFE: &[&str] = &[
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "image/avif",
+        "image/bmp",
+        "image/x-icon",
+        "image/vnd.microsoft.icon",
+        "text/plain",
+        "application/pdf",
+    ];
+    let essence = essence_of(mime);
+    SAFE.contains(&essence.as_str())
+        || ["audio/", "video/"].iter().any(|family| {
+            essence.strip_prefix(family).is_some_and(|sub| {
+                !sub.is_empty()
+                    && sub
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            })
+        })
+}
+
+/// `type/subtype` of a media type, in lower case, without parameters.
+fn essence_of(mime: &str) -> String {
+    mime.split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The `Content-Type` an asset of the recorded type `mime` is served with:
+/// the type itself when it is a well-formed `type/subtype`, else
+/// `application/octet-stream` (never nothing, which a browser would
+/// sniff).
+pub fn served_type(mime: &str) -> String {
+    let essence = essence_of(mime);
+    let token = |t: &str| {
+        !t.is_empty()
+            && t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "!#$&^_.+-".contains(c))
+    };
+    match essence.split_once('/') {
+        Some((kind, sub)) if token(kind) && token(sub) => essence,
+        _ => "application/octet-stream".into(),
+    }
+}
+
 /// The type of an upload: what its first bytes say, else what the client
-/// declared, else `application/octet-stream`.
+/// declared, else `application/octet-stream`. Bytes that merely look like
+/// text (HTML, XML, a script) never set the type: sniffing would turn a
+/// `text/plain` upload into a page a browser runs.
 pub fn content_type(head: &[u8], declared: Option<&str>) -> String {
     infer::get(head)
+        .filter(|t| t.matcher_type() != infer::MatcherType::Text)
         .map(|t| t.mime_type().to_string())
         .or_else(|| {
             declared
@@ -219,14 +365,98 @@ mod tests {
     }
 
     #[test]
+    fn text_that_looks_like_a_page_keeps_its_declared_type() {
+        let page = b"<!doctype html><html><script>alert(1)</script></html>";
+        assert_eq!(content_type(page, Some("text/plain")), "text/plain");
+        assert_eq!(content_type(page, None), "application/octet-stream");
+        assert_eq!(
+            content_type(b"<?xml version=\"1.0\"?><svg/>", Some("text/plain")),
+            "text/plain"
+        );
+    }
+
+    #[test]
+    fn only_types_that_run_nothing_are_shown_in_place() {
+        for safe in [
+            "image/png",
+            "IMAGE/JPEG",
+            "video/webm",
+            "audio/mpeg",
+            "text/plain; charset=utf-8",
+            "application/pdf",
+        ] {
+            assert!(shown_inline(safe), "{safe}");
+        }
+        for unsafe_type in [
+            "text/html",
+            "image/svg+xml",
+            "text/xml",
+            "application/xhtml+xml",
+            "application/javascript",
+            "text/javascript",
+            "application/octet-stream",
+            "video/",
+            "multipart/x-mixed-replace",
+            "",
+        ] {
+            assert!(!shown_inline(unsafe_type), "{unsafe_type}");
+        }
+        assert_eq!(served_type("Image/PNG"), "image/png");
+        assert_eq!(served_type("text/html\r\nX: y"), "application/octet-stream");
+        assert_eq!(served_type("nonsense"), "application/octet-stream");
+    }
+
+    #[test]
+    fn the_asset_policy_is_directus_default_or_the_settings() {
+        let vars = |v: &[(&str, &str)]| {
+            v.iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
+        assert_eq!(
+            content_security_policy(vars(&[])).unwrap(),
+            "default-src 'none'"
+        );
+        assert_eq!(
+            content_security_policy(vars(&[
+                (
+                    "ASSETS_CONTENT_SECURITY_POLICY_DIRECTIVES__IMG_SRC",
+                    "array:'self', data:"
+                ),
+                (
+                    "ASSETS_CONTENT_SECURITY_POLICY_DIRECTIVES__MEDIA_SRC",
+                    "'self'"
+                ),
+            ]))
+            .unwrap(),
+            "default-src 'none'; img-src 'self' data:; media-src 'self'"
+        );
+        assert_eq!(
+            content_security_policy(vars(&[("ASSETS_CONTENT_SECURITY_POLICY", "sandbox")]))
+                .unwrap(),
+            "sandbox"
+        );
+        assert!(content_security_policy(vars(&[(
+            "ASSETS_CONTENT_SECURITY_POLICY_DIRECTIVES__SCRIPT_SRC",
+            "'self'; script-src *"
+        )]))
+        .is_err());
+    }
+
+    #[test]
     fn allow_lists_match_types_and_families() {
         let files = |allowed: &[&str]| Files {
             storage: Storage::open(vec![]).unwrap_or_else(|_| unreachable!()),
             max_upload_size: 1,
+            max_form_fields: 1,
+            max_form_fields_size: 1,
             allowed_types: allowed.iter().map(|s| s.to_string()).collect(),
             cache_ttl: std::time::Duration::ZERO,
             transforms: transform::Settings::from_vars(&|_| None).unwrap(),
             transform_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(1)),
+            transform_memory: std::sync::Arc::new(tokio::sync::Semaphore::new(1)),
+            content_security_policy: String::new(),
         };
         let images = files(&["image/*", "application/pdf"]);
         assert!(images.allows("image/png"));

@@ -102,9 +102,53 @@ pub struct Transform {
     pub steps: Vec<Step>,
 }
 
+/// Which transformations are made (Directus's `storage_asset_transform`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allowed {
+    /// Any, asked by parameters or by a preset.
+    All,
+    /// Presets (`key`) only.
+    Presets,
+    /// None.
+    None,
+}
+
+impl Allowed {
+    fn parse(name: &str, text: &str) -> Result<Self, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "all" => Ok(Self::All),
+            "presets" => Ok(Self::Presets),
+            "none" => Ok(Self::None),
+            other => Err(format!("{name}={other}: use all, presets or none")),
+        }
+    }
+
+    /// Whether a transformation asked by `query` may be made; the refusal
+    /// in Directus's words otherwise (400 `INVALID_QUERY`).
+    pub fn permits(self, query: Option<&str>) -> Result<(), String> {
+        let by_key =
+            form_urlencoded::parse(query.unwrap_or("").as_bytes()).any(|(k, _)| k == "key");
+        match self {
+            Self::All => Ok(()),
+            Self::Presets if by_key => Ok(()),
+            Self::Presets => Err("Only configured presets can be used in asset generation.".into()),
+            Self::None => {
+                Err("Dynamic asset generation has been disabled for this project.".into())
+            }
+        }
+    }
+}
+
 /// The transformation settings.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// `ASSETS_TRANSFORM_ALLOWED` (`all`): which transformations signed-in
+    /// callers may have made (and kept).
+    pub allowed: Allowed,
+    /// `ASSETS_TRANSFORM_PUBLIC_ALLOWED` (`presets`): the same for callers
+    /// who are not signed in, so that they cannot fill the storage with
+    /// transformations of their own choosing.
+    pub public_allowed: Allowed,
     /// `ASSETS_TRANSFORM_PRESETS`: named transformations (`key`).
     pub presets: Vec<(String, Transform)>,
     /// `ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION` (6000): larger originals are
@@ -113,8 +157,19 @@ pub struct Settings {
     /// `ASSETS_TRANSFORM_MAX_CONCURRENT` (25): transformations at once;
     /// past it 503.
     pub max_concurrent: usize,
-    /// `ASSETS_TRANSFORM_TIMEOUT` (7500 ms): past it 503.
+    /// `ASSETS_TRANSFORM_TIMEOUT` (7500 ms): past it 503, and the work
+    /// stops at its next check.
     pub timeout: std::time::Duration,
+    /// `ASSETS_TRANSFORM_MAX_OPERATIONS` (5): steps `transforms` may have.
+    pub max_operations: usize,
+    /// `ASSETS_TRANSFORM_MAX_IMAGE_MEMORY` (512 MiB, at most the budget):
+    /// the most one transformation may take; a larger one is refused (400)
+    /// before anything is decoded, and the decoder is held to it.
+    pub max_image_memory: u64,
+    /// `ASSETS_TRANSFORM_MEMORY_BUDGET` (1 GiB): the most all
+    /// transformations at once may take; one that does not fit beside the
+    /// others is 503 with `Retry-After`.
+    pub memory_budget: u64,
 }
 
 impl Settings {
@@ -128,6 +183,16 @@ impl Settings {
                     .map_err(|_| format!("{name}: \"{v}\" is not a whole number")),
             }
         };
+        let size = |name: &str, default: u64| -> Result<u64, String> {
+            match var(name) {
+                None => Ok(default),
+                Some(v) => super::parse_size(&v).filter(|n| *n > 0).ok_or_else(|| {
+                    format!("{name}: \"{v}\" is not a size (bytes, or a number with kb, mb, gb, kib, mib or gib)")
+                }),
+            }
+        };
+        let memory_budget = size("ASSETS_TRANSFORM_MEMORY_BUDGET", 1 << 30)?;
+        let max_image_memory = size("ASSETS_TRANSFORM_MAX_IMAGE_MEMORY", 512 << 20)?;
         let presets = match var("ASSETS_TRANSFORM_PRESETS") {
             None => Vec::new(),
             Some(text) => {
@@ -150,14 +215,19 @@ impl Settings {
                             other => Some(other.to_string()),
                         })
                     };
-                    let transform = Transform::from_params(&get)
+                    let transform = Transform::from_params(&get, None)
                         .map_err(|e| format!("ASSETS_TRANSFORM_PRESETS, preset \"{key}\": {e}"))?;
                     presets.push((key, transform));
                 }
                 presets
             }
         };
+        let allowed = |name: &str, default: Allowed| {
+            var(name).map_or(Ok(default), |v| Allowed::parse(name, &v))
+        };
         Ok(Self {
+            allowed: allowed("ASSETS_TRANSFORM_ALLOWED", Allowed::All)?,
+            public_allowed: allowed("ASSETS_TRANSFORM_PUBLIC_ALLOWED", Allowed::Presets)?,
             presets,
             max_dimension: number("ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION", 6000)?,
             max_concurrent: number("ASSETS_TRANSFORM_MAX_CONCURRENT", 25)?.max(1) as usize,
@@ -166,7 +236,17 @@ impl Settings {
                 Some(v) => crate::env_settings::parse_duration(&v)
                     .map_err(|e| format!("ASSETS_TRANSFORM_TIMEOUT: {e}"))?,
             },
+            max_operations: number("ASSETS_TRANSFORM_MAX_OPERATIONS", 5)? as usize,
+            max_image_memory: max_image_memory.min(memory_budget),
+            memory_budget,
         })
+    }
+
+    /// The budget in KiB, as the semaphore that keeps it counts.
+    pub fn memory_budget_kib(&self) -> usize {
+        usize::try_from(self.memory_budget / 1024)
+            .unwrap_or(usize::MAX)
+            .min(tokio::sync::Semaphore::MAX_PERMITS)
     }
 }
 
@@ -183,7 +263,7 @@ impl Transform {
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| v.clone())
         };
-        let asked = Self::from_params(&get)?;
+        let asked = Self::from_params(&get, Some(settings.max_operations))?;
         if let Some(key) = get("key") {
             if asked != Self::default() {
                 return Err(
@@ -199,7 +279,12 @@ impl Transform {
         Ok((asked != Self::default()).then_some(asked))
     }
 
-    fn from_params(get: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+    /// The transformation of parameters; `transforms` within
+    /// `max_operations` steps, when given.
+    fn from_params(
+        get: &dyn Fn(&str) -> Option<String>,
+        max_operations: Option<usize>,
+    ) -> Result<Self, String> {
         let dimension = |name: &str| -> Result<Option<u32>, String> {
             match get(name) {
                 None => Ok(None),
@@ -243,7 +328,7 @@ impl Transform {
         );
         let steps = match get("transforms") {
             None => Vec::new(),
-            Some(text) => steps(&text)?,
+            Some(text) => steps(&text, max_operations)?,
         };
         Ok(Self {
             width: dimension("width")?,
@@ -284,14 +369,65 @@ impl Transform {
         )
     }
 
-    /// Transforms the image `bytes` into `format` (blocking, CPU-bound).
-    /// Both the decoded original and the output are bounded by `max` pixels
-    /// a side whatever the record says. Unless the steps rotate it, the
-    /// image is first turned as its EXIF orientation says, as Directus does.
-    pub fn apply(&self, bytes: &[u8], format: Format, max: u32) -> Result<Vec<u8>, TransformError> {
+    /// The bytes transforming `bytes` takes at most, from the image's
+    /// header alone (nothing is decoded): the original, the decoded
+    /// pixels, its 8-bit working copies through the steps, and the
+    /// resized output with its encoding, in the phase that holds the most
+    /// at once. Past `bounds` (a side, or the memory), too large.
+    pub fn estimate(&self, bytes: &[u8], bounds: &Bounds) -> Result<u64, TransformError> {
+        let reader = image::ImageReader::new(Cursor::new(bytes))
+            .with_guessed_format()
+            .map_err(failed)?;
+        let decoder = reader.into_decoder().map_err(failed)?;
+        let (w0, h0) = decoder.dimensions();
+        if w0 > bounds.max_side || h0 > bounds.max_side {
+            return Err(TransformError::TooLarge);
+        }
+        let area = |w: u32, h: u32| u64::from(w) * u64::from(h);
+        let decoded = area(w0, h0) * u64::from(decoder.color_type().bytes_per_pixel());
+        let pixels = area(w0, h0) * 4;
+        // Either way up (an EXIF orientation or a step may turn it); an
+        // output past the bound is refused before it is made.
+        let output = [(w0, h0), (h0, w0)]
+            .into_iter()
+            .filter_map(|(w, h)| self.sizes(w, h, bounds.max_side).ok().flatten())
+            .map(|s| area(s.width, s.height).max(area(s.resized.0, s.resized.1)) * 4)
+            .max()
+            .unwrap_or(pixels);
+        let phases = [
+            // Decoding, then the conversion to eight bits a channel.
+            decoded + pixels,
+            // A step: its input, its output, a blur's scratch.
+            3 * pixels,
+            // Resizing: the source, the resized, a `contain` canvas.
+            pixels + 3 * output,
+            // Encoding: the output, its converted copy, the encoding.
+            3 * output,
+        ];
+        // The original, and the copy a decoder may make of it.
+        let total = 2 * bytes.len() as u64 + phases.into_iter().max().unwrap_or(0);
+        if total > bounds.max_memory {
+            return Err(TransformError::TooLarge);
+        }
+        Ok(total)
+    }
+
+    /// Transforms the image `bytes` into `format` (blocking, CPU-bound),
+    /// within `bounds`: the decoded original and the output within its
+    /// sides whatever the record says, the decoder within its memory, and
+    /// stopped at the next check once its flag is set. Unless the steps
+    /// rotate it, the image is first turned as its EXIF orientation says,
+    /// as Directus does.
+    pub fn apply(
+        &self,
+        bytes: &[u8],
+        format: Format,
+        bounds: &Bounds,
+    ) -> Result<Vec<u8>, TransformError> {
         let rotates = self.steps.iter().any(|s| matches!(s, Step::Rotate(_)));
-        let mut img = decode(bytes, max, !rotates)?;
+        let mut img = decode(bytes, bounds, !rotates)?;
         for step in &self.steps {
+            bounds.check()?;
             img = match step {
                 Step::Rotate(d) => match d.rem_euclid(360) {
                     90 => img.rotate90(),
@@ -306,11 +442,16 @@ impl Transform {
                 Step::Grayscale => img.grayscale(),
             };
         }
-        img = self.resized(img, max)?;
-        let mut out = Cursor::new(Vec::new());
+        bounds.check()?;
+        img = self.resized(img, bounds.max_side)?;
+        bounds.check()?;
+        let mut out = Checked {
+            inner: Cursor::new(Vec::new()),
+            cancel: bounds.cancel.clone(),
+        };
         match format {
             Format::Jpeg => {
-                let rgb = DynamicImage::ImageRgb8(img.to_rgb8());
+                let rgb = eight_bits(img, false);
                 let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(
                     &mut out,
                     self.quality.unwrap_or(80),
@@ -318,22 +459,27 @@ impl Transform {
                 rgb.write_with_encoder(encoder).map_err(failed)?;
             }
             Format::Webp => {
-                let rgba = DynamicImage::ImageRgba8(img.to_rgba8());
+                let rgba = eight_bits(img, true);
                 rgba.write_with_encoder(image::codecs::webp::WebPEncoder::new_lossless(&mut out))
                     .map_err(failed)?;
             }
             Format::Png => img.write_to(&mut out, ImageFormat::Png).map_err(failed)?,
-            Format::Gif | Format::Auto => DynamicImage::ImageRgba8(img.to_rgba8())
+            Format::Gif | Format::Auto => eight_bits(img, true)
                 .write_to(&mut out, ImageFormat::Gif)
                 .map_err(failed)?,
         }
-        Ok(out.into_inner())
+        bounds.check()?;
+        Ok(out.inner.into_inner())
     }
 
-    fn resized(&self, img: DynamicImage, max: u32) -> Result<DynamicImage, TransformError> {
-        let (w0, h0) = (img.width().max(1), img.height().max(1));
+    /// The sizes an image of `w0` × `h0` is resized to: the box asked
+    /// (`width`, `height`) and the resized image within it; `None` when
+    /// no size is asked. Past `max` a side, too large, before a pixel is
+    /// allocated.
+    fn sizes(&self, w0: u32, h0: u32, max: u32) -> Result<Option<Sizes>, TransformError> {
+        let (w0, h0) = (w0.max(1), h0.max(1));
         let (mut w, mut h) = match (self.width, self.height) {
-            (None, None) => return Ok(img),
+            (None, None) => return Ok(None),
             (Some(w), None) => (w, scaled(h0, w, w0)),
             (None, Some(h)) => (scaled(w0, h, h0), h),
             (Some(w), Some(h)) => (w, h),
@@ -343,8 +489,6 @@ impl Transform {
             w = ((w as f64 * scale).round() as u32).max(1);
             h = ((h as f64 * scale).round() as u32).max(1);
         }
-        // The sizes resized to, and the canvas of `contain`, all bounded
-        // before a pixel is allocated.
         let fit = match (self.width, self.height) {
             (Some(_), Some(_)) => self.fit.unwrap_or(Fit::Cover),
             _ => Fit::Cover,
@@ -363,8 +507,22 @@ impl Transform {
         if [w, h, rw, rh].into_iter().any(|side| side > max) {
             return Err(TransformError::TooLarge);
         }
-        let resized = resize(&img, rw, rh, fit == Fit::Cover)?;
-        if fit != Fit::Contain {
+        Ok(Some(Sizes {
+            width: w,
+            height: h,
+            resized: (rw, rh),
+            fit,
+        }))
+    }
+
+    fn resized(&self, img: DynamicImage, max: u32) -> Result<DynamicImage, TransformError> {
+        let Some(sizes) = self.sizes(img.width(), img.height(), max)? else {
+            return Ok(img);
+        };
+        let (w, h) = (sizes.width, sizes.height);
+        let (rw, rh) = sizes.resized;
+        let resized = resize(img, rw, rh, sizes.fit == Fit::Cover)?;
+        if sizes.fit != Fit::Contain {
             return Ok(resized);
         }
         let inner = resized.to_rgba8();
@@ -373,6 +531,99 @@ impl Transform {
         let y = (h - inner.height()) / 2;
         image::imageops::overlay(&mut canvas, &inner, x as i64, y as i64);
         Ok(DynamicImage::ImageRgba8(canvas))
+    }
+}
+
+/// What a transformation resizes to (see [`Transform::sizes`]).
+struct Sizes {
+    width: u32,
+    height: u32,
+    resized: (u32, u32),
+    fit: Fit,
+}
+
+/// What one transformation may use: pixels a side, bytes of memory, and
+/// the flag that stops it (set when its time is up).
+#[derive(Debug, Clone)]
+pub struct Bounds {
+    pub max_side: u32,
+    pub max_memory: u64,
+    pub cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Bounds {
+    pub fn new(max_side: u32, max_memory: u64) -> Self {
+        Self {
+            max_side,
+            max_memory,
+            cancel: Default::default(),
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn check(&self) -> Result<(), TransformError> {
+        if self.cancelled() {
+            Err(TransformError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A reader or writer that fails once `cancel` is set: a decoder reading
+/// the original, or an encoder writing the output, stops at its next
+/// read or write instead of running to its end.
+struct Checked<T> {
+    inner: T,
+    cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<T> Checked<T> {
+    fn check(&self) -> std::io::Result<()> {
+        if self.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            Err(std::io::Error::other("the transformation was stopped"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl<T: std::io::Read> std::io::Read for Checked<T> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.check()?;
+        self.inner.read(buf)
+    }
+}
+
+impl<T: std::io::Seek> std::io::Seek for Checked<T> {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+impl<T: std::io::Write> std::io::Write for Checked<T> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.check()?;
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// `img` at eight bits a channel, with alpha when `alpha` (or it has it
+/// and `alpha` is not asked): the pixel types the resizer and encoders
+/// take; unchanged when it already is one.
+fn eight_bits(img: DynamicImage, alpha: bool) -> DynamicImage {
+    match img {
+        DynamicImage::ImageRgba8(_) if alpha => img,
+        DynamicImage::ImageRgb8(_) if !alpha => img,
+        other if alpha => DynamicImage::ImageRgba8(other.to_rgba8()),
+        other => DynamicImage::ImageRgb8(other.to_rgb8()),
     }
 }
 
@@ -385,30 +636,49 @@ pub enum TransformError {
     /// The bytes do not decode, or the output cannot be written.
     #[error("{0}")]
     Failed(String),
+    /// Its flag was set: the answer went out already.
+    #[error("the transformation was stopped")]
+    Cancelled,
+    /// Its memory does not fit beside the transformations running now.
+    #[error("too many transformations at once")]
+    Busy,
 }
 
 fn failed(e: impl std::fmt::Display) -> TransformError {
     TransformError::Failed(e.to_string())
 }
 
-/// Decodes an image within `max` pixels a side, turned as its EXIF
-/// orientation says when `orient`.
-fn decode(bytes: &[u8], max: u32, orient: bool) -> Result<DynamicImage, TransformError> {
-    let mut reader = image::ImageReader::new(Cursor::new(bytes))
+/// Decodes an image within `bounds`, turned as its EXIF orientation says
+/// when `orient`, at eight bits a channel (a deeper original's decoded
+/// pixels are let go at once).
+fn decode(bytes: &[u8], bounds: &Bounds, orient: bool) -> Result<DynamicImage, TransformError> {
+    let source = std::io::BufReader::new(Checked {
+        inner: Cursor::new(bytes),
+        cancel: bounds.cancel.clone(),
+    });
+    let mut reader = image::ImageReader::new(source)
         .with_guessed_format()
-        .map_err(failed)?;
+        .map_err(|e| match bounds.check() {
+            Ok(()) => failed(e),
+            Err(stopped) => stopped,
+        })?;
     let mut limits = image::Limits::default();
-    limits.max_image_width = Some(max);
-    limits.max_image_height = Some(max);
+    limits.max_image_width = Some(bounds.max_side);
+    limits.max_image_height = Some(bounds.max_side);
+    limits.max_alloc = Some(bounds.max_memory);
     reader.limits(limits);
-    let mut decoder = reader.into_decoder().map_err(|e| match e {
+    let stopped_or = |e: image::ImageError, bounds: &Bounds| match e {
+        _ if bounds.cancelled() => TransformError::Cancelled,
         image::ImageError::Limits(_) => TransformError::TooLarge,
         e => failed(e),
-    })?;
+    };
+    let mut decoder = reader.into_decoder().map_err(|e| stopped_or(e, bounds))?;
     let orientation = decoder
         .orientation()
         .unwrap_or(image::metadata::Orientation::NoTransforms);
-    let mut img = DynamicImage::from_decoder(decoder).map_err(failed)?;
+    let img = DynamicImage::from_decoder(decoder).map_err(|e| stopped_or(e, bounds))?;
+    let alpha = img.color().has_alpha();
+    let mut img = eight_bits(img, alpha);
     if orient {
         img.apply_orientation(orientation);
     }
@@ -431,14 +701,11 @@ fn inside(w0: u32, h0: u32, w: u32, h: u32) -> (u32, u32) {
 
 /// `img` resized to exactly `w` × `h` (Lanczos3, SIMD where the CPU has
 /// it); `fill` crops the original, centred, to the new shape first.
-fn resize(img: &DynamicImage, w: u32, h: u32, fill: bool) -> Result<DynamicImage, TransformError> {
+fn resize(img: DynamicImage, w: u32, h: u32, fill: bool) -> Result<DynamicImage, TransformError> {
     // Eight bits a channel, with alpha only where the original has it:
     // the pixel types the resizer takes.
-    let src = if img.color().has_alpha() {
-        DynamicImage::ImageRgba8(img.to_rgba8())
-    } else {
-        DynamicImage::ImageRgb8(img.to_rgb8())
-    };
+    let alpha = img.color().has_alpha();
+    let src = eight_bits(img, alpha);
     let mut dst = DynamicImage::new(w, h, src.color());
     let mut options = fast_image_resize::ResizeOptions::new().resize_alg(
         fast_image_resize::ResizeAlg::Convolution(fast_image_resize::FilterType::Lanczos3),
@@ -454,12 +721,18 @@ fn resize(img: &DynamicImage, w: u32, h: u32, fill: bool) -> Result<DynamicImage
 
 /// `transforms`: `[["rotate", 90], ["blur", 2], ["grayscale"], ["flip"],
 /// ["flop"]]`; other steps are refused.
-fn steps(text: &str) -> Result<Vec<Step>, String> {
+fn steps(text: &str, max_operations: Option<usize>) -> Result<Vec<Step>, String> {
     let bad = || "\"transforms\" must be a JSON array of [name, ...arguments]".to_string();
     let list: Value = serde_json::from_str(text).map_err(|_| bad())?;
     let Value::Array(list) = list else {
         return Err(bad());
     };
+    if let Some(max) = max_operations.filter(|max| list.len() > *max) {
+        // Directus's words.
+        return Err(format!(
+            "\"transforms\" Parameter is only allowed {max} transformations"
+        ));
+    }
     let mut steps = Vec::new();
     for step in list {
         let Value::Array(parts) = step else {
@@ -532,6 +805,10 @@ pub(crate) mod tests {
         assert!(Transform::from_query(Some("transforms=[[\"explode\"]]"), &s).is_err());
     }
 
+    fn bounds(max_side: u32) -> Bounds {
+        Bounds::new(max_side, 1 << 30)
+    }
+
     fn png(w: u32, h: u32) -> Vec<u8> {
         let img = DynamicImage::ImageRgba8(image::RgbaImage::from_pixel(
             w,
@@ -572,7 +849,9 @@ pub(crate) mod tests {
         let t = Transform::from_query(Some("width=10"), &settings())
             .unwrap()
             .unwrap();
-        let out = t.apply(&jpeg_turned_quarter(), Format::Png, 6000).unwrap();
+        let out = t
+            .apply(&jpeg_turned_quarter(), Format::Png, &bounds(6000))
+            .unwrap();
         // Shown 20 wide and 40 high, so 10 wide is 20 high.
         assert_eq!(size_of(&out), (10, 20));
     }
@@ -583,7 +862,7 @@ pub(crate) mod tests {
         let t = |q: &str| Transform::from_query(Some(q), &s).unwrap().unwrap();
         let too_large = |q: &str, max: u32| {
             matches!(
-                t(q).apply(&png(40, 2), Format::Png, max),
+                t(q).apply(&png(40, 2), Format::Png, &bounds(max)),
                 Err(TransformError::TooLarge)
             )
         };
@@ -593,8 +872,79 @@ pub(crate) mod tests {
         assert!(!too_large("width=100&withoutEnlargement", 60));
         assert!(!too_large("width=50&height=50&fit=inside", 60));
         assert!(matches!(
-            t("width=10").apply(&b"not an image"[..], Format::Png, 6000),
+            t("width=10").apply(&b"not an image"[..], Format::Png, &bounds(6000)),
             Err(TransformError::Failed(_))
+        ));
+    }
+
+    #[test]
+    fn which_transformations_are_made_is_a_setting() {
+        assert_eq!(Allowed::All.permits(Some("width=3")), Ok(()));
+        assert_eq!(Allowed::Presets.permits(Some("key=thumb")), Ok(()));
+        assert!(Allowed::Presets.permits(Some("width=3")).is_err());
+        assert!(Allowed::None.permits(Some("key=thumb")).is_err());
+        let s = settings();
+        assert_eq!(
+            (s.allowed, s.public_allowed),
+            (Allowed::All, Allowed::Presets)
+        );
+    }
+
+    #[test]
+    fn the_steps_are_bounded_as_directus_bounds_them() {
+        let s = settings();
+        let five = r#"[["flip"],["flop"],["flip"],["flop"],["grayscale"]]"#;
+        assert!(Transform::from_query(Some(&format!("transforms={five}")), &s).is_ok());
+        let six = r#"[["flip"],["flop"],["flip"],["flop"],["grayscale"],["flip"]]"#;
+        assert_eq!(
+            Transform::from_query(Some(&format!("transforms={six}")), &s),
+            Err("\"transforms\" Parameter is only allowed 5 transformations".into())
+        );
+    }
+
+    #[test]
+    fn memory_is_estimated_from_the_header_and_bounded() {
+        let t = Transform::from_query(Some("width=10"), &settings())
+            .unwrap()
+            .unwrap();
+        // 16 bits a channel: 8 bytes a pixel decoded, 4 at work.
+        let deep = {
+            let img = DynamicImage::ImageRgba16(image::ImageBuffer::from_pixel(
+                300,
+                200,
+                image::Rgba([1u16, 2, 3, 65535]),
+            ));
+            let mut out = Cursor::new(Vec::new());
+            img.write_to(&mut out, ImageFormat::Png).unwrap();
+            out.into_inner()
+        };
+        let need = t.estimate(&deep, &bounds(6000)).unwrap();
+        assert!(need >= 300 * 200 * 12, "{need}");
+        assert!(need < 300 * 200 * 16, "{need}");
+        assert!(matches!(
+            t.estimate(&deep, &Bounds::new(6000, need - 1)),
+            Err(TransformError::TooLarge)
+        ));
+        assert!(matches!(
+            t.estimate(&deep, &bounds(299)),
+            Err(TransformError::TooLarge)
+        ));
+        let out = t.apply(&deep, Format::Png, &bounds(6000)).unwrap();
+        assert_eq!(size_of(&out), (10, 6));
+    }
+
+    #[test]
+    fn a_stopped_transformation_ends_at_its_next_check() {
+        let t = Transform::from_query(Some("width=10"), &settings())
+            .unwrap()
+            .unwrap();
+        let stopped = bounds(6000);
+        stopped
+            .cancel
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(matches!(
+            t.apply(&png(400, 400), Format::Png, &stopped),
+            Err(TransformError::Cancelled)
         ));
     }
 
@@ -606,7 +956,7 @@ pub(crate) mod tests {
                 .unwrap()
                 .unwrap()
         };
-        let apply = |q: &str| size_of(&t(q).apply(&original, Format::Png, 6000).unwrap());
+        let apply = |q: &str| size_of(&t(q).apply(&original, Format::Png, &bounds(6000)).unwrap());
         assert_eq!(apply("width=10"), (10, 5));
         assert_eq!(apply("height=10"), (20, 10));
         assert_eq!(apply("width=10&height=10"), (10, 10));
@@ -616,10 +966,12 @@ pub(crate) mod tests {
         assert_eq!(apply("width=400&withoutEnlargement"), (40, 20));
         assert_eq!(apply("width=10&transforms=[[\"rotate\",90]]"), (10, 20));
         let jpeg = t("width=10&quality=50")
-            .apply(&original, Format::Jpeg, 6000)
+            .apply(&original, Format::Jpeg, &bounds(6000))
             .unwrap();
         assert_eq!(infer::get(&jpeg).map(|t| t.mime_type()), Some("image/jpeg"));
-        let webp = t("width=10").apply(&original, Format::Webp, 6000).unwrap();
+        let webp = t("width=10")
+            .apply(&original, Format::Webp, &bounds(6000))
+            .unwrap();
         assert_eq!(infer::get(&webp).map(|t| t.mime_type()), Some("image/webp"));
     }
 }

@@ -2,7 +2,10 @@
 //! whoever may read its record (403 otherwise, and for a file that does
 //! not exist, as Directus answers), with validators (`ETag`,
 //! `Last-Modified`, 304), `Cache-Control` from `ASSETS_CACHE_TTL`, single
-//! byte ranges (206, 416) and `?download`.
+//! byte ranges (206, 416) and `?download`. Every asset carries the
+//! assets' `Content-Security-Policy` and `X-Content-Type-Options: nosniff`;
+//! a type a browser would run (HTML, SVG, anything not known to be inert)
+//! is an attachment, never a page on the platform's origin.
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
@@ -15,7 +18,7 @@ use super::files_api::{body_of, FILES};
 use super::items_api::ItemPath;
 use super::{AppState, HttpError};
 use crate::files::transform::{self, Transform};
-use crate::files::StorageError;
+use crate::files::{self, StorageError};
 use crate::items::{ItemsError, Session, Who};
 use crate::platform::Platform;
 use crate::query::{ListParam, WireQuery};
@@ -85,6 +88,17 @@ async fn serve(state: AppState, id: String, call: AsCaller) -> Result<Response, 
         StorageError::NotFound => forbidden(),
         other => HttpError::StorageUnavailable(format!("Couldn't read file: {other}")),
     };
+    if transform.is_some() {
+        let settings = &state.files.transforms;
+        let allowed = if record.signed_in {
+            settings.allowed
+        } else {
+            settings.public_allowed
+        };
+        allowed
+            .permits(uri.query())
+            .map_err(|e| HttpError::Items(ItemsError::InvalidQuery(e)))?;
+    }
     if let Some(transform) = transform.filter(|_| transform::transformable(&record.mime)) {
         let accept = headers
             .get(header::ACCEPT)
@@ -135,6 +149,11 @@ async fn serve(state: AppState, id: String, call: AsCaller) -> Result<Response, 
     set(header::LAST_MODIFIED, &last_modified);
     set(header::CACHE_CONTROL, &cache_control);
     set(header::ACCEPT_RANGES, "bytes");
+    set(
+        header::CONTENT_SECURITY_POLICY,
+        &state.files.content_security_policy,
+    );
+    set(header::X_CONTENT_TYPE_OPTIONS, "nosniff");
 
     if not_modified(headers, &etag, stat.last_modified) {
         return Ok((StatusCode::NOT_MODIFIED, answer_headers).into_response());
@@ -165,12 +184,12 @@ async fn serve(state: AppState, id: String, call: AsCaller) -> Result<Response, 
             answer_headers.insert(name, v);
         }
     };
-    set(header::CONTENT_TYPE, &record.mime);
+    set(header::CONTENT_TYPE, &files::served_type(&record.mime));
     set(
         header::CONTENT_LENGTH,
         &(read.range.end - read.range.start).to_string(),
     );
-    if has_param(uri, "download") {
+    if has_param(uri, "download") || !files::shown_inline(&record.mime) {
         let filename = record.filename.as_deref().unwrap_or(&record.key);
         set(header::CONTENT_DISPOSITION, &attachment(filename));
     }
@@ -236,8 +255,10 @@ fn asset_record(platform: &Platform, who: &Who, id: &str) -> Result<Vec<u8>, Htt
 }
 
 /// Computes a transformation of the original and keeps it under `key`:
-/// within the size bound, the concurrency bound (503 past it) and the
-/// time limit (503 past it), off the async workers.
+/// within the size bound, the concurrency bound and the memory budget
+/// (503 with `Retry-After` past either), and the time limit (503 past it),
+/// off the async workers. At the time limit the slot is given back and
+/// the work is told to stop; its memory stays reserved until it has.
 async fn transformed(
     state: &AppState,
     location: &crate::files::Location,
@@ -247,12 +268,15 @@ async fn transformed(
     key: &str,
 ) -> Result<(), HttpError> {
     let files = &state.files;
-    let max = files.transforms.max_dimension;
+    let settings = &files.transforms;
+    let max = settings.max_dimension;
     if !matches!((record.width, record.height), (Some(w), Some(h)) if w <= max && h <= max) {
         return Err(HttpError::IllegalTransformation);
     }
-    let busy = || HttpError::StorageUnavailable("Server too busy".into());
-    let slot = files
+    let busy = || HttpError::FilesBusy {
+        retry_after_secs: settings.timeout.as_secs().max(1) + 1,
+    };
+    let _slot = files
         .transform_slots
         .clone()
         .try_acquire_owned()
@@ -261,19 +285,36 @@ async fn transformed(
         |e: StorageError| HttpError::StorageUnavailable(format!("Couldn't read file: {e}"));
     let original = location.read_all(&record.key).await.map_err(failed)?;
     let transform = transform.clone();
+    let bounds = transform::Bounds::new(
+        u32::try_from(max).unwrap_or(u32::MAX),
+        settings.max_image_memory,
+    );
+    let cancel = bounds.cancel.clone();
+    let memory = files.transform_memory.clone();
     let work = tokio::task::spawn_blocking(move || {
-        let _slot = slot;
-        transform.apply(&original, format, u32::try_from(max).unwrap_or(u32::MAX))
+        let need = transform.estimate(&original, &bounds)?;
+        let kib = u32::try_from(need.div_ceil(1024)).unwrap_or(u32::MAX);
+        let _reserved = memory
+            .try_acquire_many_owned(kib)
+            .map_err(|_| transform::TransformError::Busy)?;
+        transform.apply(&original, format, &bounds)
     });
-    let out = match tokio::time::timeout(files.transforms.timeout, work).await {
+    let out = match tokio::time::timeout(settings.timeout, work).await {
         Err(_) => {
+            cancel.store(true, std::sync::atomic::Ordering::Relaxed);
             return Err(HttpError::StorageUnavailable(
                 "Transformation timed out".into(),
-            ))
+            ));
         }
         Ok(Err(e)) => return Err(HttpError::Internal(format!("transformation failed: {e}"))),
         Ok(Ok(Err(transform::TransformError::TooLarge))) => {
             return Err(HttpError::IllegalTransformation)
+        }
+        Ok(Ok(Err(transform::TransformError::Busy))) => return Err(busy()),
+        Ok(Ok(Err(transform::TransformError::Cancelled))) => {
+            return Err(HttpError::StorageUnavailable(
+                "Transformation timed out".into(),
+            ))
         }
         Ok(Ok(Err(transform::TransformError::Failed(e)))) => {
             return Err(HttpError::Items(ItemsError::InvalidQuery(format!(

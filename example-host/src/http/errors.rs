@@ -38,6 +38,10 @@ pub enum HttpError {
     /// File storage failed (Directus's answer, 503).
     #[error("Service \"files\" is unavailable. {0}.")]
     StorageUnavailable(String),
+    /// Image transformations are at their bound (how many at once, or
+    /// their memory): 503 as Directus answers, with `Retry-After`.
+    #[error("Service \"files\" is unavailable. Server too busy.")]
+    FilesBusy { retry_after_secs: u64 },
     /// A body nested deeper than its route accepts.
     #[error("Request body nested too deeply")]
     BodyTooDeep,
@@ -183,6 +187,9 @@ impl IntoResponse for HttpError {
             (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
         let retry_after = match &self {
             HttpError::Busy => Some(1),
+            HttpError::FilesBusy { retry_after_secs } => {
+                Some(i64::try_from(*retry_after_secs).unwrap_or(i64::MAX))
+            }
             HttpError::TooManyRequests(r) => Some(retry_after_secs(r.retry_after_ms)),
             _ => None,
         };
@@ -227,7 +234,7 @@ impl HttpError {
                 "RANGE_NOT_SATISFIABLE",
                 &message,
             ),
-            HttpError::StorageUnavailable(_) => items_body(
+            HttpError::StorageUnavailable(_) | HttpError::FilesBusy { .. } => items_body(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "SERVICE_UNAVAILABLE",
                 &message,

@@ -260,6 +260,7 @@ async fn receive(
     let idle = state.limits.body_timeout;
     let mut fields = Map::new();
     let mut keys = Vec::new();
+    let mut bounds = FormBounds::new(&state.files);
     loop {
         let next = tokio::time::timeout(idle, form.next_field())
             .await
@@ -269,6 +270,7 @@ async fn receive(
         let name = field.name().unwrap_or_default().to_string();
         match field.file_name().map(str::to_string) {
             None => {
+                bounds.field(&name)?;
                 let mut text = Vec::new();
                 while let Some(chunk) = tokio::time::timeout(idle, field.chunk())
                     .await
@@ -276,6 +278,7 @@ async fn receive(
                     .map_err(bad_form)?
                 {
                     text.extend_from_slice(&chunk);
+                    bounds.bytes(chunk.len())?;
                     if text.len() > MAX_FIELD_LEN {
                         return Err(HttpError::InvalidPayload(format!(
                             "Invalid payload. The field \"{name}\" is too long."
@@ -330,6 +333,53 @@ async fn receive(
         ));
     }
     Ok(keys)
+}
+
+/// What a form's fields may hold in all (`FILES_MAX_FORM_FIELDS`,
+/// `FILES_MAX_FORM_FIELDS_SIZE`): they are held until their file, so
+/// their count and bytes are bounded, names included, as they arrive.
+struct FormBounds {
+    fields_left: usize,
+    bytes_left: u64,
+    max_fields: usize,
+    max_bytes: u64,
+}
+
+impl FormBounds {
+    fn new(files: &Files) -> Self {
+        Self {
+            fields_left: files.max_form_fields,
+            bytes_left: files.max_form_fields_size,
+            max_fields: files.max_form_fields,
+            max_bytes: files.max_form_fields_size,
+        }
+    }
+
+    /// Counts a field named `name`.
+    fn field(&mut self, name: &str) -> Result<(), HttpError> {
+        if self.fields_left == 0 {
+            return Err(HttpError::InvalidPayload(format!(
+                "Invalid payload. A form may have at most {} fields.",
+                self.max_fields
+            )));
+        }
+        self.fields_left -= 1;
+        self.bytes(name.len())
+    }
+
+    /// Counts `n` bytes of the fields.
+    fn bytes(&mut self, n: usize) -> Result<(), HttpError> {
+        match self.bytes_left.checked_sub(n as u64) {
+            Some(left) => {
+                self.bytes_left = left;
+                Ok(())
+            }
+            None => Err(HttpError::InvalidPayload(format!(
+                "Invalid payload. A form's fields may hold at most {} bytes in all.",
+                self.max_bytes
+            ))),
+        }
+    }
 }
 
 /// One file of a form.
