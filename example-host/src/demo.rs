@@ -18,8 +18,8 @@ use crate::values::format_timestamp;
 pub const ADMIN_TOKEN: &str = "demo-admin-token";
 pub const MODEL_TOKEN: &str = "demo-model-token";
 pub const VIEWER_TOKEN: &str = "demo-viewer-token";
-/// The demo viewers' password, to try signing in (`/auth/login`).
-pub const VIEWER_PASSWORD: &str = "demo-password";
+/// Every demo user's password, to try signing in (`/auth/login`).
+pub const DEMO_PASSWORD: &str = "demo-password";
 pub const VIEWER2_TOKEN: &str = "demo-viewer2-token";
 
 const MARKER_EMAIL: &str = "aria@demo.local";
@@ -43,6 +43,11 @@ impl Ctx<'_, '_> {
     fn create(&mut self, collection: &str, data: Value) -> Result<String, ItemsError> {
         self.platform
             .create_one(self.session, &self.who, collection, &data)
+    }
+
+    fn update(&mut self, collection: &str, key: &str, data: Value) -> Result<String, ItemsError> {
+        self.platform
+            .update_one(self.session, &self.who, collection, key, &data)
     }
 
     fn id_of(&mut self, collection: &str, field: &str, value: &str) -> Result<String, ItemsError> {
@@ -368,6 +373,21 @@ pub fn seed(
         }
         seeded.map_err(|e| e.to_string())?
     };
+    // What the site's pages read, on a demo seeded now or by an earlier
+    // release alike.
+    let completed = platform
+        .once(crate::platform_schema::OWNER, SITE_DATA, |session| {
+            let mut ctx = Ctx {
+                platform,
+                session,
+                who: Who::system(),
+            };
+            complete_for_the_site(&mut ctx, has_service)
+        })
+        .map_err(|e| e.to_string())?;
+    if completed {
+        log::info!("demo content completed with what the site's pages read");
+    }
     match (seeded, has_service) {
         (false, _) => log::info!("demo content already present"),
         (true, true) => {
@@ -423,7 +443,7 @@ fn seed_users(ctx: &mut Ctx<'_, '_>, media: &Media) -> Result<(), ItemsError> {
         ctx.create(
             "platform_users",
             json!({"first_name": first, "last_name": last, "email": email, "role": viewer_role,
-                   "token": token, "password": VIEWER_PASSWORD, "date_created": days_ago(90)}),
+                   "token": token, "password": DEMO_PASSWORD, "date_created": days_ago(90)}),
         )?;
     }
     Ok(())
@@ -509,6 +529,93 @@ fn seed_catalogue(ctx: &mut Ctx<'_, '_>, media: &Media) -> Result<(), ItemsError
                    "tags": ["demo", if i % 2 == 0 { "slow" } else { "fast" }],
                    "linked_video": first_video, "description": format!("{title}, a demo recording."),
                    "date_created": days_ago(20 - i as i64 * 4)}),
+        )?;
+    }
+    Ok(())
+}
+
+/// Id, among the platform's migrations, of the demo's completion with what
+/// the site's pages read.
+const SITE_DATA: &str = "demo_0001_site_data";
+
+/// The demo movies' length, in seconds (`scripts/make-demo-media.sh`).
+const MOVIE_SECONDS: u64 = 6;
+
+/// Gives the demo what the site's pages read (docs/decisions.md §9): a
+/// password for every demo user, tags as lists, the models' join dates,
+/// their avatars in the `avatars` folder the site uploads into, members'
+/// own emails; with the catalogue, tags on videos and articles, covers on
+/// articles and the movies' duration.
+fn complete_for_the_site(ctx: &mut Ctx<'_, '_>, has_service: bool) -> Result<(), ItemsError> {
+    let avatars = ctx.create("platform_folders", json!({"name": "avatars"}))?;
+    for model in &MODELS {
+        let id = ctx.id_of("platform_users", "slug", model.slug)?;
+        let mut data = json!({"password": DEMO_PASSWORD, "tags": ["model", model.slug]});
+        if has_service {
+            data["join_date"] = json!(days_ago(model.age));
+        }
+        ctx.update("platform_users", &id, data)?;
+        if let Ok(avatar) = ctx.value_of("platform_users", "slug", model.slug, "avatar") {
+            ctx.update("platform_files", &avatar, json!({"folder": avatars}))?;
+        }
+    }
+    for email in ["victor@demo.local", "wendy@demo.local"] {
+        let id = ctx.id_of("platform_users", "email", email)?;
+        let mut data = json!({"password": DEMO_PASSWORD, "tags": []});
+        if has_service {
+            data["join_date"] = json!(days_ago(90));
+        }
+        ctx.update("platform_users", &id, data)?;
+    }
+    // Members read their own email (a field granted on their own row).
+    for policy in ["Viewer", "Model"] {
+        let policy = ctx.id_of("platform_policies", "name", policy)?;
+        ctx.create(
+            "platform_permissions",
+            json!({"policy": policy, "collection": "platform_users", "action": "read",
+                   "permissions": {"id": {"_eq": "$CURRENT_USER"}}, "fields": ["email"]}),
+        )?;
+    }
+    if !has_service {
+        return Ok(());
+    }
+    for (n, (_, slug, _, _)) in VIDEOS.into_iter().enumerate() {
+        let id = video_id(n + 1);
+        let first_word = slug.split('-').next().unwrap_or(slug);
+        ctx.update("videos", &id, json!({"tags": ["interactive", first_word]}))?;
+        if let Ok(movie) = ctx.value_of("videos", "id", &id, "movie") {
+            ctx.update(
+                "platform_files",
+                &movie,
+                json!({"duration": MOVIE_SECONDS}),
+            )?;
+        }
+    }
+    // Each article's cover is its author's banner.
+    let articles = ctx.platform.read_by_query(
+        ctx.session,
+        &ctx.who,
+        "articles",
+        &WireQuery {
+            fields: Some(crate::query::ListParam::List(vec![
+                "id".into(),
+                "slug".into(),
+                "author".into(),
+            ])),
+            limit: Some(-1),
+            ..Default::default()
+        },
+        None,
+    )?;
+    for article in articles {
+        let field = |name: &str| article.get(name).and_then(Value::as_str).unwrap_or_default();
+        let (id, slug, author) = (field("id"), field("slug"), field("author"));
+        let cover = ctx.value_of("platform_users", "id", author, "banner").ok();
+        let first_word = slug.split('-').next().unwrap_or(slug);
+        ctx.update(
+            "articles",
+            id,
+            json!({"tags": ["magazine", first_word], "image": cover}),
         )?;
     }
     Ok(())
@@ -609,7 +716,9 @@ fn print_examples(serve: &ServeArgs, assets: Option<&(String, String)>) {
     });
     println!(
         "\nDemo platform ready. Tokens: admin `{ADMIN_TOKEN}` (unless ADMIN_TOKEN is set), \
-         model `{MODEL_TOKEN}`, viewers `{VIEWER_TOKEN}` and `{VIEWER2_TOKEN}`.\nTry:\n\
+         model `{MODEL_TOKEN}`, viewers `{VIEWER_TOKEN}` and `{VIEWER2_TOKEN}`.\n\
+         Every demo user signs in with the password `{DEMO_PASSWORD}`: models {MARKER_EMAIL}, \
+         bianca@demo.local and chloe@demo.local; viewers victor@demo.local and wendy@demo.local.\nTry:\n\
          \x20 curl {base}/svc/stats\n\
          \x20 curl {base}/svc/models\n\
          \x20 curl {base}/svc/videos/sunset-session\n\
@@ -621,7 +730,7 @@ fn print_examples(serve: &ServeArgs, assets: Option<&(String, String)>) {
          \x20 curl {base}/svc/community-recordings\n\
          \x20 curl -H 'Authorization: Bearer {ADMIN_TOKEN}' {base}/server/extensions\n\
          \x20 curl {base}/server/specs/oas\n\
-         \x20 curl -H 'Content-Type: application/json' -d '{{\"email\":\"victor@demo.local\",\"password\":\"{VIEWER_PASSWORD}\"}}' {base}/auth/login\n\
+         \x20 curl -H 'Content-Type: application/json' -d '{{\"email\":\"victor@demo.local\",\"password\":\"{DEMO_PASSWORD}\"}}' {base}/auth/login\n\
          (docs/api.md lists every endpoint with an example.)\n"
     );
 }
