@@ -2,18 +2,20 @@
 //! the items service; `http/comments_api.rs` only reads requests and
 //! writes answers.
 //!
-//! Who sees what: a comment is seen by whoever may read (some items of)
-//! the collection it is on, whatever the policies say of
-//! `platform_comments` (`Platform::comment_scope`: one condition on
-//! `collection`, so a list stays one query). Anything read through a
-//! comment's references (`user_created.first_name`) is read under the
-//! caller's permissions on that collection.
+//! Who sees what: a comment is seen by whoever may read the item it is
+//! on (its collection, and that item under the caller's row rule),
+//! whatever the policies say of `platform_comments`
+//! (`Platform::comment_scope`, which keeps a list one query). Anything
+//! read through a comment's references (`user_created.first_name`) is
+//! read under the caller's permissions on that collection.
 //!
 //! Writes go through the items service, so every hook on comments
-//! (svc's COMMENT_CREATE) runs whatever the path. A comment is created as
-//! the caller, under their permissions on `platform_comments` (members'
-//! rule presets its author), on an item of a collection that exists and
-//! that the caller may read. Its author changes or deletes it, and an
+//! (svc's COMMENT_CREATE) runs whatever the path, and so does the rule
+//! that a comment is on an item of a served collection that exists and
+//! that its writer may read (`items/write.rs`), and the bound on its
+//! length (`platform_schema::max_length`). A comment is created as the
+//! caller, under their permissions on `platform_comments` (members' rule
+//! presets its author). Its author changes or deletes it, and an
 //! administrator any: the ownership is checked here, and the write then
 //! runs with the caller's accountability, permissions bypassed.
 
@@ -49,7 +51,7 @@ pub const DEFAULT_LIMIT: u64 = 100;
 
 /// The comments the query asks for, as a JSON array.
 pub fn list(platform: &Platform, who: &Who, q: &WireQuery) -> Result<Vec<u8>, CommentError> {
-    let scope = platform.comment_scope(who)?;
+    let scope = platform.comment_scope(&mut Session::Auto, who)?;
     Ok(platform.read_scoped_json(
         &mut Session::Auto,
         who,
@@ -66,7 +68,7 @@ pub fn aggregate(
     who: &Who,
     q: &WireQuery,
 ) -> Result<Vec<Record>, CommentError> {
-    let scope = platform.comment_scope(who)?;
+    let scope = platform.comment_scope(&mut Session::Auto, who)?;
     Ok(platform.aggregate_scoped(&mut Session::Auto, who, COMMENTS, q, scope)?)
 }
 
@@ -77,7 +79,7 @@ pub fn read_one(
     id: &str,
     q: &WireQuery,
 ) -> Result<Vec<u8>, CommentError> {
-    let scope = platform.comment_scope(who)?;
+    let scope = platform.comment_scope(&mut Session::Auto, who)?;
     platform
         .read_scoped_one_json(&mut Session::Auto, who, COMMENTS, id, q, scope)?
         .ok_or(CommentError::Forbidden)
@@ -103,7 +105,6 @@ pub fn create(platform: &Platform, who: &Who, body: &Value) -> Result<String, Co
             "\"{other}\" cannot be set on a comment"
         )));
     }
-    ensure_item_readable(platform, who, &collection, &item)?;
     let payload = serde_json::json!({"collection": collection, "item": item, "comment": comment});
     Ok(platform.create_one(&mut Session::Auto, who, COMMENTS, &payload)?)
 }
@@ -119,33 +120,6 @@ fn required(body: &Map<String, Value>, name: &'static str) -> Result<String, Com
         Some(_) => Err(CommentError::InvalidPayload(format!(
             "\"{name}\" must be a string"
         ))),
-    }
-}
-
-/// The item exists in a collection that exists, and the caller may read
-/// it; otherwise forbidden, as Directus answers whoever comments on an
-/// item they may not read.
-fn ensure_item_readable(
-    platform: &Platform,
-    who: &Who,
-    collection: &str,
-    item: &str,
-) -> Result<(), CommentError> {
-    if !platform.has_collection(collection) {
-        return Err(CommentError::Forbidden);
-    }
-    let q = WireQuery {
-        fields: Some(ListParam::List(vec!["id".into()])),
-        ..Default::default()
-    };
-    match platform.read_one_json(&mut Session::Auto, who, collection, item, &q) {
-        Ok(Some(_)) => Ok(()),
-        Ok(None) | Err(ItemsError::Forbidden(_) | ItemsError::NotFound(_)) => {
-            Err(CommentError::Forbidden)
-        }
-        // A key that is not one (a bad id for the collection's key type).
-        Err(ItemsError::InvalidQuery(_)) => Err(CommentError::Forbidden),
-        Err(e) => Err(e.into()),
     }
 }
 

@@ -584,11 +584,7 @@ fn complete_for_the_site(ctx: &mut Ctx<'_, '_>, has_service: bool) -> Result<(),
         let first_word = slug.split('-').next().unwrap_or(slug);
         ctx.update("videos", &id, json!({"tags": ["interactive", first_word]}))?;
         if let Ok(movie) = ctx.value_of("videos", "id", &id, "movie") {
-            ctx.update(
-                "platform_files",
-                &movie,
-                json!({"duration": MOVIE_SECONDS}),
-            )?;
+            ctx.update("platform_files", &movie, json!({"duration": MOVIE_SECONDS}))?;
         }
     }
     // Each article's cover is its author's banner.
@@ -608,7 +604,12 @@ fn complete_for_the_site(ctx: &mut Ctx<'_, '_>, has_service: bool) -> Result<(),
         None,
     )?;
     for article in articles {
-        let field = |name: &str| article.get(name).and_then(Value::as_str).unwrap_or_default();
+        let field = |name: &str| {
+            article
+                .get(name)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
         let (id, slug, author) = (field("id"), field("slug"), field("author"));
         let cover = ctx.value_of("platform_users", "id", author, "banner").ok();
         let first_word = slug.split('-').next().unwrap_or(slug);

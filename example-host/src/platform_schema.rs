@@ -303,9 +303,13 @@ pub fn is_secret(collection: &str, field: &str) -> bool {
 
 /// Longest text, in characters, of the users' profile fields: 255 for
 /// names, emails, titles and the other short fields (as Directus's
-/// string columns), more for a description. Every writer is held to it:
-/// registration, `/users/me`, the items API and extensions.
+/// string columns), more for a description; and of a comment. Every
+/// writer is held to it: registration, `/users/me`, `/comments`, the
+/// items API and extensions.
 pub fn max_length(collection: &str, field: &str) -> Option<usize> {
+    if collection == "platform_comments" && field == "comment" {
+        return Some(MAX_COMMENT_LENGTH);
+    }
     if collection != "platform_users" {
         return None;
     }
@@ -321,11 +325,13 @@ pub fn max_length(collection: &str, field: &str) -> Option<usize> {
 pub const MAX_NAME_LENGTH: usize = 255;
 /// Longest profile description.
 pub const MAX_DESCRIPTION_LENGTH: usize = 10_000;
+/// Longest comment.
+pub const MAX_COMMENT_LENGTH: usize = 10_000;
 
 /// The host's own rules for values of its collections, applied on every
 /// write: emails are stored trimmed and in lower case (so that uniqueness
 /// holds regardless of case, and sign-in finds them however typed), and
-/// profile text has a length limit.
+/// profile text and comments have a length limit.
 pub fn host_value(collection: &str, field: &str, value: Value) -> Result<Value, String> {
     let value = match value {
         Value::String(s) if collection == "platform_users" && field == "email" => {

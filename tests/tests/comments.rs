@@ -291,3 +291,115 @@ fn authors_change_and_delete_their_own_comments_administrators_any() {
     let r = host.delete(&format!("/comments/{id}"), Some(ADMIN_TOKEN));
     assert_eq!(r.status, 204, "{}", r.body);
 }
+
+/// The comments of a list or aggregate answer, as JSON values.
+fn read_as(host: &Host, path: &str, token: &str) -> Vec<Value> {
+    data_list(&host.get(path, Some(token)))
+}
+
+#[test]
+fn comments_follow_the_row_rule_of_their_item_on_every_path() {
+    let (host, _, _, public, private) = setup();
+    assert_eq!(comment(&host, "cv-a", &private, "secret").status, 200);
+    assert_eq!(comment(&host, "cv-a", &public, "open").status, 200);
+    let secret = id_of(&host.admin_find("platform_comments", &json!({"comment": "secret"}))[0]);
+    // `cv-b` reads recordings, but not `cv-a`'s private one: nor its
+    // comment, through either path; its owner sees both.
+    for path in [
+        "/comments?fields=comment,item&sort=comment",
+        "/items/platform_comments?fields=comment,item&sort=comment",
+    ] {
+        assert_eq!(
+            read_as(&host, path, "cv-b"),
+            vec![json!({"comment": "open", "item": public})],
+            "{path}"
+        );
+        assert_eq!(read_as(&host, path, "cv-a").len(), 2, "{path}");
+    }
+    // Nor in an aggregate grouped by item.
+    for path in [
+        "/comments?aggregate[count]=*&groupBy[]=item",
+        "/items/platform_comments?aggregate[count]=*&groupBy[]=item",
+    ] {
+        let groups = read_as(&host, path, "cv-b");
+        assert_eq!(groups.len(), 1, "{path}: {groups:?}");
+        assert_eq!(groups[0]["item"], json!(public), "{path}");
+        assert_eq!(read_as(&host, path, "cv-a").len(), 2, "{path}");
+    }
+    for path in [
+        format!("/comments/{secret}"),
+        format!("/items/platform_comments/{secret}"),
+    ] {
+        let r = host.get(&path, Some("cv-b"));
+        assert_eq!(r.status, 403, "{path}: {}", r.body);
+        assert_eq!(host.get(&path, Some("cv-a")).status, 200, "{path}");
+    }
+    // Once the recording is public, its comment is seen.
+    host.admin_patch("recordings", &private, &json!({"public": true}));
+    assert_eq!(read_as(&host, "/comments?fields=comment", "cv-b").len(), 2);
+}
+
+#[test]
+fn items_writes_of_comments_are_held_to_the_rules_of_comments() {
+    let (host, _, _, public, private) = setup();
+    let write = |token: &str, collection: &str, item: &str, text: &str| {
+        host.post(
+            "/items/platform_comments",
+            Some(token),
+            &json!({"collection": collection, "item": item, "comment": text}),
+        )
+    };
+    // A private item of another member's, a missing one, a collection the
+    // member may not read or that does not exist: forbidden, as on
+    // `/comments`.
+    for (collection, item) in [
+        ("recordings", private.as_str()),
+        ("recordings", "00000000-0000-4000-8000-00000000dead"),
+        ("videos", public.as_str()),
+        ("no_such_collection", public.as_str()),
+    ] {
+        let r = write("cv-b", collection, item, "x");
+        assert_eq!(r.status, 403, "{collection}/{item}: {}", r.body);
+        assert_eq!(code(&r), "FORBIDDEN");
+    }
+    // A missing item or a collection no API serves, to an administrator.
+    for (collection, item) in [
+        ("recordings", "00000000-0000-4000-8000-00000000dead"),
+        ("platform_signing_keys", "1"),
+    ] {
+        let r = write(ADMIN_TOKEN, collection, item, "x");
+        assert_eq!(r.status, 403, "{collection}/{item}: {}", r.body);
+    }
+    assert_eq!(write("cv-b", "recordings", &public, "fine").status, 200);
+    // Nor may a comment be moved onto such an item.
+    let fine = id_of(&host.admin_find("platform_comments", &json!({"comment": "fine"}))[0]);
+    let r = host.patch(
+        &format!("/items/platform_comments/{fine}"),
+        Some(ADMIN_TOKEN),
+        &json!({"item": "00000000-0000-4000-8000-00000000dead"}),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(
+        host.admin_count("platform_comments", Some(&json!({"item": public}))),
+        1
+    );
+
+    // A comment's length is bounded on both paths.
+    let longest = "x".repeat(10_000);
+    let too_long = "x".repeat(10_001);
+    assert_eq!(write("cv-b", "recordings", &public, &longest).status, 200);
+    assert_eq!(comment(&host, "cv-b", &public, &longest).status, 200);
+    let message = "\"comment\" is too long (10001 characters; at most 10000)";
+    let refused = |r: Resp| {
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert_eq!(code(&r), "INVALID_PAYLOAD");
+        assert_eq!(r.json()["errors"][0]["message"], message, "{}", r.body);
+    };
+    refused(write("cv-b", "recordings", &public, &too_long));
+    refused(comment(&host, "cv-b", &public, &too_long));
+    refused(host.patch(
+        &format!("/comments/{fine}"),
+        Some("cv-b"),
+        &json!({"comment": too_long}),
+    ));
+}

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use platform_tests::score::{seeded_achievements, weighted, Seeded};
-use platform_tests::{int_of, keys_of, rec_body, Host, HostOptions, Rng, ADMIN_TOKEN};
+use platform_tests::{int_of, keys_of, rec_body, user_email, Host, HostOptions, Rng, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 const REL_TOL: f64 = 1e-9;
@@ -129,19 +129,33 @@ fn report(host: &Host, rec: &str, play_id: &str, token: Option<&str>, completed:
     assert_eq!(r.json(), json!({"success": true}));
 }
 
-/// POST /items/platform_comments as the token's user.
-fn comment(host: &Host, token: &str, collection: &str, item: &str) {
-    let r = host.post(
+/// A comment on `collection`/`item` by the token's user, written by an
+/// administrator on their behalf: members comment only on items they may
+/// read (others' recordings are private), and the rules count a comment
+/// by its author, whoever wrote it.
+fn post_comment(host: &Host, token: &str, collection: &str, item: &str) -> platform_tests::Resp {
+    let author = host.admin_find("platform_users", &json!({"email": user_email(token)}));
+    host.post(
         "/items/platform_comments",
-        Some(token),
-        &json!({"collection": collection, "item": item, "comment": "nice"}),
-    );
-    assert!(
-        r.status == 200 || r.status == 204,
-        "comment: {} {}",
-        r.status,
-        r.body
-    );
+        Some(ADMIN_TOKEN),
+        &json!({"collection": collection, "item": item, "comment": "nice",
+                "user_created": author[0]["id"]}),
+    )
+}
+
+/// [`post_comment`], which must be written.
+#[track_caller]
+fn comment(host: &Host, token: &str, collection: &str, item: &str) {
+    let r = post_comment(host, token, collection, item);
+    assert_eq!(r.status, 200, "comment: {}", r.body);
+}
+
+/// [`post_comment`] on an item that does not exist: refused, as every
+/// comment on a missing item is.
+#[track_caller]
+fn refused_comment(host: &Host, token: &str, collection: &str, item: &str) {
+    let r = post_comment(host, token, collection, item);
+    assert_eq!(r.status, 403, "comment: {}", r.body);
 }
 
 /// GET /svc/gamification/user/:id without a token.
@@ -629,9 +643,9 @@ fn comments_on_other_collections_earn_nothing() {
     viewer(&host, "oc-o");
     let v = viewer(&host, "oc-v");
     let rec = create_recording(&host, "oc-o", Some("published"));
-    comment(&host, "oc-v", "videos", &rec);
-    comment(&host, "oc-v", "articles", "a1");
-    comment(&host, "oc-v", "Recordings", &rec);
+    refused_comment(&host, "oc-v", "videos", &rec);
+    refused_comment(&host, "oc-v", "articles", "a1");
+    refused_comment(&host, "oc-v", "Recordings", &rec);
     assert!(stats(&host, &v).is_null());
     assert!(actions(&host, &v).is_empty());
     comment(&host, "oc-v", "recordings", &rec);
@@ -663,7 +677,7 @@ fn stats_follow_rule_3_after_a_mixed_sequence() {
     report(&host, &r1, &p1, Some("mx-b"), true);
     comment(&host, "mx-b", "recordings", &r1);
     comment(&host, "mx-b", "recordings", &r2);
-    comment(&host, "mx-b", "videos", &r2);
+    refused_comment(&host, "mx-b", "videos", &r2);
     comment(&host, "mx-a", "recordings", &r1);
     set_featured(&host, &r1, true);
 
@@ -903,7 +917,7 @@ fn progress_follows_rule_5_for_every_code() {
     report(&host, &mine1, &own, Some("r5-u"), true);
     comment(&host, "r5-u", "recordings", &other);
     comment(&host, "r5-u", "recordings", &mine1);
-    comment(&host, "r5-u", "videos", &other);
+    refused_comment(&host, "r5-u", "videos", &other);
     // Someone else's completed play and comment are not u's.
     let op = host.play_recording(&mine1, Some("r5-o"));
     report(&host, &mine1, &op, Some("r5-o"), true);
@@ -1280,7 +1294,7 @@ fn recalculation_leaves_users_without_stats_rows_alone() {
     create_recording(&host, "nr-u", Some("published"));
     let own = create_recording(&host, "nr-v", None);
     host.play_recording(&own, Some("nr-v"));
-    comment(&host, "nr-v", "videos", &own);
+    refused_comment(&host, "nr-v", "videos", &own);
     let r = host.post(
         "/items/user_points",
         Some(ADMIN_TOKEN),
@@ -2026,9 +2040,11 @@ fn random_sequence(seed: u64) {
             } else {
                 "recordings"
             };
-            comment(&host, &tokens[u], collection, &recs[k].id);
             if collection == "recordings" {
+                comment(&host, &tokens[u], collection, &recs[k].id);
                 expected.push((ids[u].clone(), "COMMENT_CREATE".into(), 5, None));
+            } else {
+                refused_comment(&host, &tokens[u], collection, &recs[k].id);
             }
             log.push(format!("comment {collection} by {u} on rec {k}"));
         }
@@ -2234,9 +2250,9 @@ fn comments_earn_comment_create_only_on_an_existing_recording() {
     let u = viewer(&host, "ce-u");
     viewer(&host, "ce-o");
     let rec = create_recording(&host, "ce-o", Some("published"));
-    // `item` names no recording at all: counted as a comment on
-    // recordings (docs/decisions.md §7), never rewarded.
-    comment(
+    // `item` names no recording at all: refused, as every comment on a
+    // missing item is, and never rewarded.
+    refused_comment(
         &host,
         "ce-u",
         "recordings",
@@ -2255,8 +2271,8 @@ fn comments_earn_comment_create_only_on_an_existing_recording() {
     assert_eq!(named(&host, &u, "COMMENT_CREATE").len(), 1);
     assert!(unlocked(&user_achs(&host, &u), "first_comment"));
     assert_stats_follow_rules(&host, &u);
-    assert_eq!(stats(&host, &u)["comments_count"], 2);
-    // And the member's own comment through /items, on the recording.
+    assert_eq!(stats(&host, &u)["comments_count"], 1);
+    // And another on the recording.
     comment(&host, "ce-u", "recordings", &rec);
     assert_eq!(named(&host, &u, "COMMENT_CREATE").len(), 2);
     assert_stats_follow_rules(&host, &u);

@@ -143,3 +143,78 @@ fn without_the_setting_the_folder_is_read_once() {
     assert_eq!(mounted(&host), vec![("hello".into(), "0.1.0".into())]);
     assert!(!host.log().contains("watching"));
 }
+
+/// Waits for the host's log to say `what`.
+fn logged(host: &Host, what: &str) {
+    eventually(&format!("the log says {what:?}"), WITHIN, || {
+        let log = host.log();
+        if log.contains(what) {
+            Ok(())
+        } else {
+            Err(log)
+        }
+    });
+}
+
+#[test]
+fn a_library_copied_slowly_is_mounted_once_whole_and_the_host_lives() {
+    let host = Host::start(
+        HostOptions::with(vec![library("hello")]).env_var("EXTENSIONS_AUTO_RELOAD", "true"),
+    );
+    let hello = host.extensions_dir().join("libhello.so");
+    let whole = fs::read(library("hello_v2")).expect("hello v2");
+    let (first, rest) = whole.split_at(whole.len() / 2);
+    // A copy in two halves with a pause longer than two readings of the
+    // folder: the first half settles, and is refused, not mapped.
+    fs::write(&hello, first).expect("first half");
+    std::thread::sleep(Duration::from_millis(1500));
+    logged(&host, "truncated");
+    assert_eq!(host.get("/server/ping", None).status, 200);
+    assert!(host.log().contains("keeps serving"), "{}", host.log());
+    assert_eq!(host.get("/hello/version", None).status, 404);
+    {
+        use std::io::Write;
+        let mut file = fs::OpenOptions::new()
+            .append(true)
+            .open(&hello)
+            .expect("open to append");
+        file.write_all(rest).expect("second half");
+    }
+    let answer = eventually("the whole hello serves /hello/version", WITHIN, || {
+        version_route(&host)
+    });
+    assert_eq!(answer["version"], "2.0.0", "{answer}");
+    assert_eq!(mounted(&host), vec![("hello".into(), "2.0.0".into())]);
+}
+
+#[test]
+fn a_truncated_library_is_refused_with_a_log_line_and_mounted_once_whole() {
+    let host = Host::start(
+        HostOptions::with(vec![library("hello")]).env_var("EXTENSIONS_AUTO_RELOAD", "true"),
+    );
+    let added = host.extensions_dir().join("libfixture_ext.so");
+    let whole = fs::read(library("fixture_ext")).expect("fixture");
+    // Cut short and left so.
+    fs::write(&added, &whole[..whole.len() * 9 / 10]).expect("truncated copy");
+    logged(
+        &host,
+        &format!(
+            "refused extension {}: cannot open the library",
+            added.display()
+        ),
+    );
+    assert!(host.log().contains("truncated"), "{}", host.log());
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(host.get("/server/ping", None).status, 200);
+    assert_eq!(mounted(&host), vec![("hello".into(), "0.1.0".into())]);
+    // Made whole: mounted.
+    fs::write(&added, &whole).expect("whole copy");
+    eventually("the whole library is mounted", WITHIN, || {
+        let now = mounted(&host);
+        if now.iter().any(|(id, _)| id == "fixture") {
+            Ok(())
+        } else {
+            Err(format!("{now:?}"))
+        }
+    });
+}

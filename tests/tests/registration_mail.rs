@@ -179,6 +179,41 @@ fn a_registration_is_verified_with_the_mailed_token_then_signs_in() {
 }
 
 #[test]
+fn registrations_are_throttled_per_email_and_per_client_address() {
+    let mail = MailServer::start();
+    let host = mail_host(
+        &mail,
+        &[
+            ("LOGIN_THROTTLE_ACCOUNT_ATTEMPTS", "3"),
+            ("LOGIN_THROTTLE_ADDRESS_ATTEMPTS", "5"),
+            ("LOGIN_THROTTLE_DURATION", "60"),
+        ],
+    );
+    let flooded = "flooded@site.test";
+    let body =
+        |email: &str| json!({"email": email, "password": PASSWORD, "verification_url": VERIFY_URL});
+    // Each registration of an unverified email mails it anew: three,
+    // then 429, whatever the case of the email.
+    for email in [flooded, "Flooded@site.test", flooded] {
+        assert_eq!(register(&host, body(email)).status, 204);
+    }
+    for _ in 0..3 {
+        let (status, code, _) = error(&register(&host, body(flooded)));
+        assert_eq!((status, code.as_str()), (429, "REQUESTS_EXCEEDED"));
+    }
+    mail.wait_for(flooded, 3);
+    // Per client address, across emails: two more, then 429.
+    for email in ["other-1@site.test", "other-2@site.test"] {
+        assert_eq!(register(&host, body(email)).status, 204);
+    }
+    let (status, _, _) = error(&register(&host, body("other-3@site.test")));
+    assert_eq!(status, 429);
+    settle();
+    assert_eq!(mail.messages_to(flooded).len(), 3);
+    assert!(mail.messages_to("other-3@site.test").is_empty());
+}
+
+#[test]
 fn without_a_url_the_link_points_at_the_host_itself() {
     let mail = MailServer::start();
     let host = mail_host(&mail, &[("PUBLIC_REGISTRATION_VERIFY_EMAIL", "true")]);

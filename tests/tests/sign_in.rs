@@ -467,3 +467,39 @@ fn bad_sign_in_bodies_are_400_not_401() {
     let r = host.post("/auth/refresh", None, &Value::Object(Default::default()));
     assert_eq!(r.status, 400, "{}", r.body);
 }
+
+#[test]
+fn a_query_token_is_hidden_in_the_access_log_under_every_spelling_it_is_read_by() {
+    let host = host_with(&[]);
+    let token = "spelled-query-token";
+    host.user(Some("Viewer"), token);
+    // Every spelling of the name the credentials are read from
+    // (percent-decoded, as a query is), and the plain one.
+    let spellings = [
+        "access_token",
+        "access%5Ftoken",
+        "access%5ftoken",
+        "%61ccess_token",
+        "%61%63%63%65%73%73%5F%74%6F%6B%65%6E",
+    ];
+    for name in spellings {
+        // Anonymous callers may not read recordings: 200 is the token's.
+        let r = host.get(&format!("/items/recordings?{name}={token}&limit=1"), None);
+        assert_eq!(r.status, 200, "{name}: {}", r.body);
+    }
+    let logged = platform_tests::time::eventually(
+        "an access log line per spelling",
+        std::time::Duration::from_secs(5),
+        || {
+            let log = host.log();
+            match spellings
+                .iter()
+                .find(|name| !log.contains(&format!("/items/recordings?{name}=***&limit=1 ")))
+            {
+                None => Ok(log),
+                Some(name) => Err(format!("no line for {name}:\n{log}")),
+            }
+        },
+    );
+    assert!(!logged.contains(&format!("={token}")), "{logged}");
+}

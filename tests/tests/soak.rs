@@ -417,7 +417,8 @@ fn client_loop(base: &str, world: &World, n: usize, deadline: Instant) -> Tally 
                 "POST",
                 "/items/platform_comments",
                 Some(token),
-                Some(&json!({"collection": "recordings", "item": any_rec, "comment": "x"})),
+                // A public one: a comment is on an item its author may read.
+                Some(&json!({"collection": "recordings", "item": public, "comment": "x"})),
             );
             ("comment", &[200, 204], answer)
         } else if !imported.is_empty() && rng.chance(30) {

@@ -189,6 +189,43 @@ fn failed_sign_ins_past_the_bound_refuse_even_the_right_password_until_the_windo
     assert_eq!(r.status, 200, "{}", r.body);
 }
 
+/// [`login`] from `address`, as a trusted proxy names it.
+fn login_from(host: &Host, address: &str, email: &str, password: &str) -> Resp {
+    let body = json!({"email": email, "password": password}).to_string();
+    host.request_with(
+        "POST",
+        "/auth/login",
+        &[
+            ("X-Forwarded-For", address),
+            ("Content-Type", "application/json"),
+        ],
+        Some(body.as_bytes()),
+    )
+}
+
+#[test]
+fn past_the_account_bound_an_address_that_has_not_failed_still_signs_in() {
+    let host = host_with(&[
+        ("LOGIN_THROTTLE_ACCOUNT_ATTEMPTS", "3"),
+        ("LOGIN_THROTTLE_DURATION", "60"),
+        ("IP_TRUST_PROXY", "true"),
+    ]);
+    let email = account(&host, "locked-out-owner");
+    let (attacker, owner, guesser) = ("203.0.113.66", "198.51.100.20", "198.51.100.21");
+    for _ in 0..3 {
+        assert_refused_credentials(&login_from(&host, attacker, &email, "wrong"));
+    }
+    // The attacker's address is refused, the right password included.
+    assert_too_many(&login_from(&host, attacker, &email, PASSWORD), 3, 60);
+    // Another address that has not tried the account gets one attempt:
+    // a wrong one, and then it is refused too.
+    assert_refused_credentials(&login_from(&host, guesser, &email, "wrong"));
+    assert_too_many(&login_from(&host, guesser, &email, PASSWORD), 3, 60);
+    // The owner, from an address that has not failed, signs in.
+    let r = login_from(&host, owner, &email, PASSWORD);
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
 #[test]
 fn an_unknown_email_is_throttled_as_a_known_one_is() {
     let host = host_with(&[

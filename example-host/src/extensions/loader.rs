@@ -245,6 +245,7 @@ pub fn load(
 /// Opens a library and runs every check that needs nothing of the
 /// platform: header version, layout, manifest.
 pub fn open(path: &Path) -> Result<Opened, LoadError> {
+    check_whole_elf(path)?;
     let header = lib_header_from_path(path).map_err(describe)?;
     check_header_version(header)?;
     let Some(library_layout) = header.layout() else {
@@ -450,4 +451,148 @@ pub fn mount(
         schedules,
         openapi,
     })
+}
+
+/// Refuses a file that is not a whole ELF library: the dynamic loader maps
+/// a library's segments as its headers describe them, and touching a page
+/// past the end of a truncated file kills the process (SIGBUS) instead of
+/// failing the load. Every segment the program headers name, and the
+/// section headers, must lie within the file.
+#[cfg(target_os = "linux")]
+pub fn check_whole_elf(path: &Path) -> Result<(), LoadError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let refuse = |why: String| LoadError::Open(format!("{}: {why}", path.display()));
+    let mut file = std::fs::File::open(path).map_err(|e| refuse(e.to_string()))?;
+    let len = file.metadata().map_err(|e| refuse(e.to_string()))?.len();
+    let mut head = [0u8; 64];
+    file.read_exact(&mut head)
+        .map_err(|_| refuse("not an ELF library (too short)".into()))?;
+    if head[..4] != *b"\x7fELF" {
+        return Err(refuse("not an ELF library".into()));
+    }
+    let elf = Elf::of(&head).ok_or_else(|| refuse("not an ELF library".into()))?;
+    let truncated = |what: &str| {
+        refuse(format!(
+            "the file ends at {len} bytes, before its {what}: truncated (still being written?)"
+        ))
+    };
+    let table = |offset: u64, count: u64, size: u64| {
+        count
+            .checked_mul(size)
+            .and_then(|n| n.checked_add(offset))
+            .filter(|end| *end <= len)
+    };
+    if elf.shoff != 0 && table(elf.shoff, elf.shnum, elf.shentsize).is_none() {
+        return Err(truncated("section headers"));
+    }
+    table(elf.phoff, elf.phnum, elf.phentsize).ok_or_else(|| truncated("program headers"))?;
+    let mut headers = vec![0u8; (elf.phnum * elf.phentsize) as usize];
+    file.seek(SeekFrom::Start(elf.phoff))
+        .and_then(|_| file.read_exact(&mut headers))
+        .map_err(|e| refuse(e.to_string()))?;
+    for header in headers.chunks_exact(elf.phentsize as usize) {
+        let (offset, size) = elf
+            .segment(header)
+            .ok_or_else(|| truncated("program headers"))?;
+        if offset.checked_add(size).is_none_or(|end| end > len) {
+            return Err(truncated("segments"));
+        }
+    }
+    Ok(())
+}
+
+/// Elsewhere the loader's own checks are all there is.
+#[cfg(not(target_os = "linux"))]
+pub fn check_whole_elf(_path: &Path) -> Result<(), LoadError> {
+    Ok(())
+}
+
+/// Where an ELF file's tables are, from its header.
+#[cfg(target_os = "linux")]
+struct Elf {
+    wide: bool,
+    little: bool,
+    phoff: u64,
+    phentsize: u64,
+    phnum: u64,
+    shoff: u64,
+    shentsize: u64,
+    shnum: u64,
+}
+
+#[cfg(target_os = "linux")]
+impl Elf {
+    fn of(head: &[u8; 64]) -> Option<Elf> {
+        let wide = match head[4] {
+            1 => false,
+            2 => true,
+            _ => return None,
+        };
+        let little = match head[5] {
+            1 => true,
+            2 => false,
+            _ => return None,
+        };
+        let n = |at: usize, size: usize| read_uint(&head[at..at + size], little);
+        let (phoff, shoff, rest) = if wide {
+            (n(0x20, 8), n(0x28, 8), 0x34)
+        } else {
+            (n(0x1C, 4), n(0x20, 4), 0x28)
+        };
+        let elf = Elf {
+            wide,
+            little,
+            phoff,
+            phentsize: n(rest + 2, 2),
+            phnum: n(rest + 4, 2),
+            shoff,
+            shentsize: n(rest + 6, 2),
+            shnum: n(rest + 8, 2),
+        };
+        let least = if wide { 0x38 } else { 0x20 };
+        (elf.phentsize >= least).then_some(elf)
+    }
+
+    /// The file offset and size of the segment a program header names.
+    fn segment(&self, header: &[u8]) -> Option<(u64, u64)> {
+        let n =
+            |at: usize, size: usize| header.get(at..at + size).map(|b| read_uint(b, self.little));
+        if self.wide {
+            Some((n(0x08, 8)?, n(0x20, 8)?))
+        } else {
+            Some((n(0x04, 4)?, n(0x10, 4)?))
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn read_uint(bytes: &[u8], little: bool) -> u64 {
+    let fold = |n: u64, b: &u8| (n << 8) | u64::from(*b);
+    if little {
+        bytes.iter().rev().fold(0, fold)
+    } else {
+        bytes.iter().fold(0, fold)
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_truncated_library_is_refused_before_it_is_mapped() {
+        // This test's own executable is an ELF file.
+        let whole = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lib.so");
+        std::fs::write(&path, &whole).unwrap();
+        assert!(check_whole_elf(&path).is_ok());
+        for cut in [whole.len() / 2, whole.len() - 1, 100, 10] {
+            std::fs::write(&path, &whole[..cut]).unwrap();
+            let e = check_whole_elf(&path).unwrap_err().to_string();
+            assert!(e.starts_with("cannot open the library: "), "{e}");
+        }
+        std::fs::write(&path, b"not a library").unwrap();
+        assert!(check_whole_elf(&path).is_err());
+    }
 }

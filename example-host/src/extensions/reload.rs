@@ -10,7 +10,13 @@
 //!   corrupt.
 //! - The folder is read every [`POLL`]. A file is taken once it has kept
 //!   the same size, time and inode for one poll, so that a copy still
-//!   being written is not opened half-way.
+//!   being written is not opened half-way; a copy paused longer than that
+//!   is caught before anything maps it: the staged copy must be the file
+//!   as it stands (size, time, inode and a digest read twice), and a whole
+//!   ELF library (`loader::check_whole_elf`: a truncated one would kill
+//!   the host with SIGBUS when mapped). Such a file is refused with a log
+//!   line, the previous copy keeps serving, and the file is taken again
+//!   once it changes and settles.
 //! - A new or changed library goes through every check of a start (ABI,
 //!   versions, manifest, requirements), then its migrations and `init`;
 //!   only then does it replace the copy mounted from the same file, in
@@ -55,19 +61,69 @@ impl Staging {
     }
 
     /// Opens a copy of the library at `path` (under a name never used
-    /// before); the result names `path` as its file.
+    /// before); the result names `path` as its file. Only a copy that is
+    /// the whole of a file that did not change while it was read is
+    /// opened: nothing maps a file that can still change.
     pub fn open(&self, path: &Path) -> Result<Opened, LoadError> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let name = path.file_name().unwrap_or_default().to_string_lossy();
         let staged = self.dir.path().join(format!("{n}-{name}"));
-        std::fs::copy(path, &staged)
-            .map_err(|e| LoadError::Open(format!("cannot copy it to {}: {e}", staged.display())))?;
-        let opened = loader::open(&staged);
+        let opened = stage(path, &staged).and_then(|()| loader::open(&staged));
         // Once opened, the copy's pages are mapped: its name is no longer
         // needed (where a system refuses, it goes with the folder at exit).
         let _ = std::fs::remove_file(&staged);
         opened.map(|opened| opened.named(path))
     }
+}
+
+/// Copies the file at `path` to `staged`, and checks that the copy is the
+/// file as it stands: the same size, time and inode before and after the
+/// copy, and the same digest for the bytes copied, for the file read
+/// again and for the copy. A file still being written (a copy paused
+/// between two readings of the folder) fails here or, cut short, at the
+/// loader's check that it is a whole library; it is mounted once a later
+/// reading finds it changed and whole.
+fn stage(path: &Path, staged: &Path) -> Result<(), LoadError> {
+    let before = Stamp::of(path);
+    let copied = copy_digest(path, Some(staged))?;
+    let again = copy_digest(path, None)?;
+    let kept = copy_digest(staged, None)?;
+    if before.is_none() || before != Stamp::of(path) || copied != again || copied != kept {
+        return Err(LoadError::Open(format!(
+            "{} changed while it was copied: still being written?",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The SHA-256 digest of the file at `from`, read once; written to `to`
+/// as it is read, if given.
+fn copy_digest(from: &Path, to: Option<&Path>) -> Result<[u8; 32], LoadError> {
+    use sha2::{Digest, Sha256};
+    use std::io::{Read, Write};
+    let failed = |e: std::io::Error| LoadError::Open(format!("cannot copy it: {e}"));
+    let mut reader = std::fs::File::open(from).map_err(failed)?;
+    let mut writer = match to {
+        Some(to) => Some(std::fs::File::create(to).map_err(failed)?),
+        None => None,
+    };
+    let mut digest = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        let n = reader.read(&mut buffer).map_err(failed)?;
+        if n == 0 {
+            break;
+        }
+        digest.update(&buffer[..n]);
+        if let Some(w) = writer.as_mut() {
+            w.write_all(&buffer[..n]).map_err(failed)?;
+        }
+    }
+    if let Some(w) = writer {
+        w.sync_all().map_err(failed)?;
+    }
+    Ok(digest.finalize().into())
 }
 
 /// What a file looked like at one reading of the folder.

@@ -39,18 +39,23 @@ pub async fn log_requests(request: Request, next: Next) -> Response {
     response
 }
 
-/// The path and query of `uri` with every `access_token` parameter's value
-/// hidden.
+/// The path and query of `uri` with the value of every parameter that
+/// carries a token hidden, under any spelling of its name the credentials
+/// are read from (`access%5Ftoken`: see `super::is_token_pair`).
 fn without_credentials(uri: &axum::http::Uri) -> String {
     let path = uri.path();
     let Some(query) = uri.query() else {
         return path.to_string();
     };
-    let query: Vec<&str> = query
+    let query: Vec<String> = query
         .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some(("access_token", _)) => "access_token=***",
-            _ => pair,
+        .map(|pair| {
+            if super::is_token_pair(pair) {
+                let name = pair.split_once('=').map_or(pair, |(name, _)| name);
+                format!("{name}=***")
+            } else {
+                pair.to_string()
+            }
         })
         .collect();
     format!("{path}?{}", query.join("&"))
@@ -68,6 +73,15 @@ mod tests {
         assert_eq!(
             without_credentials(&uri),
             "/svc/videos?limit=5&access_token=***&page=2"
+        );
+        // Every spelling the credentials are read from.
+        let encoded: axum::http::Uri =
+            "/svc/videos?access%5Ftoken=one&%61ccess_token=two&access_token"
+                .parse()
+                .unwrap();
+        assert_eq!(
+            without_credentials(&encoded),
+            "/svc/videos?access%5Ftoken=***&%61ccess_token=***&access_token=***"
         );
         let plain: axum::http::Uri = "/server/ping".parse().unwrap();
         assert_eq!(without_credentials(&plain), "/server/ping");

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::browsers::{
     clear_cookie, cookie, cookie_form_refused, cookie_write_allowed, require_json, set_cookie,
 };
-use super::throttle::{login_attempt, ClientAddress};
+use super::throttle::{login_attempt, mail_request, ClientAddress};
 use super::{blocking, read_body, AppState, HttpError};
 use crate::credentials::hash_password;
 use crate::credentials::sessions::Presented;
@@ -131,7 +131,8 @@ pub(super) async fn stall(started: Instant, floor: Duration) {
 /// the email names an account; an active account is mailed a link that
 /// resets its password. Each request costs a point of the sign-in
 /// throttle to the email and to the client address, as a sign-in does, so
-/// the same bounds hold against mail flooding.
+/// the same bounds hold against mail flooding (with no pass past the
+/// email's bound for a fresh address).
 pub async fn password_request(
     State(state): State<AppState>,
     Extension(address): Extension<ClientAddress>,
@@ -149,8 +150,7 @@ pub async fn password_request(
     };
     let email = email.to_string();
     let url = text(&body, "reset_url")?.map(String::from);
-    // Counted and never given back.
-    login_attempt(&state, address, &email).await?;
+    mail_request(&state, address, &email).await?;
     let (platform, signin) = (state.platform.clone(), state.signin.clone());
     blocking(move || Ok(signin.request_password_reset(&platform, &email, url.as_deref())?)).await?;
     stall(started, PASSWORD_REQUEST_STALL).await;

@@ -30,11 +30,8 @@ fn query_without_token(query: Option<&str>) -> String {
     let Some(q) = query else {
         return String::new();
     };
-    if !q.contains("access_token") {
-        return q.to_string();
-    }
     q.split('&')
-        .filter(|pair| pair.split('=').next() != Some("access_token"))
+        .filter(|pair| !super::is_token_pair(pair))
         .collect::<Vec<_>>()
         .join("&")
 }
@@ -232,6 +229,10 @@ mod tests {
         assert_eq!(
             query_without_token(Some("a=1&access_token=x&b=2")),
             "a=1&b=2"
+        );
+        assert_eq!(
+            query_without_token(Some("a=1&access%5Ftoken=x&%61ccess_token=y")),
+            "a=1"
         );
         assert_eq!(query_without_token(Some("limit=5")), "limit=5");
         assert_eq!(query_without_token(None), "");

@@ -1,6 +1,7 @@
 //! Throttling at the edge (see `crate::throttle`): the client's address,
 //! Directus's rate limiter on every request, and the sign-in throttle that
-//! `/auth/login` consults before it checks a password.
+//! `/auth/login` consults before it checks a password (and the requests
+//! that mail an account, before they do).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -118,6 +119,25 @@ pub async fn login_attempt(
         .await??;
     }
     Ok(attempt)
+}
+
+/// Counts a request that mails the account of `email` (a password
+/// reset, a registration) from `client`: 429 past the sign-in throttle's
+/// bounds per email and per address, the same whether or not the email
+/// names an account. Counted and never given back.
+pub async fn mail_request(
+    state: &AppState,
+    client: ClientAddress,
+    email: &str,
+) -> Result<(), HttpError> {
+    if let Some(throttle) = state.throttle.login.clone() {
+        let (email, address) = (email.to_string(), client.0);
+        counted(throttle.blocks(), move || {
+            throttle.mail_request(&email, address, now_ms())
+        })
+        .await??;
+    }
+    Ok(())
 }
 
 impl LoginAttempt {

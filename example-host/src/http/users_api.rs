@@ -7,6 +7,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use serde_json::Value;
 
 use super::as_caller::{caller, AsCaller};
@@ -14,6 +15,7 @@ use super::items_api::{
     create_in, data_text, delete_in, delete_many_in, json_body_text, parse_query_string,
     read_many_in, update_in, update_many_in, ItemPath,
 };
+use super::throttle::{mail_request, ClientAddress};
 use super::{blocking, read_body, AppState, HttpError};
 use crate::items::{ItemsError, Session, Who};
 use crate::platform::Platform;
@@ -159,8 +161,12 @@ fn without_unchanged_email(
 /// mailed) and a taken email end in the same time. Both hash the password.
 const REGISTER_STALL: std::time::Duration = std::time::Duration::from_millis(750);
 
+/// `POST /users/register`: each request costs a point of the sign-in
+/// throttle to the email it names and to the client address, never given
+/// back, as a password-reset request does: it may mail that email.
 pub async fn register(
     State(state): State<AppState>,
+    Extension(address): Extension<ClientAddress>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
@@ -169,6 +175,8 @@ pub async fn register(
     let bytes = read_body(body, &headers, &state.limits).await?;
     let payload: Value = serde_json::from_slice(&bytes)
         .map_err(|_| HttpError::InvalidPayload("The body must be a JSON object".into()))?;
+    let email = payload.get("email").and_then(Value::as_str).unwrap_or("");
+    mail_request(&state, address, email).await?;
     super::auth_api::hashing(&state, move |signin, platform| {
         Ok(signin.register(platform, &payload)?)
     })

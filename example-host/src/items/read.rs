@@ -10,6 +10,7 @@ impl Platform {
     /// `path` is where the collection was reached from (`""`: the root).
     fn plan_read(
         &self,
+        session: &mut Session<'_>,
         who: &Who,
         def: &CollectionDef,
         wire: &WireQuery,
@@ -40,7 +41,7 @@ impl Platform {
         q.masks = self.field_masks(def, grant.as_ref(), &vars, &used)?;
         q.scope = Filter::and(
             self.grant_filter(def, grant.as_ref(), &vars)?,
-            self.host_scope(who, def)?,
+            self.host_scope(session, who, def)?,
         );
         Ok(q)
     }
@@ -73,13 +74,18 @@ impl Platform {
     }
 
     /// What the host itself narrows a caller's reads of a collection to,
-    /// whatever their grant: comments are read only on the collections
-    /// the caller may read (`Platform::comment_scope`).
-    fn host_scope(&self, who: &Who, def: &CollectionDef) -> Result<Option<Filter>, ItemsError> {
+    /// whatever their grant: comments are read only on the items the
+    /// caller may read (`Platform::comment_scope`).
+    fn host_scope(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+        def: &CollectionDef,
+    ) -> Result<Option<Filter>, ItemsError> {
         if def.name != COMMENTS {
             return Ok(None);
         }
-        match self.comment_scope(who)? {
+        match self.comment_scope(session, who)? {
             None => Ok(None),
             Some(raw) => parse_filter(def, &raw, &who.vars())
                 .map(Some)
@@ -87,14 +93,60 @@ impl Platform {
         }
     }
 
-    /// The comments a caller may see: those on the collections they may
-    /// read (some items of, at least), as a filter of `platform_comments`;
-    /// `None` for an administrator, who sees every comment. One condition,
-    /// so that a list of comments stays one query.
-    pub fn comment_scope(&self, who: &Who) -> Result<Option<Value>, ItemsError> {
-        Ok(self
-            .readable_collections(who)?
-            .map(|readable| json!({"collection": {"_in": readable}})))
+    /// The comments a caller may see: those on the items they may read
+    /// (their collection, and that item under the caller's row rule on
+    /// it), as a filter of `platform_comments`; `None` for an
+    /// administrator, who sees every comment. A collection the caller
+    /// reads whole is one condition on `collection`; one under a row rule
+    /// is read once for the keys the rule admits, so that a list of
+    /// comments stays one query.
+    pub fn comment_scope(
+        &self,
+        session: &mut Session<'_>,
+        who: &Who,
+    ) -> Result<Option<Value>, ItemsError> {
+        let Some(readable) = self.readable_collections(who)? else {
+            return Ok(None);
+        };
+        let rules = self.permission_set(who)?;
+        let schema = self.store.schema();
+        let vars = who.vars();
+        let mut whole = Vec::new();
+        let mut some = Vec::new();
+        for collection in readable {
+            let (Some(grant), Some(def)) = (
+                rules.grant(&collection, Action::Read),
+                schema.get(&collection),
+            ) else {
+                continue;
+            };
+            let Some(rule) = self.grant_filter(def, Some(&grant), &vars)? else {
+                whole.push(collection);
+                continue;
+            };
+            let q = ReadQuery::select(&["id"], rule);
+            let rows = self.run_read(session, |conn| Ok(conn.select(def, &q)?))?;
+            // Comments name their item by its key as text.
+            let keys: Vec<Value> = rows
+                .into_iter()
+                .filter_map(|mut row| row.remove("id"))
+                .map(|key| match key {
+                    Value::String(_) => key,
+                    other => Value::String(other.to_string()),
+                })
+                .collect();
+            some.push(json!({"_and": [
+                {"collection": {"_eq": collection}},
+                {"item": {"_in": keys}},
+            ]}));
+        }
+        let whole = json!({"collection": {"_in": whole}});
+        Ok(Some(if some.is_empty() {
+            whole
+        } else {
+            some.insert(0, whole);
+            json!({"_or": some})
+        }))
     }
 
     /// Reads `collection` whatever the caller's policies say of it, within
@@ -239,7 +291,7 @@ impl Platform {
     ) -> Result<T, ItemsError> {
         let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
-        let q = self.plan_read(who, &def, &wire, default_limit, path)?;
+        let q = self.plan_read(session, who, &def, &wire, default_limit, path)?;
         self.run_read(session, |conn| run(conn, &def, &q))
     }
 
@@ -323,7 +375,7 @@ impl Platform {
     ) -> Result<Option<T>, ItemsError> {
         let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
-        let mut q = self.plan_read(who, &def, &wire, None, ROOT)?;
+        let mut q = self.plan_read(session, who, &def, &wire, None, ROOT)?;
         q.filter = Filter::and(Some(key_filter(key)), q.filter.take());
         q.limit = Some(1);
         q.offset = 0;
@@ -364,7 +416,7 @@ impl Platform {
         q.masks = self.field_masks(&def, grant.as_ref(), &vars, &used)?;
         q.scope = Filter::and(
             self.grant_filter(&def, grant.as_ref(), &vars)?,
-            self.host_scope(who, &def)?,
+            self.host_scope(session, who, &def)?,
         );
         self.run_read(session, |conn| Ok(conn.aggregate(&def, &q)?))
     }

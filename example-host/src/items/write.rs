@@ -234,6 +234,14 @@ impl Platform {
             schema,
             wanted,
         } = target;
+        if def.name == COMMENTS {
+            self.ensure_comment_target(
+                conn,
+                who,
+                text_of(&row, "collection"),
+                text_of(&row, "item"),
+            )?;
+        }
         check_references(schema, conn, def, &row, scopes)?;
         conn.insert(def, &row)?;
         let key = match row.get("id") {
@@ -446,6 +454,11 @@ impl Platform {
                 }
             };
             let scopes = scopes.as_ref().unwrap_or(&scopes_given);
+            if def.name == COMMENTS
+                && (changes.contains_key("collection") || changes.contains_key("item"))
+            {
+                self.ensure_moved_comment_target(conn, who, &def, key, &changes)?;
+            }
             check_references(&self.store.schema(), conn, &def, &changes, scopes)?;
             // Nobody listening: no before/after reads, no event.
             if !wanted {
@@ -573,6 +586,80 @@ impl Platform {
             )?;
             Ok(key.to_string())
         })
+    }
+}
+
+impl Platform {
+    /// A comment written by a caller of the API is on an item they may
+    /// read: in a collection the API serves, an item that exists and that
+    /// their row rule on that collection admits (any that exists, for an
+    /// administrator). Checked here, on every path a caller writes a
+    /// comment by (`/comments`, `/items/platform_comments`), as reads of
+    /// comments are narrowed to the same items; forbidden otherwise, the
+    /// same answer for a missing item as for one out of sight. Code that
+    /// writes with permissions bypassed (the host, an extension asking for
+    /// admin access) writes the notes it means to.
+    fn ensure_comment_target(
+        &self,
+        conn: &mut dyn Writer,
+        who: &Who,
+        collection: Option<&str>,
+        item: Option<&str>,
+    ) -> Result<(), ItemsError> {
+        if who.bypass {
+            return Ok(());
+        }
+        let Some(item) = item else {
+            return Err(ItemsError::InvalidPayload("\"item\" is required".into()));
+        };
+        let def = match collection.and_then(|c| self.store.schema().get(c).cloned()) {
+            Some(def) if !is_internal(&def.name) => def,
+            _ => return Err(ItemsError::forbidden()),
+        };
+        let grant = match self.grant(who, &def.name, Action::Read) {
+            Ok(grant) => grant,
+            Err(ItemsError::Forbidden(_)) => return Err(ItemsError::forbidden()),
+            Err(e) => return Err(e),
+        };
+        let rule = self.grant_filter(&def, grant.as_ref(), &who.vars())?;
+        let mut q = ReadQuery::select(&["id"], key_filter(item)).limit(1);
+        q.filter = Filter::and(q.filter.take(), rule);
+        if conn.select(&def, &q)?.is_empty() {
+            return Err(ItemsError::forbidden());
+        }
+        Ok(())
+    }
+
+    /// [`Platform::ensure_comment_target`] for an update of comment `key`
+    /// that changes its collection or item: the item it would then be on.
+    fn ensure_moved_comment_target(
+        &self,
+        conn: &mut dyn Writer,
+        who: &Who,
+        def: &CollectionDef,
+        key: &str,
+        changes: &Columns,
+    ) -> Result<(), ItemsError> {
+        let q = ReadQuery::select(&["collection", "item"], key_filter(key)).limit(1);
+        let current = conn.select(def, &q)?.into_iter().next().unwrap_or_default();
+        let now = |name: &str| match changes.get(name) {
+            Some(Scalar::Text(text)) => Some(text.clone()),
+            Some(_) => None,
+            None => current
+                .get(name)
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        };
+        let (collection, item) = (now("collection"), now("item"));
+        self.ensure_comment_target(conn, who, collection.as_deref(), item.as_deref())
+    }
+}
+
+/// A text column of a row about to be written.
+fn text_of<'r>(row: &'r Columns, name: &str) -> Option<&'r str> {
+    match row.get(name) {
+        Some(Scalar::Text(text)) => Some(text),
+        _ => None,
     }
 }
 

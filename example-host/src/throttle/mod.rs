@@ -9,12 +9,18 @@
 //!   attempt at `/auth/login` costs a point to the account it names (its
 //!   email, trimmed and in lower case, whether or not such an account
 //!   exists) and to its client address, before any password is checked;
-//!   past either bound, 429 without checking it. A sign-in that succeeds
+//!   past either bound, 429 without checking it. Past the account's
+//!   bound, an address that has made no attempt on that account in the
+//!   window still gets one (counted per account and address): an
+//!   attacker's failures elsewhere do not lock the owner out, while the
+//!   attacker's own address stays refused. A sign-in that succeeds
 //!   clears its account's count and gives its address's point back, as
 //!   Directus resets its count of login attempts; an attempt that failed
-//!   for another reason than its credentials gives both points back. The
-//!   count ends with its window, so an attacker's failures never lock an
-//!   account for longer than that.
+//!   for another reason than its credentials gives its points back. The
+//!   count ends with its window. Requests that mail an account
+//!   (`/auth/password/request`, `/users/register`) cost the same points,
+//!   never given back, and get no such pass: they are bounded per email
+//!   and per address.
 //!
 //! A window opens with a key's first point and lasts the limiter's
 //! duration; a point past the limit is refused until it ends (Directus's
@@ -169,25 +175,51 @@ pub fn account_subject(email: &str) -> String {
     email.trim().to_lowercase()
 }
 
-/// The sign-in throttle: a bound per account and one per client address.
+/// What an account and an address count as together: the attempts on
+/// that account from that address.
+fn pair_subject(account: &str, address: &str) -> String {
+    format!("{account}\n{address}")
+}
+
+/// The sign-in throttle: a bound per account and one per client address,
+/// and the attempts of each address on each account, which let an address
+/// that has not tried an account past that account's bound.
 pub struct LoginThrottle {
     account: Limiter,
     address: Limiter,
+    /// Attempts per (account, address): one point is its limit, so that a
+    /// check tells whether the address has tried the account in the window.
+    pair: Limiter,
+}
+
+/// Whether an attempt past its account's bound may still be made from an
+/// address that has not tried the account (a sign-in), or not (a request
+/// that mails the account).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    FreshAddress,
+    None,
 }
 
 impl LoginThrottle {
-    pub fn new(account: Limiter, address: Limiter) -> Self {
-        Self { account, address }
+    pub fn new(account: Limiter, address: Limiter, pair: Limiter) -> Self {
+        Self {
+            account,
+            address,
+            pair,
+        }
     }
 
     /// Whether calls may wait on the database.
     pub fn blocks(&self) -> bool {
-        self.account.blocks() || self.address.blocks()
+        self.account.blocks() || self.address.blocks() || self.pair.blocks()
     }
 
     /// Counts an attempt to sign in as `email` from `address`, before its
     /// password is checked: refused, without counting, when either bound is
-    /// already reached; refused too when a concurrent attempt reached it
+    /// already reached, except that an address that has not tried this
+    /// account in the window passes the account's bound (once: its attempt
+    /// counts); refused too when a concurrent attempt reached a bound
     /// first (the count is what decides, never the check alone). The
     /// refusal is the one that ends later.
     pub fn attempt(
@@ -196,10 +228,45 @@ impl LoginThrottle {
         address: Option<IpAddr>,
         now_ms: i64,
     ) -> Result<Verdict, ThrottleError> {
+        self.count(email, address, now_ms, Pass::FreshAddress)
+    }
+
+    /// Counts a request that mails the account of `email` (a password
+    /// reset, a registration): bounded per email and per address as a
+    /// sign-in is, with no pass past the account's bound.
+    pub fn mail_request(
+        &self,
+        email: &str,
+        address: Option<IpAddr>,
+        now_ms: i64,
+    ) -> Result<Verdict, ThrottleError> {
+        self.count(email, address, now_ms, Pass::None)
+    }
+
+    fn count(
+        &self,
+        email: &str,
+        address: Option<IpAddr>,
+        now_ms: i64,
+        pass: Pass,
+    ) -> Result<Verdict, ThrottleError> {
         let account = account_subject(email);
         let address = address.map(address_subject);
+        let pair = match (&address, pass) {
+            (Some(a), Pass::FreshAddress) => Some(pair_subject(&account, a)),
+            _ => None,
+        };
+        let mut by_account = self.account.check(&account, now_ms)?.err();
+        // Past the account's bound, an address with no attempt on it.
+        let fresh = match (&by_account, &pair) {
+            (Some(_), Some(p)) => self.pair.check(p, now_ms)?.is_ok(),
+            _ => false,
+        };
+        if fresh {
+            by_account = None;
+        }
         let checked = [
-            self.account.check(&account, now_ms)?.err(),
+            by_account,
             match &address {
                 Some(a) => self.address.check(a, now_ms)?.err(),
                 None => None,
@@ -208,8 +275,14 @@ impl LoginThrottle {
         if let Some(refused) = later_of(checked) {
             return Ok(Err(refused));
         }
+        let by_account = self.account.consume(&account, now_ms)?.err();
+        let by_pair = match &pair {
+            Some(p) => self.pair.consume(p, now_ms)?.err(),
+            None => None,
+        };
         let counted = [
-            self.account.consume(&account, now_ms)?.err(),
+            // A fresh address's pass holds for one attempt at a time.
+            if fresh { by_pair } else { by_account },
             match &address {
                 Some(a) => self.address.consume(a, now_ms)?.err(),
                 None => None,
@@ -219,31 +292,36 @@ impl LoginThrottle {
     }
 
     /// The attempt succeeded: its account starts afresh, and its address
-    /// gets its point back (its count is of failures).
+    /// gets its point back (its count is of failures) and no longer counts
+    /// as having tried the account.
     pub fn succeeded(
         &self,
         email: &str,
         address: Option<IpAddr>,
         now_ms: i64,
     ) -> Result<(), ThrottleError> {
-        self.account.clear(&account_subject(email))?;
-        if let Some(a) = address {
-            self.address.give_back(&address_subject(a), now_ms)?;
+        let account = account_subject(email);
+        self.account.clear(&account)?;
+        if let Some(a) = address.map(address_subject) {
+            self.address.give_back(&a, now_ms)?;
+            self.pair.clear(&pair_subject(&account, &a))?;
         }
         Ok(())
     }
 
     /// The attempt ended before its credentials were judged (a failure of
-    /// the host): both points are given back.
+    /// the host): its points are given back.
     pub fn not_judged(
         &self,
         email: &str,
         address: Option<IpAddr>,
         now_ms: i64,
     ) -> Result<(), ThrottleError> {
-        self.account.give_back(&account_subject(email), now_ms)?;
-        if let Some(a) = address {
-            self.address.give_back(&address_subject(a), now_ms)?;
+        let account = account_subject(email);
+        self.account.give_back(&account, now_ms)?;
+        if let Some(a) = address.map(address_subject) {
+            self.address.give_back(&a, now_ms)?;
+            self.pair.give_back(&pair_subject(&account, &a), now_ms)?;
         }
         Ok(())
     }
@@ -291,7 +369,8 @@ impl Throttle {
             let shared = counter(l.store, l.duration);
             Arc::new(LoginThrottle::new(
                 Limiter::new("login-account", l.account_attempts, shared.clone()),
-                Limiter::new("login-address", l.address_attempts, shared),
+                Limiter::new("login-address", l.address_attempts, shared.clone()),
+                Limiter::new("login-pair", 1, shared),
             ))
         });
         Self {
@@ -419,7 +498,8 @@ mod tests {
             Arc::new(memory::MemoryCounter::new(Duration::from_secs(60)));
         LoginThrottle::new(
             Limiter::new("acc", account, counter.clone()),
-            Limiter::new("addr", address, counter),
+            Limiter::new("addr", address, counter.clone()),
+            Limiter::new("pair", 1, counter),
         )
     }
 
@@ -464,6 +544,42 @@ mod tests {
         // The account starts afresh; the address has one failure left.
         assert_eq!(t.attempt("ann@x.example", from, 0).unwrap(), Ok(()));
         assert!(t.attempt("ann@x.example", from, 0).unwrap().is_err());
+    }
+
+    #[test]
+    fn past_the_account_bound_an_address_that_has_not_tried_it_gets_one_attempt() {
+        let t = login(2, 100);
+        let attacker: Option<IpAddr> = Some("192.0.2.1".parse().unwrap());
+        let owner: Option<IpAddr> = Some("198.51.100.7".parse().unwrap());
+        for _ in 0..2 {
+            assert_eq!(t.attempt("ann@x.example", attacker, 0).unwrap(), Ok(()));
+        }
+        assert!(t.attempt("ann@x.example", attacker, 0).unwrap().is_err());
+        // The owner's address has not tried: it passes, once.
+        assert_eq!(t.attempt("ann@x.example", owner, 0).unwrap(), Ok(()));
+        assert!(t.attempt("ann@x.example", owner, 0).unwrap().is_err());
+        // Without a known address there is no pass.
+        assert!(t.attempt("ann@x.example", None, 0).unwrap().is_err());
+        // A success clears the account and the owner's address.
+        let elsewhere: Option<IpAddr> = Some("198.51.100.8".parse().unwrap());
+        assert_eq!(t.attempt("ann@x.example", elsewhere, 0).unwrap(), Ok(()));
+        t.succeeded("ann@x.example", elsewhere, 0).unwrap();
+        assert_eq!(t.attempt("ann@x.example", elsewhere, 0).unwrap(), Ok(()));
+    }
+
+    #[test]
+    fn mail_requests_are_bounded_per_email_with_no_pass() {
+        let t = login(2, 3);
+        let from: Option<IpAddr> = Some("192.0.2.1".parse().unwrap());
+        let other: Option<IpAddr> = Some("198.51.100.7".parse().unwrap());
+        for _ in 0..2 {
+            assert_eq!(t.mail_request("Ann@x.example", from, 0).unwrap(), Ok(()));
+        }
+        assert!(t.mail_request("ann@x.example", from, 0).unwrap().is_err());
+        assert!(t.mail_request("ann@x.example", other, 0).unwrap().is_err());
+        // And per address, across emails.
+        assert_eq!(t.mail_request("bob@x.example", from, 0).unwrap(), Ok(()));
+        assert!(t.mail_request("cid@x.example", from, 0).unwrap().is_err());
     }
 
     #[test]
