@@ -275,7 +275,7 @@ test('readItems follows a reference and a one-to-many alias under the reader\'s 
 		assert.equal(video.models.length, links.filter((l) => l.videos_id === video.id).length, video.slug);
 		for (const { platform_users_id: model } of video.models) {
 			assert.equal(typeof model.first_name, 'string');
-			assert.equal(model.email, undefined, 'another user\'s email never shows');
+			assert.equal(model.email ?? null, null, 'another user\'s email never shows');
 			models += 1;
 		}
 	}
@@ -394,8 +394,12 @@ test('the site\'s own reads: readMe with its policies, comments, the users direc
 	const read = await client.request(readUser(me.id));
 	assert.equal(read.id, me.id);
 	assert.equal(read.first_name, me.first_name);
-	assert.equal(read.email, undefined, 'only the fields their rules give');
-	assert.equal((await refusal(client.request(readUser(me.id, { fields: ['email'] })))).status, 403);
+	assert.equal(read.status, undefined, 'only the fields their rules give');
+	assert.equal((await refusal(client.request(readUser(me.id, { fields: ['status'] })))).status, 403);
+	// Their email is theirs to read, no one else's.
+	assert.equal((await client.request(readUser(me.id, { fields: ['email'] }))).email, viewer.email);
+	const others = await client.request(readUsers({ filter: { id: { _neq: me.id } }, fields: ['email'] }));
+	assert.ok(others.length > 0 && others.every((u) => u.email === null), JSON.stringify(others));
 	await admin.request(deleteItem('platform_permissions', rule.id));
 	await client.logout();
 });
@@ -495,11 +499,11 @@ test('fields a caller may not read, or that do not exist, are refused as Directu
 	const rule = await admin.request(createItem('platform_permissions', {
 		policy: me.role.policies[0].policy.id, collection: 'platform_users', action: 'read', fields: ['id', 'first_name'],
 	}));
-	const refused = await refusedWith(client.request(readUser(me.id, { fields: ['id', 'email'] })));
+	const refused = await refusedWith(client.request(readUser(me.id, { fields: ['id', 'status'] })));
 	await admin.request(deleteItem('platform_permissions', rule.id));
 	assert.deepEqual(refused, {
 		status: 403, code: 'FORBIDDEN',
-		message: 'You don\'t have permission to access field "email" in collection "platform_users" or it does not exist. Queried in root.',
+		message: 'You don\'t have permission to access field "status" in collection "platform_users" or it does not exist. Queried in root.',
 	});
 	await client.logout();
 });

@@ -132,3 +132,35 @@ fn a_browser_shows_a_members_private_media_by_the_session_cookie() {
     assert_eq!(uploaded[0]["uploaded_by"], member);
     assert_eq!(uploaded[0]["type"], "image/png");
 }
+
+/// The demo as the site's pages read it (docs/decisions.md §9): a page of
+/// the host's origin shows the models' avatars and tags, the articles'
+/// covers and the videos' movie lengths, with no broken image and no
+/// `null` where a list is expected (`tests/sdk-js/demo-page.test.js`).
+#[test]
+fn the_demo_s_pages_show_tags_avatars_covers_and_movie_lengths() {
+    let chromium = chromium();
+    let host = Host::start(HostOptions::svc().arg("--demo"));
+    let out = run_sdk_js(
+        "demo-page.test.js",
+        &[
+            ("PLATFORM_URL", host.base.as_str()),
+            ("PLATFORM_CHROMIUM", chromium),
+        ],
+    );
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{report}");
+    assert!(
+        out.status.success(),
+        "the demo page failed:\n{report}\nhost log:\n{}",
+        host.log()
+    );
+    assert!(
+        report.contains("ℹ pass 1") && report.contains("ℹ fail 0"),
+        "{report}"
+    );
+}

@@ -68,3 +68,89 @@ fn every_request_is_logged_once_without_its_credentials() {
         "{log}"
     );
 }
+
+/// What the site's pages read of the demo (docs/decisions.md §9): every
+/// demo user signs in with the printed password, tags are lists, the models
+/// have join dates and their avatars sit in the `avatars` folder, articles
+/// have covers, the movies their length, and members read their own email
+/// (and no one else's).
+#[test]
+fn the_demo_seeds_what_the_site_s_pages_read() {
+    let host = Host::start(HostOptions::svc().arg("--demo"));
+    for email in [
+        "aria@demo.local",
+        "bianca@demo.local",
+        "chloe@demo.local",
+        "victor@demo.local",
+        "wendy@demo.local",
+    ] {
+        let r = host.post(
+            "/auth/login",
+            None,
+            &json!({"email": email, "password": "demo-password"}),
+        );
+        assert_eq!(r.status, 200, "{email}: {}", r.body);
+    }
+    let users = host.get(
+        "/items/platform_users?fields=id,email,tags,join_date,slug&filter[email][_ends_with]=@demo.local&limit=-1",
+        Some(ADMIN_TOKEN),
+    );
+    let users = users.json()["data"].as_array().cloned().unwrap_or_default();
+    assert_eq!(users.len(), 5, "{users:?}");
+    for user in &users {
+        assert!(user["tags"].is_array(), "{user}");
+        assert!(user["join_date"].is_string(), "{user}");
+    }
+    for (collection, wanted) in [
+        ("videos", "tags,movie.duration"),
+        ("articles", "tags,image"),
+    ] {
+        let r = host.get(
+            &format!("/items/{collection}?fields={wanted}&limit=-1"),
+            None,
+        );
+        let items = r.json()["data"].as_array().cloned().unwrap_or_default();
+        assert!(items.len() >= 3, "{collection}: {}", r.body);
+        for item in &items {
+            assert!(item["tags"].is_array(), "{collection}: {item}");
+            if collection == "videos" {
+                assert_eq!(item["movie"]["duration"], json!(6), "{item}");
+            } else {
+                assert!(item["image"].is_string(), "{item}");
+            }
+        }
+    }
+    let avatars = host.get(
+        "/files?fields=filename_download&filter[folder][name][_eq]=avatars&limit=-1",
+        Some(ADMIN_TOKEN),
+    );
+    let mut names: Vec<String> = avatars.json()["data"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|f| f["filename_download"].as_str().map(String::from))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "aria-vale-avatar.jpg",
+            "bianca-moreau-avatar.jpg",
+            "chloe-sato-avatar.jpg"
+        ]
+    );
+    // A member reads their own email, and null for everyone else's.
+    let r = host.get(
+        "/items/platform_users?fields=email&filter[email][_nnull]=true",
+        Some("demo-viewer-token"),
+    );
+    assert_eq!(
+        r.json()["data"],
+        json!([{"email": "victor@demo.local"}]),
+        "{}",
+        r.body
+    );
+    let r = host.get("/users/me?fields=email", Some("demo-model-token"));
+    assert_eq!(r.json()["data"]["email"], json!("aria@demo.local"));
+}
