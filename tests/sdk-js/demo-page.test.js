@@ -105,3 +105,32 @@ test('the demo\'s pages show tags, avatars, covers and movie lengths, with no br
 	assert.ok(tags.every((t) => t.length > 0), JSON.stringify(tags));
 	await context.close();
 });
+
+test('/admin signs in on the session cookie, refuses a wrong password, and signs out', { timeout: 60_000 }, async () => {
+	const context = await browser.newContext();
+	const tab = await context.newPage();
+	const errors = [];
+	tab.on('pageerror', (e) => errors.push(String(e)));
+	await tab.goto(`${origin}/admin`);
+	assert.equal(new URL(tab.url()).pathname, '/admin/');
+	await tab.fill('#email', 'victor@demo.local');
+	await tab.fill('#password', 'not the password');
+	await tab.click('#sign-in button[type=submit]');
+	await tab.waitForFunction(() => document.getElementById('message').className === 'error');
+	await tab.fill('#password', 'demo-password');
+	await tab.click('#sign-in button[type=submit]');
+	await tab.waitForSelector('#signed-in:not([hidden])');
+	assert.equal(await tab.textContent('#who'), 'Victor <victor@demo.local>');
+	assert.equal(await tab.textContent('#role'), 'Viewer');
+	const cookies = await context.cookies(origin);
+	assert.ok(cookies.some((c) => c.name === 'directus_session_token' && c.httpOnly), 'an HttpOnly session cookie');
+	// A new tab of the same browser is signed in by the cookie.
+	const again = await context.newPage();
+	await again.goto(`${origin}/admin/`);
+	await again.waitForSelector('#signed-in:not([hidden])');
+	await again.close();
+	await tab.click('#sign-out');
+	await tab.waitForSelector('#sign-in:not([hidden])');
+	assert.deepEqual(errors, []);
+	await context.close();
+});

@@ -603,8 +603,10 @@ impl Host {
         headers: &[(&str, &str)],
         body: Option<&[u8]>,
     ) -> Resp {
+        // The host's own answer: a redirect is not followed.
         let agent = ureq::AgentBuilder::new()
             .timeout(Duration::from_secs(120))
+            .redirects(0)
             .build();
         let response = client::send_with(&agent, &self.base, method, path, headers, body)
             .unwrap_or_else(|e| panic!("{e}"));

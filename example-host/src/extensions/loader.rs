@@ -60,6 +60,7 @@ const RESERVED_IDS: &[&str] = &[
     "folders",
     "assets",
     "comments",
+    "admin",
 ];
 
 /// Whether `id` is one of the host's own first path segments.

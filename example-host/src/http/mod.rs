@@ -2,6 +2,7 @@
 //! authentication of each request, body limits and graceful shutdown.
 
 mod access_log;
+mod admin_app;
 mod as_caller;
 mod assets_api;
 mod auth_api;
@@ -138,6 +139,10 @@ pub fn router(state: AppState) -> Router {
                 .patch(folders_api::update)
                 .delete(folders_api::delete),
         )
+        .route("/admin", get(admin_app::root))
+        .route("/admin/", get(admin_app::index))
+        .route("/admin/reset-password", get(admin_app::index))
+        .route("/admin/app.js", get(admin_app::script))
         .route("/assets/{id}", get(assets_api::asset))
         .route("/assets/{id}/{filename}", get(assets_api::asset_named))
         .fallback(extension_api::dispatch)

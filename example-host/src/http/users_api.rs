@@ -20,7 +20,6 @@ use super::{blocking, read_body, AppState, HttpError};
 use crate::items::{ItemsError, Session, Who};
 use crate::platform::Platform;
 use crate::query::{ListParam, WireQuery};
-use crate::signin::mailed::Verified;
 
 const USERS: &str = "platform_users";
 
@@ -186,9 +185,9 @@ pub async fn register(
 }
 
 /// `GET /users/register/verify-email?token=`: the token's user becomes
-/// active. Called by a front end with the token its link carried (204), or
-/// opened by a person from a link to the host itself (200, a line of
-/// text: Directus sends them on to its admin app, which this host has not).
+/// active, and the caller is sent on to the admin app's sign-in
+/// (`<PUBLIC_URL>/admin`, 302), as Directus answers, whether a person
+/// opened a link to the host or a front end called with its link's token.
 pub async fn verify_email(State(state): State<AppState>, uri: Uri) -> Result<Response, HttpError> {
     let token = form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
         .find(|(k, _)| k == "token")
@@ -196,15 +195,9 @@ pub async fn verify_email(State(state): State<AppState>, uri: Uri) -> Result<Res
         .filter(|t| !t.is_empty())
         .ok_or_else(|| ItemsError::InvalidQuery("\"token\" is required".into()))?;
     let (platform, signin) = (state.platform.clone(), state.signin.clone());
-    let verified = blocking(move || Ok(signin.verify_registration(&platform, &token)?)).await?;
-    Ok(match verified {
-        Verified::ByFrontEnd => StatusCode::NO_CONTENT.into_response(),
-        Verified::Here => (
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            "Your email address is verified: you can sign in now.\n",
-        )
-            .into_response(),
-    })
+    let admin = crate::signin::links::on_public_url(&signin.settings.public_url, "/admin");
+    blocking(move || Ok(signin.verify_registration(&platform, &token)?)).await?;
+    Ok((StatusCode::FOUND, [(header::LOCATION, admin)]).into_response())
 }
 
 /// `POST /users`: one user or an array of them, as

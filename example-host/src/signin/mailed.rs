@@ -17,16 +17,6 @@ use crate::schema::{CollectionDef, Schema};
 use crate::storage::codec::Scalar;
 use crate::storage::{Columns, Writer};
 
-/// How a verified registration is answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verified {
-    /// The link pointed at a front end (`verification_url`), which calls
-    /// the host with the token: nothing to show.
-    ByFrontEnd,
-    /// The link pointed at the host itself: a person opened it.
-    Here,
-}
-
 /// A `verification_url` or `reset_url` outside its allow-list, worded as
 /// Directus words it.
 fn url_refused(url: &str, action: &str) -> SignInError {
@@ -132,7 +122,7 @@ impl SignIn {
         &self,
         platform: &Platform,
         token: &str,
-    ) -> Result<Verified, SignInError> {
+    ) -> Result<(), SignInError> {
         let done = use_token(
             platform,
             token,
@@ -148,16 +138,11 @@ impl SignIn {
                     &used.user,
                     &json!({"status": "active"}),
                 )?;
-                Ok(used.url.is_some())
+                Ok(())
             },
         )?;
-        let by_front_end = done.ok_or_else(|| {
+        done.ok_or_else(|| {
             SignInError::InvalidPayload("Invalid payload. Invalid verification code.".into())
-        })?;
-        Ok(if by_front_end {
-            Verified::ByFrontEnd
-        } else {
-            Verified::Here
         })
     }
 
