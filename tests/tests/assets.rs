@@ -641,21 +641,20 @@ fn a_timed_out_transformation_gives_its_slot_back_and_steps_are_bounded() {
     host.assert_serving();
 }
 
-/// Callers who are not signed in have presets only made (and kept), so
-/// they cannot fill the storage with transformations of their choosing;
-/// which ones are made is a setting (Directus's `storage_asset_transform`).
+/// Callers who are not signed in can be locked to presets
+/// (`ASSETS_TRANSFORM_PUBLIC_ALLOWED=presets`); which ones are made is a
+/// setting (Directus's `storage_asset_transform`).
 #[test]
-fn anonymous_callers_have_presets_only_transformed_by_default() {
-    let host = Host::start(HostOptions::svc().env_var(
-        "ASSETS_TRANSFORM_PRESETS",
-        r#"[{"key": "thumb", "width": 8, "height": 8}]"#,
-    ));
-    host.grant(
-        "Public",
-        "platform_files",
-        serde_json::json!({"action": "read"}),
+fn anonymous_callers_can_be_locked_to_presets() {
+    let host = Host::start(
+        HostOptions::svc()
+            .env_var(
+                "ASSETS_TRANSFORM_PRESETS",
+                r#"[{"key": "thumb", "width": 8, "height": 8}]"#,
+            )
+            .env_var("ASSETS_TRANSFORM_PUBLIC_ALLOWED", "presets"),
     );
-    let id = id_of(&upload_as(&host, "pic.png", "image/png", &png(40, 20)));
+    let id = public_image(&host);
     let got = host.get_bytes(&format!("/assets/{id}?width=11"), &[]);
     assert_eq!(got.status, 400);
     let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
@@ -687,4 +686,116 @@ fn anonymous_callers_have_presets_only_transformed_by_default() {
         error["errors"][0]["message"],
         "Dynamic asset generation has been disabled for this project."
     );
+}
+
+/// An image anyone may read, uploaded by the administrator: its id.
+fn public_image(host: &Host) -> String {
+    host.grant(
+        "Public",
+        "platform_files",
+        serde_json::json!({"action": "read"}),
+    );
+    id_of(&upload_as(host, "pic.png", "image/png", &png(40, 20)))
+}
+
+/// A public site's thumbnails are asked for anonymously, as Directus
+/// serves them by default.
+#[test]
+fn anonymous_thumbnails_are_made_by_default() {
+    let host = Host::start(HostOptions::svc());
+    let id = public_image(&host);
+    let got = host.get_bytes(&format!("/assets/{id}?width=20&format=webp"), &[]);
+    assert_eq!(got.status, 200, "{}", String::from_utf8_lossy(&got.body));
+    assert_eq!(got.header("content-type"), Some("image/webp"));
+    assert_eq!(image_dimensions(&got.body), (20, 10));
+    assert_eq!(transforms_in(&host, &id), 1);
+}
+
+/// No caller grows the storage without bound: past
+/// `ASSETS_TRANSFORM_MAX_KEPT_PER_FILE` variants of a file, a new one is
+/// made and served, with its validators and caching, but not kept;
+/// presets are kept whatever the count.
+#[test]
+fn the_variants_kept_of_a_file_are_bounded() {
+    let host = Host::start(
+        HostOptions::svc()
+            .env_var("ASSETS_TRANSFORM_MAX_KEPT_PER_FILE", "3")
+            .env_var(
+                "ASSETS_TRANSFORM_PRESETS",
+                r#"[{"key": "thumb", "width": 8, "height": 8}]"#,
+            ),
+    );
+    let id = public_image(&host);
+    for width in 1..=8 {
+        let got = host.get_bytes(&format!("/assets/{id}?width={width}"), &[]);
+        assert_eq!(got.status, 200, "{width}");
+        assert_eq!(image_dimensions(&got.body).0, width);
+        assert_eq!(
+            got.header("cache-control"),
+            Some("public, max-age=2592000"),
+            "{width}"
+        );
+        assert!(got.header("etag").is_some(), "{width}");
+    }
+    assert_eq!(transforms_in(&host, &id), 3, "kept up to the bound");
+    // One not kept is made again, the same, with the same validators.
+    let first = host.get_bytes(&format!("/assets/{id}?width=8"), &[]);
+    let etag = first.header("etag").expect("etag").to_string();
+    let again = host.get_bytes(
+        &format!("/assets/{id}?width=8"),
+        &[("If-None-Match", &etag)],
+    );
+    assert_eq!(again.status, 304);
+    // A preset is kept beside them.
+    let got = host.get_bytes(&format!("/assets/{id}?key=thumb"), &[]);
+    assert_eq!((got.status, image_dimensions(&got.body)), (200, (8, 8)));
+    assert_eq!(transforms_in(&host, &id), 4);
+}
+
+/// A transformation not kept yet costs its caller a point
+/// (`ASSETS_TRANSFORM_THROTTLE_*`, here counted in the database): past
+/// the bound 429 with `Retry-After`, while kept ones are still served and
+/// other callers count on their own.
+#[test]
+fn first_transformations_are_throttled_per_caller() {
+    let host = Host::start(
+        HostOptions::svc()
+            .env_var("ASSETS_TRANSFORM_THROTTLE_POINTS", "3")
+            .env_var("ASSETS_TRANSFORM_THROTTLE_STORE", "database"),
+    );
+    let id = public_image(&host);
+    for width in 1..=3 {
+        let got = host.get_bytes(&format!("/assets/{id}?width={width}"), &[]);
+        assert_eq!(got.status, 200, "{width}");
+    }
+    let got = host.get_bytes(&format!("/assets/{id}?width=4"), &[]);
+    assert_eq!(got.status, 429);
+    let retry: u64 = got
+        .header("retry-after")
+        .and_then(|v| v.parse().ok())
+        .expect("Retry-After");
+    assert!((1..=60).contains(&retry), "{retry}");
+    let error: serde_json::Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(
+        error["errors"][0]["extensions"]["code"],
+        "REQUESTS_EXCEEDED"
+    );
+    assert_eq!(transforms_in(&host, &id), 3, "nothing made past the bound");
+    // Kept ones cost nothing; the original is no transformation.
+    for width in [1, 2, 3, 1] {
+        let got = host.get_bytes(&format!("/assets/{id}?width={width}"), &[]);
+        assert_eq!(
+            (got.status, image_dimensions(&got.body).0),
+            (200, width),
+            "{width}"
+        );
+    }
+    assert_eq!(host.get_bytes(&format!("/assets/{id}"), &[]).status, 200);
+    // A signed-in caller counts apart from the address.
+    let admin = format!("Bearer {ADMIN_TOKEN}");
+    let got = host.get_bytes(
+        &format!("/assets/{id}?width=4"),
+        &[("Authorization", &admin)],
+    );
+    assert_eq!(got.status, 200);
 }

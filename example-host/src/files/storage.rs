@@ -262,6 +262,27 @@ pub struct Read {
     pub chunks: BoxStream<'static, Result<Bytes, StorageError>>,
 }
 
+impl Read {
+    /// `range` (or all) of `bytes` held in memory, dated `last_modified`.
+    pub fn of_bytes(
+        bytes: Bytes,
+        last_modified: chrono::DateTime<chrono::Utc>,
+        range: Option<Range<u64>>,
+    ) -> Self {
+        let size = bytes.len() as u64;
+        let range = range.map_or(0..size, |r| r.start.min(size)..r.end.min(size));
+        let part = bytes.slice(range.start as usize..range.end as usize);
+        Self {
+            meta: Stored {
+                size,
+                last_modified,
+            },
+            range,
+            chunks: futures_util::stream::once(async move { Ok(part) }).boxed(),
+        }
+    }
+}
+
 /// How much of a local file one blocking read takes.
 const FILE_PIECE: u64 = 256 * 1024;
 
@@ -373,6 +394,25 @@ impl Location {
             }
         }
         Ok(())
+    }
+
+    /// How many keys under the folder `prefix` are `counted`, listing no
+    /// further than `at_most` of them.
+    pub async fn count_under(
+        &self,
+        prefix: &str,
+        counted: impl Fn(&str) -> bool,
+        at_most: usize,
+    ) -> Result<usize, StorageError> {
+        let mut listed = self.store.list(Some(&Key::from(prefix)));
+        let mut count = 0;
+        while count < at_most {
+            match listed.next().await {
+                None => break,
+                Some(meta) => count += usize::from(counted(meta?.location.as_ref())),
+            }
+        }
+        Ok(count)
     }
 
     /// Removes `key`; one that is already gone is no error.

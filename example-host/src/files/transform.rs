@@ -2,9 +2,11 @@
 //! them: `width`, `height`, `fit`, `quality`, `format` (`auto`: WebP when
 //! the client takes it), `withoutEnlargement`, a preset by `key`
 //! (`ASSETS_TRANSFORM_PRESETS`) and `transforms` (a JSON list of steps).
-//! Other parameters are ignored. A transformation is computed once, off
-//! the async workers, and kept beside the original under a key derived
-//! from it (`__transforms/<file id>/<hash>.<ext>`).
+//! Other parameters are ignored. A transformation is computed off the
+//! async workers and kept beside the original under a key derived from it
+//! (`__transforms/<file id>/<hash>.<ext>`, a preset's
+//! `__transforms/<file id>/preset-<hash>.<ext>`): presets always, others
+//! up to `ASSETS_TRANSFORM_MAX_KEPT_PER_FILE` a file.
 
 use std::io::Cursor;
 
@@ -126,11 +128,9 @@ impl Allowed {
     /// Whether a transformation asked by `query` may be made; the refusal
     /// in Directus's words otherwise (400 `INVALID_QUERY`).
     pub fn permits(self, query: Option<&str>) -> Result<(), String> {
-        let by_key =
-            form_urlencoded::parse(query.unwrap_or("").as_bytes()).any(|(k, _)| k == "key");
         match self {
             Self::All => Ok(()),
-            Self::Presets if by_key => Ok(()),
+            Self::Presets if is_preset(query) => Ok(()),
             Self::Presets => Err("Only configured presets can be used in asset generation.".into()),
             Self::None => {
                 Err("Dynamic asset generation has been disabled for this project.".into())
@@ -145,10 +145,13 @@ pub struct Settings {
     /// `ASSETS_TRANSFORM_ALLOWED` (`all`): which transformations signed-in
     /// callers may have made (and kept).
     pub allowed: Allowed,
-    /// `ASSETS_TRANSFORM_PUBLIC_ALLOWED` (`presets`): the same for callers
-    /// who are not signed in, so that they cannot fill the storage with
-    /// transformations of their own choosing.
+    /// `ASSETS_TRANSFORM_PUBLIC_ALLOWED` (`all`, as Directus): the same
+    /// for callers who are not signed in; `presets` locks them to presets.
     pub public_allowed: Allowed,
+    /// `ASSETS_TRANSFORM_MAX_KEPT_PER_FILE` (32): transformations other
+    /// than presets kept of one file; past it a new one is made and served
+    /// but not kept, so no caller grows the storage without bound.
+    pub max_kept_per_file: usize,
     /// `ASSETS_TRANSFORM_PRESETS`: named transformations (`key`).
     pub presets: Vec<(String, Transform)>,
     /// `ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION` (6000): larger originals are
@@ -227,7 +230,9 @@ impl Settings {
         };
         Ok(Self {
             allowed: allowed("ASSETS_TRANSFORM_ALLOWED", Allowed::All)?,
-            public_allowed: allowed("ASSETS_TRANSFORM_PUBLIC_ALLOWED", Allowed::Presets)?,
+            public_allowed: allowed("ASSETS_TRANSFORM_PUBLIC_ALLOWED", Allowed::All)?,
+            max_kept_per_file: usize::try_from(number("ASSETS_TRANSFORM_MAX_KEPT_PER_FILE", 32)?)
+                .unwrap_or(usize::MAX),
             presets,
             max_dimension: number("ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION", 6000)?,
             max_concurrent: number("ASSETS_TRANSFORM_MAX_CONCURRENT", 25)?.max(1) as usize,
@@ -357,13 +362,15 @@ impl Transform {
     }
 
     /// The key of this transformation of the file `id` written as
-    /// `format`.
-    pub fn key(&self, id: &str, format: Format) -> String {
+    /// `format`; a preset's is named apart, as it is not counted against
+    /// the variants kept of the file.
+    pub fn key(&self, id: &str, format: Format, preset: bool) -> String {
         let mut digest = sha2::Sha256::new();
         digest.update(format!("{self:?}/{format:?}").as_bytes());
         format!(
-            "{}/{}.{}",
+            "{}/{}{}.{}",
             prefix_of(id),
+            if preset { PRESET_MARK } else { "" },
             &hex::encode(digest.finalize())[..24],
             format.extension()
         )
@@ -757,6 +764,24 @@ pub fn prefix_of(id: &str) -> String {
     format!("__transforms/{id}")
 }
 
+/// How a kept preset's name begins.
+const PRESET_MARK: &str = "preset-";
+
+/// Whether the kept transformation `key` counts against its file's
+/// variants (every one but a preset).
+pub fn counts_as_variant(key: &str) -> bool {
+    !key.rsplit('/')
+        .next()
+        .unwrap_or(key)
+        .starts_with(PRESET_MARK)
+}
+
+/// Whether a transformation asked by `query` is a preset (`key`, which
+/// takes no other parameter).
+pub fn is_preset(query: Option<&str>) -> bool {
+    form_urlencoded::parse(query.unwrap_or("").as_bytes()).any(|(k, _)| k == "key")
+}
+
 /// Whether transformations apply to a file of type `mime`.
 pub fn transformable(mime: &str) -> bool {
     Format::of_mime(mime).is_some()
@@ -884,10 +909,22 @@ pub(crate) mod tests {
         assert!(Allowed::Presets.permits(Some("width=3")).is_err());
         assert!(Allowed::None.permits(Some("key=thumb")).is_err());
         let s = settings();
-        assert_eq!(
-            (s.allowed, s.public_allowed),
-            (Allowed::All, Allowed::Presets)
-        );
+        assert_eq!((s.allowed, s.public_allowed), (Allowed::All, Allowed::All));
+        assert_eq!(s.max_kept_per_file, 32);
+    }
+
+    #[test]
+    fn presets_are_kept_apart_from_the_variants_a_file_counts() {
+        let t = Transform::from_query(Some("width=10"), &settings())
+            .unwrap()
+            .unwrap();
+        let variant = t.key("f1", Format::Png, false);
+        let preset = t.key("f1", Format::Png, true);
+        assert!(variant.starts_with("__transforms/f1/"), "{variant}");
+        assert!(counts_as_variant(&variant));
+        assert!(!counts_as_variant(&preset));
+        assert!(is_preset(Some("key=thumb")));
+        assert!(!is_preset(Some("width=3&keys=1")));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! a type a browser would run (HTML, SVG, anything not known to be inert)
 //! is an attachment, never a page on the platform's origin.
 
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
@@ -16,6 +16,7 @@ use sha2::Digest;
 use super::as_caller::AsCaller;
 use super::files_api::{body_of, FILES};
 use super::items_api::ItemPath;
+use super::throttle::{first_transform, ClientAddress};
 use super::{AppState, HttpError};
 use crate::files::transform::{self, Transform};
 use crate::files::{self, StorageError};
@@ -25,19 +26,21 @@ use crate::query::{ListParam, WireQuery};
 
 pub async fn asset(
     State(state): State<AppState>,
+    Extension(client): Extension<ClientAddress>,
     ItemPath(id): ItemPath<String>,
     call: AsCaller,
 ) -> Result<Response, HttpError> {
-    serve(state, id, call).await
+    serve(state, id, client, call).await
 }
 
 /// The same, with a file name in the path for the client's sake.
 pub async fn asset_named(
     State(state): State<AppState>,
+    Extension(client): Extension<ClientAddress>,
     ItemPath((id, _filename)): ItemPath<(String, String)>,
     call: AsCaller,
 ) -> Result<Response, HttpError> {
-    serve(state, id, call).await
+    serve(state, id, client, call).await
 }
 
 fn forbidden() -> HttpError {
@@ -51,11 +54,18 @@ struct Record {
     mime: String,
     filename: Option<String>,
     signed_in: bool,
+    /// The signed-in caller's id.
+    user: Option<String>,
     width: Option<u64>,
     height: Option<u64>,
 }
 
-async fn serve(state: AppState, id: String, call: AsCaller) -> Result<Response, HttpError> {
+async fn serve(
+    state: AppState,
+    id: String,
+    client: ClientAddress,
+    call: AsCaller,
+) -> Result<Response, HttpError> {
     let head = call.head();
     let (headers, uri) = (&head.headers, &head.uri);
     let transform = Transform::from_query(uri.query(), &state.files.transforms)
@@ -74,6 +84,7 @@ async fn serve(state: AppState, id: String, call: AsCaller) -> Result<Response, 
                 mime: text("type").unwrap_or_else(|| "application/octet-stream".into()),
                 filename: text("filename_download"),
                 signed_in: who.accountability.is_some(),
+                user: who.accountability.as_ref().map(|a| a.user.clone()),
                 width: full.get("width").and_then(Value::as_u64),
                 height: full.get("height").and_then(Value::as_u64),
             })
@@ -105,20 +116,53 @@ async fn serve(state: AppState, id: String, call: AsCaller) -> Result<Response, 
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         if let Some(format) = transform.output_format(&record.mime, accept) {
-            let key = transform.key(&file_id, format);
-            match location.head(&key).await {
-                Ok(_) => {}
+            let preset = transform::is_preset(uri.query());
+            let key = transform.key(&file_id, format, preset);
+            // A transformation is dated as its original, whether served
+            // kept or just made: its validators stay the same.
+            let original = location.head(&record.key).await.map_err(unavailable)?;
+            let (size, body) = match location.head(&key).await {
+                Ok(kept) => (kept.size, Body::Stored(location)),
                 Err(StorageError::NotFound) => {
-                    transformed(&state, location, &record, &transform, format, &key).await?
+                    first_transform(&state, client, record.user.as_deref()).await?;
+                    let bytes = transformed(&state, location, &record, &transform, format).await?;
+                    let cap = state.files.transforms.max_kept_per_file;
+                    let variant = (!preset).then_some((file_id.as_str(), cap));
+                    keep(location, &key, &bytes, variant).await?;
+                    (bytes.len() as u64, Body::Memory(bytes))
                 }
                 Err(e) => return Err(unavailable(e)),
-            }
+            };
             record.key = key;
             record.mime = format.mime().to_string();
+            let stat = files::storage::Stored {
+                size,
+                last_modified: original.last_modified,
+            };
+            return answer(&state, &record, headers, uri, stat, body).await;
         }
     }
     let stat = location.head(&record.key).await.map_err(unavailable)?;
+    answer(&state, &record, headers, uri, stat, Body::Stored(location)).await
+}
 
+/// Where an answer's bytes are read from.
+enum Body<'a> {
+    Stored(&'a crate::files::Location),
+    /// A transformation just made (kept or not).
+    Memory(axum::body::Bytes),
+}
+
+/// The answer of `record`'s bytes (`stat`), read from `body`: validators,
+/// caching, a range, a download.
+async fn answer(
+    state: &AppState,
+    record: &Record,
+    headers: &HeaderMap,
+    uri: &Uri,
+    stat: files::storage::Stored,
+    body: Body<'_>,
+) -> Result<Response, HttpError> {
     let etag = {
         let mut digest = sha2::Sha256::new();
         digest.update(record.key.as_bytes());
@@ -175,10 +219,18 @@ async fn serve(state: AppState, id: String, call: AsCaller) -> Result<Response, 
             }
         },
     };
-    let read = location
-        .read(&record.key, range.clone())
-        .await
-        .map_err(unavailable)?;
+    let read = match body {
+        Body::Stored(location) => location
+            .read(&record.key, range.clone())
+            .await
+            .map_err(|e| match e {
+                StorageError::NotFound => forbidden(),
+                other => HttpError::StorageUnavailable(format!("Couldn't read file: {other}")),
+            })?,
+        Body::Memory(bytes) => {
+            files::storage::Read::of_bytes(bytes, stat.last_modified, range.clone())
+        }
+    };
     let mut set = |name: header::HeaderName, value: &str| {
         if let Ok(v) = HeaderValue::from_str(value) {
             answer_headers.insert(name, v);
@@ -254,8 +306,7 @@ fn asset_record(platform: &Platform, who: &Who, id: &str) -> Result<Vec<u8>, Htt
     read(&Who::system(), &asked)?.ok_or_else(forbidden)
 }
 
-/// Computes a transformation of the original and keeps it under `key`:
-/// within the size bound, the concurrency bound and the memory budget
+/// Computes a transformation of the original: within the size bound, the concurrency bound and the memory budget
 /// (503 with `Retry-After` past either), and the time limit (503 past it),
 /// off the async workers. At the time limit the slot is given back and
 /// the work is told to stop; its memory stays reserved until it has.
@@ -265,8 +316,7 @@ async fn transformed(
     record: &Record,
     transform: &Transform,
     format: transform::Format,
-    key: &str,
-) -> Result<(), HttpError> {
+) -> Result<axum::body::Bytes, HttpError> {
     let files = &state.files;
     let settings = &files.transforms;
     let max = settings.max_dimension;
@@ -323,12 +373,44 @@ async fn transformed(
         }
         Ok(Ok(Ok(bytes))) => bytes,
     };
-    let mut upload = location.begin(key).await.map_err(failed)?;
-    if let Err(e) = upload.put(axum::body::Bytes::from(out)).await {
-        upload.abort().await;
-        return Err(failed(e));
+    Ok(axum::body::Bytes::from(out))
+}
+
+/// Keeps the transformation `bytes` under `key`, unless it is a `variant`
+/// (of a file id, not a preset) and its file has that many kept already
+/// (it is then served, not kept). Hosts sharing the storage may write at once, so
+/// the count is made again after writing, and a variant past the bound
+/// removes itself: the last to write sees every kept one, so no more stay
+/// kept than the bound.
+async fn keep(
+    location: &crate::files::Location,
+    key: &str,
+    bytes: &axum::body::Bytes,
+    variant: Option<(&str, usize)>,
+) -> Result<(), HttpError> {
+    let failed =
+        |e: StorageError| HttpError::StorageUnavailable(format!("Couldn't keep file: {e}"));
+    let kept = |prefix: String, bound: usize| async move {
+        location
+            .count_under(
+                &prefix,
+                transform::counts_as_variant,
+                bound.saturating_add(1),
+            )
+            .await
+    };
+    let variant = variant.map(|(file_id, bound)| (transform::prefix_of(file_id), bound));
+    if let Some((prefix, bound)) = &variant {
+        if kept(prefix.clone(), *bound).await.map_err(failed)? >= *bound {
+            return Ok(());
+        }
     }
-    upload.finish().await.map_err(failed)?;
+    location.put(key, bytes.clone()).await.map_err(failed)?;
+    if let Some((prefix, bound)) = variant {
+        if kept(prefix, bound).await.map_err(failed)? > bound {
+            location.delete(key).await.map_err(failed)?;
+        }
+    }
     Ok(())
 }
 

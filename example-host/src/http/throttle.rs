@@ -1,7 +1,8 @@
 //! Throttling at the edge (see `crate::throttle`): the client's address,
-//! Directus's rate limiter on every request, and the sign-in throttle that
+//! Directus's rate limiter on every request, the sign-in throttle that
 //! `/auth/login` consults before it checks a password (and the requests
-//! that mail an account, before they do).
+//! that mail an account, before they do), and the throttle `/assets`
+//! consults before it computes a transformation.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -137,6 +138,27 @@ pub async fn mail_request(
         })
         .await??;
     }
+    Ok(())
+}
+
+/// Counts a transformation that is not kept yet (so is to be computed)
+/// against its caller, the signed-in `user` or else `client`'s address:
+/// 429 past `ASSETS_TRANSFORM_THROTTLE_POINTS` a window.
+pub async fn first_transform(
+    state: &AppState,
+    client: ClientAddress,
+    user: Option<&str>,
+) -> Result<(), HttpError> {
+    let (Some(limiter), Some(subject)) = (
+        state.throttle.transforms.clone(),
+        crate::throttle::transform_subject(user, client.0),
+    ) else {
+        return Ok(());
+    };
+    counted(limiter.blocks(), move || {
+        limiter.consume(&subject, now_ms())
+    })
+    .await??;
     Ok(())
 }
 

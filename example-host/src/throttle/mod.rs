@@ -1,10 +1,15 @@
 //! Throttling, as Directus offers it: points counted per key in fixed
 //! windows, behind the [`Counter`] trait with two stores, [`memory`] (in
 //! this process) and [`database`] (the `platform_counters` table, shared by
-//! every host on the database). Two users (settings in [`settings`]):
+//! every host on the database). Three users (settings in [`settings`]):
 //!
 //! - the rate limiter (`RATE_LIMITER_*`, off by default): every request
 //!   costs its client address one point; past the limit, 429;
+//! - the throttle on first transformations (`ASSETS_TRANSFORM_THROTTLE_*`,
+//!   on by default): every image transformation that is not kept yet, so
+//!   is computed, costs a point to its caller (the user, or the client
+//!   address of a caller not signed in); past the limit, 429. A kept one
+//!   costs nothing;
 //! - the sign-in throttle (`LOGIN_THROTTLE_*`, on by default): every
 //!   attempt at `/auth/login` costs a point to the account it names (its
 //!   email, trimmed and in lower case, whether or not such an account
@@ -175,6 +180,16 @@ pub fn account_subject(email: &str) -> String {
     email.trim().to_lowercase()
 }
 
+/// Who a first transformation counts against: the signed-in `user`, else
+/// the client `address` (`None`: neither is known, nothing counts).
+pub fn transform_subject(user: Option<&str>, address: Option<IpAddr>) -> Option<String> {
+    match (user, address) {
+        (Some(user), _) => Some(format!("user:{user}")),
+        (None, Some(address)) => Some(format!("address:{}", address_subject(address))),
+        (None, None) => None,
+    }
+}
+
 /// What an account and an address count as together: the attempts on
 /// that account from that address.
 fn pair_subject(account: &str, address: &str) -> String {
@@ -341,6 +356,8 @@ pub struct Throttle {
     pub requests: Option<Arc<Limiter>>,
     /// The sign-in throttle.
     pub login: Option<Arc<LoginThrottle>>,
+    /// First transformations per caller (see [`transform_subject`]).
+    pub transforms: Option<Arc<Limiter>>,
     /// Whether the client address is the one a proxy in front names in
     /// `X-Forwarded-For` (`IP_TRUST_PROXY`).
     pub trust_proxy: bool,
@@ -373,9 +390,17 @@ impl Throttle {
                 Limiter::new("login-pair", 1, shared),
             ))
         });
+        let transforms = settings.transforms.as_ref().map(|t| {
+            Arc::new(Limiter::new(
+                "transforms",
+                t.points,
+                counter(t.store, t.duration),
+            ))
+        });
         Self {
             requests,
             login,
+            transforms,
             trust_proxy: settings.trust_proxy,
         }
     }
@@ -491,6 +516,20 @@ mod tests {
         let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
         assert_eq!(address_subject(a), address_subject(b));
         assert_ne!(address_subject(a), address_subject(c));
+    }
+
+    #[test]
+    fn first_transformations_count_per_user_or_else_per_address() {
+        let address: Option<IpAddr> = Some("192.0.2.1".parse().unwrap());
+        assert_eq!(
+            transform_subject(Some("u1"), address),
+            Some("user:u1".into())
+        );
+        assert_eq!(
+            transform_subject(None, address),
+            Some("address:192.0.2.1".into())
+        );
+        assert_eq!(transform_subject(None, None), None);
     }
 
     fn login(account: u32, address: u32) -> LoginThrottle {

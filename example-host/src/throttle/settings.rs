@@ -1,5 +1,6 @@
 //! Throttle settings, from the environment: Directus's `RATE_LIMITER_*`
-//! and `IP_TRUST_PROXY`, and this host's `LOGIN_THROTTLE_*`.
+//! and `IP_TRUST_PROXY`, and this host's `LOGIN_THROTTLE_*` and
+//! `ASSETS_TRANSFORM_THROTTLE_*`.
 
 use std::time::Duration;
 
@@ -34,12 +35,23 @@ pub struct LoginLimit {
     pub store: StoreKind,
 }
 
+/// The throttle on first transformations: image transformations not kept
+/// yet (so computed) per caller per `duration`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransformLimit {
+    pub points: u32,
+    pub duration: Duration,
+    pub store: StoreKind,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// `None` unless `RATE_LIMITER_ENABLED` is true.
     pub requests: Option<RequestLimit>,
     /// `None` when `LOGIN_THROTTLE_ENABLED` is false.
     pub login: Option<LoginLimit>,
+    /// `None` when `ASSETS_TRANSFORM_THROTTLE_ENABLED` is false.
+    pub transforms: Option<TransformLimit>,
     /// `IP_TRUST_PROXY`: the client address is the last one of
     /// `X-Forwarded-For` (the one the proxy in front saw), not the peer's.
     pub trust_proxy: bool,
@@ -114,9 +126,21 @@ impl Settings {
         } else {
             None
         };
+        // Each host computes its own transformations: by default each
+        // counts its own.
+        let transforms = if flag("ASSETS_TRANSFORM_THROTTLE_ENABLED", true)? {
+            Some(TransformLimit {
+                points: points("ASSETS_TRANSFORM_THROTTLE_POINTS", 100)?,
+                duration: seconds("ASSETS_TRANSFORM_THROTTLE_DURATION", 60)?,
+                store: store("ASSETS_TRANSFORM_THROTTLE_STORE", StoreKind::Memory)?,
+            })
+        } else {
+            None
+        };
         Ok(Self {
             requests,
             login,
+            transforms,
             trust_proxy: flag("IP_TRUST_PROXY", false)?,
         })
     }
@@ -145,6 +169,14 @@ mod tests {
             })
         );
         assert!(!s.trust_proxy);
+        assert_eq!(
+            s.transforms,
+            Some(TransformLimit {
+                points: 100,
+                duration: Duration::from_secs(60),
+                store: StoreKind::Memory,
+            })
+        );
     }
 
     #[test]
@@ -164,9 +196,11 @@ mod tests {
             ("RATE_LIMITER_DURATION", "0.5"),
             ("RATE_LIMITER_STORE", "database"),
             ("LOGIN_THROTTLE_ENABLED", "false"),
+            ("ASSETS_TRANSFORM_THROTTLE_ENABLED", "false"),
             ("IP_TRUST_PROXY", "true"),
         ])
         .unwrap();
+        assert_eq!(s.transforms, None);
         assert_eq!(
             s.requests,
             Some(RequestLimit {
@@ -192,6 +226,8 @@ mod tests {
         }
         let e = with(&[("LOGIN_THROTTLE_ACCOUNT_ATTEMPTS", "-1")]).unwrap_err();
         assert!(e.starts_with("LOGIN_THROTTLE_ACCOUNT_ATTEMPTS"), "{e}");
+        let e = with(&[("ASSETS_TRANSFORM_THROTTLE_POINTS", "0")]).unwrap_err();
+        assert!(e.starts_with("ASSETS_TRANSFORM_THROTTLE_POINTS"), "{e}");
         let e = with(&[("LOGIN_THROTTLE_ENABLED", "maybe")]).unwrap_err();
         assert!(e.starts_with("LOGIN_THROTTLE_ENABLED"), "{e}");
     }
