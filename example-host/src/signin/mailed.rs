@@ -118,11 +118,7 @@ impl SignIn {
     /// Uses a verification token: its user becomes active. A token that is
     /// unknown, expired or used (here or on another host) is 400
     /// `INVALID_PAYLOAD`, as Directus answers a link used twice.
-    pub fn verify_registration(
-        &self,
-        platform: &Platform,
-        token: &str,
-    ) -> Result<(), SignInError> {
+    pub fn verify_registration(&self, platform: &Platform, token: &str) -> Result<(), SignInError> {
         let done = use_token(
             platform,
             token,

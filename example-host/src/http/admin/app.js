@@ -4,6 +4,7 @@
 const form = document.getElementById('sign-in');
 const message = document.getElementById('message');
 const signedIn = document.getElementById('signed-in');
+const reset = document.getElementById('reset');
 
 async function call(path, body) {
 	const r = await fetch(path, {
@@ -16,6 +17,11 @@ async function call(path, body) {
 	const json = text ? JSON.parse(text) : {};
 	if (!r.ok) throw new Error(json.errors?.[0]?.message ?? `${r.status}`);
 	return json.data;
+}
+
+function say(element, text, error = false) {
+	element.className = error ? 'error' : '';
+	element.textContent = text;
 }
 
 async function show() {
@@ -33,100 +39,50 @@ async function show() {
 
 form.addEventListener('submit', async (event) => {
 	event.preventDefault();
-	message.className = '';
-	message.textContent = 'Signing in…';
+	say(message, 'Signing in…');
 	try {
 		await call('/auth/login', { email: form.email.value, password: form.password.value, mode: 'session' });
-		message.textContent = '';
-		await const reset = document.getElementById('reset');
-const resetToken = new URLSearchParams(location.search).get('token');
-if (location.pathname.endsWith('/reset-password') && resetToken) {
-	form.hidden = true;
-	reset.hidden = false;
-	const resetMessage = document.getElementById('reset-message');
-	reset.addEventListener('submit', async (event) => {
-		event.preventDefault();
-		try {
-			await call('/auth/password/reset', { token: resetToken, password: reset.password.value });
-			reset.hidden = true;
-			form.hidden = false;
-			message.className = '';
-			message.textContent = 'Your password is set: sign in with it.';
-		} catch (e) {
-			resetMessage.className = 'error';
-			resetMessage.textContent = e.message;
-		}
-	});
-} else {
-	show();
-}
+		say(message, '');
+		await show();
 	} catch (e) {
-		message.className = 'error';
-		message.textContent = e.message;
+		say(message, e.message, true);
 	}
 });
 
 document.getElementById('forgot').addEventListener('click', async () => {
 	if (!form.email.value) {
-		message.className = 'error';
-		message.textContent = 'Enter your email first.';
+		say(message, 'Enter your email first.', true);
 		return;
 	}
 	try {
 		await call('/auth/password/request', { email: form.email.value });
-		message.className = '';
-		message.textContent = 'If an account has this email, a reset link is on its way.';
+		say(message, 'If an account has this email, a reset link is on its way.');
 	} catch (e) {
-		message.className = 'error';
-		message.textContent = e.message;
+		say(message, e.message, true);
 	}
 });
 
 document.getElementById('sign-out').addEventListener('click', async () => {
 	await call('/auth/logout', { mode: 'session' }).catch(() => {});
-	await const reset = document.getElementById('reset');
-const resetToken = new URLSearchParams(location.search).get('token');
-if (location.pathname.endsWith('/reset-password') && resetToken) {
-	form.hidden = true;
-	reset.hidden = false;
-	const resetMessage = document.getElementById('reset-message');
-	reset.addEventListener('submit', async (event) => {
-		event.preventDefault();
-		try {
-			await call('/auth/password/reset', { token: resetToken, password: reset.password.value });
-			reset.hidden = true;
-			form.hidden = false;
-			message.className = '';
-			message.textContent = 'Your password is set: sign in with it.';
-		} catch (e) {
-			resetMessage.className = 'error';
-			resetMessage.textContent = e.message;
-		}
-	});
-} else {
-	show();
-}
+	await show();
 });
 
-const reset = document.getElementById('reset');
-const resetToken = new URLSearchParams(location.search).get('token');
-if (location.pathname.endsWith('/reset-password') && resetToken) {
+reset.addEventListener('submit', async (event) => {
+	event.preventDefault();
+	const token = new URLSearchParams(location.search).get('token');
+	try {
+		await call('/auth/password/reset', { token, password: reset.password.value });
+		reset.hidden = true;
+		form.hidden = false;
+		say(message, 'Your password is set: sign in with it.');
+	} catch (e) {
+		say(document.getElementById('reset-message'), e.message, true);
+	}
+});
+
+if (location.pathname.endsWith('/reset-password') && new URLSearchParams(location.search).has('token')) {
 	form.hidden = true;
 	reset.hidden = false;
-	const resetMessage = document.getElementById('reset-message');
-	reset.addEventListener('submit', async (event) => {
-		event.preventDefault();
-		try {
-			await call('/auth/password/reset', { token: resetToken, password: reset.password.value });
-			reset.hidden = true;
-			form.hidden = false;
-			message.className = '';
-			message.textContent = 'Your password is set: sign in with it.';
-		} catch (e) {
-			resetMessage.className = 'error';
-			resetMessage.textContent = e.message;
-		}
-	});
 } else {
 	show();
 }
