@@ -75,7 +75,7 @@ pub(crate) fn open_platform(
         }
     }
     store
-        .track_changes(&platform_schema::ACCESS_COLLECTIONS)
+        .track_changes(&platform_schema::access_collections())
         .map_err(|e| format!("cannot track changes of access: {e}"))?;
     let mut platform = Platform::new(store);
     signin::register_rules(&mut platform);

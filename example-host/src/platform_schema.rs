@@ -1,4 +1,9 @@
-//! The host's own collections (docs/decisions.md §6), as migrations.
+//! The host's own collections (docs/decisions.md §6): their fields, as
+//! migrations, and what the host knows of each besides its fields, declared
+//! once in [`COLLECTIONS`] (whether any API serves it, whether its writes
+//! change who may do what, its secret fields, the longest text of its
+//! fields, the fields kept in lower case), from which every rule
+//! that depends on them is read.
 
 use host_sdk::schema::{on_delete, one_to_many, Collection, Field, OnDelete, Step};
 use serde_json::Value;
@@ -184,12 +189,6 @@ pub const SESSIONS: &str = "platform_sessions";
 /// The collection holding the made signing secret (never served).
 pub const SIGNING_KEYS: &str = "platform_signing_keys";
 
-/// Collections no API serves, to anyone: host code reads them from the
-/// store.
-pub fn is_internal(collection: &str) -> bool {
-    collection == SIGNING_KEYS || collection == COUNTERS || collection == USER_TOKENS
-}
-
 /// What deleting a role, user or policy does to what refers to it: the
 /// links of access and the permissions of a policy go with it; every other
 /// reference (a user's role, avatar or banner, a file's uploader, a
@@ -279,64 +278,157 @@ fn core() -> Vec<Step> {
     ]
 }
 
-/// Collections whose writes change who may do what: writing them
-/// invalidates the auth and permission caches.
-pub fn affects_access(collection: &str) -> bool {
-    ACCESS_COLLECTIONS.contains(&collection)
+/// What the host knows of one of its own collections besides its fields.
+#[derive(Debug, Clone, Copy)]
+pub struct PlatformCollection {
+    pub name: &'static str,
+    /// No API serves it, to anyone: host code reads it from the store.
+    pub internal: bool,
+    /// Its writes change who may do what: they invalidate the auth and
+    /// permission caches (and are tracked for other hosts).
+    pub affects_access: bool,
+    /// Fields written but never read back through any API.
+    pub secret: &'static [&'static str],
+    /// Longest text, in characters, of its text fields; every writer is
+    /// held to it (registration, `/users/me`, `/comments`, the items API
+    /// and extensions).
+    pub max_lengths: &'static [(&'static str, usize)],
+    /// Fields stored trimmed and in lower case (so that uniqueness holds
+    /// regardless of case, and sign-in finds them however typed).
+    pub lower_case: &'static [&'static str],
 }
 
-/// The collections whose writes change who may do what.
-pub const ACCESS_COLLECTIONS: [&str; 6] = [
-    "platform_users",
-    SESSIONS,
-    "platform_roles",
-    "platform_policies",
-    "platform_access",
-    "platform_permissions",
-];
-
-/// Fields that are written but never read back through any API.
-pub fn is_secret(collection: &str, field: &str) -> bool {
-    (collection == "platform_users" && (field == "password" || field == "token"))
-        || (collection == SESSIONS && field == "token")
-}
-
-/// Longest text, in characters, of the users' profile fields: 255 for
-/// names, emails, titles and the other short fields (as Directus's
-/// string columns), more for a description; and of a comment. Every
-/// writer is held to it: registration, `/users/me`, `/comments`, the
-/// items API and extensions.
-pub fn max_length(collection: &str, field: &str) -> Option<usize> {
-    if collection == "platform_comments" && field == "comment" {
-        return Some(MAX_COMMENT_LENGTH);
+impl PlatformCollection {
+    const fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            internal: false,
+            affects_access: false,
+            secret: &[],
+            max_lengths: &[],
+            lower_case: &[],
+        }
     }
-    if collection != "platform_users" {
-        return None;
+    const fn internal(mut self) -> Self {
+        self.internal = true;
+        self
     }
-    match field {
-        "description" => Some(MAX_DESCRIPTION_LENGTH),
-        "first_name" | "last_name" | "email" | "artist_name" | "slug" | "title" | "location"
-        | "language" | "website" => Some(MAX_NAME_LENGTH),
-        _ => None,
+    const fn affects_access(mut self) -> Self {
+        self.affects_access = true;
+        self
+    }
+    const fn secret(mut self, fields: &'static [&'static str]) -> Self {
+        self.secret = fields;
+        self
+    }
+    const fn max_lengths(mut self, fields: &'static [(&'static str, usize)]) -> Self {
+        self.max_lengths = fields;
+        self
+    }
+    const fn lower_case(mut self, fields: &'static [&'static str]) -> Self {
+        self.lower_case = fields;
+        self
     }
 }
 
-/// Longest name, email, title or other short profile field.
+/// Longest name, email, title or other short profile field (as
+/// Directus's string columns).
 pub const MAX_NAME_LENGTH: usize = 255;
 /// Longest profile description.
 pub const MAX_DESCRIPTION_LENGTH: usize = 10_000;
 /// Longest comment.
 pub const MAX_COMMENT_LENGTH: usize = 10_000;
 
+/// The users' profile fields and their longest text (`website` is added by
+/// an extension, svc, for the site).
+const USER_LENGTHS: &[(&str, usize)] = &[
+    ("first_name", MAX_NAME_LENGTH),
+    ("last_name", MAX_NAME_LENGTH),
+    ("email", MAX_NAME_LENGTH),
+    ("artist_name", MAX_NAME_LENGTH),
+    ("slug", MAX_NAME_LENGTH),
+    ("title", MAX_NAME_LENGTH),
+    ("location", MAX_NAME_LENGTH),
+    ("language", MAX_NAME_LENGTH),
+    ("website", MAX_NAME_LENGTH),
+    ("description", MAX_DESCRIPTION_LENGTH),
+];
+
+/// The host's own collections, each once, with what the host knows of it.
+pub const COLLECTIONS: &[PlatformCollection] = &[
+    // The platform's users: profiles, credentials, role.
+    PlatformCollection::new("platform_users")
+        .affects_access()
+        .secret(&["password", "token"])
+        .max_lengths(USER_LENGTHS)
+        .lower_case(&["email"]),
+    // Roles, policies, which policies apply to a role or user, and what a
+    // policy allows.
+    PlatformCollection::new("platform_roles").affects_access(),
+    PlatformCollection::new("platform_policies").affects_access(),
+    PlatformCollection::new("platform_access").affects_access(),
+    PlatformCollection::new("platform_permissions").affects_access(),
+    // Signed-in sessions, their refresh tokens hashed.
+    PlatformCollection::new(SESSIONS)
+        .affects_access()
+        .secret(&["token"]),
+    PlatformCollection::new("platform_files"),
+    PlatformCollection::new("platform_folders"),
+    PlatformCollection::new("platform_comments").max_lengths(&[("comment", MAX_COMMENT_LENGTH)]),
+    PlatformCollection::new(SCHEDULE_RUNS),
+    // Never served: the made signing secret, the throttle's counters, the
+    // mailed one-time tokens.
+    PlatformCollection::new(SIGNING_KEYS).internal(),
+    PlatformCollection::new(COUNTERS).internal(),
+    PlatformCollection::new(USER_TOKENS).internal(),
+];
+
+/// What the host knows of `collection`; `None` for a collection that is not
+/// the host's own (an extension's).
+pub fn platform_collection(collection: &str) -> Option<&'static PlatformCollection> {
+    COLLECTIONS.iter().find(|c| c.name == collection)
+}
+
+/// Collections no API serves, to anyone.
+pub fn is_internal(collection: &str) -> bool {
+    platform_collection(collection).is_some_and(|c| c.internal)
+}
+
+/// Collections whose writes change who may do what.
+pub fn affects_access(collection: &str) -> bool {
+    platform_collection(collection).is_some_and(|c| c.affects_access)
+}
+
+/// The collections whose writes change who may do what.
+pub fn access_collections() -> Vec<&'static str> {
+    COLLECTIONS
+        .iter()
+        .filter(|c| c.affects_access)
+        .map(|c| c.name)
+        .collect()
+}
+
+/// Fields that are written but never read back through any API.
+pub fn is_secret(collection: &str, field: &str) -> bool {
+    platform_collection(collection).is_some_and(|c| c.secret.contains(&field))
+}
+
+/// Longest text, in characters, of a field of the host's collections.
+pub fn max_length(collection: &str, field: &str) -> Option<usize> {
+    platform_collection(collection)?
+        .max_lengths
+        .iter()
+        .find(|(name, _)| *name == field)
+        .map(|(_, max)| *max)
+}
+
 /// The host's own rules for values of its collections, applied on every
-/// write: emails are stored trimmed and in lower case (so that uniqueness
-/// holds regardless of case, and sign-in finds them however typed), and
-/// profile text and comments have a length limit.
+/// write: the fields kept in lower case are stored trimmed and lower-cased,
+/// and text has its length limit.
 pub fn host_value(collection: &str, field: &str, value: Value) -> Result<Value, String> {
+    let lower = platform_collection(collection).is_some_and(|c| c.lower_case.contains(&field));
     let value = match value {
-        Value::String(s) if collection == "platform_users" && field == "email" => {
-            Value::String(s.trim().to_lowercase())
-        }
+        Value::String(s) if lower => Value::String(s.trim().to_lowercase()),
         other => other,
     };
     if let (Some(max), Value::String(s)) = (max_length(collection, field), &value) {
@@ -348,4 +440,89 @@ pub fn host_value(collection: &str, field: &str, value: Value) -> Result<Value, 
         }
     }
     Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The collections the migrations make.
+    fn made() -> BTreeSet<String> {
+        migrations()
+            .into_iter()
+            .flat_map(|(_, steps)| steps)
+            .filter_map(|step| match step {
+                Step::CreateCollection { collection, .. } => Some(collection),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_collection_the_migrations_make_is_declared_once() {
+        let declared: Vec<&str> = COLLECTIONS.iter().map(|c| c.name).collect();
+        let unique: BTreeSet<&str> = declared.iter().copied().collect();
+        assert_eq!(unique.len(), declared.len(), "declared twice: {declared:?}");
+        let declared: BTreeSet<String> = unique.into_iter().map(String::from).collect();
+        assert_eq!(made(), declared);
+    }
+
+    #[test]
+    fn what_is_declared_names_fields_the_migrations_make() {
+        let mut fields: BTreeSet<(String, String)> = BTreeSet::new();
+        for (_, steps) in migrations() {
+            for step in steps {
+                match step {
+                    Step::CreateCollection {
+                        collection,
+                        fields: made,
+                        ..
+                    } => {
+                        for f in made {
+                            fields.insert((collection.clone(), f.field));
+                        }
+                    }
+                    Step::AddField { collection, field } => {
+                        fields.insert((collection, field.field));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for c in COLLECTIONS {
+            // A length may be declared for a field an extension adds to
+            // the host's users (svc's `website`); secrets and lower-cased
+            // fields are the host's own.
+            for field in c.secret.iter().chain(c.lower_case) {
+                assert!(
+                    fields.contains(&(c.name.to_string(), field.to_string())),
+                    "{}.{field} is declared but no migration makes it",
+                    c.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn rules_read_from_the_declaration() {
+        assert!(is_internal(SIGNING_KEYS) && !is_internal("platform_users"));
+        assert!(affects_access("platform_permissions") && !affects_access("platform_files"));
+        assert!(is_secret("platform_users", "password") && !is_secret("videos", "password"));
+        assert_eq!(
+            max_length("platform_users", "website"),
+            Some(MAX_NAME_LENGTH)
+        );
+        assert_eq!(max_length("platform_users", "role"), None);
+        assert_eq!(
+            host_value("platform_users", "email", Value::from(" A@B.C ")),
+            Ok(Value::from("a@b.c"))
+        );
+        assert!(host_value(
+            "platform_comments",
+            "comment",
+            Value::from("x".repeat(10_001))
+        )
+        .is_err());
+    }
 }
