@@ -83,8 +83,6 @@ pub(crate) fn open_platform(
     let platform = Arc::new(platform);
     bootstrap::first_start(&platform, admin)
         .map_err(|e| format!("first-start seeding failed: {e}"))?;
-    bootstrap::narrow_member_recordings(&platform)
-        .map_err(|e| format!("narrowing the members' recording rules failed: {e}"))?;
     bootstrap::grant_members_own_role(&platform)
         .map_err(|e| format!("granting members their own role failed: {e}"))?;
     bootstrap::lower_case_emails(&platform)

@@ -254,6 +254,16 @@ impl StepRules for MigrationGrants {
         step: &Step,
         label: &str,
     ) -> Result<(), StoreError> {
+        if let Step::ChangeGrant {
+            policy,
+            collection,
+            action,
+            from,
+            to,
+        } = step
+        {
+            return change_grant(conn, schema, label, (policy, collection, action), from, to);
+        }
         let Step::Grant {
             policy,
             collection,
@@ -272,21 +282,7 @@ impl StepRules for MigrationGrants {
             .get(collection)
             .ok_or_else(|| no_collection(collection))?;
         check_grant(target, action, permissions.as_ref(), fields.as_deref())?;
-        let policies = schema
-            .get(POLICIES)
-            .ok_or_else(|| no_collection(POLICIES))?;
-        let named = ReadQuery {
-            sort: vec![("id".into(), false)],
-            ..ReadQuery::select(&["id"], Filter::eq("name", json!(policy)))
-        }
-        .limit(1);
-        let found = conn.select(policies, &named)?;
-        let Some(policy_id) = found
-            .first()
-            .and_then(|row| row.get("id"))
-            .and_then(Value::as_str)
-            .map(String::from)
-        else {
+        let Some(policy_id) = policy_named(conn, schema, policy)? else {
             log::warn!(
                 "{label}: no policy named `{policy}`: its {action} grant on {collection} was not made"
             );
@@ -321,6 +317,125 @@ impl StepRules for MigrationGrants {
         let record = migrate::seed_record(def, &row, &crate::values::now_timestamp())?;
         conn.insert(def, &record)
     }
+}
+
+/// The id of the policy named `name` (the first made, when several are).
+fn policy_named(
+    conn: &mut dyn Writer,
+    schema: &Schema,
+    name: &str,
+) -> Result<Option<String>, StoreError> {
+    let policies = schema
+        .get(POLICIES)
+        .ok_or_else(|| no_collection(POLICIES))?;
+    let named = ReadQuery {
+        sort: vec![("id".into(), false)],
+        ..ReadQuery::select(&["id"], Filter::eq("name", json!(name)))
+    }
+    .limit(1);
+    Ok(conn
+        .select(policies, &named)?
+        .first()
+        .and_then(|row| row.get("id"))
+        .and_then(Value::as_str)
+        .map(String::from))
+}
+
+/// A rule's row filter as compared: an empty filter is none.
+fn rule_filter(value: Option<&Value>) -> Option<Value> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) if m.is_empty() => None,
+        Some(f) => Some(f.clone()),
+    }
+}
+
+/// A rule's fields as compared: a set, `None` for all.
+fn rule_fields(value: Option<&Value>) -> Option<std::collections::BTreeSet<String>> {
+    parse_fields(value).map(|list| list.into_iter().collect())
+}
+
+/// [`Step::ChangeGrant`]: every permission of the policy for the action on
+/// the collection that is still `from` becomes `to`; one changed since is
+/// kept as it is. Idempotent: run again, nothing is still `from` (unless
+/// `from` equals `to`, which changes nothing).
+fn change_grant(
+    conn: &mut dyn Writer,
+    schema: &Schema,
+    label: &str,
+    (policy, collection, action): (&str, &str, &str),
+    from: &host_sdk::schema::GrantRule,
+    to: &host_sdk::schema::GrantRule,
+) -> Result<(), StoreError> {
+    let target = schema
+        .get(collection)
+        .ok_or_else(|| no_collection(collection))?;
+    check_grant(
+        target,
+        action,
+        to.permissions.as_ref(),
+        to.fields.as_deref(),
+    )?;
+    let Some(policy_id) = policy_named(conn, schema, policy)? else {
+        log::warn!("{label}: no policy named `{policy}`: its {action} rule on {collection} was not changed");
+        return Ok(());
+    };
+    let def = schema
+        .get(PERMISSIONS)
+        .ok_or_else(|| no_collection(PERMISSIONS))?;
+    let rules = ReadQuery::select(
+        &["id", "permissions", "fields"],
+        Filter::And(vec![
+            Filter::eq("policy", json!(policy_id)),
+            Filter::eq("collection", json!(collection)),
+            Filter::eq("action", json!(action)),
+        ]),
+    );
+    let as_granted = |row: &Map<String, Value>| {
+        rule_filter(row.get("permissions")) == rule_filter(from.permissions.as_ref())
+            && rule_fields(row.get("fields"))
+                == rule_fields(from.fields.as_ref().map(|f| json!(f)).as_ref())
+    };
+    let (mut changed, mut kept) = (0, 0);
+    for row in conn.select(def, &rules)? {
+        let Some(id) = row.get("id").and_then(Value::as_str) else {
+            continue;
+        };
+        if !as_granted(&row) {
+            let as_wanted = rule_filter(row.get("permissions"))
+                == rule_filter(to.permissions.as_ref())
+                && rule_fields(row.get("fields"))
+                    == rule_fields(to.fields.as_ref().map(|f| json!(f)).as_ref());
+            if !as_wanted {
+                kept += 1;
+            }
+            continue;
+        }
+        let mut columns = crate::storage::Columns::new();
+        for (name, value) in [
+            ("permissions", to.permissions.clone().unwrap_or(Value::Null)),
+            (
+                "fields",
+                json!(to.fields.clone().unwrap_or_else(|| vec!["*".into()])),
+            ),
+        ] {
+            let field = def
+                .field(name)
+                .ok_or_else(|| StoreError::Invalid(format!("no field {name} in {PERMISSIONS}")))?;
+            columns.insert(name.into(), crate::storage::codec::to_scalar(field, &value));
+        }
+        conn.update(def, id, &columns)?;
+        changed += 1;
+    }
+    if changed > 0 {
+        log::info!("{label}: changed {changed} {action} rule(s) of `{policy}` on {collection}");
+    }
+    if kept > 0 {
+        log::info!(
+            "{label}: kept {kept} {action} rule(s) of `{policy}` on {collection} as an administrator changed them"
+        );
+    }
+    Ok(())
 }
 
 fn no_collection(collection: &str) -> StoreError {

@@ -258,6 +258,25 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         presets: Option<Value>,
     },
+    /// Changes a rule a policy was granted (SDK 1.11): each permission of
+    /// the policy (by name) for `action` on `collection` that is still
+    /// exactly `from` (the rule as an earlier migration granted it)
+    /// becomes `to`; a rule an administrator changed since is kept as it
+    /// is, with a log line. So an extension widens its members' fields
+    /// (a new writable field) or narrows a row filter in one migration, on
+    /// databases made by earlier releases too.
+    ChangeGrant {
+        /// The policy's name.
+        policy: String,
+        /// The collection.
+        collection: String,
+        /// `create`, `read`, `update` or `delete`.
+        action: String,
+        /// The rule as it was granted.
+        from: GrantRule,
+        /// The rule it becomes.
+        to: GrantRule,
+    },
     /// Declares a one-to-many alias (SDK 1.8): `alias` of an item of
     /// `collection` reads as the items of `related` whose `field` refers to
     /// it, ordered by `sort` (default: their `id`). An alias stores nothing;
@@ -277,6 +296,52 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sort: Option<String>,
     },
+}
+
+/// A permission's rule, as [`Step::ChangeGrant`] compares and writes it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GrantRule {
+    /// The row filter; `None`: every row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<Value>,
+    /// The fields; `None`: all (`["*"]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<String>>,
+}
+
+impl GrantRule {
+    /// Every row and field.
+    pub fn all() -> Self {
+        Self::default()
+    }
+    /// Only the rows matching `filter`.
+    pub fn filter(mut self, filter: Value) -> Self {
+        self.permissions = Some(filter);
+        self
+    }
+    /// Only these fields.
+    pub fn fields(mut self, names: &[&str]) -> Self {
+        self.fields = Some(names.iter().map(|f| f.to_string()).collect());
+        self
+    }
+}
+
+/// [`Step::ChangeGrant`]: `policy`'s rule for `action` on `collection`,
+/// still `from`, becomes `to`.
+pub fn change_grant(
+    policy: &str,
+    collection: &str,
+    action: &str,
+    from: GrantRule,
+    to: GrantRule,
+) -> Step {
+    Step::ChangeGrant {
+        policy: policy.into(),
+        collection: collection.into(),
+        action: action.into(),
+        from,
+        to,
+    }
 }
 
 /// Builder of a [`Step::Grant`]:

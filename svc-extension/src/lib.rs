@@ -260,7 +260,8 @@ mod tests {
                 "0007_reference_rules",
                 "0008_aliases",
                 "0009_member_grants",
-                "0010_site_fields"
+                "0010_site_fields",
+                "0011_member_recordings_narrowed"
             ]
         );
         assert_eq!(ext.migrations()[0].1.len(), 12);

@@ -6,7 +6,10 @@
 //! collection has an implicit `id` (UUID v4) and is never declared here; the
 //! host fills `date_created`, `user_created` and `date_updated` itself.
 
-use host_sdk::schema::{on_delete, one_to_many, Collection, Field, Grant, Index, OnDelete, Step};
+use host_sdk::schema::{
+    change_grant, on_delete, one_to_many, Collection, Field, Grant, GrantRule, Index, OnDelete,
+    Step,
+};
 use serde_json::json;
 
 use crate::achievements;
@@ -35,6 +38,9 @@ pub const ALIASES_MIGRATION: &str = "0008_aliases";
 pub const MEMBER_GRANTS_MIGRATION: &str = "0009_member_grants";
 /// Id of the migration adding the fields the site's pages read.
 pub const SITE_FIELDS_MIGRATION: &str = "0010_site_fields";
+/// Id of the migration narrowing members' recording rules as an early
+/// host seeded them.
+pub const NARROWED_RULES_MIGRATION: &str = "0011_member_recordings_narrowed";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -247,6 +253,7 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (ALIASES_MIGRATION, aliases()),
         (MEMBER_GRANTS_MIGRATION, member_grants()),
         (SITE_FIELDS_MIGRATION, site_fields()),
+        (NARROWED_RULES_MIGRATION, member_recordings_narrowed()),
     ]
 }
 
@@ -313,6 +320,44 @@ pub fn member_grants() -> Vec<Step> {
         ]);
     }
     steps.into_iter().map(Step::from).collect()
+}
+
+/// Narrows members' recording rules still as the first hosts seeded them
+/// (every recording readable, every field writable) to what
+/// docs/decisions.md §5 says: their own and public recordings read, every
+/// field but `featured` written. A rule an administrator changed since is
+/// kept; rules granted by `0009_member_grants` are narrow already.
+pub fn member_recordings_narrowed() -> Vec<Step> {
+    let own = json!({"user_created": {"_eq": "$CURRENT_USER"}});
+    let own_or_public = json!({"_or": [own.clone(), {"public": {"_eq": true}}]});
+    let writable = GrantRule::all().fields(&MEMBER_RECORDING_FIELDS);
+    let mut steps = Vec::new();
+    for policy in ["Model", "Viewer"] {
+        steps.extend([
+            change_grant(
+                policy,
+                "recordings",
+                "read",
+                GrantRule::all(),
+                GrantRule::all().filter(own_or_public.clone()),
+            ),
+            change_grant(
+                policy,
+                "recordings",
+                "create",
+                GrantRule::all(),
+                writable.clone(),
+            ),
+            change_grant(
+                policy,
+                "recordings",
+                "update",
+                GrantRule::all().filter(own.clone()),
+                writable.clone().filter(own.clone()),
+            ),
+        ]);
+    }
+    steps
 }
 
 /// The lists a front end reads through `/items` as Directus models them:
@@ -665,7 +710,8 @@ mod tests {
                 "0007_reference_rules",
                 "0008_aliases",
                 "0009_member_grants",
-                "0010_site_fields"
+                "0010_site_fields",
+                "0011_member_recordings_narrowed"
             ]
         );
     }

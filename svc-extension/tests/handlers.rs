@@ -261,3 +261,78 @@ fn answers_have_the_shapes_the_openapi_document_gives() {
         (json!("query"), json!(false))
     );
 }
+
+/// A new member-writable field of recordings is one migration: the field,
+/// and the members' create and update rules widened from the fields svc
+/// granted (`Step::ChangeGrant`); a rule an administrator changed is kept.
+#[test]
+fn a_new_member_writable_field_is_one_migration() {
+    use host_sdk::schema::{change_grant, Field, GrantRule, Step};
+    use svc_extension::schema::MEMBER_RECORDING_FIELDS;
+
+    let with_mood: Vec<&str> = MEMBER_RECORDING_FIELDS
+        .iter()
+        .copied()
+        .chain(["mood"])
+        .collect();
+    let own = json!({"user_created": {"_eq": "$CURRENT_USER"}});
+    let moods = |widen: bool| {
+        let mut steps = vec![Step::AddField {
+            collection: "recordings".into(),
+            field: Field::string("mood"),
+        }];
+        if widen {
+            for policy in ["Model", "Viewer"] {
+                steps.push(change_grant(
+                    policy,
+                    "recordings",
+                    "create",
+                    GrantRule::all().fields(&MEMBER_RECORDING_FIELDS),
+                    GrantRule::all().fields(&with_mood),
+                ));
+                steps.push(change_grant(
+                    policy,
+                    "recordings",
+                    "update",
+                    GrantRule::all()
+                        .filter(own.clone())
+                        .fields(&MEMBER_RECORDING_FIELDS),
+                    GrantRule::all().filter(own.clone()).fields(&with_mood),
+                ));
+            }
+        }
+        host_sdk::Extension::new("moods", "Moods", "0.1.0")
+            .requires("svc", ">=0.1")
+            .migration("0001_mood", steps)
+    };
+    let create = |host: &TestHost, user: &TestUser| {
+        host.context(Some(user), |ctx| {
+            ctx.as_caller().create_one(
+                "recordings",
+                &json!({"title": "Calm", "duration": 1000, "mood": "calm"}),
+            )
+        })
+    };
+
+    // The field alone: members may not write it.
+    let host = TestHost::start_all(vec![svc_extension::extension(), moods(false)])
+        .expect("the test host starts");
+    let ann = member(&host, "ann@example.com");
+    assert!(create(&host, &ann).is_err());
+
+    // With the widened rules: they may, on create and on update.
+    let host = TestHost::start_all(vec![svc_extension::extension(), moods(true)])
+        .expect("the test host starts");
+    let ann = member(&host, "ann@example.com");
+    let id = create(&host, &ann).expect("a member writes the new field");
+    let changed = host.context(Some(&ann), |ctx| {
+        ctx.as_caller()
+            .update_one("recordings", &id, &json!({"mood": "bright"}))
+    });
+    assert!(changed.is_ok(), "{changed:?}");
+    let stored = host
+        .context(None, |ctx| ctx.as_admin().read_one("recordings", &id))
+        .expect("the recording reads")
+        .expect("it exists");
+    assert_eq!(stored["mood"], "bright");
+}

@@ -1040,16 +1040,21 @@ fn an_older_database_gets_the_narrowed_recording_rules_once() {
     }
     let dir = host.stop();
     let forgotten = Database::of_data_dir(dir.path()).sql(
-        "DELETE FROM \"platform_migrations\" WHERE \"id\" = '0002_member_recordings_narrowed'",
+        "DELETE FROM \"platform_migrations\" WHERE \"owner\" = 'svc' AND \"id\" = '0011_member_recordings_narrowed'",
     );
     assert_eq!(forgotten, 1, "the narrowing's record");
     let mut opts = HostOptions::svc();
     opts.data_dir = Some(dir);
     let host = Host::start(opts);
+    let log = host.log();
+    let changed: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("0011_member_recordings_narrowed: changed 1"))
+        .collect();
+    assert_eq!(changed.len(), 5, "{log}");
     assert!(
-        host.log().contains("narrowed 5 seeded recording rules"),
-        "{}",
-        host.log()
+        log.contains("kept 1 update rule(s) of `Model` on recordings"),
+        "{log}"
     );
 
     // Members read their own and public recordings, nothing else.

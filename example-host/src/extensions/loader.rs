@@ -63,6 +63,13 @@ const RESERVED_IDS: &[&str] = &[
     "admin",
 ];
 
+/// Whether a library's SDK version is a newer minor than the host's (its
+/// migrations may use steps the host does not know).
+fn newer_sdk(sdk_version: &str) -> bool {
+    major(sdk_version) == major(host_sdk::SDK_VERSION)
+        && minor(sdk_version) > minor(host_sdk::SDK_VERSION)
+}
+
 /// Whether `id` is one of the host's own first path segments.
 pub fn is_reserved(id: &str) -> bool {
     RESERVED_IDS.contains(&id)
@@ -349,7 +356,14 @@ pub fn mount(
         let steps: Vec<host_sdk::schema::Step> =
             serde_json::from_str(&migration.steps).map_err(|e| LoadError::Migration {
                 id: mid.clone(),
-                detail: format!("unreadable steps: {e}"),
+                detail: if newer_sdk(&sdk_version) {
+                    format!(
+                        "a step this host does not know ({e}): the library is built against host-sdk {sdk_version}, newer than this host's {}: upgrade the host",
+                        host_sdk::SDK_VERSION
+                    )
+                } else {
+                    format!("unreadable steps: {e}")
+                },
             })?;
         match platform.store.migrate(&id, &mid, &steps, &MigrationGrants) {
             Ok(true) => log::info!("[{id}] applied migration {mid}"),
