@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 
-use crate::config::{Cli, Command, ScheduleAction, ServeArgs};
+use crate::config::{Cli, Command, MigrateAction, ScheduleAction, ServeArgs};
 use crate::extensions::Registry;
 use crate::permissions::MigrationGrants;
 use crate::platform::Platform;
@@ -59,6 +59,68 @@ fn start(cli: &Cli) -> Result<Started, String> {
     })
 }
 
+/// `migrate status` and `migrate --dry-run`: the platform's and every
+/// library's migrations against the database, owner by owner, opened
+/// without running any (a library that cannot be opened is named); with
+/// `dry_run`, the steps of each pending one. Writes nothing but the
+/// bookkeeping tables of a new database.
+fn show_migrations(cli: &Cli, dry_run: bool) -> Result<(), String> {
+    use crate::migration_plan::OwnerPlan;
+    let location = cli.common.location()?;
+    let store = storage::open(&location, cli.common.db_pool_max)
+        .map_err(|e| format!("cannot open database {location}: {e}"))?;
+    let recorded = store.recorded_migrations();
+    let mut owners = vec![(
+        OwnerPlan::of(
+            platform_schema::OWNER,
+            &platform_schema::migration_ids(),
+            platform_schema::ONCE_STEPS,
+            &recorded,
+        ),
+        platform_schema::migrations()
+            .into_iter()
+            .map(|(id, steps)| (id.to_string(), steps))
+            .collect::<Vec<_>>(),
+    )];
+    let dir = cli.common.extensions_dir();
+    for path in extensions::loader::libraries_in(&dir) {
+        let opened =
+            extensions::loader::open(&path).and_then(|opened| Ok((opened.migrations()?, opened)));
+        match opened {
+            Ok((migrations, opened)) => {
+                let declared: Vec<&str> = migrations.iter().map(|(id, _)| id.as_str()).collect();
+                owners.push((
+                    OwnerPlan::of(&opened.id, &declared, &[], &recorded),
+                    migrations,
+                ));
+            }
+            Err(e) => println!("{}: cannot be opened: {e}", path.display()),
+        }
+    }
+    for (plan, migrations) in &owners {
+        for line in plan.lines() {
+            println!("{line}");
+        }
+        if dry_run {
+            for (id, steps) in migrations
+                .iter()
+                .filter(|(id, _)| plan.pending.contains(id))
+            {
+                println!("would apply {}/{id}:", plan.owner);
+                for step in steps {
+                    println!("  {}", serde_json::to_string(step).unwrap_or_default());
+                }
+            }
+        }
+    }
+    let pending: usize = owners.iter().map(|(plan, _)| plan.pending.len()).sum();
+    println!("{pending} pending migration(s) in {location}");
+    for (plan, _) in &owners {
+        plan.refuse_newer()?;
+    }
+    Ok(())
+}
+
 /// The platform on an opened database: its migrations applied, seeded on
 /// first start, old rules brought up to date.
 pub(crate) fn open_platform(
@@ -66,6 +128,13 @@ pub(crate) fn open_platform(
     admin: bootstrap::AdminSeed,
     relational_limits: crate::query::RelationalLimits,
 ) -> Result<Arc<Platform>, String> {
+    crate::migration_plan::OwnerPlan::of(
+        platform_schema::OWNER,
+        &platform_schema::migration_ids(),
+        platform_schema::ONCE_STEPS,
+        &store.recorded_migrations(),
+    )
+    .refuse_newer()?;
     for (id, steps) in platform_schema::migrations() {
         if store
             .migrate(platform_schema::OWNER, id, &steps, &MigrationGrants)
@@ -130,6 +199,21 @@ pub fn run() -> ExitCode {
             }
         };
     }
+    if let Some(Command::Migrate {
+        dry_run,
+        action: maybe_status,
+    }) = &cli.command
+    {
+        if *dry_run || matches!(maybe_status, Some(MigrateAction::Status)) {
+            return match show_migrations(&cli, *dry_run) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    log::error!("{e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+    }
     memory::start_trimming();
     let Started {
         platform,
@@ -162,6 +246,15 @@ pub fn run() -> ExitCode {
             }
         }
         Some(Command::Serve) | None => serve(&cli, platform, registry, staging),
+        // Applied by the start: every migration of the platform and of the
+        // libraries that mounted.
+        Some(Command::Migrate { .. }) => {
+            log::info!(
+                "migrations applied: the platform and {} extension(s) are up to date",
+                registry.all().len()
+            );
+            ExitCode::SUCCESS
+        }
         // Handled before anything was opened.
         Some(Command::NewExtension { .. }) => ExitCode::SUCCESS,
     }

@@ -31,6 +31,17 @@ pub enum Command {
         #[command(subcommand)]
         action: ScheduleAction,
     },
+    /// See and apply the migrations of the platform and of every library
+    /// in the extensions folder: `migrate status` lists them, owner by
+    /// owner; `migrate --dry-run` prints what would run; `migrate` applies
+    /// them (as a start would) and exits.
+    Migrate {
+        /// Print the pending migrations and their steps; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(subcommand)]
+        action: Option<MigrateAction>,
+    },
     /// Write a new extension crate that builds and passes its test: a
     /// collection, a grant, routes, a hook and a test-kit test. Opens no
     /// database.
@@ -42,6 +53,13 @@ pub enum Command {
         #[arg(long, default_value = ".")]
         dir: std::path::PathBuf,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MigrateAction {
+    /// List every migration, applied or pending, owner by owner; write
+    /// nothing.
+    Status,
 }
 
 #[derive(Debug, Subcommand)]

@@ -21,6 +21,7 @@ mod items;
 mod logging;
 mod mail;
 mod memory;
+mod migration_plan;
 mod permissions;
 mod platform;
 mod platform_schema;

@@ -26,6 +26,29 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
     ]
 }
 
+/// The platform's once-only steps (`Platform::once`): data brought up to
+/// date once in a database's life, recorded among the platform's
+/// migrations beside the schema migrations above. Every such step's id is
+/// listed here (`Platform::once` refuses another); a step no longer run
+/// stays listed, so that a database it ran on is still known.
+pub const ONCE_STEPS: &[&str] = &[
+    "0000_first_start",
+    "0002_member_recordings_narrowed",
+    "0006_members_read_own_role",
+    "0007_emails_lower_case",
+    "0011_members_read_own_access_and_comments",
+    "0013_member_files",
+    "pre_1_8_member_rules_recordings",
+    "pre_1_8_member_rules_video_likes",
+    "signing_secret",
+    "demo_0001_site_data",
+];
+
+/// The ids of the platform's schema migrations, in order.
+pub fn migration_ids() -> Vec<&'static str> {
+    migrations().into_iter().map(|(id, _)| id).collect()
+}
+
 /// Each access row's place among its user's or role's (`sort`), and the
 /// read-only `policies` alias of users and roles over their access rows,
 /// as Directus's `directus_users.policies` and `directus_roles.policies`

@@ -63,6 +63,31 @@ const RESERVED_IDS: &[&str] = &[
     "admin",
 ];
 
+/// A library's migrations, in order, each its id and steps.
+fn read_migrations(
+    module: ExtensionModuleRef,
+    sdk_version: &str,
+) -> Result<Vec<(String, Vec<host_sdk::schema::Step>)>, LoadError> {
+    (module.migrations())()
+        .into_iter()
+        .map(|migration| {
+            let mid = migration.id.to_string();
+            let steps = serde_json::from_str(&migration.steps).map_err(|e| LoadError::Migration {
+                id: mid.clone(),
+                detail: if newer_sdk(sdk_version) {
+                    format!(
+                        "a step this host does not know ({e}): the library is built against host-sdk {sdk_version}, newer than this host's {}: upgrade the host",
+                        host_sdk::SDK_VERSION
+                    )
+                } else {
+                    format!("unreadable steps: {e}")
+                },
+            })?;
+            Ok((mid, steps))
+        })
+        .collect()
+}
+
 /// Whether a library's SDK version is a newer minor than the host's (its
 /// migrations may use steps the host does not know).
 fn newer_sdk(sdk_version: &str) -> bool {
@@ -225,6 +250,11 @@ pub struct Opened {
 }
 
 impl Opened {
+    /// Its migrations, in order, each its id and steps (read, not run).
+    pub fn migrations(&self) -> Result<Vec<(String, Vec<host_sdk::schema::Step>)>, LoadError> {
+        read_migrations(self.module, &self.sdk_version)
+    }
+
     /// The library's file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -351,20 +381,20 @@ pub fn mount(
     }
     super::order::check_mounted(&requires, mounted).map_err(LoadError::Requirement)?;
 
-    for migration in (module.migrations())() {
-        let mid = migration.id.to_string();
-        let steps: Vec<host_sdk::schema::Step> =
-            serde_json::from_str(&migration.steps).map_err(|e| LoadError::Migration {
-                id: mid.clone(),
-                detail: if newer_sdk(&sdk_version) {
-                    format!(
-                        "a step this host does not know ({e}): the library is built against host-sdk {sdk_version}, newer than this host's {}: upgrade the host",
-                        host_sdk::SDK_VERSION
-                    )
-                } else {
-                    format!("unreadable steps: {e}")
-                },
-            })?;
+    let migrations = read_migrations(module, &sdk_version)?;
+    let declared: Vec<&str> = migrations.iter().map(|(mid, _)| mid.as_str()).collect();
+    crate::migration_plan::OwnerPlan::of(
+        &id,
+        &declared,
+        &[],
+        &platform.store.recorded_migrations(),
+    )
+    .refuse_newer()
+    .map_err(|detail| LoadError::Migration {
+        id: "(the database's)".into(),
+        detail,
+    })?;
+    for (mid, steps) in migrations {
         match platform.store.migrate(&id, &mid, &steps, &MigrationGrants) {
             Ok(true) => log::info!("[{id}] applied migration {mid}"),
             Ok(false) => {}

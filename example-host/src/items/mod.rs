@@ -105,6 +105,15 @@ impl Platform {
         id: &str,
         mut work: impl FnMut(&mut Session<'_>) -> Result<(), ItemsError>,
     ) -> Result<bool, ItemsError> {
+        // The platform's steps are declared, so that a database is known
+        // to have been migrated by this release or an earlier one.
+        if owner == crate::platform_schema::OWNER
+            && !crate::platform_schema::ONCE_STEPS.contains(&id)
+        {
+            return Err(ItemsError::Internal(format!(
+                "the platform's once-only step {id} is not declared in platform_schema::ONCE_STEPS"
+            )));
+        }
         let mut events = Vec::new();
         let mut kept = Kept::default();
         let ran = self.store.run_once(owner, id, &mut |conn| {

@@ -102,6 +102,13 @@ impl KnownRecorded {
         Ok(Self(parking_lot::Mutex::new(known)))
     }
 
+    /// Every migration known to be recorded, sorted.
+    pub fn all(&self) -> Vec<(String, String)> {
+        let mut all: Vec<(String, String)> = self.0.lock().iter().cloned().collect();
+        all.sort();
+        all
+    }
+
     /// `false` without running `apply` when `owner`/`id` is known to be
     /// recorded; otherwise what `apply` answers (whether it ran it), the
     /// migration known to be recorded from then on.

@@ -295,6 +295,10 @@ pub trait Store: Send + Sync {
         steps: &[host_sdk::schema::Step],
         rules: &dyn StepRules,
     ) -> Result<bool, StoreError>;
+    /// Every migration recorded in the database (`owner`, `id`): those
+    /// recorded when it was opened, and those applied since through this
+    /// store.
+    fn recorded_migrations(&self) -> Vec<(String, String)>;
     /// Runs one operation on the counters of the [`COUNTERS`] table (see
     /// the module's contract): one atomic statement, outside any
     /// transaction, not counted by [`Store::data_version`] in this process.

@@ -907,6 +907,10 @@ impl Store for PgStore {
         self.with_client(|client| sql::counter(&mut Pg::new(client), op))
     }
 
+    fn recorded_migrations(&self) -> Vec<(String, String)> {
+        self.recorded.all()
+    }
+
     fn migrate(
         &self,
         owner: &str,

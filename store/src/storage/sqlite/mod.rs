@@ -507,6 +507,10 @@ impl Store for SqliteStore {
         })
     }
 
+    fn recorded_migrations(&self) -> Vec<(String, String)> {
+        self.recorded.all()
+    }
+
     fn migrate(
         &self,
         owner: &str,
