@@ -49,23 +49,14 @@ pub enum LoadError {
     Init(String),
 }
 
-/// Ids that would shadow the host's own routes.
-const RESERVED_IDS: &[&str] = &[
-    "items",
-    "server",
-    "auth",
-    "extensions",
-    "users",
-    "files",
-    "folders",
-    "assets",
-    "comments",
-    "admin",
-];
+/// Ids reserved beyond the first segments of the host's routes: Directus
+/// serves `/extensions`, and its clients may ask it of the platform.
+const RESERVED_IDS: &[&str] = &["extensions"];
 
-/// Whether `id` is one of the host's own first path segments.
+/// Whether `id` would shadow a host route (one of the host's first path
+/// segments) or is otherwise reserved.
 pub fn is_reserved(id: &str) -> bool {
-    RESERVED_IDS.contains(&id)
+    RESERVED_IDS.contains(&id) || crate::http::routes::is_first_segment(id)
 }
 
 /// Whether a file name looks like a dynamic library of this platform.
