@@ -1,11 +1,14 @@
 //! The OpenAPI document at `GET /server/specs/oas` is kept true:
 //! it is OpenAPI 3.1, every documented path and method exists (requested
 //! with ids of the demo data, it never answers the router's 404 `Route not
-//! found` / `ROUTE_NOT_FOUND` or a 405), and every route docs/service-api.md
-//! defines under `/svc` and every host route is documented.
+//! found` / `ROUTE_NOT_FOUND` or a 405), every route docs/service-api.md
+//! defines under `/svc` is documented, and every host route the router
+//! serves (`example_host::routes`, from which the router is built) is
+//! documented with its path and query parameters.
 
 use std::collections::BTreeSet;
 
+use example_host::routes::{HOST_ROUTES, ITEMS_QUERY};
 use platform_tests::{Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
@@ -37,45 +40,6 @@ const SPEC_ROUTES: [(&str, &str); 24] = [
     ("get", "/svc/gamification/achievements"),
 ];
 
-/// The host's own routes (docs/api.md "Host endpoints").
-const HOST_ROUTES: [(&str, &str); 35] = [
-    ("get", "/server/ping"),
-    ("get", "/server/health"),
-    ("get", "/server/specs/oas"),
-    ("get", "/server/extensions"),
-    ("get", "/server/metrics"),
-    ("get", "/items/{}"),
-    ("post", "/items/{}"),
-    ("get", "/items/{}/{}"),
-    ("patch", "/items/{}/{}"),
-    ("delete", "/items/{}/{}"),
-    ("post", "/auth/login"),
-    ("post", "/auth/refresh"),
-    ("post", "/auth/logout"),
-    ("get", "/users/me"),
-    ("patch", "/users/me"),
-    ("post", "/users/register"),
-    ("get", "/users"),
-    ("get", "/users/{}"),
-    ("get", "/comments"),
-    ("post", "/comments"),
-    ("get", "/comments/{}"),
-    ("patch", "/comments/{}"),
-    ("delete", "/comments/{}"),
-    ("get", "/files"),
-    ("post", "/files"),
-    ("get", "/files/{}"),
-    ("patch", "/files/{}"),
-    ("delete", "/files/{}"),
-    ("get", "/folders"),
-    ("post", "/folders"),
-    ("get", "/folders/{}"),
-    ("patch", "/folders/{}"),
-    ("delete", "/folders/{}"),
-    ("get", "/assets/{}"),
-    ("get", "/assets/{}/{}"),
-];
-
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
 ];
@@ -97,6 +61,8 @@ fn shape(path: &str) -> String {
 /// Demo ids (docs/api.md, "Service endpoints").
 const VIDEO: &str = "00000000-0000-4000-a000-000000000001";
 const RECORDING: &str = "00000000-0000-4000-b000-000000000001";
+/// An id no record has.
+const NO_SUCH_ID: &str = "00000000-0000-4000-8000-000000000000";
 
 fn is_route_not_found(status: u16, body: &str) -> bool {
     let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
@@ -198,16 +164,13 @@ fn the_document_matches_the_routes() {
                 }
                 "/svc/gamification/user/{}" => format!("/svc/gamification/user/{user}"),
                 "/users/{}" => format!("/users/{user}"),
-                // No such comment: NOT_FOUND, which is no missing route.
-                "/comments/{}" => "/comments/00000000-0000-4000-8000-000000000000".to_string(),
-                // No such file or folder: the route answers all the same.
-                "/files/{}" | "/folders/{}" | "/assets/{}" => {
-                    shape(path).replace("{}", "00000000-0000-4000-8000-000000000000")
-                }
-                "/assets/{}/{}" => "/assets/00000000-0000-4000-8000-000000000000/a.txt".into(),
+                "/assets/{}/{}" => format!("/assets/{NO_SUCH_ID}/a.txt"),
                 s if s.starts_with("/svc/videos/{}") => s.replacen("{}", VIDEO, 1),
                 s if s.starts_with("/svc/recordings/{}") => s.replacen("{}", RECORDING, 1),
-                s => s.to_string(),
+                s if s.starts_with("/svc/") => s.to_string(),
+                // Another host route: no such comment, file, folder…, which
+                // the route answers all the same (no missing route).
+                s => s.replace("{}", NO_SUCH_ID),
             };
             assert!(!concrete.contains('{'), "no id for {path}");
             let body = matches!(method.as_str(), "post" | "patch").then(|| {
@@ -241,11 +204,55 @@ fn the_document_matches_the_routes() {
         }
     }
 
-    for (method, route) in SPEC_ROUTES.iter().chain(HOST_ROUTES.iter()) {
+    for (method, route) in SPEC_ROUTES {
         if !documented.contains(&(method.to_string(), route.to_string())) {
             failures.push(format!(
                 "{method} {route} is implemented but not documented"
             ));
+        }
+    }
+    // Every route the router serves is documented (and so requested
+    // above), with the parameters it reads.
+    for route in HOST_ROUTES {
+        let method = route.method.as_str();
+        let op = &doc["paths"][route.path][method];
+        if !op.is_object() {
+            failures.push(format!(
+                "{method} {} is served but not documented",
+                route.path
+            ));
+            continue;
+        }
+        let listed = parameter_names(op);
+        for name in route
+            .path_params()
+            .chain(route.query.params().iter().map(|p| p.name))
+        {
+            if !listed.contains(name) {
+                failures.push(format!(
+                    "{method} {}: parameter {name} not documented",
+                    route.path
+                ));
+            }
+        }
+    }
+    // Lists of files and folders take the items' query parameters; the
+    // mailed links' routes take their token.
+    for path in ["/files", "/folders", "/items/{collection}", "/users"] {
+        let listed = parameter_names(&doc["paths"][path]["get"]);
+        for p in ITEMS_QUERY.iter().filter(|p| !listed.contains(p.name)) {
+            failures.push(format!("GET {path}: no {}", p.name));
+        }
+    }
+    let verify = &doc["paths"]["/users/register/verify-email"]["get"]["parameters"][0];
+    if (&verify["name"], &verify["in"], &verify["required"])
+        != (&json!("token"), &json!("query"), &json!(true))
+    {
+        failures.push(format!("GET /users/register/verify-email: {verify}"));
+    }
+    for path in ["/auth/password/request", "/auth/password/reset"] {
+        if !doc["paths"][path]["post"]["requestBody"].is_object() {
+            failures.push(format!("POST {path}: no body documented"));
         }
     }
     // The check can fail: an undocumented path is the router's 404.
@@ -259,4 +266,14 @@ fn the_document_matches_the_routes() {
         HOST_ROUTES.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The names of an operation's parameters.
+fn parameter_names(op: &Value) -> BTreeSet<&str> {
+    op["parameters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["name"].as_str())
+        .collect()
 }

@@ -49,19 +49,9 @@ pub enum LoadError {
     Init(String),
 }
 
-/// Ids that would shadow the host's own routes.
-const RESERVED_IDS: &[&str] = &[
-    "items",
-    "server",
-    "auth",
-    "extensions",
-    "users",
-    "files",
-    "folders",
-    "assets",
-    "comments",
-    "admin",
-];
+/// Ids reserved beyond the first segments of the host's routes: Directus
+/// serves `/extensions`, and its clients may ask it of the platform.
+const RESERVED_IDS: &[&str] = &["extensions"];
 
 /// A library's migrations, in order, each its id and steps.
 fn read_migrations(
@@ -95,9 +85,10 @@ fn newer_sdk(sdk_version: &str) -> bool {
         && minor(sdk_version) > minor(host_sdk::SDK_VERSION)
 }
 
-/// Whether `id` is one of the host's own first path segments.
+/// Whether `id` would shadow a host route (one of the host's first path
+/// segments) or is otherwise reserved.
 pub fn is_reserved(id: &str) -> bool {
-    RESERVED_IDS.contains(&id)
+    RESERVED_IDS.contains(&id) || crate::http::routes::is_first_segment(id)
 }
 
 /// Whether a file name looks like a dynamic library of this platform.

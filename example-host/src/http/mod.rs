@@ -13,6 +13,7 @@ mod extension_api;
 mod files_api;
 mod folders_api;
 mod items_api;
+pub mod routes;
 mod server_api;
 mod throttle;
 mod unauthenticated;
@@ -23,7 +24,6 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Uri};
-use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::BodyExt;
 use tokio::sync::watch;
@@ -63,88 +63,7 @@ pub struct AppState {
 }
 
 pub fn router(state: AppState) -> Router {
-    let public = Router::new()
-        .route("/server/ping", get(server_api::ping))
-        .route("/server/health", get(server_api::health))
-        .route("/server/specs/oas", get(server_api::openapi))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            reject_bad_credentials,
-        ));
-    Router::new()
-        .merge(public)
-        .route("/server/extensions", get(server_api::extensions))
-        .route("/server/metrics", get(server_api::metrics))
-        .route("/auth/login", post(auth_api::login))
-        .route("/auth/refresh", post(auth_api::refresh))
-        .route("/auth/logout", post(auth_api::logout))
-        .route("/auth/password/request", post(auth_api::password_request))
-        .route("/auth/password/reset", post(auth_api::password_reset))
-        .route(
-            "/users/me",
-            get(users_api::read_me).patch(users_api::update_me),
-        )
-        .route("/users/register", post(users_api::register))
-        .route("/users/register/verify-email", get(users_api::verify_email))
-        .route(
-            "/users",
-            get(users_api::read_many)
-                .post(users_api::create)
-                .patch(users_api::update_many)
-                .delete(users_api::delete_many),
-        )
-        .route(
-            "/users/{id}",
-            get(users_api::read_one)
-                .patch(users_api::update)
-                .delete(users_api::delete),
-        )
-        .route(
-            "/comments",
-            get(comments_api::read_many).post(comments_api::create),
-        )
-        .route(
-            "/comments/{id}",
-            get(comments_api::read_one)
-                .patch(comments_api::update)
-                .delete(comments_api::delete),
-        )
-        .route(
-            "/items/{collection}",
-            get(items_api::read_many)
-                .post(items_api::create)
-                .patch(items_api::update_many)
-                .delete(items_api::delete_many),
-        )
-        .route(
-            "/items/{collection}/{id}",
-            get(items_api::read_one)
-                .patch(items_api::update)
-                .delete(items_api::delete),
-        )
-        .route("/files", get(files_api::read_many).post(files_api::create))
-        .route(
-            "/files/{id}",
-            get(files_api::read_one)
-                .patch(files_api::update)
-                .delete(files_api::delete),
-        )
-        .route(
-            "/folders",
-            get(folders_api::read_many).post(folders_api::create),
-        )
-        .route(
-            "/folders/{id}",
-            get(folders_api::read_one)
-                .patch(folders_api::update)
-                .delete(folders_api::delete),
-        )
-        .route("/admin", get(admin_app::root))
-        .route("/admin/", get(admin_app::index))
-        .route("/admin/reset-password", get(admin_app::index))
-        .route("/admin/app.js", get(admin_app::script))
-        .route("/assets/{id}", get(assets_api::asset))
-        .route("/assets/{id}/{filename}", get(assets_api::asset_named))
+    routes::host_router(&state)
         .fallback(extension_api::dispatch)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
