@@ -5,7 +5,7 @@
 //! this machine is shared, so absolute numbers vary more than ratios.
 //!
 //! One concern per module: [`dataset`] (generation through the items API),
-//! [`driver`] (the tokio/hyper load driver), [`scenarios`] (the issue's
+//! [`driver`] (the tokio/hyper load driver), [`scenarios`] (the measured
 //! requests), [`report`] (tables and targets), [`load`] (the `load`
 //! command), [`gamification`] (the play-award benchmark),
 //! [`recording_create`] (a recording's create against its owner's

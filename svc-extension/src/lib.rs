@@ -12,8 +12,25 @@
 //! * [`likes`], [`video_plays`]: likes and plays of videos; [`counters`]:
 //!   their counters, kept by an in-transaction hook on every write.
 //! * [`analytics`]: the creator's summary.
-//! * [`records`], [`params`], [`failure`]: batch reads and expansions,
-//!   query parameters, and how failures are answered.
+//! * [`play_input`]: the play-update bodies shared by video and recording
+//!   plays.
+//! * [`recordings`], [`recording_input`], [`slug`], [`community`],
+//!   [`recording_plays`]: recordings under the caller's permissions,
+//!   their validation, duplication, the community list and plays.
+//! * [`gamification`]: scores, achievements, the leaderboard and the hooks
+//!   that keep a user's stats row.
+//! * [`records`], [`params`], [`failure`]: batch reads and expansions
+//!   (past 256 values a batch reads the whole collection once), query
+//!   parameters, and how failures are answered; `caller`: the caller.
+//! * [`api`]: the shapes of every route's query, body and answer, from
+//!   which the OpenAPI document is derived.
+//! * [`upcoming`]: when a cached public list next changes by the clock
+//!   alone, so its answer expires then.
+//! * [`duration`]: durations, finite and non-negative.
+//!
+//! Each endpoint is a thin handler over plain functions that take `Items`
+//! and batch their reads, so a request costs a constant number of item
+//! calls.
 
 pub mod achievements;
 pub mod analytics;

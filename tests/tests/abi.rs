@@ -1,5 +1,18 @@
 //! ABI compatibility: what the host accepts and refuses at load time, and
 //! that a misbehaving extension cannot take the host down.
+//!
+//! Refused at load, with one log line while svc keeps serving: a root
+//! module of another layout (b, `tests/fixtures/layout-mismatch`), a
+//! library without one (c), another SDK major (d), a newer ABI minor (i,
+//! `sdk-newer-minor`, from its header before the layout check), a builder
+//! that panics (j, the panic's text in the line), a missing requirement.
+//! Served: today's svc with its SDK and ABI versions (a); libraries built
+//! on the frozen 1.0 and 1.7 contracts (`tests/fixtures/frozen-abi/`),
+//! whose missing later fields read as absent (g) and whose whole 1.0–1.7
+//! surface works against today's host (h); a 1.7 library relying on the
+//! member rules its host seeded (`sdk-1.7-members`). A panicking handler is
+//! a 500 and nothing more (e); an extension's log lines reach the host's
+//! log under its id (f).
 
 use platform_tests::{fixture_library, id_of, library, str_of, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};

@@ -8,7 +8,9 @@
 //! * every `docs/<file>.md` a source file cites exists, and so does every
 //!   rule or section it cites there (`docs/service-api.md rule 2`,
 //!   `create rule 3`, `auth rule 4`; `docs/decisions.md §7`);
-//! * `docs/README.md`, the folder's index, lists every document in it.
+//! * `docs/README.md`, the folder's index, lists every document in it;
+//! * ARCHITECTURE.md stays a map: every path it names exists, and it is
+//!   short enough to read in one sitting.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -297,5 +299,22 @@ fn every_path_architecture_names_exists() {
     assert!(
         missing.is_empty(),
         "ARCHITECTURE.md names paths that do not exist: {missing:?}"
+    );
+}
+
+/// ARCHITECTURE.md is a map; detail belongs in the modules' own doc
+/// comments, figures in docs/benchmarks.md, versions in
+/// host-sdk/CHANGELOG.md.
+const ARCHITECTURE_MAX_WORDS: usize = 3_000;
+
+#[test]
+fn architecture_stays_a_map() {
+    let root = workspace_root();
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let words = text.split_whitespace().count();
+    println!("ARCHITECTURE.md: {words} words");
+    assert!(
+        words <= ARCHITECTURE_MAX_WORDS,
+        "ARCHITECTURE.md has {words} words, over {ARCHITECTURE_MAX_WORDS}: move detail into the modules' doc comments"
     );
 }

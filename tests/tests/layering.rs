@@ -1,5 +1,5 @@
 //! The host's modules depend on each other in one direction (ARCHITECTURE.md,
-//! "Layers"): read from the sources, the graph of which top-level module of
+//! "example-host"): read from the sources, the graph of which top-level module of
 //! `example-host/src` names which other (`crate::x`, `crate::{x, y}`) has
 //! no cycle. A cycle is reported with its path, e.g. `items -> platform ->
 //! items`, and the lines that make each step.

@@ -1,4 +1,16 @@
 //! Extensions: loading, calling, item-event delivery and schedules.
+//!
+//! [`loader`] opens a library and makes every check (ABI version and
+//! layout, manifest, id, migrations, `init`); [`order`] mounts a folder's
+//! libraries after what each requires and refuses those it cannot satisfy;
+//! [`linked`] mounts a `host_sdk::Extension` linked into the process (the
+//! `inprocess` feature's svc, the test kit); [`code`] calls an extension,
+//! through the ABI or directly; [`services`] is the host's `HostServices`,
+//! [`runtime`] its `HostRuntime` (the data version), [`logger`] its
+//! `HostLogger`; [`reload`] watches the folder and swaps in a rebuilt
+//! library; [`schedules`] runs jobs by period, and [`claims`] makes a
+//! period run once across hosts. The registry here holds the mounted list,
+//! swapped whole and read without a lock, and delivers item events.
 
 mod claims;
 mod code;

@@ -4,9 +4,14 @@
 //!
 //! This module holds the service itself (who runs an operation, where it
 //! runs, permissions, transactions); [`read`](mod@read) and [`write`](mod@write) its
-//! operations, [`references`] the rules between items, [`relations`] and
-//! [`related_filters`] reads through references, [`events`] the item
-//! events and the hooks they reach, [`error`] its failures.
+//! operations (`write` also the order of a write: host-owned fields,
+//! secrets, checked values), [`many`] updates and deletions of many items
+//! in one transaction, [`references`] the rules between items (a reference
+//! names an existing item the caller may read; delete rules), [`relations`]
+//! (`fields` through references and one-to-many aliases, one read per
+//! related collection and level) and [`related_filters`] (`filter` through
+//! references) reads through references, [`events`] the item events and the
+//! hooks they reach. Its failures are `crate::platform::error`'s.
 
 mod events;
 mod many;
