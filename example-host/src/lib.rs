@@ -25,6 +25,7 @@ mod permissions;
 mod platform;
 mod platform_schema;
 mod scaffold;
+mod settings;
 mod signin;
 pub mod testkit;
 mod throttle;
