@@ -119,7 +119,7 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     logging::init(&Env::process());
     if let Some(Command::Settings) = &cli.command {
-        print!("{}", crate::settings::markdown());
+        print!("{}", crate::settings_table::markdown());
         return ExitCode::SUCCESS;
     }
     if let Some(Command::NewExtension { name, dir }) = &cli.command {
