@@ -11,6 +11,7 @@ use crate::config::{Cli, Command, MigrateAction, ScheduleAction, ServeArgs};
 use crate::extensions::Registry;
 use crate::permissions::MigrationGrants;
 use crate::platform::Platform;
+use crate::settings::Env;
 use crate::storage::Store;
 use crate::{
     bootstrap, demo, extensions, files, http, logging, mail, memory, platform_schema, signin,
@@ -31,7 +32,7 @@ fn start(cli: &Cli) -> Result<Started, String> {
     let location = cli.common.location()?;
     let store = storage::open(&location, cli.common.db_pool_max)
         .map_err(|e| format!("cannot open database {location}: {e}"))?;
-    let mut admin = bootstrap::AdminSeed::from_env();
+    let mut admin = bootstrap::AdminSeed::from_env(&Env::process());
     if cli.serve.demo && admin.token.is_none() {
         admin.token = Some(demo::ADMIN_TOKEN.into());
     }
@@ -183,7 +184,11 @@ pub(crate) fn mount(
 pub fn run() -> ExitCode {
     memory::tune_allocator();
     let cli = Cli::parse();
-    logging::init();
+    logging::init(&Env::process());
+    if let Some(Command::Settings) = &cli.command {
+        print!("{}", crate::settings_table::markdown());
+        return ExitCode::SUCCESS;
+    }
     if let Some(Command::NewExtension { name, dir }) = &cli.command {
         return match crate::scaffold::new_extension(name, dir, &crate::scaffold::checkout()) {
             Ok(made) => {
@@ -256,7 +261,7 @@ pub fn run() -> ExitCode {
             ExitCode::SUCCESS
         }
         // Handled before anything was opened.
-        Some(Command::NewExtension { .. }) => ExitCode::SUCCESS,
+        Some(Command::NewExtension { .. } | Command::Settings) => ExitCode::SUCCESS,
     }
 }
 
@@ -348,16 +353,17 @@ pub(crate) fn app_state(
     registry: &Arc<Registry>,
     files_root: &std::path::Path,
 ) -> Result<http::AppState, String> {
-    let mailer = mail::Settings::from_env()
+    let env = Env::process();
+    let mailer = mail::Settings::from_env(&env)
         .map(mail::Mailer::start)
         .map_err(|e| format!("cannot set mail up: {e}"))?;
-    let signin = signin::settings::Settings::from_env()
+    let signin = signin::settings::Settings::from_env(&env)
         .and_then(|settings| signin::SignIn::start(platform, settings, mailer))
         .map_err(|e| format!("cannot set sign-in up: {e}"))?;
-    let throttle = throttle::settings::Settings::from_env()
+    let throttle = throttle::settings::Settings::from_env(&env)
         .map(|settings| throttle::Throttle::new(&settings, &platform.store))
         .map_err(|e| format!("cannot set throttling up: {e}"))?;
-    let files = files::Files::from_env(files_root)
+    let files = files::Files::from_env(&env, files_root)
         .map_err(|e| format!("cannot set file storage up: {e}"))?;
     log::info!(
         "files kept in storage locations {:?}",

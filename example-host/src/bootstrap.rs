@@ -4,10 +4,23 @@
 use serde_json::{json, Value};
 
 use crate::credentials;
-use crate::env_settings::env_var;
 use crate::items::{ItemsError, Session, Who};
 use crate::platform::Platform;
 use crate::query::WireQuery;
+use crate::settings::{declare, Env};
+
+declare! {
+    section "First start and log";
+    /// The administrator made at first start on an empty database (with
+    /// the Administrator role and policy).
+    ADMIN_EMAIL: "ADMIN_EMAIL" = "admin@example.com";
+    /// The administrator's password (none: the administrator has no
+    /// password to sign in with).
+    ADMIN_PASSWORD: "ADMIN_PASSWORD";
+    /// The administrator's static token; unset, a random one is printed
+    /// once at first start.
+    ADMIN_TOKEN: "ADMIN_TOKEN";
+}
 
 /// Where the administrator comes from.
 pub struct AdminSeed {
@@ -18,11 +31,11 @@ pub struct AdminSeed {
 }
 
 impl AdminSeed {
-    pub fn from_env() -> Self {
+    pub fn from_env(env: &Env) -> Self {
         Self {
-            email: env_var("ADMIN_EMAIL").unwrap_or_else(|| "admin@example.com".into()),
-            password: env_var("ADMIN_PASSWORD"),
-            token: env_var("ADMIN_TOKEN"),
+            email: ADMIN_EMAIL.get(env).unwrap_or_default(),
+            password: ADMIN_PASSWORD.get(env),
+            token: ADMIN_TOKEN.get(env),
         }
     }
 }

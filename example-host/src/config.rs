@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::env_settings::env_var;
+use crate::settings::{declare, Env};
 use crate::storage::Location;
 
 #[derive(Debug, Parser)]
@@ -26,6 +26,9 @@ pub struct Cli {
 pub enum Command {
     /// Serve HTTP (the default).
     Serve,
+    /// Print the table of settings (flags and variables) in markdown, as
+    /// docs/operations.md holds it. Opens no database.
+    Settings,
     /// Work with extension schedules.
     Schedule {
         #[command(subcommand)]
@@ -78,10 +81,23 @@ pub enum ScheduleAction {
 pub struct Common {
     /// SQLite database file (created with its folder if missing), or a
     /// `postgres://user:password@host:port/database` URL [default: ./data/platform.db].
-    #[arg(long = "db", env = "DB_FILENAME", global = true)]
+    ///
+    /// A URL selects PostgreSQL (see [Running on
+    /// PostgreSQL](#running-on-postgresql)).
+    #[arg(
+        long = "db",
+        env = "DB_FILENAME",
+        global = true,
+        help_heading = "Database"
+    )]
     pub db: Option<String>,
-    /// Connections per host process [default: 16].
-    #[arg(long = "db-pool-max", env = "DB_POOL_MAX", global = true)]
+    /// Database connections per host process [default: 16].
+    #[arg(
+        long = "db-pool-max",
+        env = "DB_POOL_MAX",
+        global = true,
+        help_heading = "Database"
+    )]
     pub db_pool_max: Option<u32>,
     /// Serve the svc extension linked into this host, without the ABI.
     #[cfg(feature = "inprocess")]
@@ -89,131 +105,211 @@ pub struct Common {
     pub builtin_svc: bool,
     /// Levels one relational path of a query's `fields` or `filter` may
     /// have, every dot counting (at least 2).
+    ///
+    /// As Directus: deeper is 400 `INVALID_QUERY` "Max relational depth
+    /// exceeded", before anything is read.
     #[arg(
         long = "max-relational-depth",
         env = "MAX_RELATIONAL_DEPTH",
         default_value_t = 10,
-        global = true
+        global = true,
+        help_heading = "Server"
     )]
     pub max_relational_depth: usize,
     /// Related records one answer may hold, at every depth.
+    ///
+    /// Each copy counts: more is 400 `INVALID_QUERY`, refused at the level
+    /// that passes it.
     #[arg(
         long = "max-related-records",
         env = "MAX_RELATED_RECORDS",
         default_value_t = 50_000,
-        global = true
+        global = true,
+        help_heading = "Server"
     )]
     pub max_related_records: u64,
     /// Bytes one answer that follows relations may hold (related records
     /// are copied into each parent that names them).
+    ///
+    /// A few large records named many times make an answer far larger than
+    /// the data: more is 400 `INVALID_QUERY` "The answer would be larger
+    /// than N bytes", checked before each copy, so a refused answer takes no
+    /// more memory than the bound.
     #[arg(
         long = "max-response-bytes",
         env = "MAX_RESPONSE_BYTES",
         default_value_t = 64 * 1024 * 1024,
-        global = true
+        global = true,
+        help_heading = "Server"
     )]
     pub max_response_bytes: u64,
     /// Folder of extension libraries [default: ./extensions, or the executable's folder when that does not exist].
-    #[arg(long = "extensions", env = "EXTENSIONS_PATH", global = true)]
+    #[arg(
+        long = "extensions",
+        env = "EXTENSIONS_PATH",
+        global = true,
+        help_heading = "Extensions"
+    )]
     pub extensions: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on.
-    #[arg(long, env = "HOST", default_value = "127.0.0.1", global = true)]
+    #[arg(
+        long,
+        env = "HOST",
+        default_value = "127.0.0.1",
+        global = true,
+        help_heading = "Server"
+    )]
     pub host: String,
-    /// Port to listen on.
-    #[arg(long, env = "PORT", default_value_t = 8055, global = true)]
+    /// Port to listen on (`0`: any free port, logged at start).
+    #[arg(
+        long,
+        env = "PORT",
+        default_value_t = 8055,
+        global = true,
+        help_heading = "Server"
+    )]
     pub port: u16,
     /// Largest accepted request body, in bytes.
-    #[arg(long = "max-payload", env = "MAX_PAYLOAD_SIZE", default_value_t = 16 * 1024 * 1024, global = true)]
+    ///
+    /// Larger bodies get 413 `{"error":"Payload too large"}`. An extension
+    /// route may accept less (see [request bodies](extensions.md) in
+    /// Writing an extension).
+    #[arg(
+        long = "max-payload",
+        env = "MAX_PAYLOAD_SIZE",
+        default_value_t = 16 * 1024 * 1024,
+        global = true,
+        help_heading = "Server"
+    )]
     pub max_payload: usize,
     /// Largest body, in bytes, of a request that is not authenticated
     /// (anonymous, or with credentials that fail).
+    ///
+    /// 413 past it, before it is read when its length is declared. A
+    /// request with a body is authenticated before its body is read.
     #[arg(
         long = "anonymous-max-payload",
         env = "ANONYMOUS_MAX_PAYLOAD_SIZE",
         default_value_t = 1024 * 1024,
-        global = true
+        global = true,
+        help_heading = "Server"
     )]
     pub anonymous_max_payload: usize,
     /// Bytes the bodies of all requests that are not authenticated may
     /// hold at once (503 past it).
+    ///
+    /// Past it 503 `{"error": "Too many unauthenticated request bodies at
+    /// once: retry shortly."}` with `Retry-After: 1`. Authenticated requests
+    /// are not counted.
     #[arg(
         long = "anonymous-payload-budget",
         env = "ANONYMOUS_PAYLOAD_BUDGET",
         default_value_t = 64 * 1024 * 1024,
-        global = true
+        global = true,
+        help_heading = "Server"
     )]
     pub anonymous_payload_budget: usize,
     /// Most items one array create (`POST /items/:collection` with an
     /// array) may hold; a longer array is refused with 400 before anything
     /// is written. The array is one transaction, all or nothing, and holds
     /// the writer while it and its hooks run: this bounds how long.
+    ///
+    /// A longer array is answered 400 `INVALID_PAYLOAD` `Invalid payload.
+    /// Exceeded max batch mutation limit of 100.`. Directus's variable,
+    /// which it leaves unbounded by default: one writer at a time per host,
+    /// so this bounds how long other users' writes wait: at 100 published
+    /// recordings, about 40 ms on SQLite and half a second on PostgreSQL;
+    /// at 1,000, 0.3–0.6 s and 10 s ([benchmarks.md](benchmarks.md)
+    /// "Writes against the owner's history"). Import more in several
+    /// requests.
     #[arg(
         long = "max-batch-mutation",
         env = "MAX_BATCH_MUTATION",
         default_value_t = DEFAULT_MAX_BATCH_MUTATION,
         value_parser = clap::value_parser!(u64).range(1..),
-        global = true
+        global = true,
+        help_heading = "Server"
     )]
     pub max_batch_mutation: u64,
     /// Seed demo content on an empty database and print example curl lines.
     #[arg(long, global = true)]
     pub demo: bool,
     /// Longest an extension handler may run before the caller gets 504.
+    ///
+    /// The answer is `{"error":"Extension timed out"}`; the call goes on in
+    /// the background and other routes keep serving.
     #[arg(
         long = "extension-timeout-ms",
         env = "EXTENSION_TIMEOUT_MS",
         default_value_t = 30_000,
-        global = true
+        global = true,
+        help_heading = "Extensions"
     )]
     pub extension_timeout_ms: u64,
     /// How long a host's claim on a schedule's period holds unless renewed
     /// (every third of it while the job runs): when a host dies mid-run,
     /// another takes the run over this long after.
+    ///
+    /// See [Running several hosts](#running-several-hosts).
     #[arg(
         long = "schedule-lease-secs",
         env = "SCHEDULE_LEASE_SECS",
         default_value_t = 30,
-        global = true
+        global = true,
+        help_heading = "Extensions"
     )]
     pub schedule_lease_secs: u64,
     /// Keep the answers of extension routes marked cacheable until the
     /// stored data changes (`--cache false` computes every answer afresh).
+    ///
+    /// `false` keeps no answers of cached extension routes, no
+    /// per-data-version memos and no token, policy or permission decisions:
+    /// everything is read afresh (see [Answer cache](#answer-cache)).
     #[arg(
         long = "cache",
         env = "CACHE_ENABLED",
         default_value_t = true,
         action = clap::ArgAction::Set,
-        global = true
+        global = true,
+        help_heading = "Server"
     )]
     pub cache: bool,
     /// Watch the extensions folder and mount new or rebuilt libraries
     /// without a restart (for development; docs/extensions.md).
+    ///
+    /// See [Hot reload](extensions.md).
     #[arg(
         long = "extensions-auto-reload",
         env = "EXTENSIONS_AUTO_RELOAD",
         default_value_t = false,
         action = clap::ArgAction::Set,
-        global = true
+        global = true,
+        help_heading = "Extensions"
     )]
     pub extensions_auto_reload: bool,
-    /// Longest a client may take to send the request headers.
+    /// Longest a client may take to send the request headers (then it is
+    /// disconnected).
     #[arg(
         long = "header-timeout-ms",
         env = "HEADER_TIMEOUT_MS",
         default_value_t = 10_000,
-        global = true
+        global = true,
+        help_heading = "Server"
     )]
     pub header_timeout_ms: u64,
     /// Longest a client may take to send the request body (408 after).
+    ///
+    /// The answer is `{"error":"Request body timed out"}`.
     #[arg(
         long = "body-timeout-ms",
         env = "BODY_TIMEOUT_MS",
         default_value_t = 30_000,
-        global = true
+        global = true,
+        help_heading = "Server"
     )]
     pub body_timeout_ms: u64,
 }
@@ -228,6 +324,27 @@ pub const DEFAULT_MAX_BATCH_MUTATION: u64 = 100;
 
 /// The default SQLite file.
 pub const DEFAULT_DB_FILE: &str = "./data/platform.db";
+
+declare! {
+    section "Database";
+    /// Directus's: `sqlite3` (with `DB_FILENAME`) or `pg`, with
+    /// `DB_CONNECTION_STRING` or the separate parts (see [Running on
+    /// PostgreSQL](#running-on-postgresql)).
+    DB_CLIENT: "DB_CLIENT" ~ "`sqlite3`";
+    /// With `DB_CLIENT=pg`: a URL or `key=value` string.
+    DB_CONNECTION_STRING: "DB_CONNECTION_STRING";
+    /// With `DB_CLIENT=pg`, without a connection string: the server.
+    DB_HOST: "DB_HOST" ~ "`localhost`";
+    /// With `DB_CLIENT=pg`, without a connection string: its port.
+    DB_PORT: "DB_PORT" ~ "`5432`";
+    /// With `DB_CLIENT=pg`, without a connection string: the database
+    /// (required).
+    DB_DATABASE: "DB_DATABASE";
+    /// With `DB_CLIENT=pg`, without a connection string: the user.
+    DB_USER: "DB_USER";
+    /// With `DB_CLIENT=pg`, without a connection string: the password.
+    DB_PASSWORD: "DB_PASSWORD";
+}
 
 /// Directus's variables naming the database (`DB_CLIENT` and the rest).
 #[derive(Debug, Default, Clone)]
@@ -253,15 +370,15 @@ impl Common {
 }
 
 impl DbEnv {
-    pub fn from_env() -> Self {
+    pub fn from_env(env: &Env) -> Self {
         Self {
-            client: env_var("DB_CLIENT"),
-            connection_string: env_var("DB_CONNECTION_STRING"),
-            host: env_var("DB_HOST"),
-            port: env_var("DB_PORT"),
-            database: env_var("DB_DATABASE"),
-            user: env_var("DB_USER"),
-            password: env_var("DB_PASSWORD"),
+            client: DB_CLIENT.get(env),
+            connection_string: DB_CONNECTION_STRING.get(env),
+            host: DB_HOST.get(env),
+            port: DB_PORT.get(env),
+            database: DB_DATABASE.get(env),
+            user: DB_USER.get(env),
+            password: DB_PASSWORD.get(env),
         }
     }
 }
@@ -327,7 +444,7 @@ fn is_sqlite_client(c: &str) -> bool {
 impl Common {
     /// The configured database.
     pub fn location(&self) -> Result<Location, String> {
-        db_location(self.db.as_deref(), &DbEnv::from_env())
+        db_location(self.db.as_deref(), &DbEnv::from_env(&Env::process()))
     }
 
     /// The extensions folder, applying the documented fallback.

@@ -1,15 +1,9 @@
-//! Settings from environment variables, read alike by every module that
-//! has some (`mail`, `signin`, `throttle`, …): a variable that is empty
-//! counts as unset, and a yes/no value and a lifetime are written the same
-//! way everywhere.
+//! How settings' values are written, alike in every module that has some
+//! (`mail`, `signin`, `throttle`, …): a yes/no value and a lifetime are
+//! written the same way everywhere. The settings themselves are declared
+//! and read through `settings`.
 
 use std::time::Duration;
-
-/// The variable `name` of the process environment; `None` when it is unset
-/// or empty.
-pub fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
 
 /// A yes/no value: `true`, `1`, `yes`, `on` or `false`, `0`, `no`, `off`,
 /// nothing, in any case and trimmed; `None` when it is none of them.
@@ -55,16 +49,6 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("\"{text}\": a lifetime must be longer than 0"));
     }
     Ok(Duration::from_millis(ms))
-}
-
-/// The variables `vars` as a source of settings' `from_lookup` (tests).
-#[cfg(test)]
-pub fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: std::collections::HashMap<String, String> = vars
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    move |k| map.get(k).cloned()
 }
 
 #[cfg(test)]

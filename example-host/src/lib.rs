@@ -26,6 +26,8 @@ mod permissions;
 mod platform;
 mod platform_schema;
 mod scaffold;
+mod settings;
+mod settings_table;
 mod signin;
 pub mod testkit;
 mod throttle;

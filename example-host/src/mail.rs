@@ -13,7 +13,27 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{SmtpTransport, Transport as _};
 
-use crate::env_settings::{bool_value, env_var};
+use crate::env_settings::bool_value;
+use crate::settings::{declare, Env};
+
+declare! {
+    section "Mail";
+    /// `log` (each message written to the log at `info`) or `smtp`.
+    EMAIL_TRANSPORT: "EMAIL_TRANSPORT" = "log";
+    /// The sender of every message.
+    EMAIL_FROM: "EMAIL_FROM" = "no-reply@example.com";
+    /// With `smtp`: the server (required).
+    EMAIL_SMTP_HOST: "EMAIL_SMTP_HOST";
+    /// With `smtp`: the server's port.
+    EMAIL_SMTP_PORT: "EMAIL_SMTP_PORT" ~ "`587`, or `465` when secure";
+    /// With `smtp`: the user to sign in as.
+    EMAIL_SMTP_USER: "EMAIL_SMTP_USER";
+    /// With `smtp`: the password.
+    EMAIL_SMTP_PASSWORD: "EMAIL_SMTP_PASSWORD";
+    /// With `smtp`: `true` for TLS from the first byte (otherwise plain,
+    /// upgraded by STARTTLS when the server offers it).
+    EMAIL_SMTP_SECURE: "EMAIL_SMTP_SECURE" = "false";
+}
 
 /// How many messages may wait for the mailer at once; past it a message
 /// is dropped (and logged) rather than hold a request.
@@ -61,27 +81,23 @@ pub enum SettingsError {
 }
 
 impl Settings {
-    pub fn from_env() -> Result<Self, SettingsError> {
-        Self::from_lookup(env_var)
-    }
-
-    /// From any source of variables (tests pass a map).
-    pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
-        let from = var("EMAIL_FROM").unwrap_or_else(|| "no-reply@example.com".into());
+    pub fn from_env(env: &Env) -> Result<Self, SettingsError> {
+        let from = EMAIL_FROM.get(env).unwrap_or_default();
         if from.parse::<Mailbox>().is_err() {
             return Err(SettingsError::BadFrom(from));
         }
-        let transport = match var("EMAIL_TRANSPORT")
+        let transport = match EMAIL_TRANSPORT
+            .get(env)
             .map(|t| t.trim().to_ascii_lowercase())
             .as_deref()
         {
-            None | Some("log") => Transport::Log,
+            Some("log") | None => Transport::Log,
             Some("smtp") => {
-                let secure = match var("EMAIL_SMTP_SECURE") {
+                let secure = match EMAIL_SMTP_SECURE.get(env) {
                     None => false,
                     Some(v) => bool_value(&v).ok_or(SettingsError::BadSecure(v))?,
                 };
-                let port = match var("EMAIL_SMTP_PORT") {
+                let port = match EMAIL_SMTP_PORT.get(env) {
                     None => {
                         if secure {
                             465
@@ -97,10 +113,10 @@ impl Settings {
                         .ok_or(SettingsError::BadPort(p))?,
                 };
                 Transport::Smtp(SmtpSettings {
-                    host: var("EMAIL_SMTP_HOST").ok_or(SettingsError::MissingHost)?,
+                    host: EMAIL_SMTP_HOST.get(env).ok_or(SettingsError::MissingHost)?,
                     port,
-                    user: var("EMAIL_SMTP_USER"),
-                    password: var("EMAIL_SMTP_PASSWORD"),
+                    user: EMAIL_SMTP_USER.get(env),
+                    password: EMAIL_SMTP_PASSWORD.get(env),
                     secure,
                 })
             }
@@ -227,10 +243,9 @@ fn smtp_transport(s: &SmtpSettings) -> SmtpTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::env_settings::lookup;
 
     fn with(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
-        Settings::from_lookup(lookup(vars))
+        Settings::from_env(&Env::of(vars))
     }
 
     #[test]

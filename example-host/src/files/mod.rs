@@ -7,6 +7,36 @@ pub mod transform;
 
 pub use storage::{Location, Storage, StorageError};
 
+use crate::settings::{declare, Env};
+
+declare! {
+    section "Files";
+    /// The largest upload (bytes, or `kb`, `mb`, `gb`, `kib`, `mib`,
+    /// `gib`); a larger one is 413 `CONTENT_TOO_LARGE` and leaves nothing.
+    FILES_MAX_UPLOAD_SIZE: "FILES_MAX_UPLOAD_SIZE" = "100mb";
+    /// The fields an upload's form may have (each field is also at most
+    /// 64 KiB); past it, 400 `INVALID_PAYLOAD` and nothing kept.
+    FILES_MAX_FORM_FIELDS: "FILES_MAX_FORM_FIELDS" = "200";
+    /// The bytes of an upload's form fields in all (names and values); past
+    /// it, 400 `INVALID_PAYLOAD` and nothing kept.
+    FILES_MAX_FORM_FIELDS_SIZE: "FILES_MAX_FORM_FIELDS_SIZE" = "1mb";
+    /// Types uploads may have, comma-separated (`image/*,application/pdf`);
+    /// another is 400 `INVALID_PAYLOAD` "File is of invalid content type".
+    FILES_MIME_TYPE_ALLOW_LIST: "FILES_MIME_TYPE_ALLOW_LIST" = "*/*";
+
+    section "Assets";
+    /// `max-age` of an asset's `Cache-Control` (`30s`, `15m`, `2h`, `7d`,
+    /// or milliseconds; `0`).
+    ASSETS_CACHE_TTL: "ASSETS_CACHE_TTL" = "30d";
+    /// A directive of the assets' `Content-Security-Policy`, which is
+    /// `default-src 'none'` (Directus's): `__IMG_SRC="'self' data:"` (or
+    /// `array:'self',data:`) adds or replaces `img-src`.
+    ASSETS_CONTENT_SECURITY_POLICY_DIRECTIVES: "ASSETS_CONTENT_SECURITY_POLICY_DIRECTIVES__<NAME>";
+    /// The assets' whole `Content-Security-Policy`, in place of the
+    /// directives.
+    ASSETS_CONTENT_SECURITY_POLICY: "ASSETS_CONTENT_SECURITY_POLICY";
+}
+
 /// The file storage and the rules of uploads.
 #[derive(Debug)]
 pub struct Files {
@@ -44,11 +74,53 @@ pub const HEAD_LEN: usize = 256 * 1024;
 impl Files {
     /// The storage locations and the upload rules from the environment; a
     /// `local` location without a root keeps its files in `default_root`.
-    pub fn from_env(default_root: &std::path::Path) -> Result<Self, String> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let transforms = transform::Settings::from_vars(&var)?;
+    /// The storage is opened once every setting has been read.
+    pub fn from_env(env: &Env, default_root: &std::path::Path) -> Result<Self, String> {
+        let transforms = transform::Settings::from_env(env)?;
+        let locations = storage::settings_from(env, default_root)?;
+        let policy = content_security_policy(
+            ASSETS_CONTENT_SECURITY_POLICY_DIRECTIVES
+                .each(env)
+                .into_iter()
+                .chain(
+                    ASSETS_CONTENT_SECURITY_POLICY
+                        .get(env)
+                        .map(|v| (ASSETS_CONTENT_SECURITY_POLICY.env.to_string(), v)),
+                ),
+        )?;
+        let size = |s: crate::settings::Setting| -> Result<u64, String> {
+            let v = s.get_unless_blank(env).unwrap_or_default();
+            parse_size(&v).ok_or_else(|| {
+                format!(
+                    "{}: \"{v}\" is not a size (bytes, or a number with kb, mb or gb)",
+                    s.env
+                )
+            })
+        };
+        let max_upload_size = size(FILES_MAX_UPLOAD_SIZE)?;
+        let max_form_fields = {
+            let v = FILES_MAX_FORM_FIELDS
+                .get_unless_blank(env)
+                .unwrap_or_default();
+            v.trim()
+                .parse()
+                .map_err(|_| format!("FILES_MAX_FORM_FIELDS: \"{v}\" is not a whole number"))?
+        };
+        let max_form_fields_size = size(FILES_MAX_FORM_FIELDS_SIZE)?;
+        let allowed_types = FILES_MIME_TYPE_ALLOW_LIST
+            .get_unless_blank(env)
+            .unwrap_or_default()
+            .split(',')
+            .map(|t| t.trim().to_ascii_lowercase())
+            .filter(|t| !t.is_empty())
+            .collect();
+        let cache_ttl = match ASSETS_CACHE_TTL.get_unless_blank(env) {
+            Some(v) if v.trim() == "0" => std::time::Duration::ZERO,
+            v => crate::env_settings::parse_duration(&v.unwrap_or_default())
+                .map_err(|e| format!("ASSETS_CACHE_TTL: {e}"))?,
+        };
         Ok(Self {
-            storage: Storage::from_env(default_root)?,
+            storage: Storage::open(locations)?,
             transform_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(
                 transforms.max_concurrent,
             )),
@@ -56,36 +128,12 @@ impl Files {
                 transforms.memory_budget_kib(),
             )),
             transforms,
-            content_security_policy: content_security_policy(std::env::vars())?,
-            max_upload_size: match var("FILES_MAX_UPLOAD_SIZE") {
-                None => 100 * 1000 * 1000,
-                Some(v) => parse_size(&v)
-                    .ok_or_else(|| format!("FILES_MAX_UPLOAD_SIZE: \"{v}\" is not a size (bytes, or a number with kb, mb or gb)"))?,
-            },
-            max_form_fields: match var("FILES_MAX_FORM_FIELDS") {
-                None => 200,
-                Some(v) => v.trim().parse().map_err(|_| {
-                    format!("FILES_MAX_FORM_FIELDS: \"{v}\" is not a whole number")
-                })?,
-            },
-            max_form_fields_size: match var("FILES_MAX_FORM_FIELDS_SIZE") {
-                None => 1000 * 1000,
-                Some(v) => parse_size(&v).ok_or_else(|| format!("FILES_MAX_FORM_FIELDS_SIZE: \"{v}\" is not a size (bytes, or a number with kb, mb or gb)"))?,
-            },
-            allowed_types: var("FILES_MIME_TYPE_ALLOW_LIST")
-                .map(|v| {
-                    v.split(',')
-                        .map(|t| t.trim().to_ascii_lowercase())
-                        .filter(|t| !t.is_empty())
-                        .collect()
-                })
-                .unwrap_or_else(|| vec!["*/*".into()]),
-            cache_ttl: match var("ASSETS_CACHE_TTL") {
-                None => std::time::Duration::from_secs(30 * 86_400),
-                Some(v) if v.trim() == "0" => std::time::Duration::ZERO,
-                Some(v) => crate::env_settings::parse_duration(&v)
-                    .map_err(|e| format!("ASSETS_CACHE_TTL: {e}"))?,
-            },
+            content_security_policy: policy,
+            max_upload_size,
+            max_form_fields,
+            max_form_fields_size,
+            allowed_types,
+            cache_ttl,
         })
     }
 
@@ -453,7 +501,7 @@ mod tests {
             max_form_fields_size: 1,
             allowed_types: allowed.iter().map(|s| s.to_string()).collect(),
             cache_ttl: std::time::Duration::ZERO,
-            transforms: transform::Settings::from_vars(&|_| None).unwrap(),
+            transforms: transform::Settings::from_env(&Env::default()).unwrap(),
             transform_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(1)),
             transform_memory: std::sync::Arc::new(tokio::sync::Semaphore::new(1)),
             content_security_policy: String::new(),

@@ -21,7 +21,33 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path as Key;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, WriteMultipart};
 
-use crate::env_settings::env_var;
+use crate::settings::{declare, Env};
+
+declare! {
+    section "Files";
+    /// The storage locations of files, comma-separated; uploads go to the
+    /// first unless their form names another in `storage` (see [Files and
+    /// assets](#files-and-assets)).
+    STORAGE_LOCATIONS: "STORAGE_LOCATIONS" = "local";
+    /// A location's driver: `local` (a folder) or `s3` (a bucket).
+    STORAGE_DRIVER: "STORAGE_<NAME>_DRIVER" = "local";
+    /// A `local` location's folder (created at start).
+    STORAGE_ROOT: "STORAGE_<NAME>_ROOT" ~ "`uploads` beside the SQLite file; on PostgreSQL `./uploads` in the current directory";
+    /// An `s3` location's access key.
+    STORAGE_KEY: "STORAGE_<NAME>_KEY";
+    /// An `s3` location's secret key.
+    STORAGE_SECRET: "STORAGE_<NAME>_SECRET";
+    /// An `s3` location's bucket (required).
+    STORAGE_BUCKET: "STORAGE_<NAME>_BUCKET";
+    /// An `s3` location's region.
+    STORAGE_REGION: "STORAGE_<NAME>_REGION" ~ "`us-east-1`";
+    /// An `s3` location's endpoint (`http://` allowed).
+    STORAGE_ENDPOINT: "STORAGE_<NAME>_ENDPOINT" ~ "Amazon S3";
+    /// An `s3` location's addressing: `false`, the bucket is the endpoint's
+    /// first label; `true`, its first path segment (most S3-compatible
+    /// servers).
+    STORAGE_FORCE_PATH_STYLE: "STORAGE_<NAME>_FORCE_PATH_STYLE" = "false";
+}
 
 /// How one location keeps its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,15 +73,12 @@ pub struct LocationSettings {
 }
 
 /// The locations of `STORAGE_LOCATIONS` (default `local`), each described
-/// by `STORAGE_<NAME>_*` variables (`vars` reads one; names upper-cased as
-/// Directus does). A `local` location without a root keeps its files in
-/// `default_root`.
-pub fn settings_from(
-    vars: &dyn Fn(&str) -> Option<String>,
-    default_root: &Path,
-) -> Result<Vec<LocationSettings>, String> {
-    let names: Vec<String> = vars("STORAGE_LOCATIONS")
-        .unwrap_or_else(|| "local".into())
+/// by `STORAGE_<NAME>_*` variables (names upper-cased as Directus does).
+/// A `local` location without a root keeps its files in `default_root`.
+pub fn settings_from(env: &Env, default_root: &Path) -> Result<Vec<LocationSettings>, String> {
+    let names: Vec<String> = STORAGE_LOCATIONS
+        .get(env)
+        .unwrap_or_default()
         .split(',')
         .map(|n| n.trim().to_string())
         .filter(|n| !n.is_empty())
@@ -76,33 +99,46 @@ pub fn settings_from(
         if settings.iter().any(|s| s.name == name) {
             return Err(format!("STORAGE_LOCATIONS names \"{name}\" twice"));
         }
-        let prefix = format!("STORAGE_{}_", name.to_uppercase().replace('-', "_"));
-        let var = |suffix: &str| vars(&format!("{prefix}{suffix}"));
-        let driver = match var("DRIVER").as_deref().unwrap_or("local") {
+        let driver = match STORAGE_DRIVER
+            .get_for(env, &name)
+            .unwrap_or_default()
+            .as_str()
+        {
             "local" => Driver::Local {
-                root: var("ROOT").map_or_else(|| default_root.to_path_buf(), PathBuf::from),
+                root: STORAGE_ROOT
+                    .get_for(env, &name)
+                    .map_or_else(|| default_root.to_path_buf(), PathBuf::from),
             },
             "s3" => Driver::S3 {
-                key: var("KEY"),
-                secret: var("SECRET"),
-                bucket: var("BUCKET").ok_or_else(|| {
-                    format!("{prefix}BUCKET must name the bucket of location \"{name}\"")
+                key: STORAGE_KEY.get_for(env, &name),
+                secret: STORAGE_SECRET.get_for(env, &name),
+                bucket: STORAGE_BUCKET.get_for(env, &name).ok_or_else(|| {
+                    format!(
+                        "{} must name the bucket of location \"{name}\"",
+                        STORAGE_BUCKET.name_for(&name)
+                    )
                 })?,
-                region: var("REGION"),
-                endpoint: var("ENDPOINT"),
-                force_path_style: match var("FORCE_PATH_STYLE").as_deref() {
-                    None | Some("false") | Some("0") => false,
-                    Some("true") | Some("1") => true,
-                    Some(other) => {
+                region: STORAGE_REGION.get_for(env, &name),
+                endpoint: STORAGE_ENDPOINT.get_for(env, &name),
+                force_path_style: match STORAGE_FORCE_PATH_STYLE
+                    .get_for(env, &name)
+                    .unwrap_or_default()
+                    .as_str()
+                {
+                    "false" | "0" => false,
+                    "true" | "1" => true,
+                    other => {
                         return Err(format!(
-                            "{prefix}FORCE_PATH_STYLE must be true or false, not \"{other}\""
+                            "{} must be true or false, not \"{other}\"",
+                            STORAGE_FORCE_PATH_STYLE.name_for(&name)
                         ))
                     }
                 },
             },
             other => {
                 return Err(format!(
-                    "{prefix}DRIVER: \"{other}\" is not a storage driver (local or s3)"
+                    "{}: \"{other}\" is not a storage driver (local or s3)",
+                    STORAGE_DRIVER.name_for(&name)
                 ))
             }
         };
@@ -150,12 +186,6 @@ pub struct Location {
 }
 
 impl Storage {
-    /// The locations the environment describes; a `local` one without a
-    /// root in `default_root`.
-    pub fn from_env(default_root: &Path) -> Result<Self, String> {
-        Self::open(settings_from(&env_var, default_root)?)
-    }
-
     /// Opens every location (a local root is created when missing).
     pub fn open(settings: Vec<LocationSettings>) -> Result<Self, String> {
         let mut locations = Vec::with_capacity(settings.len());
@@ -464,11 +494,7 @@ mod tests {
     use super::*;
 
     fn settings(pairs: &[(&str, &str)]) -> Result<Vec<LocationSettings>, String> {
-        let vars: std::collections::HashMap<&str, &str> = pairs.iter().copied().collect();
-        settings_from(
-            &|k| vars.get(k).map(|v| v.to_string()),
-            Path::new("/data/uploads"),
-        )
+        settings_from(&Env::of(pairs), Path::new("/data/uploads"))
     }
 
     #[test]

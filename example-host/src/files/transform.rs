@@ -14,6 +14,58 @@ use image::{DynamicImage, ImageDecoder, ImageFormat};
 use serde_json::Value;
 use sha2::Digest;
 
+use crate::settings::{declare, Env, Setting};
+
+declare! {
+    section "Assets";
+    /// Named transformations: a JSON array of `{key, width, height, fit,
+    /// quality, format, withoutEnlargement, transforms}`, asked for with
+    /// `?key=`.
+    ASSETS_TRANSFORM_PRESETS: "ASSETS_TRANSFORM_PRESETS";
+    /// Pixels an original or output may be wide or tall; larger is 400.
+    ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION: "ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION" = "6000";
+    /// Transformations at once; past it 503 with `Retry-After`.
+    ASSETS_TRANSFORM_MAX_CONCURRENT: "ASSETS_TRANSFORM_MAX_CONCURRENT" = "25";
+    /// Longest a transformation may take; past it 503 (the slot is given
+    /// back then, and the work stops at its next check).
+    ASSETS_TRANSFORM_TIMEOUT: "ASSETS_TRANSFORM_TIMEOUT" = "7500ms";
+    /// Which transformations are made for signed-in callers (Directus's
+    /// `storage_asset_transform`): `all` (as Directus, so a public site's
+    /// `?width=…&format=…` thumbnails work), `presets` (only `?key=`;
+    /// others 400 `INVALID_QUERY` "Only configured presets can be used in
+    /// asset generation."), `none` (400 "Dynamic asset generation has been
+    /// disabled for this project.").
+    ASSETS_TRANSFORM_ALLOWED: "ASSETS_TRANSFORM_ALLOWED" = "all";
+    /// The same for callers who are not signed in: `presets` locks them to
+    /// the presets.
+    ASSETS_TRANSFORM_PUBLIC_ALLOWED: "ASSETS_TRANSFORM_PUBLIC_ALLOWED" = "all";
+    /// Transformations other than presets kept of one file. Past it a new
+    /// one is still made and served, with its usual headers, but not kept
+    /// (made again when asked again); presets are always kept. Nothing is
+    /// evicted, so hosts sharing a storage need no agreement: each counts
+    /// the file's `__transforms/<id>/` folder before keeping and again
+    /// after writing, and one past the bound removes itself. The kept
+    /// transformations are thus at most files × (this + presets) outputs,
+    /// each within `ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION`; `0` keeps
+    /// presets only.
+    ASSETS_TRANSFORM_MAX_KEPT_PER_FILE: "ASSETS_TRANSFORM_MAX_KEPT_PER_FILE" = "32";
+    /// Steps `transforms` may have (more: 400 `INVALID_QUERY`
+    /// "\"transforms\" Parameter is only allowed 5 transformations", as
+    /// Directus).
+    ASSETS_TRANSFORM_MAX_OPERATIONS: "ASSETS_TRANSFORM_MAX_OPERATIONS" = "5";
+    /// The memory all transformations at once may take (a size, as
+    /// `FILES_MAX_UPLOAD_SIZE`): each reserves its estimate (from the
+    /// image's header: the original, its decoded pixels, its 8-bit working
+    /// copies and the output) before it decodes, and one that does not fit
+    /// beside those running is 503 `SERVICE_UNAVAILABLE` "Server too busy"
+    /// with `Retry-After` (the timeout, in seconds, plus one).
+    ASSETS_TRANSFORM_MEMORY_BUDGET: "ASSETS_TRANSFORM_MEMORY_BUDGET" = "1gib";
+    /// The most one transformation may take (at most the budget): a larger
+    /// estimate is 400 `ILLEGAL_ASSET_TRANSFORMATION` before anything is
+    /// decoded, and the decoder is held to it (`image`'s `max_alloc`).
+    ASSETS_TRANSFORM_MAX_IMAGE_MEMORY: "ASSETS_TRANSFORM_MAX_IMAGE_MEMORY" = "512mib";
+}
+
 /// How an image fills the box of `width` × `height`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fit {
@@ -176,27 +228,24 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn from_vars(var: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let number = |name: &str, default: u64| -> Result<u64, String> {
-            match var(name) {
-                None => Ok(default),
-                Some(v) => v
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("{name}: \"{v}\" is not a whole number")),
-            }
+    /// From the environment; a blank variable counts as unset.
+    pub fn from_env(env: &Env) -> Result<Self, String> {
+        let var = |s: Setting| s.get_unless_blank(env);
+        let number = |s: Setting| -> Result<u64, String> {
+            let v = var(s).unwrap_or_default();
+            v.trim()
+                .parse()
+                .map_err(|_| format!("{}: \"{v}\" is not a whole number", s.env))
         };
-        let size = |name: &str, default: u64| -> Result<u64, String> {
-            match var(name) {
-                None => Ok(default),
-                Some(v) => super::parse_size(&v).filter(|n| *n > 0).ok_or_else(|| {
-                    format!("{name}: \"{v}\" is not a size (bytes, or a number with kb, mb, gb, kib, mib or gib)")
-                }),
-            }
+        let size = |s: Setting| -> Result<u64, String> {
+            let v = var(s).unwrap_or_default();
+            super::parse_size(&v).filter(|n| *n > 0).ok_or_else(|| {
+                format!("{}: \"{v}\" is not a size (bytes, or a number with kb, mb, gb, kib, mib or gib)", s.env)
+            })
         };
-        let memory_budget = size("ASSETS_TRANSFORM_MEMORY_BUDGET", 1 << 30)?;
-        let max_image_memory = size("ASSETS_TRANSFORM_MAX_IMAGE_MEMORY", 512 << 20)?;
-        let presets = match var("ASSETS_TRANSFORM_PRESETS") {
+        let memory_budget = size(ASSETS_TRANSFORM_MEMORY_BUDGET)?;
+        let max_image_memory = size(ASSETS_TRANSFORM_MAX_IMAGE_MEMORY)?;
+        let presets = match var(ASSETS_TRANSFORM_PRESETS) {
             None => Vec::new(),
             Some(text) => {
                 let list: Value = serde_json::from_str(&text)
@@ -225,23 +274,20 @@ impl Settings {
                 presets
             }
         };
-        let allowed = |name: &str, default: Allowed| {
-            var(name).map_or(Ok(default), |v| Allowed::parse(name, &v))
-        };
+        let allowed = |s: Setting| Allowed::parse(s.env, &var(s).unwrap_or_default());
         Ok(Self {
-            allowed: allowed("ASSETS_TRANSFORM_ALLOWED", Allowed::All)?,
-            public_allowed: allowed("ASSETS_TRANSFORM_PUBLIC_ALLOWED", Allowed::All)?,
-            max_kept_per_file: usize::try_from(number("ASSETS_TRANSFORM_MAX_KEPT_PER_FILE", 32)?)
+            allowed: allowed(ASSETS_TRANSFORM_ALLOWED)?,
+            public_allowed: allowed(ASSETS_TRANSFORM_PUBLIC_ALLOWED)?,
+            max_kept_per_file: usize::try_from(number(ASSETS_TRANSFORM_MAX_KEPT_PER_FILE)?)
                 .unwrap_or(usize::MAX),
             presets,
-            max_dimension: number("ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION", 6000)?,
-            max_concurrent: number("ASSETS_TRANSFORM_MAX_CONCURRENT", 25)?.max(1) as usize,
-            timeout: match var("ASSETS_TRANSFORM_TIMEOUT") {
-                None => std::time::Duration::from_millis(7500),
-                Some(v) => crate::env_settings::parse_duration(&v)
-                    .map_err(|e| format!("ASSETS_TRANSFORM_TIMEOUT: {e}"))?,
-            },
-            max_operations: number("ASSETS_TRANSFORM_MAX_OPERATIONS", 5)? as usize,
+            max_dimension: number(ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION)?,
+            max_concurrent: number(ASSETS_TRANSFORM_MAX_CONCURRENT)?.max(1) as usize,
+            timeout: crate::env_settings::parse_duration(
+                &var(ASSETS_TRANSFORM_TIMEOUT).unwrap_or_default(),
+            )
+            .map_err(|e| format!("ASSETS_TRANSFORM_TIMEOUT: {e}"))?,
+            max_operations: number(ASSETS_TRANSFORM_MAX_OPERATIONS)? as usize,
             max_image_memory: max_image_memory.min(memory_budget),
             memory_budget,
         })
@@ -792,11 +838,10 @@ pub(crate) mod tests {
     use super::*;
 
     fn settings() -> Settings {
-        Settings::from_vars(&|name| {
-            (name == "ASSETS_TRANSFORM_PRESETS").then(|| {
-                r#"[{"key": "thumb", "width": 10, "height": 10, "fit": "contain"}]"#.to_string()
-            })
-        })
+        Settings::from_env(&Env::of(&[(
+            "ASSETS_TRANSFORM_PRESETS",
+            r#"[{"key": "thumb", "width": 10, "height": 10, "fit": "contain"}]"#,
+        )]))
         .expect("settings")
     }
 

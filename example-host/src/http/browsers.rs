@@ -275,12 +275,7 @@ mod tests {
     }
 
     fn settings_of(vars: &[(&str, &str)]) -> Settings {
-        Settings::from_lookup(|name| {
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        })
-        .expect("valid settings")
+        Settings::from_env(&crate::settings::Env::of(vars)).expect("valid settings")
     }
 
     fn headers(pairs: &[(header::HeaderName, &'static str)]) -> HeaderMap {

@@ -4,7 +4,86 @@
 
 use std::time::Duration;
 
-use crate::env_settings::{env_var, parse_bool, parse_duration};
+use crate::env_settings::{parse_bool, parse_duration};
+use crate::settings::{declare, Env, Setting};
+
+declare! {
+    section "Sign-in";
+    /// Signs access tokens; unset, a secret made at first start is kept in
+    /// the database.
+    SECRET: "SECRET";
+    /// How long an access token works (`500ms`, `30s`, `15m`, `2h`, `7d`,
+    /// `1w`, or milliseconds).
+    ACCESS_TOKEN_TTL: "ACCESS_TOKEN_TTL" = "15m";
+    /// How long a refresh token works.
+    REFRESH_TOKEN_TTL: "REFRESH_TOKEN_TTL" = "7d";
+    /// The refresh token's cookie.
+    REFRESH_TOKEN_COOKIE_NAME: "REFRESH_TOKEN_COOKIE_NAME" = "directus_refresh_token";
+    /// Whether the refresh token's cookie is sent over HTTPS only.
+    REFRESH_TOKEN_COOKIE_SECURE: "REFRESH_TOKEN_COOKIE_SECURE" = "false";
+    /// The refresh token's cookie's `SameSite`: `lax`, `strict` or `none`.
+    REFRESH_TOKEN_COOKIE_SAME_SITE: "REFRESH_TOKEN_COOKIE_SAME_SITE" = "lax";
+    /// The refresh token's cookie's `Domain`.
+    REFRESH_TOKEN_COOKIE_DOMAIN: "REFRESH_TOKEN_COOKIE_DOMAIN";
+    /// The session's cookie.
+    SESSION_COOKIE_NAME: "SESSION_COOKIE_NAME" = "directus_session_token";
+    /// Whether the session's cookie is sent over HTTPS only.
+    SESSION_COOKIE_SECURE: "SESSION_COOKIE_SECURE" = "false";
+    /// The session's cookie's `SameSite`: `lax`, `strict` or `none`.
+    SESSION_COOKIE_SAME_SITE: "SESSION_COOKIE_SAME_SITE" = "lax";
+    /// The session's cookie's `Domain`.
+    SESSION_COOKIE_DOMAIN: "SESSION_COOKIE_DOMAIN";
+    /// Whether anyone may register (`POST /users/register`).
+    PUBLIC_REGISTRATION: "PUBLIC_REGISTRATION" = "false";
+    /// The role registered users get, by name.
+    PUBLIC_REGISTRATION_ROLE: "PUBLIC_REGISTRATION_ROLE" = "Viewer";
+    /// `true`: registered accounts verify their email before they sign in,
+    /// also without a `verification_url` (see [Signing
+    /// in](api.md#signing-in)).
+    PUBLIC_REGISTRATION_VERIFY_EMAIL: "PUBLIC_REGISTRATION_VERIFY_EMAIL" = "false";
+    /// Where the host is reached, for the links it mails when no
+    /// `verification_url` or `reset_url` is given; an absolute URL's origin
+    /// is the host's own for writes by cookie (see [Signing
+    /// in](api.md#signing-in)).
+    PUBLIC_URL: "PUBLIC_URL" = "/";
+    /// Comma-separated URLs a registration's `verification_url` may be
+    /// (compared by origin and path, as Directus).
+    USER_REGISTER_URL_ALLOW_LIST: "USER_REGISTER_URL_ALLOW_LIST";
+    /// Comma-separated URLs a password request's `reset_url` may be
+    /// (compared by origin and path, as Directus).
+    PASSWORD_RESET_URL_ALLOW_LIST: "PASSWORD_RESET_URL_ALLOW_LIST";
+    /// How long a verification link works (a reset link works for a day).
+    EMAIL_VERIFICATION_TOKEN_TTL: "EMAIL_VERIFICATION_TOKEN_TTL" = "7d";
+    /// Whether browsers on other origins may call the host.
+    CORS_ENABLED: "CORS_ENABLED" = "false";
+    /// With CORS: `true` (the request's own origin), `*` (any, without
+    /// credentials) or comma-separated origins.
+    CORS_ORIGIN: "CORS_ORIGIN";
+    /// With CORS: whether credentials may be sent.
+    CORS_CREDENTIALS: "CORS_CREDENTIALS" = "true";
+}
+
+/// The settings of one cookie.
+struct Cookie {
+    name: Setting,
+    secure: Setting,
+    same_site: Setting,
+    domain: Setting,
+}
+
+const REFRESH_TOKEN_COOKIE: Cookie = Cookie {
+    name: REFRESH_TOKEN_COOKIE_NAME,
+    secure: REFRESH_TOKEN_COOKIE_SECURE,
+    same_site: REFRESH_TOKEN_COOKIE_SAME_SITE,
+    domain: REFRESH_TOKEN_COOKIE_DOMAIN,
+};
+
+const SESSION_COOKIE: Cookie = Cookie {
+    name: SESSION_COOKIE_NAME,
+    secure: SESSION_COOKIE_SECURE,
+    same_site: SESSION_COOKIE_SAME_SITE,
+    domain: SESSION_COOKIE_DOMAIN,
+};
 
 /// How a cookie is sent back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,32 +165,24 @@ fn parse_same_site(name: &str, text: &str) -> Result<String, String> {
 
 impl Settings {
     /// From the process environment; an error names the variable.
-    pub fn from_env() -> Result<Self, String> {
-        Self::from_lookup(env_var)
-    }
-
-    /// From any source of variables (tests pass a map).
-    pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let duration = |name: &str, default: &str| {
-            parse_duration(&var(name).unwrap_or_else(|| default.into()))
-                .map_err(|e| format!("{name}: {e}"))
+    pub fn from_env(env: &Env) -> Result<Self, String> {
+        let duration = |s: Setting| {
+            parse_duration(&s.get(env).unwrap_or_default()).map_err(|e| format!("{}: {e}", s.env))
         };
-        let flag =
-            |name: &str, default: bool| var(name).map_or(Ok(default), |v| parse_bool(name, &v));
-        let cookie = |prefix: &str, default_name: &str| -> Result<CookieSettings, String> {
-            let same_site_var = format!("{prefix}_COOKIE_SAME_SITE");
+        let flag = |s: Setting| parse_bool(s.env, &s.get(env).unwrap_or_default());
+        let cookie = |c: Cookie| -> Result<CookieSettings, String> {
             Ok(CookieSettings {
-                name: var(&format!("{prefix}_COOKIE_NAME")).unwrap_or_else(|| default_name.into()),
-                secure: flag(&format!("{prefix}_COOKIE_SECURE"), false)?,
+                name: c.name.get(env).unwrap_or_default(),
+                secure: flag(c.secure)?,
                 same_site: parse_same_site(
-                    &same_site_var,
-                    &var(&same_site_var).unwrap_or_else(|| "lax".into()),
+                    c.same_site.env,
+                    &c.same_site.get(env).unwrap_or_default(),
                 )?,
-                domain: var(&format!("{prefix}_COOKIE_DOMAIN")),
+                domain: c.domain.get(env),
             })
         };
-        let cors = if flag("CORS_ENABLED", false)? {
-            let origin = match var("CORS_ORIGIN").as_deref().map(str::trim) {
+        let cors = if flag(CORS_ENABLED)? {
+            let origin = match CORS_ORIGIN.get(env).as_deref().map(str::trim) {
                 None | Some("false") => CorsOrigin::List(Vec::new()),
                 Some("true") => CorsOrigin::Reflect,
                 Some("*") => CorsOrigin::Any,
@@ -122,7 +193,7 @@ impl Settings {
                         .collect(),
                 ),
             };
-            let credentials = flag("CORS_CREDENTIALS", true)?;
+            let credentials = flag(CORS_CREDENTIALS)?;
             if credentials && origin == CorsOrigin::Any {
                 return Err(
                     "CORS_ORIGIN=* cannot go with CORS_CREDENTIALS=true (browsers refuse it): name the origins or use CORS_ORIGIN=true".into(),
@@ -136,19 +207,19 @@ impl Settings {
             None
         };
         Ok(Self {
-            secret: var("SECRET"),
-            access_ttl: duration("ACCESS_TOKEN_TTL", "15m")?,
-            refresh_ttl: duration("REFRESH_TOKEN_TTL", "7d")?,
-            refresh_cookie: cookie("REFRESH_TOKEN", "directus_refresh_token")?,
-            session_cookie: cookie("SESSION", "directus_session_token")?,
-            public_registration: flag("PUBLIC_REGISTRATION", false)?,
-            registration_role: var("PUBLIC_REGISTRATION_ROLE").unwrap_or_else(|| "Viewer".into()),
+            secret: SECRET.get(env),
+            access_ttl: duration(ACCESS_TOKEN_TTL)?,
+            refresh_ttl: duration(REFRESH_TOKEN_TTL)?,
+            refresh_cookie: cookie(REFRESH_TOKEN_COOKIE)?,
+            session_cookie: cookie(SESSION_COOKIE)?,
+            public_registration: flag(PUBLIC_REGISTRATION)?,
+            registration_role: PUBLIC_REGISTRATION_ROLE.get(env).unwrap_or_default(),
             cors,
-            public_url: var("PUBLIC_URL").unwrap_or_else(|| "/".into()),
-            registration_verify_email: flag("PUBLIC_REGISTRATION_VERIFY_EMAIL", false)?,
-            register_url_allow_list: comma_list(var("USER_REGISTER_URL_ALLOW_LIST")),
-            reset_url_allow_list: comma_list(var("PASSWORD_RESET_URL_ALLOW_LIST")),
-            verification_ttl: duration("EMAIL_VERIFICATION_TOKEN_TTL", "7d")?,
+            public_url: PUBLIC_URL.get(env).unwrap_or_default(),
+            registration_verify_email: flag(PUBLIC_REGISTRATION_VERIFY_EMAIL)?,
+            register_url_allow_list: comma_list(USER_REGISTER_URL_ALLOW_LIST.get(env)),
+            reset_url_allow_list: comma_list(PASSWORD_RESET_URL_ALLOW_LIST.get(env)),
+            verification_ttl: duration(EMAIL_VERIFICATION_TOKEN_TTL)?,
             reset_ttl: Duration::from_secs(86_400),
         })
     }
@@ -157,10 +228,9 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::env_settings::lookup;
 
     fn with(vars: &[(&str, &str)]) -> Result<Settings, String> {
-        Settings::from_lookup(lookup(vars))
+        Settings::from_env(&Env::of(vars))
     }
 
     #[test]

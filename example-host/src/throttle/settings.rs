@@ -4,7 +4,54 @@
 
 use std::time::Duration;
 
-use crate::env_settings::{env_var, parse_bool};
+use crate::env_settings::parse_bool;
+use crate::settings::{declare, Env, Setting};
+
+declare! {
+    section "Throttling";
+    /// Directus's rate limiter: on, each client address may make `POINTS`
+    /// requests per `DURATION`, then gets 429 (see
+    /// [Throttling](#throttling)).
+    RATE_LIMITER_ENABLED: "RATE_LIMITER_ENABLED" = "false";
+    /// Requests per client address per window.
+    RATE_LIMITER_POINTS: "RATE_LIMITER_POINTS" = "50";
+    /// The window, in seconds.
+    RATE_LIMITER_DURATION: "RATE_LIMITER_DURATION" = "1";
+    /// Where the rate limiter counts: `memory`, or `database` (shared by
+    /// every host on it).
+    RATE_LIMITER_STORE: "RATE_LIMITER_STORE" = "memory";
+    /// The sign-in throttle: sign-in attempts, password-reset requests and
+    /// registrations per account (email) and per client address per
+    /// window, then 429 (past the account's bound, an address that has not
+    /// tried that account still gets one sign-in attempt; see
+    /// [Throttling](#throttling)).
+    LOGIN_THROTTLE_ENABLED: "LOGIN_THROTTLE_ENABLED" = "true";
+    /// Attempts per account per window.
+    LOGIN_THROTTLE_ACCOUNT_ATTEMPTS: "LOGIN_THROTTLE_ACCOUNT_ATTEMPTS" = "25";
+    /// Attempts per client address per window.
+    LOGIN_THROTTLE_ADDRESS_ATTEMPTS: "LOGIN_THROTTLE_ADDRESS_ATTEMPTS" = "100";
+    /// The sign-in throttle's window, in seconds.
+    LOGIN_THROTTLE_DURATION: "LOGIN_THROTTLE_DURATION" = "900";
+    /// Where the sign-in throttle counts: `database` (shared by every host
+    /// on it) or `memory`.
+    LOGIN_THROTTLE_STORE: "LOGIN_THROTTLE_STORE" = "database";
+    /// The throttle on image transformations not kept yet (so computed):
+    /// each costs its caller a point, the user or, for a caller not signed
+    /// in, the client address; past `POINTS` per `DURATION`, 429 (see
+    /// [Throttling](#throttling)). Kept ones and originals cost nothing.
+    ASSETS_TRANSFORM_THROTTLE_ENABLED: "ASSETS_TRANSFORM_THROTTLE_ENABLED" = "true";
+    /// Transformations per caller per window.
+    ASSETS_TRANSFORM_THROTTLE_POINTS: "ASSETS_TRANSFORM_THROTTLE_POINTS" = "100";
+    /// The transformation throttle's window, in seconds.
+    ASSETS_TRANSFORM_THROTTLE_DURATION: "ASSETS_TRANSFORM_THROTTLE_DURATION" = "60";
+    /// `memory`: each host bounds the work it does itself; `database`: the
+    /// hosts on one database count together.
+    ASSETS_TRANSFORM_THROTTLE_STORE: "ASSETS_TRANSFORM_THROTTLE_STORE" = "memory";
+    /// `false`: the client address is the connection's peer; `true`: the
+    /// last address of `X-Forwarded-For`, the one a proxy in front appended
+    /// (set it only behind one).
+    IP_TRUST_PROXY: "IP_TRUST_PROXY" = "false";
+}
 
 /// Where a limiter counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,50 +136,38 @@ fn parse_store(name: &str, text: &str) -> Result<StoreKind, String> {
 
 impl Settings {
     /// From the process environment; an error names the variable.
-    pub fn from_env() -> Result<Self, String> {
-        Self::from_lookup(env_var)
-    }
-
-    /// From any source of variables (tests pass a map).
-    pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let flag =
-            |name: &str, default: bool| var(name).map_or(Ok(default), |v| parse_bool(name, &v));
-        let points =
-            |name: &str, default: u32| var(name).map_or(Ok(default), |v| parse_points(name, &v));
-        let seconds = |name: &str, default: u64| {
-            var(name).map_or(Ok(Duration::from_secs(default)), |v| {
-                parse_seconds(name, &v)
-            })
-        };
-        let store = |name: &str, default: StoreKind| {
-            var(name).map_or(Ok(default), |v| parse_store(name, &v))
-        };
-        let requests = if flag("RATE_LIMITER_ENABLED", false)? {
+    pub fn from_env(env: &Env) -> Result<Self, String> {
+        // Every setting here has a default, so each reads as set.
+        let flag = |s: Setting| parse_bool(s.env, &s.get(env).unwrap_or_default());
+        let points = |s: Setting| parse_points(s.env, &s.get(env).unwrap_or_default());
+        let seconds = |s: Setting| parse_seconds(s.env, &s.get(env).unwrap_or_default());
+        let store = |s: Setting| parse_store(s.env, &s.get(env).unwrap_or_default());
+        let requests = if flag(RATE_LIMITER_ENABLED)? {
             Some(RequestLimit {
-                points: points("RATE_LIMITER_POINTS", 50)?,
-                duration: seconds("RATE_LIMITER_DURATION", 1)?,
-                store: store("RATE_LIMITER_STORE", StoreKind::Memory)?,
+                points: points(RATE_LIMITER_POINTS)?,
+                duration: seconds(RATE_LIMITER_DURATION)?,
+                store: store(RATE_LIMITER_STORE)?,
             })
         } else {
             None
         };
-        let login = if flag("LOGIN_THROTTLE_ENABLED", true)? {
+        let login = if flag(LOGIN_THROTTLE_ENABLED)? {
             Some(LoginLimit {
-                account_attempts: points("LOGIN_THROTTLE_ACCOUNT_ATTEMPTS", 25)?,
-                address_attempts: points("LOGIN_THROTTLE_ADDRESS_ATTEMPTS", 100)?,
-                duration: seconds("LOGIN_THROTTLE_DURATION", 900)?,
-                store: store("LOGIN_THROTTLE_STORE", StoreKind::Database)?,
+                account_attempts: points(LOGIN_THROTTLE_ACCOUNT_ATTEMPTS)?,
+                address_attempts: points(LOGIN_THROTTLE_ADDRESS_ATTEMPTS)?,
+                duration: seconds(LOGIN_THROTTLE_DURATION)?,
+                store: store(LOGIN_THROTTLE_STORE)?,
             })
         } else {
             None
         };
         // Each host computes its own transformations: by default each
         // counts its own.
-        let transforms = if flag("ASSETS_TRANSFORM_THROTTLE_ENABLED", true)? {
+        let transforms = if flag(ASSETS_TRANSFORM_THROTTLE_ENABLED)? {
             Some(TransformLimit {
-                points: points("ASSETS_TRANSFORM_THROTTLE_POINTS", 100)?,
-                duration: seconds("ASSETS_TRANSFORM_THROTTLE_DURATION", 60)?,
-                store: store("ASSETS_TRANSFORM_THROTTLE_STORE", StoreKind::Memory)?,
+                points: points(ASSETS_TRANSFORM_THROTTLE_POINTS)?,
+                duration: seconds(ASSETS_TRANSFORM_THROTTLE_DURATION)?,
+                store: store(ASSETS_TRANSFORM_THROTTLE_STORE)?,
             })
         } else {
             None
@@ -141,7 +176,7 @@ impl Settings {
             requests,
             login,
             transforms,
-            trust_proxy: flag("IP_TRUST_PROXY", false)?,
+            trust_proxy: flag(IP_TRUST_PROXY)?,
         })
     }
 }
@@ -149,10 +184,9 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::env_settings::lookup;
 
     fn with(vars: &[(&str, &str)]) -> Result<Settings, String> {
-        Settings::from_lookup(lookup(vars))
+        Settings::from_env(&Env::of(vars))
     }
 
     #[test]
