@@ -124,6 +124,49 @@ impl Database {
         rows.remove(0)
     }
 
+    /// A new data folder's database made from a database an earlier
+    /// release left (`fixture`, a folder of tests/fixtures/databases):
+    /// its SQLite file `platform.db.gz` unpacked, or a new PostgreSQL
+    /// database loaded with its plain-SQL dump `postgres.sql.gz`. A host
+    /// started on `dir` then opens it ([`Database::for_data_dir`]).
+    pub fn from_fixture(dir: &Path, backend: Backend, fixture: &Path) -> Database {
+        match backend {
+            Backend::Sqlite => {
+                let file = sqlite_file(dir);
+                fs::create_dir_all(dir.join("data")).expect("data folder");
+                fs::write(&file, gunzip(&fixture.join("platform.db.gz")))
+                    .unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
+                Database::Sqlite(file)
+            }
+            Backend::Postgres => {
+                let dump = fixture.join("postgres.sql.gz");
+                let sql = String::from_utf8(gunzip(&dump))
+                    .unwrap_or_else(|e| panic!("{}: {e}", dump.display()));
+                let database = Database::for_data_dir(dir, Backend::Postgres);
+                database.sql(&sql);
+                database
+            }
+        }
+    }
+
+    /// The columns of `table`, in their order.
+    pub fn columns(&self, table: &str) -> Vec<String> {
+        let query = match self {
+            Database::Sqlite(_) => {
+                format!("SELECT name FROM pragma_table_info('{table}') ORDER BY cid")
+            }
+            Database::Postgres(_) => format!(
+                "SELECT column_name FROM information_schema.columns \
+                 WHERE table_schema = current_schema() AND table_name = '{table}' \
+                 ORDER BY ordinal_position"
+            ),
+        };
+        self.sql_query(&query)
+            .into_iter()
+            .filter_map(|row| row.into_iter().next().flatten())
+            .collect()
+    }
+
     /// The database's tables, by name.
     pub fn tables(&self) -> Vec<String> {
         match self {
@@ -139,4 +182,14 @@ impl Database {
             testing::discard(&Location::Postgres(url.clone()));
         }
     }
+}
+
+/// The bytes of the gzipped file at `path`.
+fn gunzip(path: &Path) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    fs::File::open(path)
+        .map(flate2::read::GzDecoder::new)
+        .and_then(|mut gz| std::io::Read::read_to_end(&mut gz, &mut bytes))
+        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    bytes
 }
