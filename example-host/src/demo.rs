@@ -50,6 +50,59 @@ impl Ctx<'_, '_> {
             .update_one(self.session, &self.who, collection, key, &data)
     }
 
+    /// Sets the fields of `data` that the item holds no value in: what
+    /// someone set since (on a demo made by an earlier release) stays.
+    fn fill(&mut self, collection: &str, key: &str, data: Value) -> Result<(), ItemsError> {
+        let Value::Object(wanted) = data else {
+            return Ok(());
+        };
+        let q = WireQuery {
+            fields: Some(crate::query::ListParam::List(
+                wanted.keys().cloned().collect(),
+            )),
+            filter: Some(json!({"id": {"_eq": key}})),
+            limit: Some(1),
+            ..Default::default()
+        };
+        let rows = self
+            .platform
+            .read_by_query(self.session, &self.who, collection, &q, None)?;
+        let Some(current) = rows.first() else {
+            return Ok(());
+        };
+        let missing: serde_json::Map<String, Value> = wanted
+            .into_iter()
+            .filter(|(name, _)| current.get(name).is_none_or(Value::is_null))
+            .collect();
+        if !missing.is_empty() {
+            self.update(collection, key, Value::Object(missing))?;
+        }
+        Ok(())
+    }
+
+    /// The users that have no password (passwords are never read back
+    /// through the items service, so the store is asked).
+    fn users_without_password(&mut self) -> Result<Vec<String>, ItemsError> {
+        let schema = self.platform.store.schema();
+        let Some(users) = schema.get("platform_users") else {
+            return Ok(Vec::new());
+        };
+        let q = crate::query::ReadQuery::select(
+            &["id"],
+            crate::query::Filter::eq("password", Value::Null),
+        );
+        let rows = match self.session {
+            Session::Tx { conn, .. } => conn.select(users, &q)?,
+            Session::Auto => crate::storage::read_with(self.platform.store.as_ref(), |conn| {
+                conn.select(users, &q)
+            })?,
+        };
+        Ok(rows
+            .iter()
+            .filter_map(|r| r.get("id").and_then(Value::as_str).map(String::from))
+            .collect())
+    }
+
     fn id_of(&mut self, collection: &str, field: &str, value: &str) -> Result<String, ItemsError> {
         self.value_of(collection, field, value, "id")
     }
@@ -547,25 +600,34 @@ const MOVIE_SECONDS: u64 = 6;
 /// own emails; with the catalogue, tags on videos and articles, covers on
 /// articles and the movies' duration.
 fn complete_for_the_site(ctx: &mut Ctx<'_, '_>, has_service: bool) -> Result<(), ItemsError> {
-    let avatars = ctx.create("platform_folders", json!({"name": "avatars"}))?;
-    for model in &MODELS {
-        let id = ctx.id_of("platform_users", "slug", model.slug)?;
-        let mut data = json!({"password": DEMO_PASSWORD, "tags": ["model", model.slug]});
+    let avatars = match ctx.id_of("platform_folders", "name", "avatars") {
+        Ok(folder) => folder,
+        Err(_) => ctx.create("platform_folders", json!({"name": "avatars"}))?,
+    };
+    let passwordless = ctx.users_without_password()?;
+    let users = MODELS
+        .iter()
+        .map(|m| ("slug", m.slug, json!(["model", m.slug]), m.age))
+        .chain(
+            ["victor@demo.local", "wendy@demo.local"]
+                .into_iter()
+                .map(|email| ("email", email, json!([]), 90)),
+        );
+    for (key, value, tags, age) in users {
+        let id = ctx.id_of("platform_users", key, value)?;
+        let mut data = json!({"tags": tags});
         if has_service {
-            data["join_date"] = json!(days_ago(model.age));
+            data["join_date"] = json!(days_ago(age));
         }
-        ctx.update("platform_users", &id, data)?;
-        if let Ok(avatar) = ctx.value_of("platform_users", "slug", model.slug, "avatar") {
-            ctx.update("platform_files", &avatar, json!({"folder": avatars}))?;
+        ctx.fill("platform_users", &id, data)?;
+        if passwordless.contains(&id) {
+            ctx.update("platform_users", &id, json!({"password": DEMO_PASSWORD}))?;
         }
     }
-    for email in ["victor@demo.local", "wendy@demo.local"] {
-        let id = ctx.id_of("platform_users", "email", email)?;
-        let mut data = json!({"password": DEMO_PASSWORD, "tags": []});
-        if has_service {
-            data["join_date"] = json!(days_ago(90));
+    for model in &MODELS {
+        if let Ok(avatar) = ctx.value_of("platform_users", "slug", model.slug, "avatar") {
+            ctx.fill("platform_files", &avatar, json!({"folder": avatars}))?;
         }
-        ctx.update("platform_users", &id, data)?;
     }
     // Members read their own email (a field granted on their own row).
     for policy in ["Viewer", "Model"] {
@@ -582,9 +644,9 @@ fn complete_for_the_site(ctx: &mut Ctx<'_, '_>, has_service: bool) -> Result<(),
     for (n, (_, slug, _, _)) in VIDEOS.into_iter().enumerate() {
         let id = video_id(n + 1);
         let first_word = slug.split('-').next().unwrap_or(slug);
-        ctx.update("videos", &id, json!({"tags": ["interactive", first_word]}))?;
+        ctx.fill("videos", &id, json!({"tags": ["interactive", first_word]}))?;
         if let Ok(movie) = ctx.value_of("videos", "id", &id, "movie") {
-            ctx.update("platform_files", &movie, json!({"duration": MOVIE_SECONDS}))?;
+            ctx.fill("platform_files", &movie, json!({"duration": MOVIE_SECONDS}))?;
         }
     }
     // Each article's cover is its author's banner.
@@ -613,7 +675,7 @@ fn complete_for_the_site(ctx: &mut Ctx<'_, '_>, has_service: bool) -> Result<(),
         let (id, slug, author) = (field("id"), field("slug"), field("author"));
         let cover = ctx.value_of("platform_users", "id", author, "banner").ok();
         let first_word = slug.split('-').next().unwrap_or(slug);
-        ctx.update(
+        ctx.fill(
             "articles",
             id,
             json!({"tags": ["magazine", first_word], "image": cover}),
