@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the databases of earlier releases that tests/tests/upgrades.rs opens
+# Makes the databases of earlier releases that tests/tests/processes/upgrades.rs opens
 # with today's host: tests/fixtures/databases/<commit>/. The suite does not
 # run this script; it is how the committed fixtures were made, and how to
 # add the fixture of a new release (name its commit).

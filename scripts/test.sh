@@ -59,7 +59,7 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 (cd tests/sdk-js && npm ci --no-audit --no-fund)
 
-echo "==> checking for Chromium (the browser tests, tests/tests/browser.rs)"
+echo "==> checking for Chromium (the browser tests, tests/tests/processes/browser.rs)"
 if [ ! -x /usr/bin/chromium ]; then
     echo "==> installing Chromium (apt-get install -y chromium)"
     if ! command -v apt-get >/dev/null || ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }; then

@@ -91,7 +91,7 @@ fn show_migrations(cli: &Cli, dry_run: bool) -> Result<(), String> {
             Ok((migrations, opened)) => {
                 let declared: Vec<&str> = migrations.iter().map(|(id, _)| id.as_str()).collect();
                 owners.push((
-                    OwnerPlan::of(&opened.id, &declared, &[], &recorded),
+                    OwnerPlan::of_extension(&opened.id, &declared, &recorded),
                     migrations,
                 ));
             }
@@ -183,6 +183,7 @@ pub(crate) fn mount(
 /// The host's command line: serve (the default) or run one schedule.
 pub fn run() -> ExitCode {
     memory::tune_allocator();
+    extensions::loader::reserve_host_segments(http::routes::first_segments());
     let cli = Cli::parse();
     logging::init(&Env::process());
     if let Some(Command::Settings) = &cli.command {

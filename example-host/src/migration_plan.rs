@@ -58,6 +58,21 @@ impl OwnerPlan {
         }
     }
 
+    /// An extension's migrations against the `recorded` ones. Its ids are
+    /// ordered (`0001_…`, `0002_…`): a recorded id it does not declare is
+    /// one a newer release of it made only when it sorts after every id it
+    /// declares; one before is a migration a later release stopped
+    /// declaring (it ran, and is kept among the applied).
+    pub fn of_extension(owner: &str, declared: &[&str], recorded: &[(String, String)]) -> Self {
+        let mut plan = Self::of(owner, declared, &[], recorded);
+        let last = declared.iter().max().copied().unwrap_or("");
+        let (newer, retired): (Vec<String>, Vec<String>) =
+            plan.unknown.drain(..).partition(|id| id.as_str() > last);
+        plan.applied.extend(retired);
+        plan.unknown = newer;
+        plan
+    }
+
     /// Refuses a database that a newer release of this owner migrated.
     pub fn refuse_newer(&self) -> Result<(), String> {
         if self.unknown.is_empty() {
@@ -114,6 +129,20 @@ mod tests {
         assert_eq!(platform.applied, ["0001"]);
         assert_eq!(platform.pending, ["0002"]);
         assert!(platform.refuse_newer().is_ok());
+    }
+
+    #[test]
+    fn an_extension_is_newer_only_past_its_last_declared_id() {
+        let db = recorded(&[("hello", "0001_notes"), ("hello", "0002_grants")]);
+        // A rebuild that declares its new migration only: nothing newer.
+        let rebuilt = OwnerPlan::of_extension("hello", &["0003_tags"], &db);
+        assert!(rebuilt.refuse_newer().is_ok());
+        assert_eq!(rebuilt.pending, ["0003_tags"]);
+        assert_eq!(rebuilt.applied, ["0001_notes", "0002_grants"]);
+        // An older build on a database a newer one migrated: refused.
+        let older = OwnerPlan::of_extension("hello", &["0001_notes"], &db);
+        assert_eq!(older.unknown, ["0002_grants"]);
+        assert!(older.refuse_newer().is_err());
     }
 
     #[test]

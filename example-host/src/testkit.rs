@@ -142,6 +142,7 @@ impl TestHost {
         if extensions.is_empty() && libraries.is_empty() {
             return Err(TestKitError("no extension to mount".into()));
         }
+        crate::extensions::loader::reserve_host_segments(crate::http::routes::first_segments());
         let dir = tempfile::tempdir()
             .map_err(|e| TestKitError(format!("cannot make a temporary folder: {e}")))?;
         let location = testing::fresh_database(Backend::from_env(), dir.path())

@@ -142,6 +142,15 @@ pub struct HostOptions {
 }
 
 impl HostOptions {
+    /// svc's host with these environment variables.
+    pub fn svc_with(env: &[(&str, &str)]) -> Self {
+        let mut opts = Self::svc();
+        for (k, v) in env {
+            opts.env.push((k.to_string(), v.to_string()));
+        }
+        opts
+    }
+
     pub fn with(libraries: Vec<PathBuf>) -> Self {
         Self {
             libraries,
@@ -245,6 +254,34 @@ pub fn image_dimensions(bytes: &[u8]) -> (u32, u32) {
 }
 
 impl Resp {
+    /// The code of the first error of an items-API error answer
+    /// (`errors[0].extensions.code`); empty when there is none (or the
+    /// body is not JSON).
+    pub fn error_code(&self) -> String {
+        self.first_error()["extensions"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// The message of the first error of an items-API error answer.
+    pub fn error_message(&self) -> String {
+        self.first_error()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    fn first_error(&self) -> Value {
+        serde_json::from_str::<Value>(&self.body).unwrap_or(Value::Null)["errors"][0].clone()
+    }
+
+    /// The `data` list of a 200 answer (asserting the status).
+    pub fn data_list(&self) -> Vec<Value> {
+        assert_eq!(self.status, 200, "{}", self.body);
+        self.json()["data"].as_array().cloned().unwrap_or_default()
+    }
+
     /// The values of header `name` (lower case).
     pub fn header_all(&self, name: &str) -> Vec<&str> {
         self.headers
@@ -670,6 +707,29 @@ impl Host {
 
     /// Signs in with `email` and `password` in `session` mode; the
     /// `Cookie` header a browser then sends (`directus_session_token=…`).
+    /// svc's host with these environment variables, started.
+    pub fn start_svc_with(env: &[(&str, &str)]) -> Host {
+        Host::start(HostOptions::svc_with(env))
+    }
+
+    /// `POST /auth/login` in json mode.
+    pub fn login(&self, email: &str, password: &str) -> Resp {
+        self.post(
+            "/auth/login",
+            None,
+            &serde_json::json!({"email": email, "password": password}),
+        )
+    }
+
+    /// `POST /auth/login` in `mode` (`json`, `cookie`, `session`).
+    pub fn login_mode(&self, email: &str, password: &str, mode: &str) -> Resp {
+        self.post(
+            "/auth/login",
+            None,
+            &serde_json::json!({"email": email, "password": password, "mode": mode}),
+        )
+    }
+
     pub fn session_cookie(&self, email: &str, password: &str) -> String {
         let r = self.post(
             "/auth/login",

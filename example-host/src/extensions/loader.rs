@@ -88,7 +88,22 @@ fn newer_sdk(sdk_version: &str) -> bool {
 /// Whether `id` would shadow a host route (one of the host's first path
 /// segments) or is otherwise reserved.
 pub fn is_reserved(id: &str) -> bool {
-    RESERVED_IDS.contains(&id) || crate::http::routes::is_first_segment(id)
+    RESERVED_IDS.contains(&id)
+        || HOST_SEGMENTS
+            .get()
+            .is_some_and(|segments| segments.contains(&id))
+}
+
+/// The first path segments of the host's own routes. The HTTP layer
+/// declares them (`http::routes`), and sits above this module, which may
+/// not name it: the process hands them over once, before any library is
+/// opened (`app::run`, the test kit).
+static HOST_SEGMENTS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+
+/// Reserves `segments` (the host's routes' first path segments) from
+/// extension ids; the first call wins.
+pub fn reserve_host_segments(segments: Vec<&'static str>) {
+    let _ = HOST_SEGMENTS.set(segments);
 }
 
 /// Whether a file name looks like a dynamic library of this platform.
@@ -374,10 +389,9 @@ pub fn mount(
 
     let migrations = read_migrations(module, &sdk_version)?;
     let declared: Vec<&str> = migrations.iter().map(|(mid, _)| mid.as_str()).collect();
-    crate::migration_plan::OwnerPlan::of(
+    crate::migration_plan::OwnerPlan::of_extension(
         &id,
         &declared,
-        &[],
         &platform.store.recorded_migrations(),
     )
     .refuse_newer()

@@ -705,10 +705,13 @@ fn comment_change_body() -> Value {
     object(&[], &[("comment", string())])
 }
 
-/// Whether `segment` is the first segment of a host path: no extension
-/// may be mounted there.
-pub fn is_first_segment(segment: &str) -> bool {
-    HOST_ROUTES.iter().any(|r| r.first_segment() == segment)
+/// The distinct first path segments of the host's routes, which no
+/// extension may take (handed to `extensions::loader` at start).
+pub fn first_segments() -> Vec<&'static str> {
+    let mut segments: Vec<&'static str> = HOST_ROUTES.iter().map(|r| r.first_segment()).collect();
+    segments.sort_unstable();
+    segments.dedup();
+    segments
 }
 
 /// The host's routes as an axum router: the methods of one path merged,
@@ -747,6 +750,7 @@ mod tests {
 
     #[test]
     fn every_first_segment_is_reserved() {
+        crate::extensions::loader::reserve_host_segments(super::first_segments());
         for route in HOST_ROUTES {
             let first = route.first_segment();
             assert!(

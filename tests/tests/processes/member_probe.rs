@@ -9,30 +9,8 @@
 use std::time::Duration;
 
 use platform_tests::raw::{bearer, chunked, head, open, raw};
-use platform_tests::{encode, id_of, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{encode, id_of, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
-
-fn host_with(env: &[(&str, &str)]) -> Host {
-    let mut opts = HostOptions::svc();
-    for (k, v) in env {
-        opts.env.push((k.to_string(), v.to_string()));
-    }
-    Host::start(opts)
-}
-
-fn code(r: &Resp) -> String {
-    r.json()["errors"][0]["extensions"]["code"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn message(r: &Resp) -> String {
-    r.json()["errors"][0]["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
 
 /// Two models on one video, the first signed in by token `model-a`: the
 /// second model's email must stay out of the first's answers.
@@ -171,9 +149,9 @@ fn relational_fields_deeper_than_the_bound_are_refused_before_any_read() {
         Some(ADMIN_TOKEN),
     );
     assert_eq!(r.status, 400, "{}", r.body);
-    assert_eq!(code(&r), "INVALID_QUERY");
+    assert_eq!(r.error_code(), "INVALID_QUERY");
     assert!(
-        message(&r).contains("Max relational depth exceeded"),
+        r.error_message().contains("Max relational depth exceeded"),
         "{}",
         r.body
     );
@@ -190,14 +168,14 @@ fn relational_fields_deeper_than_the_bound_are_refused_before_any_read() {
         Some(ADMIN_TOKEN),
     );
     assert_eq!(r.status, 400, "{}", r.body);
-    assert_eq!(code(&r), "INVALID_QUERY");
+    assert_eq!(r.error_code(), "INVALID_QUERY");
     let r = host.get(&format!("/users/me?fields={deeper}"), Some("model-a"));
     assert_eq!(r.status, 400, "{}", r.body);
 }
 
 #[test]
 fn an_answer_holding_more_related_records_than_the_bound_is_refused() {
-    let host = host_with(&[("MAX_RELATED_RECORDS", "40")]);
+    let host = Host::start_svc_with(&[("MAX_RELATED_RECORDS", "40")]);
     let models: Vec<String> = (0..6)
         .map(|i| host.user(Some("Model"), &format!("m{i}")))
         .collect();
@@ -220,9 +198,9 @@ fn an_answer_holding_more_related_records_than_the_bound_is_refused() {
         Some(ADMIN_TOKEN),
     );
     assert_eq!(r.status, 400, "{}", r.body);
-    assert_eq!(code(&r), "INVALID_QUERY");
+    assert_eq!(r.error_code(), "INVALID_QUERY");
     assert!(
-        message(&r).contains("more than 40 related records"),
+        r.error_message().contains("more than 40 related records"),
         "{}",
         r.body
     );
@@ -239,7 +217,7 @@ fn an_answer_holding_more_related_records_than_the_bound_is_refused() {
 
 #[test]
 fn a_large_record_named_by_many_parents_is_refused_past_the_byte_bound() {
-    let host = host_with(&[("MAX_RESPONSE_BYTES", "33554432")]);
+    let host = Host::start_svc_with(&[("MAX_RESPONSE_BYTES", "33554432")]);
     host.user(Some("Viewer"), "viewer-r");
     // About 4 MiB of events, named by 24 of the member's own recordings:
     // an answer of about 96 MiB from 4 MiB of data.
@@ -265,9 +243,9 @@ fn a_large_record_named_by_many_parents_is_refused_past_the_byte_bound() {
     let copies = "/items/recordings?fields=id,original_recording_id.*&filter[original_recording_id][_nnull]=true";
     let r = host.get(&format!("{copies}&limit=-1"), Some("viewer-r"));
     assert_eq!(r.status, 400, "{}", &r.body[..r.body.len().min(300)]);
-    assert_eq!(code(&r), "INVALID_QUERY");
+    assert_eq!(r.error_code(), "INVALID_QUERY");
     assert!(
-        message(&r).contains("larger than 33554432 bytes"),
+        r.error_message().contains("larger than 33554432 bytes"),
         "{}",
         r.body
     );
@@ -424,7 +402,7 @@ fn small_anonymous_post() -> Vec<u8> {
 
 #[test]
 fn anonymous_bodies_together_are_held_to_a_budget() {
-    let host = host_with(&[
+    let host = Host::start_svc_with(&[
         ("ANONYMOUS_MAX_PAYLOAD_SIZE", "1048576"),
         ("ANONYMOUS_PAYLOAD_BUDGET", "2097152"),
     ]);
@@ -495,7 +473,7 @@ fn changing_one_s_email_tells_nothing_of_other_accounts() {
 
 #[test]
 fn profile_text_has_a_length_limit_at_registration_and_on_one_s_profile() {
-    let host = host_with(&[("PUBLIC_REGISTRATION", "true")]);
+    let host = Host::start_svc_with(&[("PUBLIC_REGISTRATION", "true")]);
     let long = "n".repeat(256);
     let r = host.post(
         "/users/register",
@@ -503,7 +481,7 @@ fn profile_text_has_a_length_limit_at_registration_and_on_one_s_profile() {
         &json!({"email": "long@test.local", "password": "long enough", "first_name": long}),
     );
     assert_eq!(r.status, 400, "{}", r.body);
-    assert!(message(&r).contains("at most 255"), "{}", r.body);
+    assert!(r.error_message().contains("at most 255"), "{}", r.body);
     assert_eq!(
         host.admin_count(
             "platform_users",
@@ -532,7 +510,7 @@ fn profile_text_has_a_length_limit_at_registration_and_on_one_s_profile() {
 
 #[test]
 fn sign_in_and_registration_take_json_only() {
-    let host = host_with(&[("PUBLIC_REGISTRATION", "true")]);
+    let host = Host::start_svc_with(&[("PUBLIC_REGISTRATION", "true")]);
     host.admin_create(
         "platform_users",
         &json!({"email": "form@test.local", "password": "form password"}),
@@ -567,7 +545,7 @@ fn sign_in_and_registration_take_json_only() {
 
 #[test]
 fn emails_are_one_account_whatever_their_case() {
-    let host = host_with(&[("PUBLIC_REGISTRATION", "true")]);
+    let host = Host::start_svc_with(&[("PUBLIC_REGISTRATION", "true")]);
     let created = host.admin_create(
         "platform_users",
         &json!({"email": " Aria@Demo.Local ", "password": "aria password"}),
@@ -579,7 +557,7 @@ fn emails_are_one_account_whatever_their_case() {
         &json!({"email": "ARIA@demo.local"}),
     );
     assert_eq!(r.status, 400, "{}", r.body);
-    assert_eq!(code(&r), "RECORD_NOT_UNIQUE");
+    assert_eq!(r.error_code(), "RECORD_NOT_UNIQUE");
     // Registration takes nobody's address, in any case.
     let users_before = host.admin_count("platform_users", None);
     let r = host.post(

@@ -6,19 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use platform_tests::{
-    encode, id_of, keys_of, str_of, Database, Host, HostOptions, Resp, ADMIN_TOKEN,
-};
+use platform_tests::{encode, id_of, keys_of, str_of, Database, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
-
-fn code(r: &Resp) -> String {
-    str_of(&r.json()["errors"][0]["extensions"]["code"])
-}
-
-fn data_list(r: &Resp) -> Vec<Value> {
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.json()["data"].as_array().cloned().unwrap_or_default()
-}
 
 /// A host with three viewers named Ann, Bob and Cid (tokens `ud-a`,
 /// `ud-b`, `ud-c`); their ids in that order.
@@ -43,7 +32,7 @@ fn users_are_listed_under_the_users_collections_permissions() {
     // Members have no rule on users: refused, as /items refuses them.
     let r = host.get("/users", Some("ud-a"));
     assert_eq!(r.status, 403, "{}", r.body);
-    assert_eq!(code(&r), "FORBIDDEN");
+    assert_eq!(r.error_code(), "FORBIDDEN");
     assert_eq!(
         host.get(&format!("/users/{}", ids[1]), Some("ud-a")).status,
         403
@@ -56,14 +45,14 @@ fn users_are_listed_under_the_users_collections_permissions() {
         Some(ADMIN_TOKEN),
     );
     assert_eq!(
-        data_list(&r),
+        r.data_list(),
         vec![json!({"first_name": "Bob"}), json!({"first_name": "Ann"})]
     );
     let r = host.get(
         &format!("/users?filter={filter}&sort=first_name&fields=first_name&limit=2&page=2"),
         Some(ADMIN_TOKEN),
     );
-    assert_eq!(data_list(&r), vec![json!({"first_name": "Cid"})]);
+    assert_eq!(r.data_list(), vec![json!({"first_name": "Cid"})]);
     let r = host.get(
         &format!("/users?filter={filter}&aggregate[count]=*"),
         Some(ADMIN_TOKEN),
@@ -84,7 +73,7 @@ fn users_are_listed_under_the_users_collections_permissions() {
         Some("ud-a"),
     );
     assert_eq!(
-        data_list(&r),
+        r.data_list(),
         vec![json!({"id": ids[1], "first_name": "Bob"})]
     );
     // `*` is what they may read, and never a secret.
@@ -114,7 +103,7 @@ fn users_are_listed_under_the_users_collections_permissions() {
     );
     let r = host.get(&format!("/users/{missing}"), Some(ADMIN_TOKEN));
     assert_eq!(r.status, 403, "{}", r.body);
-    assert_eq!(code(&r), "FORBIDDEN");
+    assert_eq!(r.error_code(), "FORBIDDEN");
 
     // /users/me still answers the caller's own record.
     let r = host.get("/users/me?fields=id,first_name", Some("ud-b"));
@@ -163,7 +152,7 @@ fn related_collections_are_read_under_the_callers_permissions() {
         ),
         Some("ud-b"),
     );
-    assert_eq!(data_list(&r), vec![json!({"first_name": "Ann"})]);
+    assert_eq!(r.data_list(), vec![json!({"first_name": "Ann"})]);
     // Another role's name is not theirs to read: the role reads as null.
     let r = host.get(&format!("/users/{}?fields=role.name", ids[0]), Some("ud-b"));
     assert_eq!(r.status, 200, "{}", r.body);
@@ -224,18 +213,18 @@ fn a_member_reads_their_own_policies_and_their_roles() {
 
     // Nothing more: others' access rows, and policies not theirs.
     let r = host.get("/items/platform_access?fields=id", Some("ud-b"));
-    let rows = data_list(&r);
+    let rows = r.data_list();
     assert_eq!(rows.len(), 1, "only their role's row: {rows:?}");
     assert!(rows.iter().all(|row| row["id"] != json!(access)));
     let r = host.get(
         "/items/platform_policies?fields=name&sort=name",
         Some("ud-b"),
     );
-    assert_eq!(data_list(&r), vec![json!({"name": "Viewer"})]);
+    assert_eq!(r.data_list(), vec![json!({"name": "Viewer"})]);
     let r = host.get("/items/platform_policies?fields=admin_access", Some("ud-b"));
     assert_eq!(r.status, 403, "{}", r.body);
     let r = host.get("/items/platform_roles?fields=name", Some("ud-b"));
-    assert_eq!(data_list(&r), vec![json!({"name": "Viewer"})]);
+    assert_eq!(r.data_list(), vec![json!({"name": "Viewer"})]);
 
     // The alias is read-only.
     let r = host.patch(

@@ -32,13 +32,6 @@ fn padded_recording(size: usize) -> Vec<u8> {
     b
 }
 
-fn code(r: &Resp) -> String {
-    serde_json::from_str::<Value>(&r.body).unwrap_or(Value::Null)["errors"][0]["extensions"]["code"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 fn viewer_host(opts: HostOptions) -> Host {
     let host = Host::start(opts);
     host.user(Some("Viewer"), "h-viewer");
@@ -259,7 +252,7 @@ fn deeply_nested_json_is_a_clear_400_never_a_crash() {
         }
         let r = host.request("POST", "/items/recordings", Some(ADMIN_TOKEN), Some(body));
         assert_eq!(r.status, 400, "{}", r.body);
-        assert_eq!(code(&r), "INVALID_PAYLOAD");
+        assert_eq!(r.error_code(), "INVALID_PAYLOAD");
     }
 
     // In a filter: 100,000 levels make a URL too long (414); 10,000 are
@@ -281,7 +274,7 @@ fn deeply_nested_json_is_a_clear_400_never_a_crash() {
         Some(ADMIN_TOKEN),
     );
     assert_eq!(r.status, 400, "{}", r.body);
-    assert_eq!(code(&r), "INVALID_QUERY");
+    assert_eq!(r.error_code(), "INVALID_QUERY");
     // Well-formed but deep `_and` / `_or` trees: answered or refused.
     for depth in [5, 20, 40, 60, 100, 126, 1000] {
         let mut text = String::from(r#"{"slug":{"_eq":"v"}}"#);
@@ -295,7 +288,7 @@ fn deeply_nested_json_is_a_clear_400_never_a_crash() {
         );
         match r.status {
             200 => assert_eq!(r.json()["data"], json!([{"slug": "v"}]), "depth {depth}"),
-            400 => assert_eq!(code(&r), "INVALID_QUERY", "depth {depth}"),
+            400 => assert_eq!(r.error_code(), "INVALID_QUERY", "depth {depth}"),
             s => panic!("depth {depth}: {s} {}", r.body),
         }
     }
@@ -406,7 +399,7 @@ fn invalid_utf8_bodies_and_query_strings() {
         assert_eq!(r.json()["error"], "Invalid JSON body");
         let r = host.request("POST", "/items/recordings", Some(ADMIN_TOKEN), Some(body));
         assert_eq!(r.status, 400, "{}", r.body);
-        assert_eq!(code(&r), "INVALID_PAYLOAD");
+        assert_eq!(r.error_code(), "INVALID_PAYLOAD");
         let r = host.request(
             "PATCH",
             "/items/recordings/x",
@@ -427,9 +420,9 @@ fn invalid_utf8_bodies_and_query_strings() {
         let r = host.get(&format!("/items/videos?{q}"), Some(ADMIN_TOKEN));
         match r.status {
             200 => assert_eq!(r.json()["data"], json!([]), "{q}"),
-            400 => assert_eq!(code(&r), "INVALID_QUERY", "{q}"),
+            400 => assert_eq!(r.error_code(), "INVALID_QUERY", "{q}"),
             // A field that does not exist, as Directus refuses it.
-            403 if q.starts_with("fields=") => assert_eq!(code(&r), "FORBIDDEN", "{q}"),
+            403 if q.starts_with("fields=") => assert_eq!(r.error_code(), "FORBIDDEN", "{q}"),
             s => panic!("{q}: {s} {}", r.body),
         }
     }
@@ -523,7 +516,7 @@ fn huge_and_negative_paging_values_on_items() {
         let r = host.get(&format!("/items/videos?{q}"), Some(ADMIN_TOKEN));
         assert_eq!(r.status, want, "{q}: {}", r.body);
         if want == 400 {
-            assert_eq!(code(&r), "INVALID_QUERY", "{q}");
+            assert_eq!(r.error_code(), "INVALID_QUERY", "{q}");
         }
     }
 }
@@ -707,10 +700,10 @@ fn sql_metacharacters_are_bound_or_refused_and_nothing_is_lost() {
             answers += 1;
             if q.starts_with("fields=") {
                 assert_eq!(r.status, 403, "{q}: {}", r.body);
-                assert_eq!(code(&r), "FORBIDDEN", "{q}");
+                assert_eq!(r.error_code(), "FORBIDDEN", "{q}");
             } else {
                 assert_eq!(r.status, 400, "{q}: {}", r.body);
-                assert_eq!(code(&r), "INVALID_QUERY", "{q}");
+                assert_eq!(r.error_code(), "INVALID_QUERY", "{q}");
             }
         }
         // As a collection or an id.

@@ -35,17 +35,9 @@ fn mail_host(mail: &MailServer, env: &[(&str, &str)]) -> Host {
     Host::start(options(mail, env))
 }
 
-fn login(host: &Host, email: &str, password: &str) -> Resp {
-    host.post(
-        "/auth/login",
-        None,
-        &json!({"email": email, "password": password}),
-    )
-}
-
 /// Signs in; the access token.
 fn access(host: &Host, email: &str, password: &str) -> String {
-    let r = login(host, email, password);
+    let r = host.login(email, password);
     assert_eq!(r.status, 200, "{}", r.body);
     r.json()["data"]["access_token"]
         .as_str()
@@ -122,7 +114,7 @@ fn a_registration_is_verified_with_the_mailed_token_then_signs_in() {
     let first_token = first.token().expect("a token");
     assert_eq!(first_token.len(), 64, "{link}");
     // Not yet: an unverified account cannot sign in.
-    assert_eq!(error(&login(&host, email, PASSWORD)).0, 401);
+    assert_eq!(error(&host.login(email, PASSWORD)).0, 401);
     // The token is kept only as its digest.
     let stored = host.sql_query("SELECT token FROM platform_user_tokens");
     assert_eq!(stored.len(), 1, "{stored:?}");
@@ -173,8 +165,8 @@ fn a_registration_is_verified_with_the_mailed_token_then_signs_in() {
     assert_eq!(r.status, 204, "{}", r.body);
     settle();
     assert_eq!(mail.messages_to(email).len(), 2);
-    assert_eq!(login(&host, email, PASSWORD).status, 200);
-    assert_eq!(error(&login(&host, email, "other")).0, 401);
+    assert_eq!(host.login(email, PASSWORD).status, 200);
+    assert_eq!(error(&host.login(email, "other")).0, 401);
     // No API serves the tokens.
     let r = host.get("/items/platform_user_tokens", Some(ADMIN_TOKEN));
     assert!(matches!(r.status, 403 | 404), "{} {}", r.status, r.body);
@@ -228,11 +220,11 @@ fn without_a_url_the_link_points_at_the_host_itself() {
         link.starts_with("http://platform.test/users/register/verify-email?token="),
         "{link}"
     );
-    assert_eq!(error(&login(&host, email, PASSWORD)).0, 401);
+    assert_eq!(error(&host.login(email, PASSWORD)).0, 401);
     let r = verify(&host, &m.token().expect("token"));
     assert_eq!(r.status, 302, "{}", r.body);
     assert_eq!(r.header_all("location"), ["http://platform.test/admin"]);
-    assert_eq!(login(&host, email, PASSWORD).status, 200);
+    assert_eq!(host.login(email, PASSWORD).status, 200);
     // An expired link is refused.
     let r = register(
         &host,
@@ -242,7 +234,7 @@ fn without_a_url_the_link_points_at_the_host_itself() {
     let late = mail.wait_for("late@site.test", 1).token().expect("token");
     host.sql("UPDATE platform_user_tokens SET expires = '2001-01-01T00:00:00.000Z'");
     assert_eq!(error(&verify(&host, &late)).0, 400);
-    assert_eq!(error(&login(&host, "late@site.test", PASSWORD)).0, 401);
+    assert_eq!(error(&host.login("late@site.test", PASSWORD)).0, 401);
 }
 
 #[test]
@@ -366,7 +358,7 @@ fn a_password_reset_by_mail_sets_the_password_once_and_ends_sessions() {
     let r = reset(&host, &token, "second-password");
     assert_eq!(r.status, 204, "{}", r.body);
     assert_eq!(host.get("/users/me", Some(&old_session)).status, 401);
-    assert_eq!(error(&login(&host, email, PASSWORD)).0, 401);
+    assert_eq!(error(&host.login(email, PASSWORD)).0, 401);
     access(&host, email, "second-password");
     // Used: refused; so is the other link mailed before the reset.
     for t in [
@@ -419,8 +411,8 @@ fn a_reset_asked_on_one_host_is_used_once_across_hosts() {
     });
     assert_eq!(statuses, vec![204, 403]);
     let signed_in = [
-        login(&first, email, "race-first").status,
-        login(&first, email, "race-second").status,
+        first.login(email, "race-first").status,
+        first.login(email, "race-second").status,
     ];
     assert_eq!(
         signed_in.iter().filter(|s| **s == 200).count(),
@@ -495,5 +487,5 @@ fn the_log_transport_writes_the_link_to_the_log() {
         }
     });
     assert_eq!(verify(&host, &token).status, 302);
-    assert_eq!(login(&host, "logged@site.test", PASSWORD).status, 200);
+    assert_eq!(host.login("logged@site.test", PASSWORD).status, 200);
 }

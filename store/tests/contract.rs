@@ -3,7 +3,7 @@
 //! the database it runs on, and run on both backends: on SQLite always (a
 //! file in a temporary folder), on PostgreSQL when the suite runs on it
 //! (`TEST_DB=postgres`: a fresh database on the server of
-//! `platform_tests::postgres` for each case); otherwise the PostgreSQL
+//! `platform_store::testing` for each case); otherwise the PostgreSQL
 //! cases say so and pass.
 //!
 //! The cases: migrations (applied once, atomically, also when two stores

@@ -9,14 +9,6 @@ const PASSWORD: &str = "correct horse battery staple";
 const SESSION_COOKIE: &str = "directus_session_token";
 const REFRESH_COOKIE: &str = "directus_refresh_token";
 
-fn host_with(env: &[(&str, &str)]) -> Host {
-    let mut opts = HostOptions::svc();
-    for (k, v) in env {
-        opts.env.push((k.to_string(), v.to_string()));
-    }
-    Host::start(opts)
-}
-
 /// The id of the role called `name`.
 fn role(host: &Host, name: &str) -> String {
     let r = host.get(
@@ -38,17 +30,9 @@ fn viewer(host: &Host, email: &str) -> String {
     created["id"].as_str().expect("id").to_string()
 }
 
-fn login(host: &Host, email: &str, password: &str, mode: &str) -> Resp {
-    host.post(
-        "/auth/login",
-        None,
-        &json!({"email": email, "password": password, "mode": mode}),
-    )
-}
-
 /// Signs in in json mode: (access token, refresh token).
 fn tokens(host: &Host, email: &str) -> (String, String) {
-    let r = login(host, email, PASSWORD, "json");
+    let r = host.login_mode(email, PASSWORD, "json");
     assert_eq!(r.status, 200, "{}", r.body);
     let data = &r.json()["data"];
     (
@@ -85,11 +69,11 @@ fn with_cookie(cookie: &str, json: bool) -> Vec<(&str, &str)> {
 
 #[test]
 fn json_login_refresh_rotation_and_logout() {
-    let host = host_with(&[]);
+    let host = Host::start_svc_with(&[]);
     let id = viewer(&host, "vi@example.com");
 
-    let wrong = login(&host, "vi@example.com", "nope", "json");
-    let unknown = login(&host, "nobody@example.com", PASSWORD, "json");
+    let wrong = host.login_mode("vi@example.com", "nope", "json");
+    let unknown = host.login_mode("nobody@example.com", PASSWORD, "json");
     assert_invalid_credentials(&wrong);
     assert_eq!(wrong.body, unknown.body, "one answer for both");
     assert_eq!(
@@ -97,7 +81,7 @@ fn json_login_refresh_rotation_and_logout() {
         "Invalid user credentials."
     );
 
-    let r = login(&host, "vi@example.com", PASSWORD, "json");
+    let r = host.login_mode("vi@example.com", PASSWORD, "json");
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["data"]["expires"], 900_000, "15 minutes in ms");
     let (access, refresh_token) = tokens(&host, "vi@example.com");
@@ -158,9 +142,9 @@ fn json_login_refresh_rotation_and_logout() {
 
 #[test]
 fn session_mode_signs_in_by_an_http_only_cookie() {
-    let host = host_with(&[]);
+    let host = Host::start_svc_with(&[]);
     viewer(&host, "se@example.com");
-    let r = login(&host, "se@example.com", PASSWORD, "session");
+    let r = host.login_mode("se@example.com", PASSWORD, "session");
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json(), json!({"data": {"expires": 900_000}}));
     let set = r.set_cookie(SESSION_COOKIE).expect("session cookie");
@@ -229,12 +213,12 @@ fn session_mode_signs_in_by_an_http_only_cookie() {
 
 #[test]
 fn cookie_mode_keeps_the_refresh_token_in_a_cookie() {
-    let host = host_with(&[
+    let host = Host::start_svc_with(&[
         ("REFRESH_TOKEN_COOKIE_SECURE", "true"),
         ("REFRESH_TOKEN_COOKIE_SAME_SITE", "strict"),
     ]);
     viewer(&host, "co@example.com");
-    let r = login(&host, "co@example.com", PASSWORD, "cookie");
+    let r = host.login_mode("co@example.com", PASSWORD, "cookie");
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.json()["data"]["access_token"].is_string());
     assert!(
@@ -270,7 +254,7 @@ fn cookie_mode_keeps_the_refresh_token_in_a_cookie() {
 
 #[test]
 fn suspension_and_a_new_password_end_sessions_at_once() {
-    let host = host_with(&[]);
+    let host = Host::start_svc_with(&[]);
     let id = viewer(&host, "su@example.com");
     let (access, refresh_token) = tokens(&host, "su@example.com");
     assert_eq!(host.get("/users/me", Some(&access)).status, 200);
@@ -283,7 +267,7 @@ fn suspension_and_a_new_password_end_sessions_at_once() {
     assert_eq!(host.get("/users/me", Some(&access)).status, 401);
     assert_eq!(host.get("/svc/recordings", Some(&access)).status, 401);
     assert_invalid_credentials(&refresh(&host, &refresh_token));
-    assert_invalid_credentials(&login(&host, "su@example.com", PASSWORD, "json"));
+    assert_invalid_credentials(&host.login_mode("su@example.com", PASSWORD, "json"));
 
     // Active again: old sessions stay ended; a new password ends new ones.
     host.patch(
@@ -300,16 +284,17 @@ fn suspension_and_a_new_password_end_sessions_at_once() {
     );
     assert_eq!(changed.status, 200, "{}", changed.body);
     assert_eq!(host.get("/users/me", Some(&access)).status, 401);
-    assert_invalid_credentials(&login(&host, "su@example.com", PASSWORD, "json"));
+    assert_invalid_credentials(&host.login_mode("su@example.com", PASSWORD, "json"));
     assert_eq!(
-        login(&host, "su@example.com", "another one", "json").status,
+        host.login_mode("su@example.com", "another one", "json")
+            .status,
         200
     );
 }
 
 #[test]
 fn users_me_changes_own_profile_fields_only() {
-    let host = host_with(&[]);
+    let host = Host::start_svc_with(&[]);
     viewer(&host, "pr@example.com");
     let (access, _) = tokens(&host, "pr@example.com");
     for field in ["role", "status", "token", "id"] {
@@ -332,7 +317,7 @@ fn users_me_changes_own_profile_fields_only() {
 
 #[test]
 fn registration_is_off_unless_enabled_and_never_tells_taken_emails() {
-    let off = host_with(&[]);
+    let off = Host::start_svc_with(&[]);
     let r = off.post(
         "/users/register",
         None,
@@ -341,7 +326,7 @@ fn registration_is_off_unless_enabled_and_never_tells_taken_emails() {
     assert_eq!(r.status, 403, "{}", r.body);
     drop(off);
 
-    let host = host_with(&[("PUBLIC_REGISTRATION", "true")]);
+    let host = Host::start_svc_with(&[("PUBLIC_REGISTRATION", "true")]);
     let r = host.post(
         "/users/register",
         None,
@@ -354,8 +339,8 @@ fn registration_is_off_unless_enabled_and_never_tells_taken_emails() {
         &json!({"email": "new@example.com", "password": "second"}),
     );
     assert_eq!(again.status, 204, "a taken email answers alike");
-    assert_invalid_credentials(&login(&host, "new@example.com", "second", "json"));
-    let r = login(&host, "New@Example.com", "first", "json");
+    assert_invalid_credentials(&host.login_mode("new@example.com", "second", "json"));
+    let r = host.login_mode("New@Example.com", "first", "json");
     assert_eq!(r.status, 200, "{}", r.body);
     let access = r.json()["data"]["access_token"]
         .as_str()
@@ -380,7 +365,7 @@ fn registration_is_off_unless_enabled_and_never_tells_taken_emails() {
 
 #[test]
 fn access_tokens_expire_and_refresh_still_works() {
-    let host = host_with(&[("ACCESS_TOKEN_TTL", "1s")]);
+    let host = Host::start_svc_with(&[("ACCESS_TOKEN_TTL", "1s")]);
     viewer(&host, "ex@example.com");
     let (access, refresh_token) = tokens(&host, "ex@example.com");
     assert_eq!(host.get("/users/me", Some(&access)).status, 200);
@@ -393,7 +378,7 @@ fn access_tokens_expire_and_refresh_still_works() {
 
 #[test]
 fn a_token_of_one_host_works_on_another_and_logout_reaches_both() {
-    let first = host_with(&[]);
+    let first = Host::start_svc_with(&[]);
     let second = first.start_beside(HostOptions::svc());
     viewer(&first, "tw@example.com");
     let (access, refresh_token) = tokens(&first, "tw@example.com");
@@ -409,7 +394,7 @@ fn a_token_of_one_host_works_on_another_and_logout_reaches_both() {
 
 #[test]
 fn cors_answers_preflights_as_configured() {
-    let host = host_with(&[
+    let host = Host::start_svc_with(&[
         ("CORS_ENABLED", "true"),
         ("CORS_ORIGIN", "https://app.example"),
     ]);
@@ -437,7 +422,7 @@ fn cors_answers_preflights_as_configured() {
     );
     assert!(other.header_all("access-control-allow-origin").is_empty());
     // Off by default.
-    let plain = host_with(&[]);
+    let plain = Host::start_svc_with(&[]);
     let r = plain.request_with(
         "GET",
         "/server/ping",
@@ -449,7 +434,7 @@ fn cors_answers_preflights_as_configured() {
 
 #[test]
 fn bad_sign_in_bodies_are_400_not_401() {
-    let host = host_with(&[]);
+    let host = Host::start_svc_with(&[]);
     for body in [
         json!({}),
         json!({"email": "a@b.c"}),
@@ -470,7 +455,7 @@ fn bad_sign_in_bodies_are_400_not_401() {
 
 #[test]
 fn a_query_token_is_hidden_in_the_access_log_under_every_spelling_it_is_read_by() {
-    let host = host_with(&[]);
+    let host = Host::start_svc_with(&[]);
     let token = "spelled-query-token";
     host.user(Some("Viewer"), token);
     // Every spelling of the name the credentials are read from

@@ -36,15 +36,6 @@ fn comment(host: &Host, token: &str, item: &str, text: &str) -> Resp {
     )
 }
 
-fn code(r: &Resp) -> String {
-    str_of(&r.json()["errors"][0]["extensions"]["code"])
-}
-
-fn data_list(r: &Resp) -> Vec<Value> {
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.json()["data"].as_array().cloned().unwrap_or_default()
-}
-
 #[test]
 fn a_member_comments_on_an_item_they_may_read_and_the_hooks_run() {
     let (host, a, b, public, private) = setup();
@@ -78,7 +69,7 @@ fn a_member_comments_on_an_item_they_may_read_and_the_hooks_run() {
             &json!({"collection": collection, "item": item, "comment": "x"}),
         );
         assert_eq!(r.status, 403, "{collection}/{item}: {}", r.body);
-        assert_eq!(code(&r), "FORBIDDEN");
+        assert_eq!(r.error_code(), "FORBIDDEN");
     }
     // Its owner may comment on the private one.
     assert_eq!(comment(&host, "cv-a", &private, "mine").status, 200);
@@ -95,7 +86,7 @@ fn a_member_comments_on_an_item_they_may_read_and_the_hooks_run() {
     ] {
         let r = host.post("/comments", Some("cv-b"), &body);
         assert_eq!(r.status, 400, "{}", r.body);
-        assert_eq!(code(&r), "INVALID_PAYLOAD");
+        assert_eq!(r.error_code(), "INVALID_PAYLOAD");
         assert_eq!(
             r.json()["errors"][0]["message"],
             format!("Invalid payload. \"{missing}\" is required.")
@@ -123,7 +114,7 @@ fn lists_take_the_query_parameters_and_aggregates_in_one_shape() {
         &format!("/comments?filter={filter}&sort=-comment&fields=comment,user_created&limit=2"),
         Some("cv-a"),
     );
-    let list = data_list(&r);
+    let list = r.data_list();
     assert_eq!(
         list,
         vec![
@@ -135,13 +126,13 @@ fn lists_take_the_query_parameters_and_aggregates_in_one_shape() {
         &format!("/comments?filter={filter}&sort=comment&page=2&limit=2&fields=comment"),
         Some("cv-a"),
     );
-    assert_eq!(data_list(&r), vec![json!({"comment": "two"})]);
+    assert_eq!(r.data_list(), vec![json!({"comment": "two"})]);
     // Bracketed filter shorthand, as a query string builder writes it.
     let r = host.get(
         &format!("/comments?filter[user_created]={a}&fields=comment"),
         Some("cv-b"),
     );
-    assert_eq!(data_list(&r), vec![json!({"comment": "one"})]);
+    assert_eq!(r.data_list(), vec![json!({"comment": "one"})]);
 
     // aggregate[count]=*, filtered.
     let by_b = encode(&json!({"user_created": b}).to_string());
@@ -162,8 +153,11 @@ fn lists_take_the_query_parameters_and_aggregates_in_one_shape() {
     assert!(count == &json!(2) || count == &json!("2"), "{}", r.body);
 
     // One comment.
-    let id =
-        id_of(&data_list(&host.get(&format!("/comments?filter={by_b}&limit=1"), Some("cv-a")))[0]);
+    let id = id_of(
+        &host
+            .get(&format!("/comments?filter={by_b}&limit=1"), Some("cv-a"))
+            .data_list()[0],
+    );
     let r = host.get(&format!("/comments/{id}"), Some("cv-a"));
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["data"]["id"], json!(id));
@@ -172,7 +166,7 @@ fn lists_take_the_query_parameters_and_aggregates_in_one_shape() {
     for token in ["cv-a", ADMIN_TOKEN] {
         let r = host.get(&format!("/comments/{missing}"), Some(token));
         assert_eq!(r.status, 403, "{}", r.body);
-        assert_eq!(code(&r), "FORBIDDEN");
+        assert_eq!(r.error_code(), "FORBIDDEN");
     }
     let r = host.patch(
         &format!("/comments/{missing}"),
@@ -198,7 +192,8 @@ fn comments_are_seen_on_the_collections_the_caller_may_read() {
     assert_eq!(r.status, 200, "{}", r.body);
     let video_comment = id_of(&r.json()["data"]);
     let texts = |token: Option<&str>| -> Vec<String> {
-        data_list(&host.get("/comments?fields=comment&sort=comment", token))
+        host.get("/comments?fields=comment&sort=comment", token)
+            .data_list()
             .iter()
             .map(|c| str_of(&c["comment"]))
             .collect()
@@ -214,7 +209,7 @@ fn comments_are_seen_on_the_collections_the_caller_may_read() {
     assert_eq!(r.status, 403, "{}", r.body);
     // /items agrees for members.
     let r = host.get("/items/platform_comments?fields=comment", Some("cv-a"));
-    assert_eq!(data_list(&r), vec![json!({"comment": "on a recording"})]);
+    assert_eq!(r.data_list(), vec![json!({"comment": "on a recording"})]);
     // Once the public may read recordings, anonymous callers see their
     // comments.
     host.grant("Public", "recordings", json!({"action": "read"}));
@@ -294,7 +289,7 @@ fn authors_change_and_delete_their_own_comments_administrators_any() {
 
 /// The comments of a list or aggregate answer, as JSON values.
 fn read_as(host: &Host, path: &str, token: &str) -> Vec<Value> {
-    data_list(&host.get(path, Some(token)))
+    host.get(path, Some(token)).data_list()
 }
 
 #[test]
@@ -360,7 +355,7 @@ fn items_writes_of_comments_are_held_to_the_rules_of_comments() {
     ] {
         let r = write("cv-b", collection, item, "x");
         assert_eq!(r.status, 403, "{collection}/{item}: {}", r.body);
-        assert_eq!(code(&r), "FORBIDDEN");
+        assert_eq!(r.error_code(), "FORBIDDEN");
     }
     // A missing item or a collection no API serves, to an administrator.
     for (collection, item) in [
@@ -392,7 +387,7 @@ fn items_writes_of_comments_are_held_to_the_rules_of_comments() {
     let message = "\"comment\" is too long (10001 characters; at most 10000)";
     let refused = |r: Resp| {
         assert_eq!(r.status, 400, "{}", r.body);
-        assert_eq!(code(&r), "INVALID_PAYLOAD");
+        assert_eq!(r.error_code(), "INVALID_PAYLOAD");
         assert_eq!(r.json()["errors"][0]["message"], message, "{}", r.body);
     };
     refused(write("cv-b", "recordings", &public, &too_long));

@@ -17,27 +17,6 @@ use serde_json::json;
 
 const PASSWORD: &str = "correct horse battery staple";
 
-/// Options with these settings in the environment.
-fn options(env: &[(&str, &str)]) -> HostOptions {
-    let mut opts = HostOptions::svc();
-    for (k, v) in env {
-        opts.env.push((k.to_string(), v.to_string()));
-    }
-    opts
-}
-
-fn host_with(env: &[(&str, &str)]) -> Host {
-    Host::start(options(env))
-}
-
-fn login(host: &Host, email: &str, password: &str) -> Resp {
-    host.post(
-        "/auth/login",
-        None,
-        &json!({"email": email, "password": password}),
-    )
-}
-
 /// A user who signs in as `{name}@test.local` with [`PASSWORD`].
 fn account(host: &Host, name: &str) -> String {
     host.user_with(Some("Viewer"), name, &json!({"password": PASSWORD}));
@@ -98,7 +77,7 @@ fn wait_out(seconds: u64) {
 
 #[test]
 fn the_rate_limiter_is_off_by_default() {
-    let host = host_with(&[]);
+    let host = Host::start_svc_with(&[]);
     // Directus's points (50 a second) when on: far past them here.
     for _ in 0..150 {
         let r = host.get("/server/ping", None);
@@ -109,7 +88,7 @@ fn the_rate_limiter_is_off_by_default() {
 
 #[test]
 fn past_its_points_the_rate_limiter_answers_429_until_its_window_ends() {
-    let host = host_with(&[
+    let host = Host::start_svc_with(&[
         ("RATE_LIMITER_ENABLED", "true"),
         ("RATE_LIMITER_POINTS", "5"),
         ("RATE_LIMITER_DURATION", "3"),
@@ -125,7 +104,7 @@ fn past_its_points_the_rate_limiter_answers_429_until_its_window_ends() {
     // Every route counts, the host's and the extensions' alike.
     let wait = assert_too_many(&host.get("/server/ping", None), 5, 3);
     assert_too_many(&host.get("/svc/videos", None), 5, 3);
-    assert_too_many(&login(&host, "a@test.local", "wrong"), 5, 3);
+    assert_too_many(&host.login("a@test.local", "wrong"), 5, 3);
     wait_out(wait);
     assert_eq!(host.get("/server/ping", None).status, 200);
     assert_eq!(host.get("/svc/videos", None).status, 200);
@@ -143,7 +122,7 @@ fn a_forwarded_address_counts_only_when_the_proxy_is_trusted() {
             .status
     };
     // Untrusted, the header is the client's say: one address for all.
-    let host = host_with(&limited);
+    let host = Host::start_svc_with(&limited);
     assert_eq!(via(&host, "203.0.113.1"), 200);
     assert_eq!(via(&host, "203.0.113.2"), 200);
     assert_eq!(via(&host, "203.0.113.3"), 429);
@@ -151,7 +130,7 @@ fn a_forwarded_address_counts_only_when_the_proxy_is_trusted() {
     // Behind a trusted proxy, the address it appended is the client's.
     let mut trusted = limited.to_vec();
     trusted.push(("IP_TRUST_PROXY", "true"));
-    let host = host_with(&trusted);
+    let host = Host::start_svc_with(&trusted);
     for address in ["203.0.113.1", "203.0.113.2", "198.51.100.7, 203.0.113.3"] {
         assert_eq!(via(&host, address), 200);
         assert_eq!(via(&host, address), 200);
@@ -164,28 +143,28 @@ fn a_forwarded_address_counts_only_when_the_proxy_is_trusted() {
 fn failed_sign_ins_past_the_bound_refuse_even_the_right_password_until_the_window_ends() {
     // Long enough for three password checks of a debug build on a busy
     // machine.
-    let host = host_with(&[
+    let host = Host::start_svc_with(&[
         ("LOGIN_THROTTLE_ACCOUNT_ATTEMPTS", "3"),
         ("LOGIN_THROTTLE_DURATION", "12"),
     ]);
     let email = account(&host, "bounded");
     let started = Instant::now();
     for _ in 0..3 {
-        assert_refused_credentials(&login(&host, &email, "wrong"));
+        assert_refused_credentials(&host.login(&email, "wrong"));
     }
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "too slow to test a window of 12 s"
     );
-    let refused = login(&host, &email, PASSWORD);
+    let refused = host.login(&email, PASSWORD);
     let wait = assert_too_many(&refused, 3, 12);
     // The email in another case is the same account.
-    assert_too_many(&login(&host, &email.to_uppercase(), PASSWORD), 3, 12);
+    assert_too_many(&host.login(&email.to_uppercase(), PASSWORD), 3, 12);
     // Other accounts from the same address are not refused.
     let other = account(&host, "bystander");
-    assert_eq!(login(&host, &other, PASSWORD).status, 200);
+    assert_eq!(host.login(&other, PASSWORD).status, 200);
     wait_out(wait);
-    let r = login(&host, &email, PASSWORD);
+    let r = host.login(&email, PASSWORD);
     assert_eq!(r.status, 200, "{}", r.body);
 }
 
@@ -205,7 +184,7 @@ fn login_from(host: &Host, address: &str, email: &str, password: &str) -> Resp {
 
 #[test]
 fn past_the_account_bound_an_address_that_has_not_failed_still_signs_in() {
-    let host = host_with(&[
+    let host = Host::start_svc_with(&[
         ("LOGIN_THROTTLE_ACCOUNT_ATTEMPTS", "3"),
         ("LOGIN_THROTTLE_DURATION", "60"),
         ("IP_TRUST_PROXY", "true"),
@@ -228,7 +207,7 @@ fn past_the_account_bound_an_address_that_has_not_failed_still_signs_in() {
 
 #[test]
 fn an_unknown_email_is_throttled_as_a_known_one_is() {
-    let host = host_with(&[
+    let host = Host::start_svc_with(&[
         ("LOGIN_THROTTLE_ACCOUNT_ATTEMPTS", "2"),
         ("LOGIN_THROTTLE_DURATION", "60"),
     ]);
@@ -236,12 +215,12 @@ fn an_unknown_email_is_throttled_as_a_known_one_is() {
     let unknown = "nobody@test.local";
     for email in [known.as_str(), unknown] {
         for _ in 0..2 {
-            assert_refused_credentials(&login(&host, email, "wrong"));
+            assert_refused_credentials(&host.login(email, "wrong"));
         }
     }
     let answers: Vec<Resp> = [known.as_str(), unknown]
         .iter()
-        .map(|email| login(&host, email, "wrong"))
+        .map(|email| host.login(email, "wrong"))
         .collect();
     for r in &answers {
         assert_too_many(r, 2, 60);
@@ -258,45 +237,45 @@ fn an_unknown_email_is_throttled_as_a_known_one_is() {
 
 #[test]
 fn sign_ins_are_bounded_per_client_address_across_accounts() {
-    let host = host_with(&[
+    let host = Host::start_svc_with(&[
         ("LOGIN_THROTTLE_ADDRESS_ATTEMPTS", "4"),
         ("LOGIN_THROTTLE_DURATION", "60"),
     ]);
     let email = account(&host, "spray-target");
     for i in 0..4 {
-        assert_refused_credentials(&login(&host, &format!("guess{i}@test.local"), "wrong"));
+        assert_refused_credentials(&host.login(&format!("guess{i}@test.local"), "wrong"));
     }
     // A fifth account from the same address: refused before its password
     // is looked at, right or wrong.
-    assert_too_many(&login(&host, &email, PASSWORD), 4, 60);
-    assert_too_many(&login(&host, "guess9@test.local", "wrong"), 4, 60);
+    assert_too_many(&host.login(&email, PASSWORD), 4, 60);
+    assert_too_many(&host.login("guess9@test.local", "wrong"), 4, 60);
 }
 
 #[test]
 fn a_successful_sign_in_starts_its_account_afresh() {
-    let host = host_with(&[
+    let host = Host::start_svc_with(&[
         ("LOGIN_THROTTLE_ACCOUNT_ATTEMPTS", "3"),
         ("LOGIN_THROTTLE_DURATION", "60"),
     ]);
     let email = account(&host, "typo");
     for _ in 0..2 {
-        assert_refused_credentials(&login(&host, &email, "wrong"));
+        assert_refused_credentials(&host.login(&email, "wrong"));
     }
-    assert_eq!(login(&host, &email, PASSWORD).status, 200);
+    assert_eq!(host.login(&email, PASSWORD).status, 200);
     for _ in 0..3 {
-        assert_refused_credentials(&login(&host, &email, "wrong"));
+        assert_refused_credentials(&host.login(&email, "wrong"));
     }
-    assert_too_many(&login(&host, &email, PASSWORD), 3, 60);
+    assert_too_many(&host.login(&email, PASSWORD), 3, 60);
 }
 
 #[test]
 fn the_sign_in_throttle_is_on_by_default() {
-    let host = host_with(&[]);
+    let host = Host::start_svc_with(&[]);
     let email = "nobody-by-default@test.local";
     for _ in 0..25 {
-        assert_refused_credentials(&login(&host, email, "wrong"));
+        assert_refused_credentials(&host.login(email, "wrong"));
     }
-    let r = login(&host, email, "wrong");
+    let r = host.login(email, "wrong");
     let wait = assert_too_many(&r, 25, 900);
     assert!(wait > 800, "a window of 15 minutes: {wait}");
 }
@@ -307,14 +286,14 @@ fn hosts_on_one_database_share_the_sign_in_throttle() {
         ("LOGIN_THROTTLE_ACCOUNT_ATTEMPTS", "4"),
         ("LOGIN_THROTTLE_DURATION", "60"),
     ];
-    let first = host_with(&env);
-    let second = first.start_beside(options(&env));
+    let first = Host::start_svc_with(&env);
+    let second = first.start_beside(HostOptions::svc_with(&env));
     let email = account(&first, "shared");
     for host in [&first, &second, &first, &second] {
-        assert_refused_credentials(&login(host, &email, "wrong"));
+        assert_refused_credentials(&host.login(&email, "wrong"));
     }
     for host in [&first, &second] {
-        assert_too_many(&login(host, &email, PASSWORD), 4, 60);
+        assert_too_many(&host.login(&email, PASSWORD), 4, 60);
     }
 }
 
@@ -326,8 +305,8 @@ fn hosts_on_one_database_share_the_rate_limiter_with_the_database_store() {
         ("RATE_LIMITER_DURATION", "30"),
         ("RATE_LIMITER_STORE", "database"),
     ];
-    let first = host_with(&env);
-    let second = first.start_beside(options(&env));
+    let first = Host::start_svc_with(&env);
+    let second = first.start_beside(HostOptions::svc_with(&env));
     for host in [&first, &second, &first, &second] {
         assert_eq!(host.get("/server/ping", None).status, 200);
     }
@@ -338,7 +317,7 @@ fn hosts_on_one_database_share_the_rate_limiter_with_the_database_store() {
 
 #[test]
 fn counting_expires_no_kept_answer() {
-    let host = host_with(&[
+    let host = Host::start_svc_with(&[
         ("RATE_LIMITER_ENABLED", "true"),
         ("RATE_LIMITER_POINTS", "10000"),
         ("RATE_LIMITER_DURATION", "600"),
@@ -353,7 +332,7 @@ fn counting_expires_no_kept_answer() {
     let before = host.metric("items_calls");
     for i in 0..5 {
         videos();
-        assert_refused_credentials(&login(&host, &format!("x{i}@test.local"), "wrong"));
+        assert_refused_credentials(&host.login(&format!("x{i}@test.local"), "wrong"));
     }
     videos();
     assert_eq!(
