@@ -289,7 +289,7 @@ fn backup_or_restore(cli: &Cli, command: &Command) -> Result<(), String> {
             step_pages,
         } => crate::backups::backup(&location, to, *force, *step_pages),
         Command::Restore { from, force } => crate::backups::restore(&location, from, *force),
-        _ => Ok(()),
+        other => Err(format!("not a backup or restore: {other:?}")),
     }
 }
 

@@ -302,3 +302,86 @@ fn lock_out_others(db: &Path) -> Result<Connection, BackupError> {
     conn.execute_batch("BEGIN EXCLUSIVE").map_err(in_use)?;
     Ok(conn)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{self, Location};
+
+    fn accept_all(_: &[(String, String)]) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn sqlite_file(path: &Path, sql: &str) {
+        let conn = Connection::open(path).expect("open");
+        conn.execute_batch(sql).expect("sql");
+    }
+
+    #[test]
+    fn a_sound_database_of_another_program_is_refused_and_the_target_kept() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (other, db) = (dir.path().join("other.db"), dir.path().join("platform.db"));
+        sqlite_file(
+            &other,
+            "CREATE TABLE notes (id INTEGER PRIMARY KEY); INSERT INTO notes DEFAULT VALUES;",
+        );
+        sqlite_file(&db, "CREATE TABLE kept (id INTEGER PRIMARY KEY);");
+        let before = fs::read(&db).expect("read");
+        let err = restore(&other, &db, true, &accept_all, &mut |_| {}).unwrap_err();
+        assert!(
+            matches!(&err, BackupError::NotPlatform { why, .. } if why.contains("no migration records")),
+            "{err}"
+        );
+        assert_eq!(fs::read(&db).expect("read"), before);
+        let left: Vec<_> = fs::read_dir(dir.path())
+            .expect("list")
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect();
+        assert_eq!(left.len(), 2, "a scratch file was left: {left:?}");
+    }
+
+    #[test]
+    fn a_backup_restores_and_the_caller_may_refuse_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (db, copy) = (dir.path().join("a.db"), dir.path().join("a-backup.db"));
+        sqlite_file(
+            &db,
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE platform_migrations (owner TEXT, id TEXT, applied_at TEXT);
+             INSERT INTO platform_migrations VALUES ('platform', '0001', 'now');",
+        );
+        let mut steps = 0;
+        let copied = backup(&db, &copy, false, 1, &mut |_| steps += 1).expect("backup");
+        assert!(
+            copied.pages > 1 && steps as u64 >= copied.pages,
+            "{copied:?}, {steps} steps"
+        );
+        assert!(matches!(
+            backup(&db, &copy, false, 1, &mut |_| {}),
+            Err(BackupError::Exists(_))
+        ));
+        let target = dir.path().join("restored").join("p.db");
+        let refuse = |_: &[(String, String)]| Err("too new".to_string());
+        assert!(matches!(
+            restore(&copy, &target, false, &refuse, &mut |_| {}),
+            Err(BackupError::Refused(why)) if why == "too new"
+        ));
+        assert!(!target.exists());
+        restore(&copy, &target, false, &accept_all, &mut |_| {}).expect("restore");
+        let conn = Connection::open(&target).expect("open");
+        let id: String = conn
+            .query_row("SELECT id FROM platform_migrations", [], |r| r.get(0))
+            .expect("read");
+        assert_eq!(id, "0001");
+    }
+
+    #[test]
+    fn postgres_is_refused_with_its_tools_named() {
+        let url = Location::Postgres("postgres://u@h/d".into());
+        let err = storage::backup(&url, Path::new("x"), false, 1, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("pg_dump"), "{err}");
+        let err =
+            storage::restore(Path::new("x"), &url, false, &accept_all, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("pg_restore"), "{err}");
+    }
+}
