@@ -205,6 +205,15 @@ pub fn run() -> ExitCode {
             }
         };
     }
+    if let Some(command @ (Command::Backup { .. } | Command::Restore { .. })) = &cli.command {
+        return match backup_or_restore(&cli, command) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                log::error!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Some(Command::Migrate {
         dry_run,
         action: maybe_status,
@@ -262,7 +271,26 @@ pub fn run() -> ExitCode {
             ExitCode::SUCCESS
         }
         // Handled before anything was opened.
-        Some(Command::NewExtension { .. } | Command::Settings) => ExitCode::SUCCESS,
+        Some(
+            Command::NewExtension { .. }
+            | Command::Settings
+            | Command::Backup { .. }
+            | Command::Restore { .. },
+        ) => ExitCode::SUCCESS,
+    }
+}
+
+/// `backup` and `restore`: the database copied, no platform opened.
+fn backup_or_restore(cli: &Cli, command: &Command) -> Result<(), String> {
+    let location = cli.common.location()?;
+    match command {
+        Command::Backup {
+            to,
+            force,
+            step_pages,
+        } => crate::backups::backup(&location, to, *force, *step_pages),
+        Command::Restore { from, force } => crate::backups::restore(&location, from, *force),
+        other => Err(format!("not a backup or restore: {other:?}")),
     }
 }
 

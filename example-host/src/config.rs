@@ -45,6 +45,34 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<MigrateAction>,
     },
+    /// Write a consistent copy of the SQLite database to a file while hosts
+    /// serve it (SQLite's online backup API: one snapshot, taken as the
+    /// copy starts; writers are not held). On PostgreSQL, use `pg_dump`
+    /// (docs/operations.md, "Backups").
+    Backup {
+        /// The backup file to write (written beside it, then renamed).
+        #[arg(long)]
+        to: PathBuf,
+        /// Replace the file if it exists.
+        #[arg(long)]
+        force: bool,
+        /// Pages copied per step, between progress lines.
+        #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
+        step_pages: u32,
+    },
+    /// Put a backup in place of the SQLite database, with every host on it
+    /// stopped: the backup is checked first (a sound database of this
+    /// platform, not migrated by a newer release) and renamed in place
+    /// only then, so a refused or failed restore changes nothing. On
+    /// PostgreSQL, use `pg_restore`.
+    Restore {
+        /// The backup file (made by `backup`).
+        #[arg(long)]
+        from: PathBuf,
+        /// Replace an existing database.
+        #[arg(long)]
+        force: bool,
+    },
     /// Write a new extension crate that builds and passes its test: a
     /// collection, a grant, routes, a hook and a test-kit test. Opens no
     /// database.

@@ -8,6 +8,7 @@
 mod accounts;
 mod app;
 mod auth;
+mod backups;
 mod bootstrap;
 mod comments;
 mod config;

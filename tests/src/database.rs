@@ -167,6 +167,17 @@ impl Database {
             .collect()
     }
 
+    /// SQLite's `PRAGMA integrity_check` of the file, its lines joined
+    /// (`ok` when sound).
+    pub fn integrity_check(&self) -> String {
+        self.sql_query("PRAGMA integrity_check")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
     /// The database's tables, by name.
     pub fn tables(&self) -> Vec<String> {
         match self {

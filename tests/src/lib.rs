@@ -115,6 +115,79 @@ pub fn host_command(binary: &Path, data_dir: &Path) -> Command {
     cmd
 }
 
+/// `example-host <args>` on the database and extensions of a host's data
+/// folder ([`host_command`] with the debug host): how it exited, and what
+/// it printed (stdout, then stderr).
+pub fn run_host(dir: &Path, args: &[&str]) -> (std::process::Output, String) {
+    let out = host_command(&host_binary(), dir)
+        .args(args)
+        .output()
+        .expect("the host runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, text)
+}
+
+/// A create a host acknowledged: the new item's id, when the request was
+/// sent and when its answer came.
+#[derive(Debug, Clone)]
+pub struct AckedWrite {
+    pub id: String,
+    pub sent: Instant,
+    pub acked: Instant,
+}
+
+/// Write load: one thread per token creates recordings (`POST
+/// /svc/recordings`) until `stop` is set, counting each acknowledged one
+/// in `acked`; every create answered 201, in no particular order. A
+/// refusal or a transport error fails the test.
+pub fn create_recordings_until(
+    host: &Host,
+    tokens: &[String],
+    stop: &std::sync::atomic::AtomicBool,
+    acked: &std::sync::atomic::AtomicU64,
+) -> Vec<AckedWrite> {
+    use std::sync::atomic::Ordering;
+    std::thread::scope(|scope| {
+        let writers: Vec<_> = tokens
+            .iter()
+            .enumerate()
+            .map(|(n, token)| {
+                scope.spawn(move || {
+                    let client = Client::new(&host.base);
+                    let mut writes = Vec::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        let sent = Instant::now();
+                        let body = rec_body(&format!("Load {n} {}", writes.len()), None);
+                        let (status, text) = client
+                            .call("POST", "/svc/recordings", Some(token), Some(&body))
+                            .unwrap_or_else(|e| panic!("create recording: {e}"));
+                        assert_eq!(status, 201, "create recording: {text}");
+                        let id = serde_json::from_str::<Value>(&text)
+                            .ok()
+                            .and_then(|v| v["id"].as_str().map(str::to_string))
+                            .unwrap_or_else(|| panic!("no recording id in {text}"));
+                        writes.push(AckedWrite {
+                            id,
+                            sent,
+                            acked: Instant::now(),
+                        });
+                        acked.fetch_add(1, Ordering::Relaxed);
+                    }
+                    writes
+                })
+            })
+            .collect();
+        writers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a writer panicked"))
+            .collect()
+    })
+}
+
 /// A host process with the tests' environment: the admin token, and none
 /// of the caller's database variables (`--db` alone says where the
 /// database is).
@@ -741,6 +814,12 @@ impl Host {
             .cookie_value(SESSION_COOKIE)
             .unwrap_or_else(|| panic!("no session cookie for {email}: {:?}", r.headers));
         format!("{SESSION_COOKIE}={value}")
+    }
+
+    /// The host's data folder (its database, unless on PostgreSQL, and
+    /// its extensions), for [`run_host`].
+    pub fn data_dir(&self) -> &Path {
+        self.dir.as_ref().expect("a running host's folder").path()
     }
 
     /// The folder the host loads its extension libraries from.

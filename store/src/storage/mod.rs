@@ -46,6 +46,7 @@
 //!   any answer is made of, and counting a request must not expire the
 //!   caches.
 
+pub mod backup;
 pub mod codec;
 pub mod migrate;
 pub mod postgres;
@@ -338,6 +339,8 @@ impl StepRules for SchemaStepsOnly {
         )))
     }
 }
+
+pub use backup::{backup, restore, BackupError, Copied, CopyProgress};
 
 /// Where the data lives, as configured (docs/decisions.md §2).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 mod abi;
 mod assets;
 mod backends;
+mod backups;
 mod browser;
 mod directus_sdk;
 mod docs;

@@ -2,6 +2,8 @@
 //! write transactions taking turns (`BEGIN IMMEDIATE` behind a process
 //! lock), and SQLite's dialect of the shared SQL.
 
+pub(crate) mod backup;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
