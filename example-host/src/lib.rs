@@ -23,6 +23,7 @@ mod logging;
 mod mail;
 mod memory;
 mod migration_plan;
+mod migration_rule;
 mod permissions;
 mod platform;
 mod platform_schema;

@@ -62,6 +62,11 @@ use crate::query::WireQuery;
 use crate::storage::{self, Location};
 use platform_store::testing::{self, Backend};
 
+/// The rule that lets hosts upgrade one at a time, for an extension's own
+/// tests of its migrations: `not_additive("notes", &migrations(), &[])`
+/// must be empty (docs/extensions.md "Migrations").
+pub use crate::migration_rule::not_additive;
+
 /// Why a test host could not do what it was asked.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

@@ -496,6 +496,17 @@ mod tests {
         "user_stats",
     ];
 
+    /// Hosts upgrade one at a time (docs/extensions.md "Migrations"): a
+    /// release's migrations only add, so the previous release's svc keeps
+    /// serving while this one migrates.
+    #[test]
+    fn the_migrations_only_add() {
+        assert_eq!(
+            example_host::testkit::not_additive(crate::ID, &migrations(), &[]),
+            Vec::<String>::new()
+        );
+    }
+
     #[test]
     fn creates_every_service_collection_once_and_serializes() {
         let steps = collections();

@@ -102,6 +102,35 @@ pub fn host_binary() -> PathBuf {
     require(target_dir().join(profile()).join("example-host"))
 }
 
+/// The previous release's host and svc library: the commit
+/// `tests/fixtures/previous-release` names, built by `scripts/test.sh`
+/// into `target/previous/target/debug` (a stamp there names the commit).
+pub struct PreviousRelease {
+    pub commit: String,
+    pub host: PathBuf,
+    pub svc: PathBuf,
+}
+
+/// The previous release's binaries; panics, saying how to build them,
+/// when they are missing or of another commit.
+pub fn previous_release() -> PreviousRelease {
+    let pinned = workspace_root().join("tests/fixtures/previous-release");
+    let commit = fs::read_to_string(&pinned)
+        .unwrap_or_else(|e| panic!("{}: {e}", pinned.display()))
+        .trim()
+        .to_string();
+    let dir = target_dir().join("previous").join("target").join("debug");
+    let built = fs::read_to_string(dir.join("previous-release")).unwrap_or_default();
+    let (host, svc) = (dir.join("example-host"), dir.join("libsvc_extension.so"));
+    assert!(
+        built.trim() == commit && host.exists() && svc.exists(),
+        "the previous release ({commit}) is not built in {}: scripts/test.sh builds it (its \
+         build_previous_release step, from this clone's history)",
+        dir.display()
+    );
+    PreviousRelease { commit, host, svc }
+}
+
 /// `binary` (a host executable) on the database and extensions of a
 /// host's data folder, with the admin token; add a subcommand such as
 /// `schedule run <extension> <name>`. The folder's host may be stopped or
@@ -238,6 +267,14 @@ impl HostOptions {
     /// Just the svc extension.
     pub fn svc() -> Self {
         Self::with(vec![library("svc_extension")])
+    }
+
+    /// The previous release's host with its svc ([`previous_release`]).
+    pub fn previous_release_svc() -> Self {
+        let previous = previous_release();
+        let mut opts = Self::with(vec![previous.svc]);
+        opts.binary = Some(previous.host);
+        opts
     }
 
     /// The svc extension beside the fixture extension
@@ -519,6 +556,14 @@ impl Host {
         let mut host = Host::start(opts);
         host.borrows_database = true;
         host
+    }
+
+    /// This host now drops its database with it, as the host it was
+    /// started beside ([`Host::start_beside`]) would have: that one was
+    /// stopped ([`Host::stop`]), and its data folder, which holds a
+    /// SQLite file, is kept until this host is dropped.
+    pub fn adopt_database(&mut self) {
+        self.borrows_database = false;
     }
 
     /// Kills the host at once (SIGKILL): no graceful shutdown, nothing

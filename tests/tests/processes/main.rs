@@ -29,6 +29,7 @@ mod openapi;
 mod platform;
 mod registration_mail;
 mod relations;
+mod rolling_upgrade;
 mod scaffold;
 mod several_hosts;
 mod sign_in;
