@@ -4,7 +4,8 @@
 use serde_json::{json, Value};
 
 use crate::credentials;
-use crate::items::{ItemsError, Session, Who};
+use crate::items::{Session, Who};
+use crate::platform::ItemsError;
 use crate::platform::Platform;
 use crate::query::WireQuery;
 use crate::settings::{declare, Env};

@@ -21,7 +21,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::items::{ItemsError, Session, Who, COMMENTS};
+use crate::items::{Session, Who, COMMENTS};
+use crate::platform::ItemsError;
 use crate::platform::Platform;
 use crate::query::{ListParam, WireQuery};
 use crate::storage::Record;

@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 
 use crate::config::ServeArgs;
 use crate::files::{self, Files, Location};
-use crate::items::{ItemsError, Session, Who};
+use crate::items::{Session, Who};
+use crate::platform::ItemsError;
 use crate::platform::Platform;
 use crate::query::WireQuery;
 use crate::values::format_timestamp;

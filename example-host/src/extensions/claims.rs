@@ -16,7 +16,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::items::{ItemsError, Session, Who};
+use crate::items::{Session, Who};
+use crate::platform::ItemsError;
 use crate::platform::Platform;
 use crate::platform_schema::SCHEDULE_RUNS;
 use crate::query::WireQuery;

@@ -10,7 +10,7 @@ use host_sdk::BodyRule;
 
 use super::services::{ffi_accountability_opt, ExtServices};
 use super::ExtRequest;
-use crate::items::ItemEvent;
+use crate::platform::ItemEvent;
 
 /// An extension's answer, whichever way it was called. The body is the
 /// extension's own buffer, written to the socket without a copy; a kept
@@ -68,7 +68,7 @@ fn ffi_event(event: &ItemEvent) -> FfiItemEvent {
 /// An item event as a linked extension's facade takes it: the host's
 /// text, borrowed.
 fn facade_event(event: &ItemEvent) -> host_sdk::RawItemEvent<'_> {
-    use crate::items::EventKind;
+    use crate::platform::EventKind;
     host_sdk::RawItemEvent::new(
         match event.kind {
             EventKind::Create => host_sdk::EventKind::Create,

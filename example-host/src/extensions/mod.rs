@@ -31,8 +31,8 @@ use arc_swap::ArcSwap;
 use serde_json::Value;
 
 use crate::accounts::Accountability;
-use crate::items::{EventSink, ItemEvent, ItemsError};
 use crate::platform::Platform;
+use crate::platform::{EventSink, ItemEvent, ItemsError};
 use crate::storage::Writer;
 use services::ExtServices;
 

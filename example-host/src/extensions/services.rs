@@ -11,8 +11,9 @@ use host_sdk::abi::{
 use parking_lot::Mutex;
 
 use crate::accounts::Accountability;
-use crate::items::{ItemEvent, ItemsError, Session, Who};
+use crate::items::{Session, Who};
 use crate::platform::Platform;
+use crate::platform::{ItemEvent, ItemsError};
 use crate::query::WireQuery;
 use crate::storage::{StoreError, Writer};
 

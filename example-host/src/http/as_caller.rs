@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Uri};
 
-use super::items_api::parse_query_string;
+use super::query_string::parse_query_string;
 use super::{authenticate, blocking, credentials, AppState, HttpError};
 use crate::items::Who;
 use crate::platform::Platform;

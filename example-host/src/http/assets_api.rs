@@ -20,7 +20,8 @@ use super::throttle::{first_transform, ClientAddress};
 use super::{AppState, HttpError};
 use crate::files::transform::{self, Transform};
 use crate::files::{self, StorageError};
-use crate::items::{ItemsError, Session, Who};
+use crate::items::{Session, Who};
+use crate::platform::ItemsError;
 use crate::platform::Platform;
 use crate::query::{ListParam, WireQuery};
 

@@ -13,7 +13,7 @@ use cookie::{Cookie, SameSite};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use super::{credentials, AppState, Credentials, HttpError};
-use crate::items::ItemsError;
+use crate::platform::ItemsError;
 use crate::signin::settings::{CookieSettings, CorsOrigin, CorsSettings, Settings};
 
 /// The value of cookie `name` in the request, if sent.

@@ -4,7 +4,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::items::ItemsError;
+use crate::platform::ItemsError;
 
 /// A failure of a host route (items API shape) or of an extension mount
 /// (`{error}` shape).

@@ -19,9 +19,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
 
 use super::as_caller::AsCaller;
-use super::items_api::{
-    json_body_text, parse_query_string, read_back, read_many_in, read_one_in, ItemPath,
-};
+use super::items_api::{json_body_text, read_back, read_many_in, read_one_in, ItemPath};
+use super::query_string::parse_query_string;
 use super::{blocking, read_body, AppState, HttpError};
 use crate::files::{self, Files};
 use crate::items::{Session, Who};

@@ -13,6 +13,7 @@ mod extension_api;
 mod files_api;
 mod folders_api;
 mod items_api;
+mod query_string;
 pub mod routes;
 mod server_api;
 mod throttle;

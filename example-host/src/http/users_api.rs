@@ -12,12 +12,14 @@ use serde_json::Value;
 
 use super::as_caller::{caller, AsCaller};
 use super::items_api::{
-    create_in, data_text, delete_in, delete_many_in, json_body_text, parse_query_string,
-    read_many_in, update_in, update_many_in, ItemPath,
+    create_in, data_text, delete_in, delete_many_in, json_body_text, read_many_in, update_in,
+    update_many_in, ItemPath,
 };
+use super::query_string::parse_query_string;
 use super::throttle::{mail_request, ClientAddress};
 use super::{blocking, read_body, AppState, HttpError};
-use crate::items::{ItemsError, Session, Who};
+use crate::items::{Session, Who};
+use crate::platform::ItemsError;
 use crate::platform::Platform;
 use crate::query::{ListParam, WireQuery};
 

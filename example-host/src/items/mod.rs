@@ -21,7 +21,7 @@ mod related_filters;
 mod relations;
 mod write;
 
-pub use crate::platform::{EventKind, EventSink, ItemEvent, ItemsError};
+use crate::platform::{EventKind, ItemEvent, ItemsError};
 pub use read::COMMENTS;
 
 use std::sync::Arc;

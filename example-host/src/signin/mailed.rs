@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 
 use super::tokens::{self, Purpose};
 use super::{find_by_email, links, SignIn, SignInError};
-use crate::items::{ItemsError, Session, Who};
+use crate::items::{Session, Who};
 use crate::mail::Message;
+use crate::platform::ItemsError;
 use crate::platform::Platform;
 use crate::query::{Filter, ReadQuery};
 use crate::schema::{CollectionDef, Schema};
