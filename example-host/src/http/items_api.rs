@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use super::as_caller::AsCaller;
+use super::as_caller::{AsCaller, Call};
 use super::{read_body, AppState, HttpError};
 use crate::items::{Session, Who};
 use crate::platform::ItemsError;
@@ -196,6 +196,25 @@ pub async fn create(
     create_in(state, collection, call, body).await
 }
 
+/// Reads the request's JSON body within the caller's bounds, then runs
+/// `write` on a blocking worker as the caller, with the body's text, the
+/// request's query and the most items one write may hold.
+async fn with_json_body(
+    state: AppState,
+    call: AsCaller,
+    body: Body,
+    write: impl FnOnce(Call<'_>, &str, WireQuery, usize) -> Result<Response, HttpError> + Send + 'static,
+) -> Result<Response, HttpError> {
+    let bytes = read_body(body, call.headers(), &state.limits).await?;
+    let max_batch = state.limits.max_batch_mutation;
+    call.run(move |c| {
+        let payload = json_body_text(&bytes)?;
+        let q = c.query()?;
+        write(c, payload, q, max_batch)
+    })
+    .await
+}
+
 /// `POST` of one item or an array of them.
 pub(super) async fn create_in(
     state: AppState,
@@ -204,11 +223,7 @@ pub(super) async fn create_in(
     body: Body,
 ) -> Result<Response, HttpError> {
     let collection = collection.into();
-    let bytes = read_body(body, call.headers(), &state.limits).await?;
-    let max_batch = state.limits.max_batch_mutation;
-    call.run(move |c| {
-        let payload = json_body_text(&bytes)?;
-        let q = c.query()?;
+    with_json_body(state, call, body, move |c, payload, q, max_batch| {
         let many = payload.starts_with('[');
         let keys = if many {
             c.platform.create_many_json_at_most(
@@ -246,10 +261,7 @@ pub(super) async fn update_in(
     body: Body,
 ) -> Result<Response, HttpError> {
     let collection = collection.into();
-    let bytes = read_body(body, call.headers(), &state.limits).await?;
-    call.run(move |c| {
-        let payload = json_body_text(&bytes)?;
-        let q = c.query()?;
+    with_json_body(state, call, body, move |c, payload, q, _| {
         let key =
             c.platform
                 .update_one_json(&mut Session::Auto, &c.who, &collection, &id, payload)?;
@@ -276,11 +288,7 @@ pub(super) async fn update_many_in(
     body: Body,
 ) -> Result<Response, HttpError> {
     let collection = collection.into();
-    let bytes = read_body(body, call.headers(), &state.limits).await?;
-    let max_batch = state.limits.max_batch_mutation;
-    call.run(move |c| {
-        let payload = json_body_text(&bytes)?;
-        let q = c.query()?;
+    with_json_body(state, call, body, move |c, payload, q, max_batch| {
         let keys =
             c.platform
                 .update_many_json(&c.who, &collection, payload, max_batch, DEFAULT_LIMIT)?;
@@ -306,10 +314,7 @@ pub(super) async fn delete_many_in(
     body: Body,
 ) -> Result<Response, HttpError> {
     let collection = collection.into();
-    let bytes = read_body(body, call.headers(), &state.limits).await?;
-    let max_batch = state.limits.max_batch_mutation;
-    call.run(move |c| {
-        let payload = json_body_text(&bytes)?;
+    with_json_body(state, call, body, move |c, payload, _, max_batch| {
         c.platform
             .delete_many(&c.who, &collection, payload, max_batch, DEFAULT_LIMIT)?;
         Ok(StatusCode::NO_CONTENT.into_response())

@@ -29,10 +29,14 @@ fn invalid(message: impl Into<String>) -> ItemsError {
     ItemsError::InvalidPayload(message.into())
 }
 
-fn too_many(max: usize) -> ItemsError {
-    invalid(format!(
-        "Invalid payload. Exceeded max batch mutation limit of {max}."
-    ))
+/// Refuses more than `max` items in one request, as creates are refused.
+fn at_most(count: usize, max: usize) -> Result<(), ItemsError> {
+    if count > max {
+        return Err(invalid(format!(
+            "Invalid payload. Exceeded max batch mutation limit of {max}."
+        )));
+    }
+    Ok(())
 }
 
 /// A key as the body gives it: a string, or a number written as one.
@@ -143,16 +147,12 @@ impl Platform {
         default_limit: u64,
     ) -> Result<Vec<String>, ItemsError> {
         let changes = parse_update(body)?;
-        if let Changes::Batch(batch) = &changes {
-            if batch.len() > max {
-                return Err(too_many(max));
-            }
-        }
-        if let Changes::Same(Selection::Keys(keys), _) = &changes {
-            if keys.len() > max {
-                return Err(too_many(max));
-            }
-        }
+        let named = match &changes {
+            Changes::Batch(batch) => batch.len(),
+            Changes::Same(Selection::Keys(keys), _) => keys.len(),
+            Changes::Same(Selection::Query(_), _) => 0,
+        };
+        at_most(named, max)?;
         self.transaction(|s| {
             let mut keys = Vec::new();
             match &changes {
@@ -163,9 +163,7 @@ impl Platform {
                 }
                 Changes::Same(selection, data) => {
                     let selected = self.selected(s, who, collection, selection, default_limit)?;
-                    if selected.len() > max {
-                        return Err(too_many(max));
-                    }
+                    at_most(selected.len(), max)?;
                     for key in &selected {
                         keys.push(self.update_one_json(s, who, collection, key, data)?);
                     }
@@ -187,15 +185,11 @@ impl Platform {
     ) -> Result<Vec<String>, ItemsError> {
         let selection = parse_delete(body)?;
         if let Selection::Keys(keys) = &selection {
-            if keys.len() > max {
-                return Err(too_many(max));
-            }
+            at_most(keys.len(), max)?;
         }
         self.transaction(|s| {
             let selected = self.selected(s, who, collection, &selection, default_limit)?;
-            if selected.len() > max {
-                return Err(too_many(max));
-            }
+            at_most(selected.len(), max)?;
             for key in &selected {
                 self.delete_one(s, who, collection, key)?;
             }

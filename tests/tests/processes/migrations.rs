@@ -6,24 +6,9 @@
 //! load. Every test runs on the suite's backend (`TEST_DB`).
 
 use std::path::Path;
-use std::process::Output;
 
 use platform_tests::database::Database;
-use platform_tests::{host_binary, host_command, Host, HostOptions};
-
-/// `example-host <args>` on the database and extensions of `dir`.
-fn run(dir: &Path, args: &[&str]) -> (Output, String) {
-    let out = host_command(&host_binary(), dir)
-        .args(args)
-        .output()
-        .expect("the host runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out, text)
-}
+use platform_tests::{run_host as run, Host, HostOptions};
 
 /// Forgets that svc's last migration ran, as on a database of the release
 /// before it.
