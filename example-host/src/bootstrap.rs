@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::credentials;
 use crate::items::{Session, Who};
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 use crate::platform::Platform;
 use crate::query::WireQuery;
 use crate::settings::{declare, Env};
@@ -52,7 +52,7 @@ const MEMBERS_READ_OWN_ROLE: &str = "0006_members_read_own_role";
 /// (`/users/me?fields=role.name`) are read under the caller's permissions,
 /// as Directus's minimal app access lets a user read their role. A policy
 /// that has a rule on reading roles already keeps it as it is.
-pub fn grant_members_own_role(platform: &Platform) -> Result<usize, ItemsError> {
+pub fn grant_members_own_role(platform: &Platform) -> Result<usize, PlatformError> {
     grant_members_once(
         platform,
         MEMBERS_READ_OWN_ROLE,
@@ -83,7 +83,7 @@ const MEMBERS_READ_OWN_ACCESS: &str = "0011_members_read_own_access_and_comments
 /// `/comments` does. A policy that already has a rule on reading one of
 /// these collections keeps it as it is; the own-role rule as seeded
 /// (`grant_members_own_role`) gains `policies`.
-pub fn grant_members_own_access(platform: &Platform) -> Result<usize, ItemsError> {
+pub fn grant_members_own_access(platform: &Platform) -> Result<usize, PlatformError> {
     let who = Who::system();
     let mut granted = 0;
     platform.once(
@@ -168,7 +168,7 @@ const LOWER_CASE_EMAILS: &str = "0007_emails_lower_case";
 /// lower case, so that uniqueness holds regardless of case. Two accounts
 /// whose emails differ only by case cannot both be lower-cased: they are
 /// left as they are and named in the log, for an administrator to settle.
-pub fn lower_case_emails(platform: &Platform) -> Result<usize, ItemsError> {
+pub fn lower_case_emails(platform: &Platform) -> Result<usize, PlatformError> {
     let who = Who::system();
     let mut changed = 0;
     let mut clashes = Vec::new();
@@ -230,7 +230,7 @@ const MEMBER_FILES: &str = "0013_member_files";
 /// create files (the uploader is always themselves), and read, change and
 /// delete the ones they uploaded; folders they read. A policy that has any rule
 /// on files already keeps its rules as they are.
-pub fn grant_member_files(platform: &Platform) -> Result<usize, ItemsError> {
+pub fn grant_member_files(platform: &Platform) -> Result<usize, PlatformError> {
     grant_members_once(
         platform,
         MEMBER_FILES,
@@ -270,7 +270,7 @@ const FIRST_START: &str = "0000_first_start";
 /// Seeds an empty platform, once in the life of the database (hosts
 /// starting together on an empty database seed it once); returns false when
 /// it was seeded before or already has users.
-pub fn first_start(platform: &Platform, admin: AdminSeed) -> Result<bool, ItemsError> {
+pub fn first_start(platform: &Platform, admin: AdminSeed) -> Result<bool, PlatformError> {
     let generated = admin.token.is_none();
     let token = admin
         .token
@@ -317,7 +317,7 @@ fn seed(
     who: &Who,
     admin: &AdminSeed,
     token: &str,
-) -> Result<(), ItemsError> {
+) -> Result<(), PlatformError> {
     let mut role_ids = Vec::new();
     for name in ROLES {
         let role = platform.create_one(s, who, "platform_roles", &json!({"name": name}))?;
@@ -374,7 +374,7 @@ pub const LAST_MINOR_WITH_SEEDED_MEMBER_RULES: u64 = 7;
 /// members' policy has any rule on it already (an earlier host's, the
 /// extension's own, or an administrator's). Returns how many rules were
 /// made.
-pub fn grant_pre_1_8_member_rules(platform: &Platform) -> Result<usize, ItemsError> {
+pub fn grant_pre_1_8_member_rules(platform: &Platform) -> Result<usize, PlatformError> {
     let mut granted = 0;
     for collection in ["recordings", "video_likes"] {
         if !platform.has_collection(collection) {
@@ -424,7 +424,7 @@ fn grant_members_once(
     step: &str,
     existing: &[Value],
     rules: impl Fn(&str) -> Vec<Value>,
-) -> Result<usize, ItemsError> {
+) -> Result<usize, PlatformError> {
     let who = Who::system();
     let mut granted = 0;
     platform.once(crate::platform_schema::OWNER, step, |s| {
@@ -455,7 +455,7 @@ fn grant_members_once(
     Ok(granted)
 }
 
-fn member_policy_ids(platform: &Platform, s: &mut Session<'_>) -> Result<Vec<String>, ItemsError> {
+fn member_policy_ids(platform: &Platform, s: &mut Session<'_>) -> Result<Vec<String>, PlatformError> {
     let policies = platform.read_by_query(
         s,
         &Who::system(),

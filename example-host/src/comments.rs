@@ -22,7 +22,7 @@
 use serde_json::{Map, Value};
 
 use crate::items::{Session, Who, COMMENTS};
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 use crate::platform::Platform;
 use crate::query::{ListParam, WireQuery};
 use crate::storage::Record;
@@ -44,7 +44,7 @@ pub enum CommentError {
     #[error("You don't have permission to access this.")]
     Forbidden,
     #[error(transparent)]
-    Items(#[from] ItemsError),
+    Items(#[from] PlatformError),
 }
 
 /// The default page size of a list, as the items API's.
@@ -172,7 +172,7 @@ fn own_comment(platform: &Platform, who: &Who, id: &str) -> Result<(), CommentEr
         return Ok(());
     }
     let record: Value =
-        serde_json::from_slice(&text).map_err(|e| ItemsError::Internal(e.to_string()))?;
+        serde_json::from_slice(&text).map_err(|e| PlatformError::Internal(e.to_string()))?;
     let me = who.accountability.as_ref().map(|a| a.user.as_str());
     match (record.get("user_created").and_then(Value::as_str), me) {
         (Some(author), Some(me)) if author == me => Ok(()),

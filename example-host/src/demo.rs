@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::config::ServeArgs;
 use crate::files::{self, Files, Location};
 use crate::items::{Session, Who};
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 use crate::platform::Platform;
 use crate::query::WireQuery;
 use crate::values::format_timestamp;
@@ -41,19 +41,19 @@ struct Ctx<'a, 'b> {
 }
 
 impl Ctx<'_, '_> {
-    fn create(&mut self, collection: &str, data: Value) -> Result<String, ItemsError> {
+    fn create(&mut self, collection: &str, data: Value) -> Result<String, PlatformError> {
         self.platform
             .create_one(self.session, &self.who, collection, &data)
     }
 
-    fn update(&mut self, collection: &str, key: &str, data: Value) -> Result<String, ItemsError> {
+    fn update(&mut self, collection: &str, key: &str, data: Value) -> Result<String, PlatformError> {
         self.platform
             .update_one(self.session, &self.who, collection, key, &data)
     }
 
     /// Sets the fields of `data` that the item holds no value in: what
     /// someone set since (on a demo made by an earlier release) stays.
-    fn fill(&mut self, collection: &str, key: &str, data: Value) -> Result<(), ItemsError> {
+    fn fill(&mut self, collection: &str, key: &str, data: Value) -> Result<(), PlatformError> {
         let Value::Object(wanted) = data else {
             return Ok(());
         };
@@ -83,7 +83,7 @@ impl Ctx<'_, '_> {
 
     /// The users that have no password (passwords are never read back
     /// through the items service, so the store is asked).
-    fn users_without_password(&mut self) -> Result<Vec<String>, ItemsError> {
+    fn users_without_password(&mut self) -> Result<Vec<String>, PlatformError> {
         let schema = self.platform.store.schema();
         let Some(users) = schema.get("platform_users") else {
             return Ok(Vec::new());
@@ -104,7 +104,7 @@ impl Ctx<'_, '_> {
             .collect())
     }
 
-    fn id_of(&mut self, collection: &str, field: &str, value: &str) -> Result<String, ItemsError> {
+    fn id_of(&mut self, collection: &str, field: &str, value: &str) -> Result<String, PlatformError> {
         self.value_of(collection, field, value, "id")
     }
 
@@ -115,7 +115,7 @@ impl Ctx<'_, '_> {
         field: &str,
         value: &str,
         wanted: &str,
-    ) -> Result<String, ItemsError> {
+    ) -> Result<String, PlatformError> {
         let q = WireQuery {
             filter: Some(json!({ field: {"_eq": value} })),
             limit: Some(1),
@@ -129,7 +129,7 @@ impl Ctx<'_, '_> {
             .and_then(Value::as_str)
             .map(String::from)
             .ok_or_else(|| {
-                ItemsError::Internal(format!(
+                PlatformError::Internal(format!(
                     "no {wanted} of {collection} with {field} = {value}"
                 ))
             })
@@ -309,10 +309,10 @@ struct Media {
 
 impl Media {
     /// Creates the record of the stored file `name`; its id.
-    fn record(&self, ctx: &mut Ctx<'_, '_>, name: &str) -> Result<String, ItemsError> {
+    fn record(&self, ctx: &mut Ctx<'_, '_>, name: &str) -> Result<String, PlatformError> {
         let file =
             self.files.iter().find(|f| f.name == name).ok_or_else(|| {
-                ItemsError::Internal(format!("the demo file {name} was not stored"))
+                PlatformError::Internal(format!("the demo file {name} was not stored"))
             })?;
         ctx.create(
             "platform_files",
@@ -360,7 +360,7 @@ async fn remove(location: &Location, files: &[DemoFile]) {
 }
 
 /// Whether the demo was seeded already (its first model exists).
-fn present(platform: &Platform, session: &mut Session<'_>) -> Result<bool, ItemsError> {
+fn present(platform: &Platform, session: &mut Session<'_>) -> Result<bool, PlatformError> {
     let found = platform.read_by_query(
         session,
         &Who::system(),
@@ -456,7 +456,7 @@ pub fn seed(
     Ok(())
 }
 
-fn seed_users(ctx: &mut Ctx<'_, '_>, media: &Media) -> Result<(), ItemsError> {
+fn seed_users(ctx: &mut Ctx<'_, '_>, media: &Media) -> Result<(), PlatformError> {
     let model_role = ctx.id_of("platform_roles", "name", "Model")?;
     let viewer_role = ctx.id_of("platform_roles", "name", "Viewer")?;
     for model in &MODELS {
@@ -481,7 +481,7 @@ fn seed_users(ctx: &mut Ctx<'_, '_>, media: &Media) -> Result<(), ItemsError> {
                 json!({"platform_users_id": user_id, "platform_files_id": photo, "sort": sort}),
             )
             .or_else(|e| {
-                if matches!(e, ItemsError::Forbidden(_) | ItemsError::NotFound(_)) {
+                if matches!(e, PlatformError::Forbidden(_) | PlatformError::NotFound(_)) {
                     Ok(String::new())
                 } else {
                     Err(e)
@@ -503,7 +503,7 @@ fn seed_users(ctx: &mut Ctx<'_, '_>, media: &Media) -> Result<(), ItemsError> {
     Ok(())
 }
 
-fn seed_catalogue(ctx: &mut Ctx<'_, '_>, media: &Media) -> Result<(), ItemsError> {
+fn seed_catalogue(ctx: &mut Ctx<'_, '_>, media: &Media) -> Result<(), PlatformError> {
     let aria = ctx.id_of("platform_users", "slug", "aria-vale")?;
     let bianca = ctx.id_of("platform_users", "slug", "bianca-moreau")?;
     let chloe = ctx.id_of("platform_users", "slug", "chloe-sato")?;
@@ -600,7 +600,7 @@ const MOVIE_SECONDS: u64 = 6;
 /// their avatars in the `avatars` folder the site uploads into, members'
 /// own emails; with the catalogue, tags on videos and articles, covers on
 /// articles and the movies' duration.
-fn complete_for_the_site(ctx: &mut Ctx<'_, '_>, has_service: bool) -> Result<(), ItemsError> {
+fn complete_for_the_site(ctx: &mut Ctx<'_, '_>, has_service: bool) -> Result<(), PlatformError> {
     let avatars = match ctx.id_of("platform_folders", "name", "avatars") {
         Ok(folder) => folder,
         Err(_) => ctx.create("platform_folders", json!({"name": "avatars"}))?,
@@ -720,7 +720,7 @@ const SITE_READS: [(&str, &[&str]); 7] = [
 
 /// Lets visitors and members read what the site shows (docs/decisions.md §9),
 /// so that its pages work without an operator writing permissions first.
-fn grant_site_reads(ctx: &mut Ctx<'_, '_>) -> Result<(), ItemsError> {
+fn grant_site_reads(ctx: &mut Ctx<'_, '_>) -> Result<(), PlatformError> {
     for policy in SITE_READERS {
         let policy = ctx.id_of("platform_policies", "name", policy)?;
         for (collection, fields) in SITE_READS {

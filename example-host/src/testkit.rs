@@ -57,7 +57,7 @@ use crate::extensions::services::ExtServices;
 use crate::extensions::{facade_accountability, ExtRequest, Registry};
 use crate::http::{call_extension, Credentials, HttpError};
 use crate::items::{Session, Who};
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 use crate::platform::Platform;
 use crate::query::WireQuery;
 use crate::storage::{self, Location};
@@ -73,8 +73,8 @@ pub use crate::migration_rule::not_additive;
 #[error("{0}")]
 pub struct TestKitError(String);
 
-impl From<ItemsError> for TestKitError {
-    fn from(e: ItemsError) -> Self {
+impl From<PlatformError> for TestKitError {
+    fn from(e: PlatformError) -> Self {
         TestKitError(e.to_string())
     }
 }

@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use crate::items::{Session, Who};
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 use crate::platform::Platform;
 use crate::platform_schema::SCHEDULE_RUNS;
 use crate::query::WireQuery;
@@ -53,8 +53,8 @@ fn run_key(extension: &str, schedule: &str, period: DateTime<Utc>) -> String {
     format!("{extension}/{schedule}/{}", format_timestamp(period))
 }
 
-fn wire(query: Value) -> Result<WireQuery, ItemsError> {
-    WireQuery::from_json(&query.to_string()).map_err(|e| ItemsError::Internal(e.0))
+fn wire(query: Value) -> Result<WireQuery, PlatformError> {
+    WireQuery::from_json(&query.to_string()).map_err(|e| PlatformError::Internal(e.0))
 }
 
 fn text<'v>(row: &'v Value, field: &str) -> Option<&'v str> {
@@ -92,7 +92,7 @@ impl Claims {
         extension: &str,
         schedule: &str,
         period: DateTime<Utc>,
-    ) -> Result<Option<Claimed>, ItemsError> {
+    ) -> Result<Option<Claimed>, PlatformError> {
         let run = run_key(extension, schedule, period);
         platform.transaction(|session| {
             let found = self.rows(platform, session, json!({"run": {"_eq": run}}), 1)?;
@@ -120,7 +120,7 @@ impl Claims {
                             taken_over: false,
                         })),
                         // Claimed by another host since the read.
-                        Err(ItemsError::NotUnique(_)) => Ok(None),
+                        Err(PlatformError::NotUnique(_)) => Ok(None),
                         Err(e) => Err(e),
                     }
                 }
@@ -136,7 +136,7 @@ impl Claims {
         platform: &Platform,
         extension: &str,
         schedule: &str,
-    ) -> Result<Option<Claimed>, ItemsError> {
+    ) -> Result<Option<Claimed>, PlatformError> {
         let now = format_timestamp(Utc::now());
         platform.transaction(|session| {
             let lapsed = self.rows(
@@ -158,7 +158,7 @@ impl Claims {
     }
 
     /// Renews the lease of a period this host runs.
-    pub fn renew(&self, platform: &Platform, claimed: &Claimed) -> Result<(), ItemsError> {
+    pub fn renew(&self, platform: &Platform, claimed: &Claimed) -> Result<(), PlatformError> {
         platform.transaction(|session| {
             platform
                 .update_one(
@@ -175,7 +175,7 @@ impl Claims {
     /// Marks a period this host ran as done (whatever the job answered: a
     /// failed run is not run again by another host), and forgets finished
     /// runs of the schedule older than [`KEPT_FOR`].
-    pub fn finish(&self, platform: &Platform, claimed: &Claimed) -> Result<(), ItemsError> {
+    pub fn finish(&self, platform: &Platform, claimed: &Claimed) -> Result<(), PlatformError> {
         let before = format_timestamp(Utc::now() - KEPT_FOR);
         platform.transaction(|session| {
             platform.update_one(
@@ -211,7 +211,7 @@ impl Claims {
         session: &mut Session<'_>,
         filter: Value,
         limit: i64,
-    ) -> Result<Vec<Value>, ItemsError> {
+    ) -> Result<Vec<Value>, PlatformError> {
         let query = wire(json!({"filter": filter, "sort": ["-period"], "limit": limit}))?;
         let rows = platform.read_by_query(session, &Who::system(), SCHEDULE_RUNS, &query, None)?;
         Ok(rows.into_iter().map(Value::Object).collect())
@@ -224,7 +224,7 @@ impl Claims {
         platform: &Platform,
         session: &mut Session<'_>,
         row: &Value,
-    ) -> Result<Option<Claimed>, ItemsError> {
+    ) -> Result<Option<Claimed>, PlatformError> {
         let finished = row.get("finished_on").is_some_and(|v| !v.is_null());
         let lapsed = text(row, "lease_until")
             .and_then(parse_timestamp)

@@ -32,7 +32,7 @@ use serde_json::Value;
 
 use crate::accounts::Accountability;
 use crate::platform::Platform;
-use crate::platform::{EventSink, ItemEvent, ItemsError};
+use crate::platform::{EventSink, ItemEvent, PlatformError};
 use crate::storage::Writer;
 use services::ExtServices;
 
@@ -165,15 +165,15 @@ thread_local! {
 /// The host's error for an in-transaction hook's refusal: the codes the
 /// platform knows keep their meaning; anything else is the hook's failure,
 /// named in the log.
-fn refusal(ext: &str, event: &ItemEvent, code: &str, message: String) -> ItemsError {
-    ItemsError::from_code(code, message.clone()).unwrap_or_else(|| {
+fn refusal(ext: &str, event: &ItemEvent, code: &str, message: String) -> PlatformError {
+    PlatformError::from_code(code, message.clone()).unwrap_or_else(|| {
         log::error!(
             "[{ext}] in-transaction hook failed on {} {} {:?}, write refused: {code}: {message}",
             event.kind.name(),
             event.collection,
             event.keys,
         );
-        ItemsError::Internal(format!(
+        PlatformError::Internal(format!(
             "a hook of extension `{ext}` failed on this write: {message}"
         ))
     })
@@ -357,11 +357,11 @@ impl Registry {
 /// hook whose writes keep triggering hooks would otherwise never end.
 fn nested_hooks<T>(
     write: &ItemEvent,
-    run: impl FnOnce() -> Result<T, ItemsError>,
-) -> Result<T, ItemsError> {
+    run: impl FnOnce() -> Result<T, PlatformError>,
+) -> Result<T, PlatformError> {
     let depth = BEFORE_COMMIT_DEPTH.with(Cell::get);
     if depth >= MAX_BEFORE_COMMIT_DEPTH {
-        return Err(ItemsError::Internal(format!(
+        return Err(PlatformError::Internal(format!(
             "in-transaction hooks nested {depth} deep on {} {} (a hook's write keeps triggering hooks)",
             write.kind.name(),
             write.collection
@@ -388,7 +388,7 @@ impl EventSink for Registry {
         conn: &mut dyn Writer,
         events: &mut Vec<ItemEvent>,
         event: &ItemEvent,
-    ) -> Result<(), ItemsError> {
+    ) -> Result<(), PlatformError> {
         nested_hooks(event, || {
             for ext in self
                 .all()
@@ -419,7 +419,7 @@ impl EventSink for Registry {
         conn: &mut dyn Writer,
         events: &mut Vec<ItemEvent>,
         write: &ItemEvent,
-    ) -> Result<Option<String>, ItemsError> {
+    ) -> Result<Option<String>, PlatformError> {
         nested_hooks(write, || {
             let mut current = write.clone();
             let mut changed = None;

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use crate::accounts::Accountability;
 use crate::items::{Session, Who};
 use crate::platform::Platform;
-use crate::platform::{ItemEvent, ItemsError};
+use crate::platform::{ItemEvent, PlatformError};
 use crate::query::WireQuery;
 use crate::storage::{StoreError, Writer};
 
@@ -38,17 +38,17 @@ pub fn ffi_accountability(a: &Accountability) -> FfiAccountability {
     }
 }
 
-fn ffi_error(e: &ItemsError) -> FfiError {
+fn ffi_error(e: &PlatformError) -> FfiError {
     FfiError {
         code: e.code().into(),
         message: e.to_string().into(),
     }
 }
 
-fn to_text<T: serde::Serialize>(value: &T) -> Result<RString, ItemsError> {
+fn to_text<T: serde::Serialize>(value: &T) -> Result<RString, PlatformError> {
     serde_json::to_string(value)
         .map(RString::from)
-        .map_err(|e| ItemsError::Internal(e.to_string()))
+        .map_err(|e| PlatformError::Internal(e.to_string()))
 }
 
 impl<'a> ExtServices<'a> {
@@ -98,7 +98,7 @@ impl<'a> ExtServices<'a> {
     fn run<T: serde::Serialize>(
         &self,
         access: FfiAccess,
-        op: impl FnOnce(&Platform, &mut Session<'_>, &Who) -> Result<T, ItemsError>,
+        op: impl FnOnce(&Platform, &mut Session<'_>, &Who) -> Result<T, PlatformError>,
     ) -> RResult<RString, FfiError> {
         self.run_then(access, op, |v| to_text(&v))
     }
@@ -107,20 +107,20 @@ impl<'a> ExtServices<'a> {
     fn run_json(
         &self,
         access: FfiAccess,
-        op: impl FnOnce(&Platform, &mut Session<'_>, &Who) -> Result<Vec<u8>, ItemsError>,
+        op: impl FnOnce(&Platform, &mut Session<'_>, &Who) -> Result<Vec<u8>, PlatformError>,
     ) -> RResult<RString, FfiError> {
         self.run_then(access, op, |bytes| {
             String::from_utf8(bytes)
                 .map(RString::from)
-                .map_err(|e| ItemsError::Internal(e.to_string()))
+                .map_err(|e| PlatformError::Internal(e.to_string()))
         })
     }
 
     fn run_then<T>(
         &self,
         access: FfiAccess,
-        op: impl FnOnce(&Platform, &mut Session<'_>, &Who) -> Result<T, ItemsError>,
-        to_text: impl FnOnce(T) -> Result<RString, ItemsError>,
+        op: impl FnOnce(&Platform, &mut Session<'_>, &Who) -> Result<T, PlatformError>,
+        to_text: impl FnOnce(T) -> Result<RString, PlatformError>,
     ) -> RResult<RString, FfiError> {
         self.platform
             .metrics
@@ -266,7 +266,7 @@ impl HostServices for ExtServices<'_> {
                 self.platform.dispatch(events);
                 ROk(())
             }
-            (Err(e), None) => RErr(ffi_error(&ItemsError::from(e))),
+            (Err(e), None) => RErr(ffi_error(&PlatformError::from(e))),
         }
     }
 }

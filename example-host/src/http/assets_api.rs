@@ -21,7 +21,7 @@ use super::{AppState, HttpError};
 use crate::files::transform::{self, Transform};
 use crate::files::{self, StorageError};
 use crate::items::{Session, Who};
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 use crate::platform::Platform;
 use crate::query::{ListParam, WireQuery};
 
@@ -45,7 +45,7 @@ pub async fn asset_named(
 }
 
 fn forbidden() -> HttpError {
-    HttpError::Items(ItemsError::forbidden())
+    HttpError::Items(PlatformError::forbidden())
 }
 
 /// What an asset's answer is made from.
@@ -70,7 +70,7 @@ async fn serve(
     let head = call.head();
     let (headers, uri) = (&head.headers, &head.uri);
     let transform = Transform::from_query(uri.query(), &state.files.transforms)
-        .map_err(|e| HttpError::Items(ItemsError::InvalidQuery(e)))?;
+        .map_err(|e| HttpError::Items(PlatformError::InvalidQuery(e)))?;
     let file_id = id.clone();
     let mut record = call
         .run(move |c| {
@@ -109,7 +109,7 @@ async fn serve(
         };
         allowed
             .permits(uri.query())
-            .map_err(|e| HttpError::Items(ItemsError::InvalidQuery(e)))?;
+            .map_err(|e| HttpError::Items(PlatformError::InvalidQuery(e)))?;
     }
     if let Some(transform) = transform.filter(|_| transform::transformable(&record.mime)) {
         let accept = headers
@@ -293,13 +293,13 @@ fn asset_record(platform: &Platform, who: &Who, id: &str) -> Result<Vec<u8>, Htt
     };
     match read(who, &asked) {
         Ok(Some(record)) => return Ok(record),
-        Ok(None) | Err(ItemsError::NotFound(_)) => return Err(forbidden()),
-        Err(ItemsError::Forbidden(_)) => {}
+        Ok(None) | Err(PlatformError::NotFound(_)) => return Err(forbidden()),
+        Err(PlatformError::Forbidden(_)) => {}
         Err(e) => return Err(e.into()),
     }
     match read(who, &fields(&["id"])) {
         Ok(Some(_)) => {}
-        Ok(None) | Err(ItemsError::Forbidden(_)) | Err(ItemsError::NotFound(_)) => {
+        Ok(None) | Err(PlatformError::Forbidden(_)) | Err(PlatformError::NotFound(_)) => {
             return Err(forbidden())
         }
         Err(e) => return Err(e.into()),
@@ -368,7 +368,7 @@ async fn transformed(
             ))
         }
         Ok(Ok(Err(transform::TransformError::Failed(e)))) => {
-            return Err(HttpError::Items(ItemsError::InvalidQuery(format!(
+            return Err(HttpError::Items(PlatformError::InvalidQuery(format!(
                 "The image could not be transformed: {e}"
             ))))
         }

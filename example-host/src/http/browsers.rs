@@ -13,7 +13,7 @@ use cookie::{Cookie, SameSite};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use super::{credentials, AppState, Credentials, HttpError};
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 use crate::signin::settings::{CookieSettings, CorsOrigin, CorsSettings, Settings};
 
 /// The value of cookie `name` in the request, if sent.
@@ -80,7 +80,7 @@ pub fn require_json(headers: &HeaderMap) -> Result<(), HttpError> {
 /// The refusal of a state-changing request that a cookie authenticates,
 /// that is not JSON and that no trusted origin vouches for.
 pub fn cookie_form_refused() -> HttpError {
-    HttpError::Items(ItemsError::Forbidden(
+    HttpError::Items(PlatformError::Forbidden(
         "A request authenticated by cookie that changes data must be sent as application/json, \
          or come from the site itself: its Origin (or, without one, its Referer) must be the \
          host's own origin or one CORS_ORIGIN lists."

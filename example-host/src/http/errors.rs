@@ -4,7 +4,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 
 /// A failure of a host route (items API shape) or of an extension mount
 /// (`{error}` shape).
@@ -12,7 +12,7 @@ use crate::platform::ItemsError;
 pub enum HttpError {
     /// An items-service failure on a host route.
     #[error(transparent)]
-    Items(#[from] ItemsError),
+    Items(#[from] PlatformError),
     /// A token that matches no active user, on a host route.
     #[error("Invalid token")]
     InvalidCredentials,
@@ -121,7 +121,7 @@ impl From<crate::comments::CommentError> for HttpError {
         use crate::comments::CommentError as E;
         match e {
             E::Required(_) | E::InvalidPayload(_) => HttpError::InvalidPayload(e.to_string()),
-            E::Forbidden => HttpError::Items(ItemsError::forbidden()),
+            E::Forbidden => HttpError::Items(PlatformError::forbidden()),
             E::Items(e) => HttpError::Items(e),
         }
     }
@@ -145,7 +145,7 @@ impl From<crate::signin::SignInError> for HttpError {
         match e {
             E::InvalidCredentials => HttpError::SignInRefused,
             E::InvalidPayload(m) => HttpError::InvalidPayload(m),
-            E::Forbidden => HttpError::Items(ItemsError::forbidden()),
+            E::Forbidden => HttpError::Items(PlatformError::forbidden()),
             E::Items(e) => HttpError::Items(e),
             E::Store(e) => HttpError::Items(e.into()),
             E::Internal(m) => HttpError::Internal(m),
@@ -164,15 +164,15 @@ fn simple_body(status: StatusCode, message: &str) -> (StatusCode, String) {
     (status, json!({ "error": message }).to_string())
 }
 
-pub fn items_status(e: &ItemsError) -> StatusCode {
+pub fn items_status(e: &PlatformError) -> StatusCode {
     match e {
-        ItemsError::Forbidden(_) => StatusCode::FORBIDDEN,
-        ItemsError::NotFound(_) => StatusCode::NOT_FOUND,
-        ItemsError::InvalidQuery(_) | ItemsError::InvalidPayload(_) | ItemsError::NotUnique(_) => {
+        PlatformError::Forbidden(_) => StatusCode::FORBIDDEN,
+        PlatformError::NotFound(_) => StatusCode::NOT_FOUND,
+        PlatformError::InvalidQuery(_) | PlatformError::InvalidPayload(_) | PlatformError::NotUnique(_) => {
             StatusCode::BAD_REQUEST
         }
-        ItemsError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        ItemsError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        PlatformError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        PlatformError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
@@ -208,7 +208,7 @@ impl HttpError {
     pub fn status_and_body(&self) -> (StatusCode, String) {
         let message = self.to_string();
         match self {
-            HttpError::Items(e @ ItemsError::Internal(_)) => {
+            HttpError::Items(e @ PlatformError::Internal(_)) => {
                 log::error!("items service failure: {e}");
                 items_body(items_status(e), e.code(), UNEXPECTED)
             }

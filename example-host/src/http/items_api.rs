@@ -11,7 +11,7 @@ use serde_json::json;
 use super::as_caller::{AsCaller, Call};
 use super::{read_body, AppState, HttpError};
 use crate::items::{Session, Who};
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 use crate::platform::Platform;
 use crate::query::WireQuery;
 
@@ -103,9 +103,9 @@ pub(super) async fn read_many_in(
 /// users' items cannot be probed.
 pub(super) fn missing(who: &Who, id: &str) -> HttpError {
     if who.is_admin() {
-        HttpError::Items(ItemsError::NotFound(format!("Item \"{id}\" not found")))
+        HttpError::Items(PlatformError::NotFound(format!("Item \"{id}\" not found")))
     } else {
-        HttpError::Items(ItemsError::forbidden())
+        HttpError::Items(PlatformError::forbidden())
     }
 }
 
@@ -148,7 +148,7 @@ pub(super) fn read_back(
     for key in keys {
         match platform.read_one_json(&mut Session::Auto, who, collection, key, q) {
             Ok(Some(r)) => records.push(r),
-            Ok(None) | Err(ItemsError::Forbidden(_)) => {
+            Ok(None) | Err(PlatformError::Forbidden(_)) => {
                 return Ok(StatusCode::NO_CONTENT.into_response())
             }
             Err(e) => return Err(e.into()),

@@ -7,11 +7,11 @@
 use serde_json::{json, Map, Value};
 
 use super::HttpError;
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 use crate::query::{ListParam, WireQuery};
 
 fn bad_query(message: impl Into<String>) -> HttpError {
-    HttpError::Items(ItemsError::InvalidQuery(message.into()))
+    HttpError::Items(PlatformError::InvalidQuery(message.into()))
 }
 
 fn int_param(name: &str, value: &str) -> Result<i64, HttpError> {

@@ -51,7 +51,7 @@ async fn require_admin(
     if who.is_some_and(|a| a.admin) {
         Ok(())
     } else {
-        Err(crate::platform::ItemsError::forbidden().into())
+        Err(crate::platform::PlatformError::forbidden().into())
     }
 }
 

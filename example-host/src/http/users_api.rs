@@ -19,7 +19,7 @@ use super::query_string::parse_query_string;
 use super::throttle::{mail_request, ClientAddress};
 use super::{blocking, read_body, AppState, HttpError};
 use crate::items::{Session, Who};
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 use crate::platform::Platform;
 use crate::query::{ListParam, WireQuery};
 
@@ -71,7 +71,7 @@ pub async fn read_one(
             .read_one_json(&mut Session::Auto, &c.who, USERS, &id, &c.query()?)?
         {
             Some(record) => Ok(data_text(&record)),
-            None => Err(ItemsError::forbidden().into()),
+            None => Err(PlatformError::forbidden().into()),
         }
     })
     .await
@@ -91,7 +91,7 @@ pub async fn update_me(
         .keys()
         .find(|k| NOT_SELF_SERVICE.contains(&k.as_str()))
     {
-        return Err(ItemsError::Forbidden(format!(
+        return Err(PlatformError::Forbidden(format!(
             "You don't have permission to change \"{field}\" of your own account."
         ))
         .into());
@@ -148,7 +148,7 @@ fn without_unchanged_email(
                 .map(str::to_lowercase)
         });
     if asked.is_none() || asked != current {
-        return Err(ItemsError::Forbidden(
+        return Err(PlatformError::Forbidden(
             "You can't change the email address of your own account: an administrator can.".into(),
         )
         .into());
@@ -195,7 +195,7 @@ pub async fn verify_email(State(state): State<AppState>, uri: Uri) -> Result<Res
         .find(|(k, _)| k == "token")
         .map(|(_, v)| v.into_owned())
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| ItemsError::InvalidQuery("\"token\" is required".into()))?;
+        .ok_or_else(|| PlatformError::InvalidQuery("\"token\" is required".into()))?;
     let (platform, signin) = (state.platform.clone(), state.signin.clone());
     let admin = crate::signin::links::on_public_url(&signin.settings.public_url, "/admin");
     blocking(move || Ok(signin.verify_registration(&platform, &token)?)).await?;

@@ -25,7 +25,7 @@ impl Platform {
         conn: &mut dyn Writer,
         events: &mut Vec<ItemEvent>,
         event: ItemEvent,
-    ) -> Result<(), ItemsError> {
+    ) -> Result<(), PlatformError> {
         let at = events.len();
         if let Some(sink) = self
             .events
@@ -56,7 +56,7 @@ impl Platform {
         conn: &mut dyn Writer,
         events: &mut Vec<ItemEvent>,
         write: ItemEvent,
-    ) -> Result<Option<String>, ItemsError> {
+    ) -> Result<Option<String>, PlatformError> {
         // Callers ask `wants_before_write` once per write, before this.
         match self.events.get() {
             Some(sink) => sink.before_write(self, conn, events, &write),

@@ -25,12 +25,12 @@ enum Changes<'b> {
     Batch(Vec<(String, &'b str)>),
 }
 
-fn invalid(message: impl Into<String>) -> ItemsError {
-    ItemsError::InvalidPayload(message.into())
+fn invalid(message: impl Into<String>) -> PlatformError {
+    PlatformError::InvalidPayload(message.into())
 }
 
 /// Refuses more than `max` items in one request, as creates are refused.
-fn at_most(count: usize, max: usize) -> Result<(), ItemsError> {
+fn at_most(count: usize, max: usize) -> Result<(), PlatformError> {
     if count > max {
         return Err(invalid(format!(
             "Invalid payload. Exceeded max batch mutation limit of {max}."
@@ -40,7 +40,7 @@ fn at_most(count: usize, max: usize) -> Result<(), ItemsError> {
 }
 
 /// A key as the body gives it: a string, or a number written as one.
-fn key_of(value: &Value) -> Result<String, ItemsError> {
+fn key_of(value: &Value) -> Result<String, PlatformError> {
     match value {
         Value::String(s) if !s.is_empty() => Ok(s.clone()),
         Value::Number(n) => Ok(n.to_string()),
@@ -48,7 +48,7 @@ fn key_of(value: &Value) -> Result<String, ItemsError> {
     }
 }
 
-fn keys_of(value: &Value) -> Result<Vec<String>, ItemsError> {
+fn keys_of(value: &Value) -> Result<Vec<String>, PlatformError> {
     value
         .as_array()
         .ok_or_else(|| invalid("\"keys\" must be a list of item keys"))?
@@ -57,13 +57,13 @@ fn keys_of(value: &Value) -> Result<Vec<String>, ItemsError> {
         .collect()
 }
 
-fn query_of(value: &Value) -> Result<WireQuery, ItemsError> {
+fn query_of(value: &Value) -> Result<WireQuery, PlatformError> {
     serde_json::from_value(value.clone())
-        .map_err(|e| ItemsError::InvalidQuery(format!("\"query\" is not a query: {e}")))
+        .map_err(|e| PlatformError::InvalidQuery(format!("\"query\" is not a query: {e}")))
 }
 
 /// `{"keys": [...]}` or `{"query": {...}}` of an object body.
-fn selection(body: &Map<String, Value>) -> Result<Selection, ItemsError> {
+fn selection(body: &Map<String, Value>) -> Result<Selection, PlatformError> {
     match (body.get("keys"), body.get("query")) {
         (Some(keys), None) => Ok(Selection::Keys(keys_of(keys)?)),
         (None, Some(query)) => Ok(Selection::Query(Box::new(query_of(query)?))),
@@ -71,7 +71,7 @@ fn selection(body: &Map<String, Value>) -> Result<Selection, ItemsError> {
     }
 }
 
-fn parse_update(body: &str) -> Result<Changes<'_>, ItemsError> {
+fn parse_update(body: &str) -> Result<Changes<'_>, PlatformError> {
     let body = body.trim();
     if body.starts_with('[') {
         let items: Vec<&RawValue> =
@@ -97,7 +97,7 @@ fn parse_update(body: &str) -> Result<Changes<'_>, ItemsError> {
     Ok(Changes::Same(selection(&object)?, data))
 }
 
-fn parse_delete(body: &str) -> Result<Selection, ItemsError> {
+fn parse_delete(body: &str) -> Result<Selection, PlatformError> {
     let value: Value = serde_json::from_str(body).map_err(|_| invalid("Invalid JSON body"))?;
     match &value {
         Value::Array(_) => Ok(Selection::Keys(keys_of(&value)?)),
@@ -118,7 +118,7 @@ impl Platform {
         collection: &str,
         selection: &Selection,
         default_limit: u64,
-    ) -> Result<Vec<String>, ItemsError> {
+    ) -> Result<Vec<String>, PlatformError> {
         match selection {
             Selection::Keys(keys) => Ok(keys.clone()),
             Selection::Query(query) => {
@@ -145,7 +145,7 @@ impl Platform {
         body: &str,
         max: usize,
         default_limit: u64,
-    ) -> Result<Vec<String>, ItemsError> {
+    ) -> Result<Vec<String>, PlatformError> {
         let changes = parse_update(body)?;
         let named = match &changes {
             Changes::Batch(batch) => batch.len(),
@@ -182,7 +182,7 @@ impl Platform {
         body: &str,
         max: usize,
         default_limit: u64,
-    ) -> Result<Vec<String>, ItemsError> {
+    ) -> Result<Vec<String>, PlatformError> {
         let selection = parse_delete(body)?;
         if let Selection::Keys(keys) = &selection {
             at_most(keys.len(), max)?;

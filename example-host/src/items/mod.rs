@@ -21,7 +21,7 @@ mod related_filters;
 mod relations;
 mod write;
 
-use crate::platform::{EventKind, ItemEvent, ItemsError};
+use crate::platform::{EventKind, ItemEvent, PlatformError};
 pub use read::COMMENTS;
 
 use std::sync::Arc;
@@ -93,8 +93,8 @@ impl Platform {
     /// after the commit.
     pub fn transaction<T>(
         &self,
-        mut work: impl FnMut(&mut Session<'_>) -> Result<T, ItemsError>,
-    ) -> Result<T, ItemsError> {
+        mut work: impl FnMut(&mut Session<'_>) -> Result<T, PlatformError>,
+    ) -> Result<T, PlatformError> {
         self.run_write(&mut Session::Auto, |conn, events| {
             let mut session = Session::Tx { conn, events };
             work(&mut session)
@@ -108,14 +108,14 @@ impl Platform {
         &self,
         owner: &str,
         id: &str,
-        mut work: impl FnMut(&mut Session<'_>) -> Result<(), ItemsError>,
-    ) -> Result<bool, ItemsError> {
+        mut work: impl FnMut(&mut Session<'_>) -> Result<(), PlatformError>,
+    ) -> Result<bool, PlatformError> {
         // The platform's steps are declared, so that a database is known
         // to have been migrated by this release or an earlier one.
         if owner == crate::platform_schema::OWNER
             && !crate::platform_schema::ONCE_STEPS.contains(&id)
         {
-            return Err(ItemsError::Internal(format!(
+            return Err(PlatformError::Internal(format!(
                 "the platform's once-only step {id} is not declared in platform_schema::ONCE_STEPS"
             )));
         }
@@ -136,14 +136,14 @@ impl Platform {
         Ok(ran)
     }
 
-    fn collection(&self, who: &Who, name: &str) -> Result<Arc<CollectionDef>, ItemsError> {
+    fn collection(&self, who: &Who, name: &str) -> Result<Arc<CollectionDef>, PlatformError> {
         match self.store.schema().get(name) {
             Some(def) if !is_internal(name) => Ok(def.clone()),
-            _ if who.is_admin() => Err(ItemsError::NotFound(format!(
+            _ if who.is_admin() => Err(PlatformError::NotFound(format!(
                 "Collection \"{name}\" does not exist"
             ))),
             // Do not tell callers which collections exist.
-            _ => Err(ItemsError::forbidden()),
+            _ => Err(PlatformError::forbidden()),
         }
     }
 
@@ -153,14 +153,14 @@ impl Platform {
         who: &Who,
         collection: &str,
         action: Action,
-    ) -> Result<Option<Grant>, ItemsError> {
+    ) -> Result<Option<Grant>, PlatformError> {
         if who.is_admin() {
             return Ok(None);
         }
         self.permission_set(who)?
             .grant(collection, action)
             .map(Some)
-            .ok_or_else(ItemsError::forbidden)
+            .ok_or_else(PlatformError::forbidden)
     }
 
     /// What the caller's policies (the public ones, for an anonymous
@@ -168,7 +168,7 @@ impl Platform {
     fn permission_set(
         &self,
         who: &Who,
-    ) -> Result<Arc<crate::permissions::PermissionSet>, ItemsError> {
+    ) -> Result<Arc<crate::permissions::PermissionSet>, PlatformError> {
         let policies = match &who.accountability {
             Some(acc) => acc.policies.clone(),
             None => self.auth.public_policies(self.store.as_ref())?,
@@ -184,7 +184,7 @@ impl Platform {
 
     /// The collections the caller may read (some items of, at least) that
     /// exist and are served; `None` when they may read everything.
-    pub fn readable_collections(&self, who: &Who) -> Result<Option<Vec<String>>, ItemsError> {
+    pub fn readable_collections(&self, who: &Who) -> Result<Option<Vec<String>>, PlatformError> {
         if who.is_admin() {
             return Ok(None);
         }
@@ -204,11 +204,11 @@ impl Platform {
         def: &CollectionDef,
         grant: Option<&Grant>,
         vars: &Vars,
-    ) -> Result<Option<Filter>, ItemsError> {
+    ) -> Result<Option<Filter>, PlatformError> {
         match grant.and_then(|g| g.filter.as_ref()) {
             None => Ok(None),
             Some(raw) => parse_filter(def, raw, vars).map(Some).map_err(|e| {
-                ItemsError::Internal(format!("bad permission filter on {}: {e}", def.name))
+                PlatformError::Internal(format!("bad permission filter on {}: {e}", def.name))
             }),
         }
     }
@@ -216,15 +216,15 @@ impl Platform {
     fn run_read<T>(
         &self,
         session: &mut Session<'_>,
-        mut work: impl FnMut(&mut dyn Reader) -> Result<T, ItemsError>,
-    ) -> Result<T, ItemsError> {
+        mut work: impl FnMut(&mut dyn Reader) -> Result<T, PlatformError>,
+    ) -> Result<T, PlatformError> {
         match session {
             Session::Tx { conn, .. } => work(&mut **conn as &mut dyn Reader),
             Session::Auto => {
                 let mut kept = Kept::default();
                 let result = self.store.read(&mut |conn| kept.keep(work(conn)));
                 let ((), value) = kept.settle(result)?;
-                value.ok_or_else(|| ItemsError::Internal("read did not run".into()))
+                value.ok_or_else(|| PlatformError::Internal("read did not run".into()))
             }
         }
     }
@@ -232,8 +232,8 @@ impl Platform {
     fn run_write<T>(
         &self,
         session: &mut Session<'_>,
-        mut work: impl FnMut(&mut dyn Writer, &mut Vec<ItemEvent>) -> Result<T, ItemsError>,
-    ) -> Result<T, ItemsError> {
+        mut work: impl FnMut(&mut dyn Writer, &mut Vec<ItemEvent>) -> Result<T, PlatformError>,
+    ) -> Result<T, PlatformError> {
         match session {
             Session::Tx { conn, events } => work(&mut **conn, events),
             Session::Auto => {
@@ -246,7 +246,7 @@ impl Platform {
                 });
                 let ((), value) = kept.settle(result)?;
                 let value =
-                    value.ok_or_else(|| ItemsError::Internal("write did not run".into()))?;
+                    value.ok_or_else(|| PlatformError::Internal("write did not run".into()))?;
                 self.dispatch(events);
                 Ok(value)
             }
@@ -261,17 +261,17 @@ impl Platform {
         key: &str,
         scope: Option<&Filter>,
         admin: bool,
-    ) -> Result<(), ItemsError> {
+    ) -> Result<(), PlatformError> {
         let mut q = ReadQuery::select(&["id"], key_filter(key)).limit(1);
         q.filter = Filter::and(q.filter.take(), scope.cloned());
         if !conn.select(def, &q)?.is_empty() {
             return Ok(());
         }
         if admin {
-            Err(ItemsError::NotFound(format!("Item \"{key}\" not found")))
+            Err(PlatformError::NotFound(format!("Item \"{key}\" not found")))
         } else {
             // Same answer whether it is missing or not theirs.
-            Err(ItemsError::forbidden())
+            Err(PlatformError::forbidden())
         }
     }
 }
@@ -296,15 +296,15 @@ fn check_queried_fields(
     collection: &str,
     grant: Option<&Grant>,
     used: &[String],
-) -> Result<(), ItemsError> {
+) -> Result<(), PlatformError> {
     for field in used {
         if is_secret(collection, field) {
-            return Err(ItemsError::InvalidQuery(format!(
+            return Err(PlatformError::InvalidQuery(format!(
                 "cannot query by \"{field}\""
             )));
         }
         if grant.is_some_and(|g| !g.allows_field(field)) {
-            return Err(ItemsError::forbidden());
+            return Err(PlatformError::forbidden());
         }
     }
     Ok(())
@@ -313,9 +313,9 @@ fn check_queried_fields(
 fn known_field<'d>(
     def: &'d CollectionDef,
     name: &str,
-) -> Result<&'d crate::schema::Field, ItemsError> {
+) -> Result<&'d crate::schema::Field, PlatformError> {
     def.field(name).ok_or_else(|| {
-        ItemsError::InvalidPayload(format!(
+        PlatformError::InvalidPayload(format!(
             "unknown field \"{name}\" in collection \"{}\"",
             def.name
         ))
@@ -323,8 +323,8 @@ fn known_field<'d>(
 }
 
 /// A query naming a field `def` does not have.
-fn unknown_query_field(def: &CollectionDef, name: &str) -> ItemsError {
-    ItemsError::InvalidQuery(format!(
+fn unknown_query_field(def: &CollectionDef, name: &str) -> PlatformError {
+    PlatformError::InvalidQuery(format!(
         "unknown field \"{name}\" in collection \"{}\"",
         def.name
     ))
@@ -333,7 +333,7 @@ fn unknown_query_field(def: &CollectionDef, name: &str) -> ItemsError {
 /// The outcome of items work run inside one of the store's callbacks,
 /// which speak `StoreError`: the work's own error is kept whole (the latest
 /// run's, when the store runs the work again) and only aborts the store.
-struct Kept<T>(Option<Result<T, ItemsError>>);
+struct Kept<T>(Option<Result<T, PlatformError>>);
 
 impl<T> Default for Kept<T> {
     fn default() -> Self {
@@ -343,7 +343,7 @@ impl<T> Default for Kept<T> {
 
 impl<T> Kept<T> {
     /// Keeps `outcome`; an error tells the store to give up.
-    fn keep(&mut self, outcome: Result<T, ItemsError>) -> Result<(), StoreError> {
+    fn keep(&mut self, outcome: Result<T, PlatformError>) -> Result<(), StoreError> {
         let failed = outcome.is_err();
         self.0 = Some(outcome);
         if failed {
@@ -355,7 +355,7 @@ impl<T> Kept<T> {
 
     /// The work's error first, then the store's (a commit that failed);
     /// else the store's value and the work's, `None` when it never ran.
-    fn settle<U>(self, store: Result<U, StoreError>) -> Result<(U, Option<T>), ItemsError> {
+    fn settle<U>(self, store: Result<U, StoreError>) -> Result<(U, Option<T>), PlatformError> {
         match (store, self.0) {
             (_, Some(Err(e))) => Err(e),
             (Err(e), _) => Err(e.into()),
@@ -369,14 +369,14 @@ fn select_json_array(
     conn: &mut dyn Reader,
     def: &CollectionDef,
     q: &ReadQuery,
-) -> Result<Vec<u8>, ItemsError> {
+) -> Result<Vec<u8>, PlatformError> {
     let mut out = vec![b'['];
     conn.select_json(def, q, &mut out)?;
     out.push(b']');
     Ok(out)
 }
 
-fn exists(conn: &mut dyn Reader, def: &CollectionDef, key: &str) -> Result<bool, ItemsError> {
+fn exists(conn: &mut dyn Reader, def: &CollectionDef, key: &str) -> Result<bool, PlatformError> {
     let q = ReadQuery::select(&["id"], key_filter(key)).limit(1);
     Ok(!conn.select(def, &q)?.is_empty())
 }

@@ -16,7 +16,7 @@ impl Platform {
         wire: &WireQuery,
         default_limit: Option<u64>,
         path: &str,
-    ) -> Result<ReadQuery, ItemsError> {
+    ) -> Result<ReadQuery, PlatformError> {
         let grant = self.grant(who, &def.name, Action::Read)?;
         check_named_fields(def, grant.as_ref(), wire, path)?;
         let vars = who.vars();
@@ -31,7 +31,7 @@ impl Platform {
             !is_secret(&def.name, f) && grant.as_ref().is_none_or(|g| g.allows_field(f))
         });
         if q.fields.is_empty() {
-            return Err(ItemsError::forbidden());
+            return Err(PlatformError::forbidden());
         }
         used.extend(q.fields.iter().cloned());
         if let Some(search) = search(def, grant.as_ref(), wire) {
@@ -54,7 +54,7 @@ impl Platform {
         grant: Option<&Grant>,
         vars: &Vars,
         used: &[String],
-    ) -> Result<FieldMasks, ItemsError> {
+    ) -> Result<FieldMasks, PlatformError> {
         let mut masks = FieldMasks::default();
         let Some(grant) = grant else {
             return Ok(masks);
@@ -65,7 +65,7 @@ impl Platform {
             }
             if let Some(raw) = grant.field_rows(field) {
                 let rows = parse_filter(def, &raw, vars).map_err(|e| {
-                    ItemsError::Internal(format!("bad permission filter on {}: {e}", def.name))
+                    PlatformError::Internal(format!("bad permission filter on {}: {e}", def.name))
                 })?;
                 masks.insert(field, rows);
             }
@@ -81,7 +81,7 @@ impl Platform {
         session: &mut Session<'_>,
         who: &Who,
         def: &CollectionDef,
-    ) -> Result<Option<Filter>, ItemsError> {
+    ) -> Result<Option<Filter>, PlatformError> {
         if def.name != COMMENTS {
             return Ok(None);
         }
@@ -89,7 +89,7 @@ impl Platform {
             None => Ok(None),
             Some(raw) => parse_filter(def, &raw, &who.vars())
                 .map(Some)
-                .map_err(|e| ItemsError::Internal(format!("bad comment scope: {e}"))),
+                .map_err(|e| PlatformError::Internal(format!("bad comment scope: {e}"))),
         }
     }
 
@@ -104,7 +104,7 @@ impl Platform {
         &self,
         session: &mut Session<'_>,
         who: &Who,
-    ) -> Result<Option<Value>, ItemsError> {
+    ) -> Result<Option<Value>, PlatformError> {
         let Some(readable) = self.readable_collections(who)? else {
             return Ok(None);
         };
@@ -162,7 +162,7 @@ impl Platform {
         wire: &WireQuery,
         scope: Option<Value>,
         default_limit: Option<u64>,
-    ) -> Result<Vec<u8>, ItemsError> {
+    ) -> Result<Vec<u8>, PlatformError> {
         let own = Who::admin(caller.accountability.clone());
         let q = scoped(wire, scope);
         let readers = Readers::own(&own, caller);
@@ -178,7 +178,7 @@ impl Platform {
         key: &str,
         wire: &WireQuery,
         scope: Option<Value>,
-    ) -> Result<Option<Vec<u8>>, ItemsError> {
+    ) -> Result<Option<Vec<u8>>, PlatformError> {
         let own = Who::admin(caller.accountability.clone());
         let q = one_item(&scoped(wire, scope), key);
         let readers = Readers::own(&own, caller);
@@ -193,7 +193,7 @@ impl Platform {
         collection: &str,
         wire: &WireQuery,
         scope: Option<Value>,
-    ) -> Result<Vec<Record>, ItemsError> {
+    ) -> Result<Vec<Record>, PlatformError> {
         let q = scoped(wire, scope);
         // Conditions through references, as the caller.
         let q = self.resolve_related_filters(session, caller, collection, &q)?;
@@ -208,7 +208,7 @@ impl Platform {
         collection: &str,
         wire: &WireQuery,
         default_limit: Option<u64>,
-    ) -> Result<Vec<Record>, ItemsError> {
+    ) -> Result<Vec<Record>, PlatformError> {
         self.planned_read(
             session,
             who,
@@ -231,7 +231,7 @@ impl Platform {
         wire: &WireQuery,
         default_limit: Option<u64>,
         path: &str,
-    ) -> Result<TextRows, ItemsError> {
+    ) -> Result<TextRows, PlatformError> {
         self.planned_read(
             session,
             who,
@@ -254,7 +254,7 @@ impl Platform {
         collection: &str,
         wire: &WireQuery,
         default_limit: Option<u64>,
-    ) -> Result<Vec<u8>, ItemsError> {
+    ) -> Result<Vec<u8>, PlatformError> {
         if self.follows_relations(who, collection, wire) {
             return self.read_following_references_json(
                 session,
@@ -287,8 +287,8 @@ impl Platform {
         wire: &WireQuery,
         default_limit: Option<u64>,
         path: &str,
-        mut run: impl FnMut(&mut dyn Reader, &CollectionDef, &ReadQuery) -> Result<T, ItemsError>,
-    ) -> Result<T, ItemsError> {
+        mut run: impl FnMut(&mut dyn Reader, &CollectionDef, &ReadQuery) -> Result<T, PlatformError>,
+    ) -> Result<T, PlatformError> {
         let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
         let q = self.plan_read(session, who, &def, &wire, default_limit, path)?;
@@ -305,7 +305,7 @@ impl Platform {
         collection: &str,
         key: &str,
         wire: &WireQuery,
-    ) -> Result<Option<Vec<u8>>, ItemsError> {
+    ) -> Result<Option<Vec<u8>>, PlatformError> {
         if self.follows_relations(who, collection, wire) {
             let one = one_item(wire, key);
             let found = self.read_first_following_references(
@@ -344,7 +344,7 @@ impl Platform {
         collection: &str,
         key: &str,
         wire: &WireQuery,
-    ) -> Result<Option<Vec<u8>>, ItemsError> {
+    ) -> Result<Option<Vec<u8>>, PlatformError> {
         let own = Who::admin(caller.accountability.clone());
         let q = WireQuery {
             fields: wire.fields.clone(),
@@ -371,8 +371,8 @@ impl Platform {
             &mut dyn Reader,
             &CollectionDef,
             &ReadQuery,
-        ) -> Result<Option<T>, ItemsError>,
-    ) -> Result<Option<T>, ItemsError> {
+        ) -> Result<Option<T>, PlatformError>,
+    ) -> Result<Option<T>, PlatformError> {
         let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
         let mut q = self.plan_read(session, who, &def, &wire, None, ROOT)?;
@@ -385,7 +385,7 @@ impl Platform {
                 return Ok(Some(found));
             }
             if !admin && exists(conn, &def, key)? {
-                return Err(ItemsError::forbidden());
+                return Err(PlatformError::forbidden());
             }
             Ok(None)
         })
@@ -397,7 +397,7 @@ impl Platform {
         who: &Who,
         collection: &str,
         wire: &WireQuery,
-    ) -> Result<Vec<Record>, ItemsError> {
+    ) -> Result<Vec<Record>, PlatformError> {
         let wire = self.resolve_related_filters(session, who, collection, wire)?;
         let def = self.collection(who, collection)?;
         let grant = self.grant(who, collection, Action::Read)?;
@@ -432,7 +432,7 @@ pub(super) const ROOT: &str = "";
 /// The refusal of fields a caller may not read or that do not exist, told
 /// apart by neither, in Directus's words; `path` is where the collection
 /// was reached from.
-pub(super) fn fields_forbidden(path: &str, collection: &str, fields: &[String]) -> ItemsError {
+pub(super) fn fields_forbidden(path: &str, collection: &str, fields: &[String]) -> PlatformError {
     let queried_in = if path.is_empty() {
         "root".to_string()
     } else {
@@ -440,7 +440,7 @@ pub(super) fn fields_forbidden(path: &str, collection: &str, fields: &[String]) 
     };
     let named: Vec<String> = fields.iter().map(|f| format!("\"{f}\"")).collect();
     let named = named.join(", ");
-    ItemsError::Forbidden(match fields {
+    PlatformError::Forbidden(match fields {
         [_] => format!(
             "You don't have permission to access field {named} in collection \"{collection}\" or it does not exist. Queried in {queried_in}."
         ),
@@ -458,7 +458,7 @@ fn check_named_fields(
     grant: Option<&Grant>,
     wire: &WireQuery,
     path: &str,
-) -> Result<(), ItemsError> {
+) -> Result<(), PlatformError> {
     let Some(fields) = wire.fields.as_ref().map(ListParam::items) else {
         return Ok(());
     };

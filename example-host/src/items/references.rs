@@ -16,7 +16,7 @@ impl Platform {
         events: &mut Vec<ItemEvent>,
         def: &CollectionDef,
         key: &str,
-    ) -> Result<(), ItemsError> {
+    ) -> Result<(), PlatformError> {
         use host_sdk::schema::OnDelete;
         let referring = self.store.schema().references_to(&def.name);
         if referring.is_empty() {
@@ -24,7 +24,7 @@ impl Platform {
         }
         let depth = CASCADE_DEPTH.with(std::cell::Cell::get);
         if depth >= MAX_CASCADE_DEPTH {
-            return Err(ItemsError::InvalidPayload(format!(
+            return Err(PlatformError::InvalidPayload(format!(
                 "Deleting \"{key}\" of \"{}\" cascades more than {MAX_CASCADE_DEPTH} levels deep.",
                 def.name
             )));
@@ -51,7 +51,7 @@ impl Platform {
                 };
                 match field.delete_rule() {
                     OnDelete::Refuse => {
-                        return Err(ItemsError::InvalidPayload(format!(
+                        return Err(PlatformError::InvalidPayload(format!(
                             "Item \"{key}\" of \"{}\" cannot be deleted: {} item(s) of \"{}\" refer to it through \"{}\".",
                             def.name,
                             ids.len(),
@@ -95,7 +95,7 @@ impl Platform {
         who: &Who,
         def: &CollectionDef,
         fields: impl IntoIterator<Item = &'f String>,
-    ) -> Result<ReferenceScopes, ItemsError> {
+    ) -> Result<ReferenceScopes, PlatformError> {
         let mut scopes = ReferenceScopes::new();
         if who.is_admin() {
             return Ok(scopes);
@@ -114,7 +114,7 @@ impl Platform {
             };
             let scope = match self.grant(who, target, Action::Read) {
                 Ok(grant) => self.grant_filter(target_def, grant.as_ref(), &who.vars())?,
-                Err(ItemsError::Forbidden(_)) => None,
+                Err(PlatformError::Forbidden(_)) => None,
                 Err(e) => return Err(e),
             };
             scopes.insert(name.clone(), scope);
@@ -133,7 +133,7 @@ pub(super) fn check_references(
     def: &CollectionDef,
     values: &crate::storage::Columns,
     scopes: &ReferenceScopes,
-) -> Result<(), ItemsError> {
+) -> Result<(), PlatformError> {
     for (name, value) in values {
         let crate::storage::codec::Scalar::Text(key) = value else {
             continue;
@@ -147,7 +147,7 @@ pub(super) fn check_references(
         let mut q = ReadQuery::select(&["id"], key_filter(key)).limit(1);
         q.filter = Filter::and(q.filter.take(), scopes.get(name).cloned().flatten());
         if conn.select(target_def, &q)?.is_empty() {
-            return Err(ItemsError::InvalidPayload(format!(
+            return Err(PlatformError::InvalidPayload(format!(
                 "Invalid foreign key for field \"{name}\" in collection \"{}\": no item of \"{target}\" has the key \"{key}\".",
                 def.name
             )));

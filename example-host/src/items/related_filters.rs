@@ -40,7 +40,7 @@ impl Platform {
         who: &Who,
         collection: &str,
         wire: &'w WireQuery,
-    ) -> Result<Cow<'w, WireQuery>, ItemsError> {
+    ) -> Result<Cow<'w, WireQuery>, PlatformError> {
         self.relational_limits.check_depth(wire)?;
         match &wire.filter {
             Some(filter) if follows_references(filter) => {
@@ -61,7 +61,7 @@ impl Platform {
         who: &Who,
         def: &CollectionDef,
         filter: &Value,
-    ) -> Result<Value, ItemsError> {
+    ) -> Result<Value, PlatformError> {
         let Value::Object(map) = filter else {
             // Not an object: the parser says what is wrong with it.
             return Ok(filter.clone());
@@ -109,10 +109,10 @@ impl Platform {
         def: &CollectionDef,
         field: &str,
         nested: Map<String, Value>,
-    ) -> Result<Vec<Value>, ItemsError> {
+    ) -> Result<Vec<Value>, PlatformError> {
         let target = match def.field(field) {
             Some(f) => f.references.clone().ok_or_else(|| {
-                ItemsError::InvalidQuery(format!(
+                PlatformError::InvalidQuery(format!(
                     "\"{field}\" of \"{}\" refers to no collection: it cannot be filtered through",
                     def.name
                 ))

@@ -305,7 +305,7 @@ impl Platform {
         collection: &str,
         wire: &WireQuery,
         default_limit: Option<u64>,
-    ) -> Result<Vec<u8>, ItemsError> {
+    ) -> Result<Vec<u8>, PlatformError> {
         let level = self.read_level(session, readers, collection, wire, default_limit, None)?;
         let limits = self.relational_limits;
         let max_len = limits.max_len();
@@ -334,7 +334,7 @@ impl Platform {
         readers: Readers<'_>,
         collection: &str,
         wire: &WireQuery,
-    ) -> Result<Option<Vec<u8>>, ItemsError> {
+    ) -> Result<Option<Vec<u8>>, PlatformError> {
         let level = self.read_level(session, readers, collection, wire, None, None)?;
         if level.rows.is_empty() {
             return Ok(None);
@@ -361,7 +361,7 @@ impl Platform {
         wire: &WireQuery,
         default_limit: Option<u64>,
         key: Option<(&str, bool)>,
-    ) -> Result<Level, ItemsError> {
+    ) -> Result<Level, PlatformError> {
         let limits = self.relational_limits;
         limits.check_depth(wire)?;
         // Conditions through references are read as the caller, whoever
@@ -476,13 +476,13 @@ impl Platform {
         name: &str,
         below: &[String],
         path: &str,
-    ) -> Result<Relation, ItemsError> {
+    ) -> Result<Relation, PlatformError> {
         if let Some(field) = def.field(name) {
             return match &field.references {
                 Some(target) => Ok(Relation::ToOne {
                     target: target.clone(),
                 }),
-                None => Err(ItemsError::InvalidQuery(format!(
+                None => Err(PlatformError::InvalidQuery(format!(
                     "\"{name}\" of \"{}\" refers to no collection: \"{name}.{}\" cannot be read",
                     def.name,
                     below.first().map(String::as_str).unwrap_or("*")
@@ -523,7 +523,7 @@ impl Platform {
         keys: &[Value],
         sort: Option<&str>,
         ids_only: bool,
-    ) -> Result<(WrittenRecords, Vec<String>), ItemsError> {
+    ) -> Result<(WrittenRecords, Vec<String>), PlatformError> {
         let mut records = WrittenRecords::default();
         let mut found_keys = Vec::new();
         if keys.is_empty() {

@@ -33,11 +33,11 @@ impl<'a> Payload<'a> {
     /// The members of a JSON object, found as the text is checked (one
     /// scan). Text that is not JSON is refused as such before any other
     /// JSON value is refused for not being an object.
-    fn parse(text: &'a str) -> Result<Self, ItemsError> {
+    fn parse(text: &'a str) -> Result<Self, PlatformError> {
         let text = text.trim();
         if !text.starts_with('{') {
             check_json(text)?;
-            return Err(ItemsError::InvalidPayload(
+            return Err(PlatformError::InvalidPayload(
                 "payload must be an object".into(),
             ));
         }
@@ -47,10 +47,10 @@ impl<'a> Payload<'a> {
     /// The payload a before-write hook changed `reported` to (`changed`, a
     /// JSON object), with this payload's secrets, which the hook did not
     /// see, kept as given.
-    fn changed_by_hooks(&self, collection: &str, changed: &str) -> Result<String, ItemsError> {
+    fn changed_by_hooks(&self, collection: &str, changed: &str) -> Result<String, PlatformError> {
         let mut members: BTreeMap<String, Box<RawValue>> =
             serde_json::from_str(changed).map_err(|e| {
-                ItemsError::Internal(format!(
+                PlatformError::Internal(format!(
                     "a before-write hook's payload is not an object: {e}"
                 ))
             })?;
@@ -59,7 +59,7 @@ impl<'a> Payload<'a> {
                 members.insert(name.clone(), (*raw).to_owned());
             }
         }
-        serde_json::to_string(&members).map_err(|e| ItemsError::Internal(e.to_string()))
+        serde_json::to_string(&members).map_err(|e| PlatformError::Internal(e.to_string()))
     }
 
     /// The payload as hooks see it: the members as given, without the
@@ -76,14 +76,14 @@ impl<'a> Payload<'a> {
 }
 
 /// Refuses text that is not one JSON value.
-fn check_json(text: &str) -> Result<(), ItemsError> {
+fn check_json(text: &str) -> Result<(), PlatformError> {
     serde_json::from_str::<serde::de::IgnoredAny>(text)
         .map(drop)
         .map_err(invalid_json)
 }
 
-fn invalid_json(e: serde_json::Error) -> ItemsError {
-    ItemsError::InvalidPayload(format!("invalid payload JSON: {e}"))
+fn invalid_json(e: serde_json::Error) -> PlatformError {
+    PlatformError::InvalidPayload(format!("invalid payload JSON: {e}"))
 }
 
 impl Platform {
@@ -94,7 +94,7 @@ impl Platform {
         who: &Who,
         collection: &str,
         data: &Value,
-    ) -> Result<String, ItemsError> {
+    ) -> Result<String, PlatformError> {
         self.create_one_json(session, who, collection, &data.to_string())
     }
 
@@ -105,12 +105,12 @@ impl Platform {
         who: &Who,
         collection: &str,
         data: &str,
-    ) -> Result<String, ItemsError> {
+    ) -> Result<String, PlatformError> {
         let payload = Payload::parse(data)?;
         let keys = self.create(session, who, collection, vec![payload])?;
         keys.into_iter()
             .next()
-            .ok_or_else(|| ItemsError::Internal("nothing was created".into()))
+            .ok_or_else(|| PlatformError::Internal("nothing was created".into()))
     }
 
     /// Creates every item or none, from a JSON array of payloads.
@@ -120,7 +120,7 @@ impl Platform {
         who: &Who,
         collection: &str,
         data: &str,
-    ) -> Result<Vec<String>, ItemsError> {
+    ) -> Result<Vec<String>, PlatformError> {
         self.create_many_json_at_most(session, who, collection, data, usize::MAX)
     }
 
@@ -134,17 +134,17 @@ impl Platform {
         collection: &str,
         data: &str,
         max: usize,
-    ) -> Result<Vec<String>, ItemsError> {
+    ) -> Result<Vec<String>, PlatformError> {
         let data = data.trim();
         if !data.starts_with('[') {
             check_json(data)?;
-            return Err(ItemsError::InvalidPayload(
+            return Err(PlatformError::InvalidPayload(
                 "payload must be an array".into(),
             ));
         }
         let items: Vec<&RawValue> = serde_json::from_str(data).map_err(invalid_json)?;
         if items.len() > max {
-            return Err(ItemsError::InvalidPayload(format!(
+            return Err(PlatformError::InvalidPayload(format!(
                 "Invalid payload. Exceeded max batch mutation limit of {max}."
             )));
         }
@@ -161,7 +161,7 @@ impl Platform {
         who: &Who,
         collection: &str,
         items: Vec<Payload<'_>>,
-    ) -> Result<Vec<String>, ItemsError> {
+    ) -> Result<Vec<String>, PlatformError> {
         let def = self.collection(who, collection)?;
         let grant = self.grant(who, collection, Action::Create)?;
         // Checked before the write starts. Each row is dropped once
@@ -227,7 +227,7 @@ impl Platform {
         row: Columns,
         scopes: &ReferenceScopes,
         item: &Payload<'_>,
-    ) -> Result<String, ItemsError> {
+    ) -> Result<String, PlatformError> {
         let Created {
             who,
             def,
@@ -275,7 +275,7 @@ impl Platform {
         def: &CollectionDef,
         grant: Option<&Grant>,
         payload: &Payload<'_>,
-    ) -> Result<Columns, ItemsError> {
+    ) -> Result<Columns, PlatformError> {
         let admin = who.is_admin();
         let mut row = Columns::new();
         // Hashed last, once everything else is known to be valid: hashing
@@ -293,7 +293,7 @@ impl Platform {
                 continue;
             }
             if grant.is_some_and(|g| !g.allows_field(name)) {
-                return Err(ItemsError::forbidden());
+                return Err(PlatformError::forbidden());
             }
             if is_secret(&def.name, name) {
                 secrets.push((name, field, *raw));
@@ -306,7 +306,7 @@ impl Platform {
                 if let Some(field) = def.field(name) {
                     let value = who.vars_resolve(value);
                     let value = values::normalize(field, &value, false)
-                        .map_err(ItemsError::InvalidPayload)?;
+                        .map_err(PlatformError::InvalidPayload)?;
                     row.insert(name.clone(), codec::to_scalar(field, &value));
                 }
             }
@@ -333,7 +333,7 @@ impl Platform {
                 && !secret
                 && matches!(row.get(&field.field), None | Some(Scalar::Null))
             {
-                return Err(ItemsError::InvalidPayload(format!(
+                return Err(PlatformError::InvalidPayload(format!(
                     "\"{}\" is required",
                     field.field
                 )));
@@ -353,16 +353,16 @@ impl Platform {
         def: &CollectionDef,
         field: &Field,
         raw: &RawValue,
-    ) -> Result<Scalar, ItemsError> {
+    ) -> Result<Scalar, PlatformError> {
         if field.kind == FieldType::Json {
             let stored =
-                values::json_document(field, raw.get()).map_err(ItemsError::InvalidPayload)?;
+                values::json_document(field, raw.get()).map_err(PlatformError::InvalidPayload)?;
             return Ok(stored.map_or(Scalar::Null, Scalar::Text));
         }
         let value: Value = serde_json::from_str(raw.get()).map_err(invalid_json)?;
-        let value = values::normalize(field, &value, false).map_err(ItemsError::InvalidPayload)?;
+        let value = values::normalize(field, &value, false).map_err(PlatformError::InvalidPayload)?;
         let value = crate::platform_schema::host_value(&def.name, &field.field, value)
-            .map_err(ItemsError::InvalidPayload)?;
+            .map_err(PlatformError::InvalidPayload)?;
         let value = self.store_value(def, &field.field, value)?;
         Ok(codec::to_scalar(field, &value))
     }
@@ -373,14 +373,14 @@ impl Platform {
         def: &CollectionDef,
         field: &str,
         value: Value,
-    ) -> Result<Value, ItemsError> {
+    ) -> Result<Value, PlatformError> {
         if !is_secret(&def.name, field) {
             return Ok(value);
         }
         match value {
             Value::String(s) if field == "password" => credentials::hash_password(&s)
                 .map(Value::String)
-                .map_err(ItemsError::Internal),
+                .map_err(PlatformError::Internal),
             Value::String(s) => Ok(Value::String(credentials::hash_token(&s))),
             other => Ok(other),
         }
@@ -394,7 +394,7 @@ impl Platform {
         collection: &str,
         key: &str,
         data: &Value,
-    ) -> Result<String, ItemsError> {
+    ) -> Result<String, PlatformError> {
         self.update_one_json(session, who, collection, key, &data.to_string())
     }
 
@@ -406,7 +406,7 @@ impl Platform {
         collection: &str,
         key: &str,
         data: &str,
-    ) -> Result<String, ItemsError> {
+    ) -> Result<String, PlatformError> {
         let def = self.collection(who, collection)?;
         let grant = self.grant(who, collection, Action::Update)?;
         let payload = Payload::parse(data)?;
@@ -496,7 +496,7 @@ impl Platform {
         grant: Option<&Grant>,
         key: &str,
         payload: &Payload<'_>,
-    ) -> Result<Columns, ItemsError> {
+    ) -> Result<Columns, PlatformError> {
         let admin = who.is_admin();
         let mut changes = Columns::new();
         // Hashed last, as on create.
@@ -507,7 +507,7 @@ impl Platform {
                 if serde_json::from_str::<&str>(raw.get()).ok() == Some(key) {
                     continue;
                 }
-                return Err(ItemsError::InvalidPayload(
+                return Err(PlatformError::InvalidPayload(
                     "the key of an item cannot change".into(),
                 ));
             }
@@ -515,7 +515,7 @@ impl Platform {
                 continue;
             }
             if grant.is_some_and(|g| !g.allows_field(name)) {
-                return Err(ItemsError::forbidden());
+                return Err(PlatformError::forbidden());
             }
             if is_secret(&def.name, name) {
                 secrets.push((name, field, *raw));
@@ -523,7 +523,7 @@ impl Platform {
             }
             let value = self.column_value(def, field, raw)?;
             if !field.nullable && value == Scalar::Null {
-                return Err(ItemsError::InvalidPayload(format!(
+                return Err(PlatformError::InvalidPayload(format!(
                     "\"{name}\" is required"
                 )));
             }
@@ -544,7 +544,7 @@ impl Platform {
         who: &Who,
         collection: &str,
         key: &str,
-    ) -> Result<String, ItemsError> {
+    ) -> Result<String, PlatformError> {
         let def = self.collection(who, collection)?;
         let grant = self.grant(who, collection, Action::Delete)?;
         let scope = self.grant_filter(&def, grant.as_ref(), &who.vars())?;
@@ -605,27 +605,27 @@ impl Platform {
         who: &Who,
         collection: Option<&str>,
         item: Option<&str>,
-    ) -> Result<(), ItemsError> {
+    ) -> Result<(), PlatformError> {
         if who.bypass {
             return Ok(());
         }
         let Some(item) = item else {
-            return Err(ItemsError::InvalidPayload("\"item\" is required".into()));
+            return Err(PlatformError::InvalidPayload("\"item\" is required".into()));
         };
         let def = match collection.and_then(|c| self.store.schema().get(c).cloned()) {
             Some(def) if !is_internal(&def.name) => def,
-            _ => return Err(ItemsError::forbidden()),
+            _ => return Err(PlatformError::forbidden()),
         };
         let grant = match self.grant(who, &def.name, Action::Read) {
             Ok(grant) => grant,
-            Err(ItemsError::Forbidden(_)) => return Err(ItemsError::forbidden()),
+            Err(PlatformError::Forbidden(_)) => return Err(PlatformError::forbidden()),
             Err(e) => return Err(e),
         };
         let rule = self.grant_filter(&def, grant.as_ref(), &who.vars())?;
         let mut q = ReadQuery::select(&["id"], key_filter(item)).limit(1);
         q.filter = Filter::and(q.filter.take(), rule);
         if conn.select(&def, &q)?.is_empty() {
-            return Err(ItemsError::forbidden());
+            return Err(PlatformError::forbidden());
         }
         Ok(())
     }
@@ -639,7 +639,7 @@ impl Platform {
         def: &CollectionDef,
         key: &str,
         changes: &Columns,
-    ) -> Result<(), ItemsError> {
+    ) -> Result<(), PlatformError> {
         let q = ReadQuery::select(&["collection", "item"], key_filter(key)).limit(1);
         let current = conn.select(def, &q)?.into_iter().next().unwrap_or_default();
         let now = |name: &str| match changes.get(name) {
@@ -720,11 +720,11 @@ fn public_records_json(
     conn: &mut dyn Writer,
     def: &CollectionDef,
     key: &str,
-) -> Result<String, ItemsError> {
+) -> Result<String, PlatformError> {
     let mut q = ReadQuery::all_fields(def);
     q.fields.retain(|f| !is_secret(&def.name, f));
     q.filter = Some(key_filter(key));
     q.limit = Some(1);
     let out = select_json_array(conn, def, &q)?;
-    String::from_utf8(out).map_err(|e| ItemsError::Internal(e.to_string()))
+    String::from_utf8(out).map_err(|e| PlatformError::Internal(e.to_string()))
 }

@@ -6,7 +6,7 @@ use crate::storage::StoreError;
 
 /// A failure of the items service, with the platform's error code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ItemsError {
+pub enum PlatformError {
     #[error("{0}")]
     Forbidden(String),
     #[error("{0}")]
@@ -23,50 +23,50 @@ pub enum ItemsError {
     Internal(String),
 }
 
-impl ItemsError {
+impl PlatformError {
     pub fn code(&self) -> &'static str {
         match self {
-            ItemsError::Forbidden(_) => "FORBIDDEN",
-            ItemsError::NotFound(_) => "NOT_FOUND",
-            ItemsError::InvalidQuery(_) => "INVALID_QUERY",
-            ItemsError::InvalidPayload(_) => "INVALID_PAYLOAD",
-            ItemsError::NotUnique(_) => "RECORD_NOT_UNIQUE",
-            ItemsError::Unavailable => "SERVICE_UNAVAILABLE",
-            ItemsError::Internal(_) => "INTERNAL",
+            PlatformError::Forbidden(_) => "FORBIDDEN",
+            PlatformError::NotFound(_) => "NOT_FOUND",
+            PlatformError::InvalidQuery(_) => "INVALID_QUERY",
+            PlatformError::InvalidPayload(_) => "INVALID_PAYLOAD",
+            PlatformError::NotUnique(_) => "RECORD_NOT_UNIQUE",
+            PlatformError::Unavailable => "SERVICE_UNAVAILABLE",
+            PlatformError::Internal(_) => "INTERNAL",
         }
     }
 
-    /// The error a code names (the inverse of [`ItemsError::code`]), for
+    /// The error a code names (the inverse of [`PlatformError::code`]), for
     /// failures reported across the extension boundary; `None` for a code
     /// the platform does not know, or for `INTERNAL`, whose message is not
     /// the platform's own.
     pub fn from_code(code: &str, message: String) -> Option<Self> {
         Some(match code {
-            "FORBIDDEN" => ItemsError::Forbidden(message),
-            "NOT_FOUND" => ItemsError::NotFound(message),
-            "INVALID_QUERY" => ItemsError::InvalidQuery(message),
-            "INVALID_PAYLOAD" => ItemsError::InvalidPayload(message),
-            "RECORD_NOT_UNIQUE" => ItemsError::NotUnique(message),
-            "SERVICE_UNAVAILABLE" => ItemsError::Unavailable,
+            "FORBIDDEN" => PlatformError::Forbidden(message),
+            "NOT_FOUND" => PlatformError::NotFound(message),
+            "INVALID_QUERY" => PlatformError::InvalidQuery(message),
+            "INVALID_PAYLOAD" => PlatformError::InvalidPayload(message),
+            "RECORD_NOT_UNIQUE" => PlatformError::NotUnique(message),
+            "SERVICE_UNAVAILABLE" => PlatformError::Unavailable,
             _ => return None,
         })
     }
 
     pub fn forbidden() -> Self {
-        ItemsError::Forbidden("You don't have permission to access this.".into())
+        PlatformError::Forbidden("You don't have permission to access this.".into())
     }
 }
 
-impl From<StoreError> for ItemsError {
+impl From<StoreError> for PlatformError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotUnique { collection, fields } => {
-                ItemsError::NotUnique(not_unique_message(&collection, &fields))
+                PlatformError::NotUnique(not_unique_message(&collection, &fields))
             }
-            StoreError::Busy => ItemsError::Unavailable,
-            StoreError::Invalid(m) => ItemsError::InvalidPayload(m),
-            StoreError::Backend(m) => ItemsError::Internal(m),
-            StoreError::Aborted => ItemsError::Internal("transaction aborted".into()),
+            StoreError::Busy => PlatformError::Unavailable,
+            StoreError::Invalid(m) => PlatformError::InvalidPayload(m),
+            StoreError::Backend(m) => PlatformError::Internal(m),
+            StoreError::Aborted => PlatformError::Internal("transaction aborted".into()),
         }
     }
 }
@@ -89,8 +89,8 @@ fn not_unique_message(collection: &str, fields: &[String]) -> String {
     }
 }
 
-impl From<QueryError> for ItemsError {
+impl From<QueryError> for PlatformError {
     fn from(e: QueryError) -> Self {
-        ItemsError::InvalidQuery(e.0)
+        PlatformError::InvalidQuery(e.0)
     }
 }

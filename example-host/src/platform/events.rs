@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{ItemsError, Platform};
+use super::{PlatformError, Platform};
 use crate::accounts::Accountability;
 use crate::storage::Writer;
 
@@ -63,7 +63,7 @@ pub trait EventSink: Send + Sync {
         conn: &mut dyn Writer,
         events: &mut Vec<ItemEvent>,
         event: &ItemEvent,
-    ) -> Result<(), ItemsError>;
+    ) -> Result<(), PlatformError>;
     /// Whether a before-write hook watches the writes of this collection.
     fn wants_before_write(&self, collection: &str) -> bool;
     /// Runs the before-write hooks on a write about to be made on `conn`
@@ -76,5 +76,5 @@ pub trait EventSink: Send + Sync {
         conn: &mut dyn Writer,
         events: &mut Vec<ItemEvent>,
         write: &ItemEvent,
-    ) -> Result<Option<String>, ItemsError>;
+    ) -> Result<Option<String>, PlatformError>;
 }

@@ -11,7 +11,7 @@ use once_cell::sync::OnceCell;
 mod error;
 mod events;
 
-pub use error::ItemsError;
+pub use error::PlatformError;
 pub use events::{EventKind, EventSink, ItemEvent};
 
 use crate::auth::Auth;

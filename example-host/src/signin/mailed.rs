@@ -11,7 +11,7 @@ use super::tokens::{self, Purpose};
 use super::{find_by_email, links, SignIn, SignInError};
 use crate::items::{Session, Who};
 use crate::mail::Message;
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 use crate::platform::Platform;
 use crate::query::{Filter, ReadQuery};
 use crate::schema::{CollectionDef, Schema};
@@ -86,7 +86,7 @@ impl SignIn {
         url: Option<&str>,
         ttl: Duration,
         path: &str,
-    ) -> Result<String, ItemsError> {
+    ) -> Result<String, PlatformError> {
         let schema = platform.store.schema();
         let token = platform.transaction(|session| {
             Ok(tokens::issue(
@@ -239,10 +239,10 @@ impl SignIn {
 }
 
 /// The connection of `session`'s transaction.
-fn tx_conn<'a>(session: &'a mut Session<'_>) -> Result<&'a mut dyn Writer, ItemsError> {
+fn tx_conn<'a>(session: &'a mut Session<'_>) -> Result<&'a mut dyn Writer, PlatformError> {
     match session {
         Session::Tx { conn, .. } => Ok(&mut **conn),
-        Session::Auto => Err(ItemsError::Internal("no transaction".into())),
+        Session::Auto => Err(PlatformError::Internal("no transaction".into())),
     }
 }
 
@@ -262,7 +262,7 @@ fn use_token<T>(
         &Schema,
         &CollectionDef,
         &tokens::Used,
-    ) -> Result<T, ItemsError>,
+    ) -> Result<T, PlatformError>,
 ) -> Result<Option<T>, SignInError> {
     let schema = platform.store.schema();
     let users = schema

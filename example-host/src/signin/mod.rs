@@ -21,7 +21,7 @@ use crate::credentials::jwt::{Claims, Signer};
 use crate::credentials::sessions::{self, Presented};
 use crate::credentials::{generate_token, hash_password};
 use crate::items::{Session, Who};
-use crate::platform::ItemsError;
+use crate::platform::PlatformError;
 use crate::platform::Platform;
 use crate::platform_schema::{SESSIONS, SIGNING_KEYS};
 use crate::query::{Filter, ReadQuery};
@@ -73,7 +73,7 @@ pub enum SignInError {
     #[error("You don't have permission to access this.")]
     Forbidden,
     #[error(transparent)]
-    Items(#[from] ItemsError),
+    Items(#[from] PlatformError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{0}")]
@@ -215,7 +215,7 @@ impl SignIn {
         let refresh_token = generate_token();
         let replaced = platform.transaction(|session| {
             let Session::Tx { conn, .. } = session else {
-                return Err(ItemsError::Internal("refresh outside a transaction".into()));
+                return Err(PlatformError::Internal("refresh outside a transaction".into()));
             };
             let Some(found) = sessions::find(&mut **conn, &sessions_def, presented)? else {
                 return Ok(None);
@@ -240,7 +240,7 @@ impl SignIn {
         };
         platform.transaction(|session| {
             let Session::Tx { conn, .. } = session else {
-                return Err(ItemsError::Internal("logout outside a transaction".into()));
+                return Err(PlatformError::Internal("logout outside a transaction".into()));
             };
             if let Some(found) = sessions::find(&mut **conn, &sessions_def, presented)? {
                 end_session(platform, session, &found.id)?;
@@ -321,8 +321,8 @@ impl SignIn {
         );
         let pending = match created {
             Ok(id) => verify.then_some(id),
-            Err(ItemsError::NotUnique(_)) if verify => self.unverified(platform, &email)?,
-            Err(ItemsError::NotUnique(_)) => None,
+            Err(PlatformError::NotUnique(_)) if verify => self.unverified(platform, &email)?,
+            Err(PlatformError::NotUnique(_)) => None,
             Err(e) => return Err(e.into()),
         };
         if let Some(user) = pending {
@@ -463,7 +463,7 @@ fn stored_secret(platform: &Platform) -> Result<String, String> {
     platform
         .once(crate::platform_schema::OWNER, "signing_secret", |session| {
             let Session::Tx { conn, .. } = session else {
-                return Err(ItemsError::Internal("no transaction".into()));
+                return Err(PlatformError::Internal("no transaction".into()));
             };
             let mut row = crate::storage::Columns::new();
             row.insert(
@@ -528,7 +528,7 @@ fn session_row(opening: &Opening<'_>) -> Value {
 }
 
 /// Opens a session; its id.
-fn open_session(platform: &Platform, opening: &Opening<'_>) -> Result<String, ItemsError> {
+fn open_session(platform: &Platform, opening: &Opening<'_>) -> Result<String, PlatformError> {
     platform.create_one(
         &mut Session::Auto,
         &Who::system(),
@@ -548,7 +548,7 @@ fn replace_session(
     found: &sessions::Found,
     refresh_token: &str,
     lifetime: std::time::Duration,
-) -> Result<String, ItemsError> {
+) -> Result<String, PlatformError> {
     let opening = Opening {
         user: &found.user,
         refresh_token,
@@ -563,7 +563,7 @@ fn replace_session(
 }
 
 /// Ends session `id` (in the caller's transaction).
-fn end_session(platform: &Platform, session: &mut Session<'_>, id: &str) -> Result<(), ItemsError> {
+fn end_session(platform: &Platform, session: &mut Session<'_>, id: &str) -> Result<(), PlatformError> {
     platform.delete_one(session, &Who::system(), SESSIONS, id)?;
     Ok(())
 }
