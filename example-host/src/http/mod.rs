@@ -14,6 +14,7 @@ mod files_api;
 mod folders_api;
 mod items_api;
 pub mod routes;
+mod schema_api;
 mod server_api;
 mod throttle;
 mod unauthenticated;
