@@ -199,6 +199,7 @@ fn collection_object(def: &CollectionDef) -> Value {
         "preview_url": null,
         "versioning": false,
     });
+    overlay(&mut meta, def.meta.as_ref());
     if platform_collection(&def.name).is_some() {
         meta["system"] = json!(true);
     }
@@ -312,6 +313,17 @@ fn default_meta(field: &Field) -> Map<String, Value> {
     meta
 }
 
+/// Puts the keys a migration set (the metadata's set keys, as JSON)
+/// over the defaults in `meta`.
+fn overlay<T: serde::Serialize>(meta: &mut Value, set: Option<&T>) {
+    let Some(Value::Object(keys)) = set.and_then(|m| serde_json::to_value(m).ok()) else {
+        return;
+    };
+    if let Value::Object(target) = meta {
+        target.extend(keys);
+    }
+}
+
 fn special_value(special: &[&str]) -> Value {
     if special.is_empty() {
         Value::Null
@@ -408,7 +420,14 @@ fn stored_field(def: &CollectionDef, field: &Field, i: usize, id: u64, system: b
             "foreign_key_column": field.references.as_ref().map(|_| "id"),
             "comment": null,
         },
-        "meta": field_meta(&def.name, &field.field, id, i, system, default_meta(field)),
+        "meta": field_meta(&def.name, &field.field, id, i, system, {
+            let mut meta = Value::Object(default_meta(field));
+            overlay(&mut meta, field.meta.as_ref());
+            match meta {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            }
+        }),
     })
 }
 

@@ -200,6 +200,30 @@ fn list_queries_filter_sort_and_limit() {
 }
 
 #[test]
+fn metadata_set_by_migrations_is_served() {
+    let host = demo();
+    let events = host.get("/fields/recordings/events", Some(ADMIN_TOKEN));
+    assert_eq!(events.status, 200, "{}", events.body);
+    let meta = events.json()["data"]["meta"].clone();
+    assert_eq!(meta["interface"], "recording-timeline", "{meta}");
+    assert_eq!(
+        meta["special"],
+        json!(["cast-json"]),
+        "defaults stay: {meta}"
+    );
+    let status = host.get("/fields/recordings/status", Some(ADMIN_TOKEN));
+    let meta = status.json()["data"]["meta"].clone();
+    assert_eq!(meta["interface"], "select-dropdown");
+    assert_eq!(meta["width"], "half");
+    let videos = host.get("/collections/videos", None);
+    assert_eq!(videos.status, 200, "{}", videos.body);
+    let meta = videos.json()["data"]["meta"].clone();
+    assert_eq!(meta["icon"], "movie", "{meta}");
+    assert_eq!(meta["display_template"], "{{title}}");
+    assert_eq!(meta["hidden"], json!(false), "defaults stay: {meta}");
+}
+
+#[test]
 fn the_model_is_read_only() {
     let host = demo();
     let body = json!({"collection": "mine", "meta": {"note": "x"}});
