@@ -28,6 +28,7 @@ mod permissions;
 mod platform;
 mod platform_schema;
 mod scaffold;
+mod schema_model;
 mod settings;
 mod settings_table;
 mod signin;

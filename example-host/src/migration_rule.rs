@@ -33,6 +33,8 @@ pub fn breaks_previous_release(step: &Step) -> Option<String> {
         // Both releases read the same permission rows and reference rules:
         // the changed rule holds on either at once, and nothing is removed.
         Step::ChangeGrant { .. } | Step::SetOnDelete { .. } => None,
+        // Metadata for clients, changed in place: no host reads it to serve items.
+        Step::SetFieldMeta { .. } | Step::SetCollectionMeta { .. } => None,
     }
 }
 

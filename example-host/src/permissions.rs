@@ -35,6 +35,18 @@ pub struct Grant {
 }
 
 impl Grant {
+    /// Every row, only these fields.
+    #[cfg(test)]
+    pub fn test_fields(fields: &[&str]) -> Self {
+        let fields = Some(fields.iter().map(|f| f.to_string()).collect::<Vec<_>>());
+        Self {
+            filter: None,
+            fields: fields.clone(),
+            presets: Map::new(),
+            rules: vec![(None, fields)],
+        }
+    }
+
     pub fn allows_field(&self, field: &str) -> bool {
         self.fields
             .as_ref()

@@ -57,6 +57,200 @@ pub struct Field {
     /// field and [`OnDelete::Refuse`] for another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_delete: Option<OnDelete>,
+    /// What a client shows of the field (SDK 1.12); `None`: what its type
+    /// suggests. Kept out of the JSON when unset, so hosts and libraries
+    /// of earlier versions read the definition alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<FieldMeta>,
+}
+
+/// A field's metadata for clients (SDK 1.12), Directus's field `meta`:
+/// the host answers it on `/fields`. Each key left `None` keeps the
+/// default the field's type gives (or what an earlier step set).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FieldMeta {
+    /// The editing interface (`input`, `select-dropdown`, an extension's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// The interface's options, an object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Value>,
+    /// How a value is shown (`formatted-value`, `labels`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<String>,
+    /// The display's options, an object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_options: Option<Value>,
+    /// A note shown beside the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Hidden in forms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<bool>,
+    /// Shown but not editable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readonly: Option<bool>,
+    /// Required in forms (the field's `nullable` is what the platform enforces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+    /// `half`, `full` or `fill`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<String>,
+    /// The field's place in forms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort: Option<i64>,
+    /// A filter values must match in forms, an object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<Value>,
+    /// Directus's special flags (`cast-json`, `m2o`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub special: Option<Vec<String>>,
+    /// The group (an alias of the collection) the field is shown in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+}
+
+/// A collection's metadata for clients (SDK 1.12), Directus's collection
+/// `meta`: the host answers it on `/collections`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CollectionMeta {
+    /// A Material icon name (`movie`, `article`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
+    /// A note shown beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Hidden in forms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<bool>,
+    /// One item only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub singleton: Option<bool>,
+    /// How an item is named in lists (`{{title}}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_template: Option<String>,
+    /// A field of the collection items are sorted by by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort_field: Option<String>,
+    /// A field of the collection whose value marks an item archived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_field: Option<String>,
+    /// The archive field's value of an archived item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_value: Option<String>,
+    /// The value an item gets when unarchived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unarchive_value: Option<String>,
+    /// A CSS colour for the icon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    /// The collection it is listed under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Its place in lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort: Option<i64>,
+}
+
+/// A name of an interface, display or special flag: lower-case letters,
+/// digits and `-`.
+fn check_name(what: &str, name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} \"{name}\": lower-case letters, digits and - only"
+        ))
+    }
+}
+
+fn check_object(what: &str, value: &Option<Value>) -> Result<(), String> {
+    match value {
+        None | Some(Value::Object(_)) => Ok(()),
+        Some(_) => Err(format!("{what} must be an object")),
+    }
+}
+
+impl FieldMeta {
+    /// Why this metadata cannot be served, if it cannot.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(name) = &self.interface {
+            check_name("interface", name)?;
+        }
+        if let Some(name) = &self.display {
+            check_name("display", name)?;
+        }
+        for flag in self.special.iter().flatten() {
+            check_name("special", flag)?;
+        }
+        check_object("options", &self.options)?;
+        check_object("display_options", &self.display_options)?;
+        check_object("validation", &self.validation)?;
+        match self.width.as_deref() {
+            None | Some("half" | "full" | "fill") => Ok(()),
+            Some(other) => Err(format!("width \"{other}\": half, full or fill")),
+        }
+    }
+
+    /// `self`, with what `later` sets in its place.
+    pub fn merged(mut self, later: &FieldMeta) -> FieldMeta {
+        macro_rules! take {
+            ($($key:ident),*) => {$(
+                if later.$key.is_some() {
+                    self.$key = later.$key.clone();
+                }
+            )*};
+        }
+        take!(
+            interface,
+            options,
+            display,
+            display_options,
+            note,
+            hidden,
+            readonly,
+            required,
+            width,
+            sort,
+            validation,
+            special,
+            group
+        );
+        self
+    }
+}
+
+impl CollectionMeta {
+    /// `self`, with what `later` sets in its place.
+    pub fn merged(mut self, later: &CollectionMeta) -> CollectionMeta {
+        macro_rules! take {
+            ($($key:ident),*) => {$(
+                if later.$key.is_some() {
+                    self.$key = later.$key.clone();
+                }
+            )*};
+        }
+        take!(
+            icon,
+            note,
+            hidden,
+            singleton,
+            display_template,
+            sort_field,
+            archive_field,
+            archive_value,
+            unarchive_value,
+            color,
+            group,
+            sort
+        );
+        self
+    }
 }
 
 /// What deleting an item does to the items that refer to it (SDK 1.5).
@@ -100,6 +294,7 @@ impl Field {
             unique: false,
             references: None,
             on_delete: None,
+            meta: None,
         }
     }
     /// A UUID field.
@@ -159,6 +354,11 @@ impl Field {
     /// A unique constraint on this field alone.
     pub fn unique(mut self) -> Self {
         self.unique = true;
+        self
+    }
+    /// What a client shows of the field (SDK 1.12).
+    pub fn meta(mut self, meta: FieldMeta) -> Self {
+        self.meta = Some(meta);
         self
     }
 }
@@ -296,6 +496,134 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sort: Option<String>,
     },
+    /// Sets what a client shows of a stored field that exists already
+    /// (SDK 1.12): each key given replaces the one set before.
+    SetFieldMeta {
+        /// The collection.
+        collection: String,
+        /// The field.
+        field: String,
+        /// The keys to set.
+        meta: FieldMeta,
+    },
+    /// Sets what a client shows of a collection (SDK 1.12): each key given
+    /// replaces the one set before.
+    SetCollectionMeta {
+        /// The collection.
+        collection: String,
+        /// The keys to set.
+        meta: CollectionMeta,
+    },
+}
+
+impl Step {
+    /// Why the metadata this step sets cannot be served, naming the
+    /// field; `Ok` for a step that sets none.
+    pub fn check_meta(&self) -> Result<(), String> {
+        let field_meta = |collection: &str, field: &Field| match &field.meta {
+            Some(meta) => meta
+                .check()
+                .map_err(|e| format!("{collection}.{}: {e}", field.field)),
+            None => Ok(()),
+        };
+        match self {
+            Step::CreateCollection {
+                collection, fields, ..
+            } => fields.iter().try_for_each(|f| field_meta(collection, f)),
+            Step::AddField { collection, field } => field_meta(collection, field),
+            Step::SetFieldMeta {
+                collection,
+                field,
+                meta,
+            } => meta
+                .check()
+                .map_err(|e| format!("{collection}.{field}: {e}")),
+            Step::SetCollectionMeta { collection, meta } => {
+                [&meta.sort_field, &meta.archive_field, &meta.group]
+                    .into_iter()
+                    .flatten()
+                    .try_for_each(|name| {
+                        if name.is_empty() {
+                            Err(format!("{collection}: an empty field name in its meta"))
+                        } else {
+                            Ok(())
+                        }
+                    })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod meta_tests {
+    use super::*;
+
+    #[test]
+    fn invalid_metadata_is_refused_naming_the_field() {
+        let bad = field_meta(
+            "recordings",
+            "events",
+            FieldMeta {
+                width: Some("wide".into()),
+                ..FieldMeta::default()
+            },
+        );
+        let err = bad.check_meta().unwrap_err();
+        assert!(
+            err.contains("recordings.events") && err.contains("wide"),
+            "{err}"
+        );
+        let bad = Step::AddField {
+            collection: "videos".into(),
+            field: Field::json("tags").meta(FieldMeta {
+                interface: Some("Not A Name".into()),
+                ..FieldMeta::default()
+            }),
+        };
+        assert!(bad.check_meta().unwrap_err().contains("videos.tags"));
+        let options = FieldMeta {
+            options: Some(serde_json::json!([1])),
+            ..FieldMeta::default()
+        };
+        assert!(options.check().is_err());
+        assert!(FieldMeta::default().check().is_ok());
+    }
+
+    #[test]
+    fn a_field_without_meta_reads_as_before() {
+        let text = serde_json::to_string(&Field::string("title")).unwrap();
+        assert!(!text.contains("meta"), "{text}");
+        let old: Field = serde_json::from_str(r#"{"field":"x","type":"string"}"#).unwrap();
+        assert_eq!(old.meta, None);
+        let merged = FieldMeta {
+            note: Some("a".into()),
+            ..FieldMeta::default()
+        }
+        .merged(&FieldMeta {
+            interface: Some("input".into()),
+            ..FieldMeta::default()
+        });
+        assert_eq!(merged.note.as_deref(), Some("a"));
+        assert_eq!(merged.interface.as_deref(), Some("input"));
+    }
+}
+
+/// [`Step::SetFieldMeta`].
+pub fn field_meta(collection: &str, field: &str, meta: FieldMeta) -> Step {
+    Step::SetFieldMeta {
+        collection: collection.into(),
+        field: field.into(),
+        meta,
+    }
+}
+
+/// [`Step::SetCollectionMeta`].
+pub fn collection_meta(collection: &str, meta: CollectionMeta) -> Step {
+    Step::SetCollectionMeta {
+        collection: collection.into(),
+        meta,
+    }
 }
 
 /// A permission's rule, as [`Step::ChangeGrant`] compares and writes it.

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-pub use host_sdk::schema::{Alias, Field, FieldType};
+pub use host_sdk::schema::{Alias, CollectionMeta, Field, FieldMeta, FieldType};
 
 /// One collection: its fields, `id` first, and the one-to-many aliases
 /// declared on it (they store nothing).
@@ -13,6 +13,8 @@ pub struct CollectionDef {
     pub name: String,
     pub fields: Vec<Field>,
     pub aliases: Vec<Alias>,
+    /// What a client shows of it, as its migrations set it.
+    pub meta: Option<CollectionMeta>,
     positions: HashMap<String, usize>,
 }
 
@@ -29,6 +31,7 @@ impl CollectionDef {
             name: name.to_string(),
             fields,
             aliases: Vec::new(),
+            meta: None,
             positions,
         }
     }
@@ -112,6 +115,17 @@ impl Schema {
         match self.collections.get_mut(collection) {
             Some(def) => {
                 Arc::make_mut(def).aliases.push(alias);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sets the metadata of `collection`; false when it is unknown.
+    pub fn set_collection_meta(&mut self, collection: &str, meta: CollectionMeta) -> bool {
+        match self.collections.get_mut(collection) {
+            Some(def) => {
+                Arc::make_mut(def).meta = Some(meta);
                 true
             }
             None => false,

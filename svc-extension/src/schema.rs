@@ -7,8 +7,8 @@
 //! host fills `date_created`, `user_created` and `date_updated` itself.
 
 use host_sdk::schema::{
-    change_grant, on_delete, one_to_many, Collection, Field, Grant, GrantRule, Index, OnDelete,
-    Step,
+    change_grant, collection_meta, field_meta, on_delete, one_to_many, Collection, CollectionMeta,
+    Field, FieldMeta, Grant, GrantRule, Index, OnDelete, Step,
 };
 use serde_json::json;
 
@@ -41,6 +41,9 @@ pub const SITE_FIELDS_MIGRATION: &str = "0010_site_fields";
 /// Id of the migration narrowing members' recording rules as an early
 /// host seeded them.
 pub const NARROWED_RULES_MIGRATION: &str = "0011_member_recordings_narrowed";
+/// Id of the migration giving the collections and fields what clients
+/// show of them (SDK 1.12).
+pub const MODEL_META_MIGRATION: &str = "0012_model_meta";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -254,6 +257,117 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (MEMBER_GRANTS_MIGRATION, member_grants()),
         (SITE_FIELDS_MIGRATION, site_fields()),
         (NARROWED_RULES_MIGRATION, member_recordings_narrowed()),
+        (MODEL_META_MIGRATION, model_meta()),
+    ]
+}
+
+/// What clients (an admin app, a generic editor) show of the service's
+/// collections and fields on `/collections` and `/fields`: icons, notes,
+/// how an item is named, and the interfaces of the fields whose type says
+/// too little (a recording's `events` is a timeline).
+pub fn model_meta() -> Vec<Step> {
+    let collection = |name: &str, icon: &str, note: &str, template: &str| {
+        collection_meta(
+            name,
+            CollectionMeta {
+                icon: Some(icon.into()),
+                note: Some(note.into()),
+                display_template: (!template.is_empty()).then(|| template.into()),
+                ..CollectionMeta::default()
+            },
+        )
+    };
+    let interface = |collection: &str, field: &str, interface: &str, note: &str| {
+        field_meta(
+            collection,
+            field,
+            FieldMeta {
+                interface: Some(interface.into()),
+                note: (!note.is_empty()).then(|| note.into()),
+                ..FieldMeta::default()
+            },
+        )
+    };
+    let choices = |values: &[&str]| json!({ "choices": values.iter().map(|v| json!({"text": v, "value": v})).collect::<Vec<_>>() });
+    vec![
+        collection(
+            "videos",
+            "movie",
+            "The site's videos, with their models",
+            "{{title}}",
+        ),
+        collection(
+            "videos_models",
+            "link",
+            "Which models appear in which video",
+            "",
+        ),
+        collection(
+            "model_photos",
+            "photo_library",
+            "A model's photos, in order",
+            "",
+        ),
+        collection("articles", "article", "The site's articles", "{{title}}"),
+        collection("video_likes", "favorite", "Who liked which video", ""),
+        collection("video_plays", "play_circle", "Plays of videos", ""),
+        collection("recordings", "videocam", "Members' recordings", "{{title}}"),
+        collection("recording_plays", "play_arrow", "Plays of recordings", ""),
+        collection(
+            "user_points",
+            "stars",
+            "Points earned, one row per action",
+            "",
+        ),
+        collection(
+            "achievements",
+            "emoji_events",
+            "What can be earned",
+            "{{name}}",
+        ),
+        collection(
+            "user_achievements",
+            "military_tech",
+            "Achievements earned",
+            "",
+        ),
+        collection("user_stats", "leaderboard", "Each member's totals", ""),
+        field_meta(
+            "recordings",
+            "events",
+            FieldMeta {
+                interface: Some("recording-timeline".into()),
+                display: Some("formatted-json-value".into()),
+                note: Some("The recorded events, in time order".into()),
+                ..FieldMeta::default()
+            },
+        ),
+        field_meta(
+            "recordings",
+            "status",
+            FieldMeta {
+                interface: Some("select-dropdown".into()),
+                options: Some(choices(&["draft", "published", "archived"])),
+                display: Some("labels".into()),
+                width: Some("half".into()),
+                ..FieldMeta::default()
+            },
+        ),
+        interface(
+            "recordings",
+            "device_info",
+            "input-code",
+            "The recording device, as reported",
+        ),
+        interface("recordings", "tags", "tags", ""),
+        interface(
+            "recordings",
+            "featured",
+            "boolean",
+            "Set by an administrator",
+        ),
+        interface("videos", "tags", "tags", ""),
+        interface("articles", "tags", "tags", ""),
     ]
 }
 

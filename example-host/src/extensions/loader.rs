@@ -400,6 +400,13 @@ pub fn mount(
         detail,
     })?;
     for (mid, steps) in migrations {
+        // Metadata a client could not use is refused before anything runs.
+        if let Err(detail) = steps.iter().try_for_each(|s| s.check_meta()) {
+            return Err(LoadError::Migration {
+                id: mid,
+                detail: format!("invalid metadata of {detail}"),
+            });
+        }
         match platform.store.migrate(&id, &mid, &steps, &MigrationGrants) {
             Ok(true) => log::info!("[{id}] applied migration {mid}"),
             Ok(false) => {}

@@ -15,6 +15,7 @@ mod folders_api;
 mod items_api;
 mod query_string;
 pub mod routes;
+mod schema_api;
 mod server_api;
 mod throttle;
 mod unauthenticated;

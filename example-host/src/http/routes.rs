@@ -12,8 +12,8 @@ use axum::Router;
 use serde_json::{json, Value};
 
 use super::{
-    admin_app, assets_api, auth_api, comments_api, files_api, folders_api, items_api, server_api,
-    users_api, AppState,
+    admin_app, assets_api, auth_api, comments_api, files_api, folders_api, items_api, schema_api,
+    server_api, users_api, AppState,
 };
 
 /// The methods of host routes.
@@ -75,6 +75,17 @@ pub const ITEMS_QUERY: &[Param] = &[
     optional("page", "integer"),
     optional("groupBy", "string"),
     optional("aggregate", "string"),
+];
+
+/// What `/collections`, `/fields` and `/relations` take
+/// (`schema_model`'s query).
+const SCHEMA_QUERY: &[Param] = &[
+    optional("filter", "string"),
+    optional("sort", "string"),
+    optional("fields", "string"),
+    optional("limit", "integer"),
+    optional("offset", "integer"),
+    optional("page", "integer"),
 ];
 
 /// An asset's transformation and `?download` (`files::transform`).
@@ -502,6 +513,130 @@ pub const HOST_ROUTES: &[Route] = &[
         Permissions,
         handler!(comments_api::delete),
         "Delete one's own comment (administrators: any)",
+    ),
+    Route::new(
+        Get,
+        "/collections",
+        Permissions,
+        handler!(schema_api::collections),
+        "The collections the caller may read, as Directus's collection objects (filter, sort, limit, fields)",
+    )
+    .query(SCHEMA_QUERY),
+    Route::new(
+        Get,
+        "/collections/{collection}",
+        Permissions,
+        handler!(schema_api::collection),
+        "One collection the caller may read",
+    ),
+    Route::new(
+        Get,
+        "/fields",
+        Permissions,
+        handler!(schema_api::fields),
+        "The fields the caller may read, of every collection (filter, sort, limit, fields)",
+    )
+    .query(SCHEMA_QUERY),
+    Route::new(
+        Get,
+        "/fields/{collection}",
+        Permissions,
+        handler!(schema_api::fields_of),
+        "The fields the caller may read of one collection",
+    )
+    .query(SCHEMA_QUERY),
+    Route::new(
+        Get,
+        "/fields/{collection}/{field}",
+        Permissions,
+        handler!(schema_api::field),
+        "One field the caller may read",
+    ),
+    Route::new(
+        Get,
+        "/relations",
+        Permissions,
+        handler!(schema_api::relations),
+        "The many-to-one relations between what the caller may read (filter, sort, limit, fields)",
+    )
+    .query(SCHEMA_QUERY),
+    Route::new(
+        Get,
+        "/relations/{collection}",
+        Permissions,
+        handler!(schema_api::relations_of),
+        "The relations whose many side is this collection",
+    )
+    .query(SCHEMA_QUERY),
+    Route::new(
+        Get,
+        "/relations/{collection}/{field}",
+        Permissions,
+        handler!(schema_api::relation),
+        "The relation of one reference field",
+    ),
+    Route::new(
+        Post,
+        "/collections",
+        Permissions,
+        handler!(schema_api::refuse_write),
+        "Refused (403 FORBIDDEN): the schema changes only through migrations",
+    ),
+    Route::new(
+        Patch,
+        "/collections/{collection}",
+        Permissions,
+        handler!(schema_api::refuse_write),
+        "Refused (403 FORBIDDEN): the schema changes only through migrations",
+    ),
+    Route::new(
+        Delete,
+        "/collections/{collection}",
+        Permissions,
+        handler!(schema_api::refuse_write),
+        "Refused (403 FORBIDDEN): the schema changes only through migrations",
+    ),
+    Route::new(
+        Post,
+        "/fields/{collection}",
+        Permissions,
+        handler!(schema_api::refuse_write),
+        "Refused (403 FORBIDDEN): the schema changes only through migrations",
+    ),
+    Route::new(
+        Patch,
+        "/fields/{collection}/{field}",
+        Permissions,
+        handler!(schema_api::refuse_write),
+        "Refused (403 FORBIDDEN): the schema changes only through migrations",
+    ),
+    Route::new(
+        Delete,
+        "/fields/{collection}/{field}",
+        Permissions,
+        handler!(schema_api::refuse_write),
+        "Refused (403 FORBIDDEN): the schema changes only through migrations",
+    ),
+    Route::new(
+        Post,
+        "/relations",
+        Permissions,
+        handler!(schema_api::refuse_write),
+        "Refused (403 FORBIDDEN): the schema changes only through migrations",
+    ),
+    Route::new(
+        Patch,
+        "/relations/{collection}/{field}",
+        Permissions,
+        handler!(schema_api::refuse_write),
+        "Refused (403 FORBIDDEN): the schema changes only through migrations",
+    ),
+    Route::new(
+        Delete,
+        "/relations/{collection}/{field}",
+        Permissions,
+        handler!(schema_api::refuse_write),
+        "Refused (403 FORBIDDEN): the schema changes only through migrations",
     ),
     Route::new(
         Get,

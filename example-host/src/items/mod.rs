@@ -194,6 +194,12 @@ impl Platform {
         Ok(Some(readable))
     }
 
+    /// What the caller may read of `collection`: `None` when permissions
+    /// are bypassed; forbidden when they may read none of it.
+    pub fn read_grant(&self, who: &Who, collection: &str) -> Result<Option<Grant>, ItemsError> {
+        self.grant(who, collection, Action::Read)
+    }
+
     /// Whether `collection` exists and is served (to an administrator).
     pub fn has_collection(&self, collection: &str) -> bool {
         self.store.schema().get(collection).is_some() && !is_internal(collection)

@@ -1,13 +1,14 @@
 //! Migration bookkeeping and seeding rules, the same on every backend: which
 //! migrations ran (`platform_migrations`), the declared fields of every
 //! collection (`platform_fields`) and its one-to-many aliases
-//! (`platform_aliases`), from which the schema is rebuilt, and how each
+//! (`platform_aliases`) and the metadata of collections
+//! (`platform_collections`), from which the schema is rebuilt, and how each
 //! schema step changes them. Steps that change no schema (a grant of
 //! permissions) mean what the platform's [`StepRules`] say. A backend runs
 //! these inside one of its write transactions that excludes other
 //! migrations.
 
-use host_sdk::schema::{Alias, Field, Index, Step};
+use host_sdk::schema::{Alias, CollectionMeta, Field, Index, Step};
 use serde_json::Value;
 
 use super::codec::{self, Cell, Scalar};
@@ -25,7 +26,9 @@ pub const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS platform_migrations (
          definition TEXT NOT NULL, PRIMARY KEY (collection, field));
      CREATE TABLE IF NOT EXISTS platform_aliases (
          collection TEXT NOT NULL, alias TEXT NOT NULL,
-         definition TEXT NOT NULL, PRIMARY KEY (collection, alias));";
+         definition TEXT NOT NULL, PRIMARY KEY (collection, alias));
+     CREATE TABLE IF NOT EXISTS platform_collections (
+         collection TEXT NOT NULL PRIMARY KEY, definition TEXT NOT NULL);";
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
@@ -75,6 +78,20 @@ pub fn load_schema(conn: &mut dyn SqlConn) -> Result<Schema, StoreError> {
         let alias: Alias = serde_json::from_str(&definition)
             .map_err(|e| backend(format!("bad alias definition in {collection}: {e}")))?;
         schema.add_alias(&collection, alias);
+    }
+    let mut metas: Vec<(String, String)> = Vec::new();
+    conn.query(
+        "SELECT collection, definition FROM platform_collections",
+        &[],
+        &mut |row| {
+            metas.push((text(row, 0)?, text(row, 1)?));
+            Ok(())
+        },
+    )?;
+    for (collection, definition) in metas {
+        let meta: CollectionMeta = serde_json::from_str(&definition)
+            .map_err(|e| backend(format!("bad collection meta of {collection}: {e}")))?;
+        schema.set_collection_meta(&collection, meta);
     }
     Ok(schema)
 }
@@ -329,6 +346,54 @@ fn apply_step(
                 .unwrap_or(0) as i64;
             save_field(conn, collection, sort, &declared)?;
             schema.replace_field(collection, declared);
+        }
+        Step::SetFieldMeta {
+            collection,
+            field,
+            meta,
+        } => {
+            let def = schema
+                .get(collection)
+                .ok_or_else(|| no_collection(collection))?;
+            let Some(mut declared) = def.field(field).cloned() else {
+                return Err(StoreError::Invalid(format!(
+                    "no stored field {collection}.{field} to set the meta of"
+                )));
+            };
+            declared.meta = Some(declared.meta.unwrap_or_default().merged(meta));
+            let sort = def
+                .fields
+                .iter()
+                .position(|f| f.field == *field)
+                .unwrap_or(0) as i64;
+            save_field(conn, collection, sort, &declared)?;
+            schema.replace_field(collection, declared);
+        }
+        Step::SetCollectionMeta { collection, meta } => {
+            let def = schema
+                .get(collection)
+                .ok_or_else(|| no_collection(collection))?;
+            for name in [&meta.sort_field, &meta.archive_field]
+                .into_iter()
+                .flatten()
+            {
+                if !def.has(name) {
+                    return Err(StoreError::Invalid(format!(
+                        "no field {collection}.{name} named in its meta"
+                    )));
+                }
+            }
+            let merged = def.meta.clone().unwrap_or_default().merged(meta);
+            let definition = serde_json::to_string(&merged).map_err(backend)?;
+            let mut p = Params::new(d);
+            let sql = format!(
+                "INSERT INTO platform_collections (collection, definition) VALUES ({}, {}) \
+                 ON CONFLICT (collection) DO UPDATE SET definition = excluded.definition",
+                p.push(Scalar::Text(collection.clone())),
+                p.push(Scalar::Text(definition))
+            );
+            conn.execute(&sql, &p.values)?;
+            schema.set_collection_meta(collection, merged);
         }
         Step::CreateIndex { collection, index } => {
             let def = schema

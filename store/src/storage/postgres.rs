@@ -598,6 +598,7 @@ fn count_commits_everywhere(conn: &mut Pg<'_>, schema: &Schema) -> Result<(), St
         "platform_migrations".into(),
         "platform_fields".into(),
         "platform_aliases".into(),
+        "platform_collections".into(),
     ]);
     let counted = tables_with_trigger(conn, "_counted", "platform_count_commit")?;
     for table in tables.iter().filter(|t| !counted.contains(*t)) {

@@ -31,6 +31,7 @@ mod registration_mail;
 mod relations;
 mod rolling_upgrade;
 mod scaffold;
+mod schema_api;
 mod several_hosts;
 mod sign_in;
 mod soak;
