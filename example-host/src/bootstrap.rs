@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 
 use crate::credentials;
 use crate::items::{Session, Who};
-use crate::platform::PlatformError;
 use crate::platform::Platform;
+use crate::platform::PlatformError;
 use crate::query::WireQuery;
 use crate::settings::{declare, Env};
 
@@ -455,7 +455,10 @@ fn grant_members_once(
     Ok(granted)
 }
 
-fn member_policy_ids(platform: &Platform, s: &mut Session<'_>) -> Result<Vec<String>, PlatformError> {
+fn member_policy_ids(
+    platform: &Platform,
+    s: &mut Session<'_>,
+) -> Result<Vec<String>, PlatformError> {
     let policies = platform.read_by_query(
         s,
         &Who::system(),

@@ -22,8 +22,8 @@
 use serde_json::{Map, Value};
 
 use crate::items::{Session, Who, COMMENTS};
-use crate::platform::PlatformError;
 use crate::platform::Platform;
+use crate::platform::PlatformError;
 use crate::query::{ListParam, WireQuery};
 use crate::storage::Record;
 

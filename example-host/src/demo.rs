@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use crate::config::ServeArgs;
 use crate::files::{self, Files, Location};
 use crate::items::{Session, Who};
-use crate::platform::PlatformError;
 use crate::platform::Platform;
+use crate::platform::PlatformError;
 use crate::query::WireQuery;
 use crate::values::format_timestamp;
 
@@ -46,7 +46,12 @@ impl Ctx<'_, '_> {
             .create_one(self.session, &self.who, collection, &data)
     }
 
-    fn update(&mut self, collection: &str, key: &str, data: Value) -> Result<String, PlatformError> {
+    fn update(
+        &mut self,
+        collection: &str,
+        key: &str,
+        data: Value,
+    ) -> Result<String, PlatformError> {
         self.platform
             .update_one(self.session, &self.who, collection, key, &data)
     }
@@ -104,7 +109,12 @@ impl Ctx<'_, '_> {
             .collect())
     }
 
-    fn id_of(&mut self, collection: &str, field: &str, value: &str) -> Result<String, PlatformError> {
+    fn id_of(
+        &mut self,
+        collection: &str,
+        field: &str,
+        value: &str,
+    ) -> Result<String, PlatformError> {
         self.value_of(collection, field, value, "id")
     }
 
@@ -310,10 +320,9 @@ struct Media {
 impl Media {
     /// Creates the record of the stored file `name`; its id.
     fn record(&self, ctx: &mut Ctx<'_, '_>, name: &str) -> Result<String, PlatformError> {
-        let file =
-            self.files.iter().find(|f| f.name == name).ok_or_else(|| {
-                PlatformError::Internal(format!("the demo file {name} was not stored"))
-            })?;
+        let file = self.files.iter().find(|f| f.name == name).ok_or_else(|| {
+            PlatformError::Internal(format!("the demo file {name} was not stored"))
+        })?;
         ctx.create(
             "platform_files",
             json!({

@@ -13,9 +13,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use crate::items::{ItemsError, Who};
+use crate::items::Who;
 use crate::permissions::Grant;
 use crate::platform::Platform;
+use crate::platform::PlatformError;
 use crate::platform_schema::{is_internal, is_secret, max_length, platform_collection};
 use crate::query::WireQuery;
 use crate::schema::{Alias, CollectionDef, Field, FieldType, Schema};
@@ -31,7 +32,7 @@ struct Readable {
 }
 
 impl Readable {
-    fn of(platform: &Platform, who: &Who) -> Result<Self, ItemsError> {
+    fn of(platform: &Platform, who: &Who) -> Result<Self, PlatformError> {
         let mut grants = BTreeMap::new();
         let all = match platform.readable_collections(who)? {
             None => true,
@@ -82,7 +83,7 @@ pub fn collections(
     platform: &Platform,
     who: &Who,
     query: &WireQuery,
-) -> Result<Vec<Value>, ItemsError> {
+) -> Result<Vec<Value>, PlatformError> {
     let readable = Readable::of(platform, who)?;
     let schema = platform.store.schema();
     let all = served(&schema)
@@ -94,12 +95,12 @@ pub fn collections(
 }
 
 /// `GET /collections/:collection`.
-pub fn collection(platform: &Platform, who: &Who, name: &str) -> Result<Value, ItemsError> {
+pub fn collection(platform: &Platform, who: &Who, name: &str) -> Result<Value, PlatformError> {
     let readable = Readable::of(platform, who)?;
     let schema = platform.store.schema();
     match schema.get(name) {
         Some(def) if readable.collection(name) => Ok(collection_object(def)),
-        _ => Err(ItemsError::forbidden()),
+        _ => Err(PlatformError::forbidden()),
     }
 }
 
@@ -109,7 +110,7 @@ pub fn fields(
     who: &Who,
     collection: Option<&str>,
     query: &WireQuery,
-) -> Result<Vec<Value>, ItemsError> {
+) -> Result<Vec<Value>, PlatformError> {
     let readable = Readable::of(platform, who)?;
     let schema = platform.store.schema();
     let all = match collection {
@@ -117,7 +118,7 @@ pub fn fields(
         Some(name) if schema.get(name).is_some() && readable.collection(name) => {
             field_objects(&schema, &readable, Some(name))
         }
-        Some(_) => return Err(ItemsError::forbidden()),
+        Some(_) => return Err(PlatformError::forbidden()),
     };
     shape(all, query, &["collection", "field", "type"])
 }
@@ -128,13 +129,13 @@ pub fn field(
     who: &Who,
     collection: &str,
     name: &str,
-) -> Result<Value, ItemsError> {
+) -> Result<Value, PlatformError> {
     let readable = Readable::of(platform, who)?;
     let schema = platform.store.schema();
     field_objects(&schema, &readable, Some(collection))
         .into_iter()
         .find(|f| f["field"] == name)
-        .ok_or_else(ItemsError::forbidden)
+        .ok_or_else(PlatformError::forbidden)
 }
 
 /// `GET /relations` (`collection: None`) and `GET /relations/:collection`
@@ -144,12 +145,12 @@ pub fn relations(
     who: &Who,
     collection: Option<&str>,
     query: &WireQuery,
-) -> Result<Vec<Value>, ItemsError> {
+) -> Result<Vec<Value>, PlatformError> {
     let readable = Readable::of(platform, who)?;
     let schema = platform.store.schema();
     if let Some(name) = collection {
         if schema.get(name).is_none() || !readable.collection(name) {
-            return Err(ItemsError::forbidden());
+            return Err(PlatformError::forbidden());
         }
     }
     let all = relation_objects(&schema, &readable)
@@ -165,13 +166,13 @@ pub fn relation(
     who: &Who,
     collection: &str,
     field: &str,
-) -> Result<Value, ItemsError> {
+) -> Result<Value, PlatformError> {
     let readable = Readable::of(platform, who)?;
     let schema = platform.store.schema();
     relation_objects(&schema, &readable)
         .into_iter()
         .find(|r| r["collection"] == collection && r["field"] == field)
-        .ok_or_else(ItemsError::forbidden)
+        .ok_or_else(PlatformError::forbidden)
 }
 
 /// Directus's collection object: the host's own collections are marked
@@ -573,9 +574,13 @@ fn relation_objects(schema: &Schema, readable: &Readable) -> Vec<Value> {
 /// or more of those keys, `-` for descending), `limit` (`-1`: all) and
 /// `offset`/`page`, `fields` (top-level keys; `*`, `meta.*` and
 /// `schema.*` keep the whole). Anything else is refused, never ignored.
-fn shape(mut all: Vec<Value>, query: &WireQuery, keys: &[&str]) -> Result<Vec<Value>, ItemsError> {
+fn shape(
+    mut all: Vec<Value>,
+    query: &WireQuery,
+    keys: &[&str],
+) -> Result<Vec<Value>, PlatformError> {
     if query.search.is_some() || query.aggregate.is_some() || query.group_by.is_some() {
-        return Err(ItemsError::InvalidQuery(
+        return Err(PlatformError::InvalidQuery(
             "search, aggregate and groupBy are not supported here".into(),
         ));
     }
@@ -618,7 +623,7 @@ fn shape(mut all: Vec<Value>, query: &WireQuery, keys: &[&str]) -> Result<Vec<Va
         None | Some(-1) => None,
         Some(n) if n >= 0 => Some(n as usize),
         Some(_) => {
-            return Err(ItemsError::InvalidQuery(
+            return Err(PlatformError::InvalidQuery(
                 "\"limit\" must be -1 or more".into(),
             ))
         }
@@ -626,13 +631,13 @@ fn shape(mut all: Vec<Value>, query: &WireQuery, keys: &[&str]) -> Result<Vec<Va
     let offset = match (query.offset, query.page, limit) {
         (Some(o), _, _) if o >= 0 => o as usize,
         (Some(_), _, _) => {
-            return Err(ItemsError::InvalidQuery(
+            return Err(PlatformError::InvalidQuery(
                 "\"offset\" must be 0 or more".into(),
             ))
         }
         (None, Some(p), Some(l)) if p >= 1 => (p as usize - 1) * l,
         (None, Some(p), _) if p < 1 => {
-            return Err(ItemsError::InvalidQuery(
+            return Err(PlatformError::InvalidQuery(
                 "\"page\" must be 1 or more".into(),
             ))
         }
@@ -665,24 +670,24 @@ fn shape(mut all: Vec<Value>, query: &WireQuery, keys: &[&str]) -> Result<Vec<Va
         .collect())
 }
 
-fn unsupported(what: &str, key: &str, keys: &[&str]) -> ItemsError {
-    ItemsError::InvalidQuery(format!(
+fn unsupported(what: &str, key: &str, keys: &[&str]) -> PlatformError {
+    PlatformError::InvalidQuery(format!(
         "cannot {what} by \"{key}\" here (only {})",
         keys.join(", ")
     ))
 }
 
 /// Whether `value` passes `filter`.
-fn matches(filter: &Value, value: &Value, keys: &[&str]) -> Result<bool, ItemsError> {
+fn matches(filter: &Value, value: &Value, keys: &[&str]) -> Result<bool, PlatformError> {
     let Value::Object(map) = filter else {
-        return Err(ItemsError::InvalidQuery(
+        return Err(PlatformError::InvalidQuery(
             "\"filter\" must be a JSON object".into(),
         ));
     };
     for (key, condition) in map {
         let ok = if key == "_and" {
             let Value::Array(parts) = condition else {
-                return Err(ItemsError::InvalidQuery("\"_and\" takes a list".into()));
+                return Err(PlatformError::InvalidQuery("\"_and\" takes a list".into()));
             };
             let mut all = true;
             for part in parts {
@@ -701,18 +706,20 @@ fn matches(filter: &Value, value: &Value, keys: &[&str]) -> Result<bool, ItemsEr
     Ok(true)
 }
 
-fn compare(actual: &Value, condition: &Value) -> Result<bool, ItemsError> {
+fn compare(actual: &Value, condition: &Value) -> Result<bool, PlatformError> {
     let Value::Object(ops) = condition else {
-        return Err(ItemsError::InvalidQuery(
+        return Err(PlatformError::InvalidQuery(
             "a filter's condition is an object such as {\"_eq\": …}".into(),
         ));
     };
-    let listed = |v: &Value| -> Result<bool, ItemsError> {
+    let listed = |v: &Value| -> Result<bool, PlatformError> {
         match v {
             Value::Array(items) => Ok(items.contains(actual)),
             // `qs` writes a list as a comma-separated string.
             Value::String(s) => Ok(s.split(',').any(|p| Some(p) == actual.as_str())),
-            _ => Err(ItemsError::InvalidQuery("_in and _nin take a list".into())),
+            _ => Err(PlatformError::InvalidQuery(
+                "_in and _nin take a list".into(),
+            )),
         }
     };
     for (op, operand) in ops {
@@ -722,7 +729,7 @@ fn compare(actual: &Value, condition: &Value) -> Result<bool, ItemsError> {
             "_in" => listed(operand)?,
             "_nin" => !listed(operand)?,
             other => {
-                return Err(ItemsError::InvalidQuery(format!(
+                return Err(PlatformError::InvalidQuery(format!(
                     "filter operator \"{other}\" is not supported here (_eq, _neq, _in, _nin)"
                 )))
             }
@@ -876,7 +883,7 @@ mod tests {
         };
         assert!(matches!(
             shape(all, &bad, &["collection"]),
-            Err(ItemsError::InvalidQuery(_))
+            Err(PlatformError::InvalidQuery(_))
         ));
     }
 }

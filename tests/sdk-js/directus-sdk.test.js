@@ -27,13 +27,20 @@ import {
 	deleteUsers,
 	passwordRequest,
 	passwordReset,
+	readCollection,
+	readCollections,
 	readComment,
 	readComments,
+	readField,
+	readFields,
+	readFieldsByCollection,
 	readFile,
 	readFiles,
 	readFolders,
 	readItems,
 	readMe,
+	readRelationByCollection,
+	readRelations,
 	readUser,
 	readUsers,
 	registerUser,
@@ -536,4 +543,47 @@ test('search finds the items one of whose readable fields holds the text, on ite
 	await client.request(deleteComment(comment.id));
 	await client.logout();
 	await admin.request(deleteItem('videos', video.id));
+});
+
+test('the data model through readCollections, readFields and readRelations, as each caller may read it', async () => {
+	const member = signedOutClient('json');
+	await member.login(viewer);
+	const anonymous = createDirectus(url).with(rest());
+	for (const [who, client] of [['admin', admin], ['member', member], ['anonymous', anonymous]]) {
+		const collections = await client.request(readCollections());
+		const names = collections.map((c) => c.collection);
+		assert.ok(names.includes('videos'), `${who}: ${names}`);
+		for (const c of collections) assert.equal(typeof c.meta, 'object', `${who}: ${c.collection}`);
+		assert.equal((await client.request(readCollection('videos'))).collection, 'videos');
+		assert.ok(!names.includes('platform_signing_keys'), `${who}: an internal collection is never listed`);
+
+		// A field listed is a field the caller reads through the items API.
+		const fields = await client.request(readFieldsByCollection('videos'));
+		assert.ok(fields.some((f) => f.field === 'title' && f.type === 'string'), `${who}: ${JSON.stringify(fields.map((f) => f.field))}`);
+		const stored = fields.filter((f) => f.type !== 'alias').map((f) => f.field);
+		await client.request(readItems('videos', { fields: stored, limit: 1 }));
+		assert.equal((await client.request(readField('videos', 'title'))).field, 'title');
+		const all = await client.request(readFields());
+		assert.ok(all.some((f) => f.collection === 'videos' && f.field === 'slug'), who);
+
+		// A relation listed is one `fields=a.*` expands.
+		const relations = await client.request(readRelationByCollection('videos_models'));
+		const toVideo = relations.find((r) => r.field === 'videos_id');
+		assert.equal(toVideo?.related_collection, 'videos', `${who}: ${JSON.stringify(relations)}`);
+		const expanded = await client.request(readItems('videos_models', { fields: ['videos_id.slug'], limit: 1 }));
+		assert.equal(typeof expanded[0].videos_id.slug, 'string', who);
+		assert.ok((await client.request(readRelations())).length >= relations.length, who);
+	}
+
+	// What a caller may not read is neither listed nor answered.
+	const publicNames = (await anonymous.request(readCollections())).map((c) => c.collection);
+	assert.ok(!publicNames.includes('recordings'), `${publicNames}`);
+	assert.equal((await refusal(anonymous.request(readCollection('recordings')))).status, 403);
+	assert.equal((await refusal(anonymous.request(readFieldsByCollection('nowhere')))).status, 403);
+	const memberNames = (await member.request(readCollections())).map((c) => c.collection);
+	assert.ok(memberNames.includes('recordings'), `${memberNames}`);
+	// svc's metadata, as its migration set it.
+	const events = await admin.request(readField('recordings', 'events'));
+	assert.equal(events.meta.interface, 'recording-timeline');
+	await member.logout();
 });

@@ -17,8 +17,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use crate::items::{Session, Who};
-use crate::platform::PlatformError;
 use crate::platform::Platform;
+use crate::platform::PlatformError;
 use crate::platform_schema::SCHEDULE_RUNS;
 use crate::query::WireQuery;
 use crate::values::{format_timestamp, parse_timestamp};

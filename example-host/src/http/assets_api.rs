@@ -21,8 +21,8 @@ use super::{AppState, HttpError};
 use crate::files::transform::{self, Transform};
 use crate::files::{self, StorageError};
 use crate::items::{Session, Who};
-use crate::platform::PlatformError;
 use crate::platform::Platform;
+use crate::platform::PlatformError;
 use crate::query::{ListParam, WireQuery};
 
 pub async fn asset(

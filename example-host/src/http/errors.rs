@@ -168,9 +168,9 @@ pub fn items_status(e: &PlatformError) -> StatusCode {
     match e {
         PlatformError::Forbidden(_) => StatusCode::FORBIDDEN,
         PlatformError::NotFound(_) => StatusCode::NOT_FOUND,
-        PlatformError::InvalidQuery(_) | PlatformError::InvalidPayload(_) | PlatformError::NotUnique(_) => {
-            StatusCode::BAD_REQUEST
-        }
+        PlatformError::InvalidQuery(_)
+        | PlatformError::InvalidPayload(_)
+        | PlatformError::NotUnique(_) => StatusCode::BAD_REQUEST,
         PlatformError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         PlatformError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }

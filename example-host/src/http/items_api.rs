@@ -11,8 +11,8 @@ use serde_json::json;
 use super::as_caller::{AsCaller, Call};
 use super::{read_body, AppState, HttpError};
 use crate::items::{Session, Who};
-use crate::platform::PlatformError;
 use crate::platform::Platform;
+use crate::platform::PlatformError;
 use crate::query::WireQuery;
 
 /// The REST API's page size when a request gives no `limit` (`-1`: all).

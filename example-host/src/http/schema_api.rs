@@ -7,7 +7,7 @@ use axum::response::Response;
 use super::as_caller::AsCaller;
 use super::items_api::{data, ItemPath};
 use super::HttpError;
-use crate::items::ItemsError;
+use crate::platform::PlatformError;
 use crate::schema_model;
 
 pub async fn collections(call: AsCaller) -> Result<Response, HttpError> {
@@ -118,5 +118,5 @@ pub async fn relation(
 /// Every write to the model: the schema changes only through migrations,
 /// so no caller has schema rights (Directus's answer to one without them).
 pub async fn refuse_write() -> Result<Response, HttpError> {
-    Err(HttpError::Items(ItemsError::forbidden()))
+    Err(HttpError::Items(PlatformError::forbidden()))
 }

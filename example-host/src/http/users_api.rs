@@ -19,8 +19,8 @@ use super::query_string::parse_query_string;
 use super::throttle::{mail_request, ClientAddress};
 use super::{blocking, read_body, AppState, HttpError};
 use crate::items::{Session, Who};
-use crate::platform::PlatformError;
 use crate::platform::Platform;
+use crate::platform::PlatformError;
 use crate::query::{ListParam, WireQuery};
 
 const USERS: &str = "platform_users";

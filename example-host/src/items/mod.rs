@@ -196,7 +196,7 @@ impl Platform {
 
     /// What the caller may read of `collection`: `None` when permissions
     /// are bypassed; forbidden when they may read none of it.
-    pub fn read_grant(&self, who: &Who, collection: &str) -> Result<Option<Grant>, ItemsError> {
+    pub fn read_grant(&self, who: &Who, collection: &str) -> Result<Option<Grant>, PlatformError> {
         self.grant(who, collection, Action::Read)
     }
 

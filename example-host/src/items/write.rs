@@ -360,7 +360,8 @@ impl Platform {
             return Ok(stored.map_or(Scalar::Null, Scalar::Text));
         }
         let value: Value = serde_json::from_str(raw.get()).map_err(invalid_json)?;
-        let value = values::normalize(field, &value, false).map_err(PlatformError::InvalidPayload)?;
+        let value =
+            values::normalize(field, &value, false).map_err(PlatformError::InvalidPayload)?;
         let value = crate::platform_schema::host_value(&def.name, &field.field, value)
             .map_err(PlatformError::InvalidPayload)?;
         let value = self.store_value(def, &field.field, value)?;

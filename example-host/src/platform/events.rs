@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{PlatformError, Platform};
+use super::{Platform, PlatformError};
 use crate::accounts::Accountability;
 use crate::storage::Writer;
 

@@ -21,8 +21,8 @@ use crate::credentials::jwt::{Claims, Signer};
 use crate::credentials::sessions::{self, Presented};
 use crate::credentials::{generate_token, hash_password};
 use crate::items::{Session, Who};
-use crate::platform::PlatformError;
 use crate::platform::Platform;
+use crate::platform::PlatformError;
 use crate::platform_schema::{SESSIONS, SIGNING_KEYS};
 use crate::query::{Filter, ReadQuery};
 use crate::storage::{read_with, StoreError};
@@ -215,7 +215,9 @@ impl SignIn {
         let refresh_token = generate_token();
         let replaced = platform.transaction(|session| {
             let Session::Tx { conn, .. } = session else {
-                return Err(PlatformError::Internal("refresh outside a transaction".into()));
+                return Err(PlatformError::Internal(
+                    "refresh outside a transaction".into(),
+                ));
             };
             let Some(found) = sessions::find(&mut **conn, &sessions_def, presented)? else {
                 return Ok(None);
@@ -240,7 +242,9 @@ impl SignIn {
         };
         platform.transaction(|session| {
             let Session::Tx { conn, .. } = session else {
-                return Err(PlatformError::Internal("logout outside a transaction".into()));
+                return Err(PlatformError::Internal(
+                    "logout outside a transaction".into(),
+                ));
             };
             if let Some(found) = sessions::find(&mut **conn, &sessions_def, presented)? {
                 end_session(platform, session, &found.id)?;
@@ -563,7 +567,11 @@ fn replace_session(
 }
 
 /// Ends session `id` (in the caller's transaction).
-fn end_session(platform: &Platform, session: &mut Session<'_>, id: &str) -> Result<(), PlatformError> {
+fn end_session(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    id: &str,
+) -> Result<(), PlatformError> {
     platform.delete_one(session, &Who::system(), SESSIONS, id)?;
     Ok(())
 }

@@ -53,7 +53,7 @@ fn a_directus_sdk_front_end_signs_in_and_reads() {
     );
     // Every test ran: a file that failed to load reports no test at all.
     assert!(
-        report.contains("ℹ pass 12") && report.contains("ℹ fail 0"),
+        report.contains("ℹ pass 13") && report.contains("ℹ fail 0"),
         "{report}"
     );
 }
