@@ -177,6 +177,57 @@ pub fn relation(
 
 /// Directus's collection object: the host's own collections are marked
 /// `system`, as Directus marks its `directus_*` collections.
+/// The JSON Schema of an item of each collection the caller may read, by
+/// collection, from the same model as `/fields` (the fields they may read,
+/// secrets never): what `/server/specs/oas` publishes of the items.
+pub fn item_schemas(platform: &Platform, who: &Who) -> Result<Vec<(String, Value)>, PlatformError> {
+    let readable = Readable::of(platform, who)?;
+    let schema = platform.store.schema();
+    Ok(served(&schema)
+        .iter()
+        .filter(|def| readable.collection(&def.name))
+        .map(|def| {
+            let mut properties = Map::new();
+            for field in def.fields.iter().filter(|f| readable.field(&def.name, &f.field)) {
+                properties.insert(field.field.clone(), value_schema(field));
+            }
+            for alias in def.aliases.iter().filter(|a| readable.alias(&def.name, a)) {
+                // The related ids, or the related items when followed.
+                properties.insert(
+                    alias.alias.clone(),
+                    json!({"type": "array", "items": {"oneOf": [{"type": "string", "format": "uuid"}, {"type": "object"}]}}),
+                );
+            }
+            (
+                def.name.clone(),
+                json!({"type": "object", "properties": properties}),
+            )
+        })
+        .collect())
+}
+
+/// The JSON Schema of a field's values (null allowed where the field is
+/// nullable; a reference may also be the referred record, when followed).
+fn value_schema(field: &Field) -> Value {
+    let mut one = match field.kind {
+        FieldType::Uuid => json!({"type": "string", "format": "uuid"}),
+        FieldType::String | FieldType::Text => json!({"type": "string"}),
+        FieldType::Integer => json!({"type": "integer", "format": "int64"}),
+        FieldType::Float => json!({"type": "number"}),
+        FieldType::Boolean => json!({"type": "boolean"}),
+        FieldType::Timestamp => json!({"type": "string", "format": "date-time"}),
+        FieldType::Json => json!({}),
+    };
+    if field.references.is_some() {
+        one = json!({"oneOf": [one, {"type": "object"}]});
+    }
+    if field.nullable && field.kind != FieldType::Json {
+        json!({"oneOf": [one, {"type": "null"}]})
+    } else {
+        one
+    }
+}
+
 fn collection_object(def: &CollectionDef) -> Value {
     let mut meta = json!({
         "collection": def.name,

@@ -836,7 +836,8 @@ mod tests {
                 "0008_aliases",
                 "0009_member_grants",
                 "0010_site_fields",
-                "0011_member_recordings_narrowed"
+                "0011_member_recordings_narrowed",
+                "0012_model_meta"
             ]
         );
     }

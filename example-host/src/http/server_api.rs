@@ -2,12 +2,13 @@
 
 use axum::extract::State;
 use axum::http::header;
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
+use super::as_caller::AsCaller;
 use super::routes::{Access, Body, Route, HOST_ROUTES};
-use super::AppState;
+use super::{AppState, HttpError};
 use crate::extensions::Registry;
 
 pub async fn ping() -> impl IntoResponse {
@@ -101,9 +102,56 @@ pub async fn extensions(
     Ok(Json(json!({ "data": list })))
 }
 
-pub async fn openapi(State(state): State<AppState>) -> impl IntoResponse {
-    // Built at each request: a reload may have changed the extensions.
-    Json(build_openapi(&state.registry))
+pub async fn openapi(State(state): State<AppState>, call: AsCaller) -> Result<Response, HttpError> {
+    // Built at each request: a reload may have changed the extensions, a
+    // migration the model, and the caller decides what of it they see.
+    let items = call
+        .run(|c| Ok(crate::schema_model::item_schemas(c.platform, &c.who)?))
+        .await?;
+    let mut doc = build_openapi(&state.registry);
+    add_items(&mut doc, &items);
+    Ok(Json(doc).into_response())
+}
+
+/// The items of each collection the caller may read, from the data model
+/// (`schema_model::item_schemas`, the model `/fields` answers from): a
+/// schema per collection (`Items<Name>`, as Directus names them) and its
+/// `/items/<name>` and `/items/<name>/{id}` reads.
+fn add_items(doc: &mut Value, items: &[(String, Value)]) {
+    for (collection, schema) in items {
+        let name = format!("Items{}", pascal_case(collection));
+        let reference = json!({"$ref": format!("#/components/schemas/{name}")});
+        doc["components"]["schemas"][&name] = schema.clone();
+        let answer = |data: Value| {
+            json!({
+                "200": {"description": "The items", "content": {"application/json": {"schema": {
+                    "type": "object", "properties": {"data": data}}}}},
+                "default": {"description": "JSON response (an error: `{errors: [...]}`)"},
+            })
+        };
+        doc["paths"][format!("/items/{collection}")] = json!({"get": {
+            "summary": format!("Read items of {collection}"),
+            "responses": answer(json!({"type": "array", "items": reference.clone()})),
+        }});
+        doc["paths"][format!("/items/{collection}/{{id}}")] = json!({"get": {
+            "summary": format!("Read one item of {collection}"),
+            "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+            "responses": answer(reference),
+        }});
+    }
+}
+
+/// `videos_models` → `VideosModels`.
+fn pascal_case(name: &str) -> String {
+    name.split('_')
+        .map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|first| first.to_uppercase().chain(chars).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 /// The OpenAPI operation of a host route.

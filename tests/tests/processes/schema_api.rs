@@ -252,3 +252,45 @@ fn the_model_is_read_only() {
     let r = host.get("/fields/videos/title", Some(ADMIN_TOKEN));
     assert_eq!(r.status, 200);
 }
+
+/// `/server/specs/oas` describes the items of the collections the caller
+/// may read from the same model `/fields` answers from: a schema per
+/// collection whose properties are the fields listed, and its reads.
+#[test]
+fn the_openapi_document_describes_the_items_of_the_same_model() {
+    let host = demo();
+    for token in [Some(ADMIN_TOKEN), Some("demo-viewer-token"), None] {
+        let doc = host.get("/server/specs/oas", token).json();
+        let fields = host.get("/fields/videos", token).json();
+        let mut listed = names(fields["data"].as_array().expect("fields"), "field");
+        listed.sort();
+        let schema = &doc["components"]["schemas"]["ItemsVideos"];
+        let mut described: Vec<String> = schema["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{token:?}: no ItemsVideos: {schema}"))
+            .keys()
+            .cloned()
+            .collect();
+        described.sort();
+        assert_eq!(described, listed, "{token:?}");
+        assert!(
+            doc["paths"]["/items/videos"]["get"].is_object(),
+            "{token:?}"
+        );
+        assert!(
+            doc["paths"]["/items/videos/{id}"]["get"].is_object(),
+            "{token:?}"
+        );
+        // What the caller may not read is not described.
+        let recordings = &doc["components"]["schemas"]["ItemsRecordings"];
+        assert_eq!(recordings.is_object(), token.is_some(), "{token:?}");
+        assert!(doc["components"]["schemas"]["ItemsPlatformSigningKeys"].is_null());
+    }
+    // A secret is never described.
+    let doc = host.get("/server/specs/oas", Some(ADMIN_TOKEN)).json();
+    let users = &doc["components"]["schemas"]["ItemsPlatformUsers"]["properties"];
+    assert!(
+        users["email"].is_object() && users["password"].is_null(),
+        "{users}"
+    );
+}
