@@ -1,4 +1,4 @@
-//! Accounts: the caller an operation runs for ([`Accountability`]) and how
+//! Accounts: the caller an operation runs for ([`CallerAccount`]) and how
 //! an active user is found with the policies that apply to them (their
 //! own and their role's).
 
@@ -9,7 +9,7 @@ use crate::storage::{Reader, Store, StoreError};
 
 /// The authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Accountability {
+pub struct CallerAccount {
     pub user: String,
     pub role: Option<String>,
     pub admin: bool,
@@ -26,7 +26,7 @@ pub fn lookup_user(
     store: &dyn Store,
     conn: &mut dyn Reader,
     which: Filter,
-) -> Result<Option<Accountability>, StoreError> {
+) -> Result<Option<CallerAccount>, StoreError> {
     let schema = store.schema();
     let (Some(users), Some(access), Some(policies)) = (
         schema.get("platform_users"),
@@ -82,7 +82,7 @@ pub fn lookup_user(
         .limit(1);
         !conn.select(policies, &q)?.is_empty()
     };
-    Ok(Some(Accountability {
+    Ok(Some(CallerAccount {
         user: user_id,
         role,
         admin,

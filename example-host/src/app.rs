@@ -440,5 +440,5 @@ pub(crate) async fn serve_on(
     if let Some(reloader) = reloader {
         reloader.spawn(scheduler, tokio::runtime::Handle::current(), shutdown_rx);
     }
-    http::serve_on(listener, state, stop, shutdown_tx).await
+    http::serve_connections(listener, state, stop, shutdown_tx).await
 }

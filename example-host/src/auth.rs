@@ -10,7 +10,7 @@ use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
-use crate::accounts::{lookup_user, Accountability};
+use crate::accounts::{lookup_user, CallerAccount};
 use crate::credentials::hash_token;
 use crate::credentials::jwt::{looks_like_jwt, Signer};
 use crate::query::{Filter, ReadQuery};
@@ -38,7 +38,7 @@ pub struct Auth {
     /// The count of changes to the access collections seen then
     /// ([`Store::tracked_version`]).
     seen_access_version: AtomicU64,
-    tokens: Mutex<HashMap<String, (u64, Accountability)>>,
+    tokens: Mutex<HashMap<String, (u64, CallerAccount)>>,
     public: Mutex<Option<(u64, Vec<String>)>>,
     /// Off (`--cache false`): every request starts a new generation, so
     /// nothing cached is ever used again.
@@ -140,7 +140,7 @@ impl Auth {
         &self,
         store: &dyn Store,
         token: &str,
-    ) -> Result<Accountability, AuthError> {
+    ) -> Result<CallerAccount, AuthError> {
         if let Some(signer) = self.signer.get().filter(|_| looks_like_jwt(token)) {
             let claims = signer
                 .verify(token, false)
@@ -163,8 +163,8 @@ impl Auth {
         &self,
         store: &dyn Store,
         key: String,
-        mut lookup: impl FnMut(&mut dyn Reader) -> Result<Option<Accountability>, StoreError>,
-    ) -> Result<Accountability, AuthError> {
+        mut lookup: impl FnMut(&mut dyn Reader) -> Result<Option<CallerAccount>, StoreError>,
+    ) -> Result<CallerAccount, AuthError> {
         let epoch = self.epoch(store);
         if let Some((e, acc)) = self.tokens.lock().get(&key) {
             if *e == epoch {
@@ -212,7 +212,7 @@ fn lookup_token(
     store: &dyn Store,
     conn: &mut dyn Reader,
     hashed: &str,
-) -> Result<Option<Accountability>, StoreError> {
+) -> Result<Option<CallerAccount>, StoreError> {
     lookup_user(store, conn, eq("token", json!(hashed)))
 }
 
@@ -222,7 +222,7 @@ fn lookup_session(
     conn: &mut dyn Reader,
     session: &str,
     user: &str,
-) -> Result<Option<Accountability>, StoreError> {
+) -> Result<Option<CallerAccount>, StoreError> {
     let schema = store.schema();
     let Some(sessions) = schema.get(crate::platform_schema::SESSIONS) else {
         return Ok(None);

@@ -811,7 +811,7 @@ fn print_examples(serve: &ServeArgs, assets: Option<&(String, String)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::files::storage::{Driver, LocationSettings};
+    use crate::files::locations::{Driver, LocationSettings};
     use crate::files::Storage;
 
     #[test]

@@ -22,7 +22,7 @@ pub enum Action {
 
 /// The combined permission of several policies for one collection and action.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Grant {
+pub struct CollectionGrant {
     /// Raw filter (with `$CURRENT_USER`…) the items must match; `None`: all items.
     pub filter: Option<Value>,
     /// Allowed fields; `None`: all.
@@ -34,7 +34,7 @@ pub struct Grant {
     rules: Vec<(Option<Value>, Option<Vec<String>>)>,
 }
 
-impl Grant {
+impl CollectionGrant {
     /// Every row, only these fields.
     #[cfg(test)]
     pub fn test_fields(fields: &[&str]) -> Self {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::items::Who;
-use crate::permissions::Grant;
+use crate::permissions::CollectionGrant;
 use crate::platform::Platform;
 use crate::platform::PlatformError;
 use crate::platform_schema::{is_internal, is_secret, max_length, platform_collection};
@@ -28,7 +28,7 @@ const FILES: &str = "platform_files";
 /// every field), or everything for an administrator.
 struct Readable {
     all: bool,
-    grants: BTreeMap<String, Option<Grant>>,
+    grants: BTreeMap<String, Option<CollectionGrant>>,
 }
 
 impl Readable {
@@ -900,7 +900,7 @@ mod tests {
         let mut grants = BTreeMap::new();
         grants.insert(
             "videos".to_string(),
-            Some(Grant::test_fields(&["id", "title", "poster"])),
+            Some(CollectionGrant::test_fields(&["id", "title", "poster"])),
         );
         let r = Readable { all: false, grants };
         let fields: Vec<Value> = field_objects(&s, &r, None)

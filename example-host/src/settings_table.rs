@@ -27,7 +27,7 @@ pub fn declared() -> Vec<Setting> {
         crate::signin::settings::SETTINGS,
         crate::mail::SETTINGS,
         crate::throttle::settings::SETTINGS,
-        crate::files::storage::SETTINGS,
+        crate::files::locations::SETTINGS,
         crate::files::SETTINGS,
         crate::files::transform::SETTINGS,
     ]

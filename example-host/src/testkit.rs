@@ -50,7 +50,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::accounts::Accountability;
+use crate::accounts::CallerAccount;
 use crate::bootstrap::AdminSeed;
 use crate::credentials;
 use crate::extensions::services::ExtServices;
@@ -381,7 +381,7 @@ impl TestHost {
 
     /// The host's view of a user (with its policies); `None` once the user
     /// is no longer active.
-    fn accountability_of(&self, user: &TestUser) -> Option<Accountability> {
+    fn accountability_of(&self, user: &TestUser) -> Option<CallerAccount> {
         self.platform
             .auth
             .authenticate(self.platform.store.as_ref(), &user.token)

@@ -10,7 +10,7 @@ use host_sdk::BodyRule;
 
 use super::services::{ffi_accountability_opt, ExtServices};
 use super::ExtRequest;
-use crate::platform::ItemEvent;
+use crate::platform::WriteEvent;
 
 /// An extension's answer, whichever way it was called. The body is the
 /// extension's own buffer, written to the socket without a copy; a kept
@@ -42,7 +42,7 @@ fn records_json(records: &Option<std::sync::Arc<str>>) -> abi_stable::std_types:
     records.as_deref().map(RString::from).into()
 }
 
-pub fn facade_accountability(a: &crate::accounts::Accountability) -> host_sdk::Accountability {
+pub fn facade_accountability(a: &crate::accounts::CallerAccount) -> host_sdk::Accountability {
     host_sdk::Accountability {
         user: a.user.clone(),
         role: a.role.clone(),
@@ -51,7 +51,7 @@ pub fn facade_accountability(a: &crate::accounts::Accountability) -> host_sdk::A
 }
 
 /// An item event as it crosses the ABI.
-fn ffi_event(event: &ItemEvent) -> FfiItemEvent {
+fn ffi_event(event: &WriteEvent) -> FfiItemEvent {
     FfiItemEvent {
         event: event.kind.name().into(),
         collection: event.collection.as_str().into(),
@@ -67,7 +67,7 @@ fn ffi_event(event: &ItemEvent) -> FfiItemEvent {
 
 /// An item event as a linked extension's facade takes it: the host's
 /// text, borrowed.
-fn facade_event(event: &ItemEvent) -> host_sdk::RawItemEvent<'_> {
+fn facade_event(event: &WriteEvent) -> host_sdk::RawItemEvent<'_> {
     use crate::platform::EventKind;
     host_sdk::RawItemEvent::new(
         match event.kind {
@@ -153,7 +153,7 @@ impl Code {
     }
 
     /// Delivers a committed write to the extension's after-commit hooks.
-    pub fn on_event(&self, services: &ExtServices<'_>, event: &ItemEvent) -> Result<(), String> {
+    pub fn on_event(&self, services: &ExtServices<'_>, event: &WriteEvent) -> Result<(), String> {
         match self {
             Code::Library(module) => {
                 let ctx = services.context();
@@ -170,7 +170,7 @@ impl Code {
     pub fn before_commit(
         &self,
         services: &ExtServices<'_>,
-        event: &ItemEvent,
+        event: &WriteEvent,
     ) -> Result<(), (String, String)> {
         match self {
             Code::Library(module) => {
@@ -196,7 +196,7 @@ impl Code {
     pub fn before_write(
         &self,
         services: &ExtServices<'_>,
-        event: &ItemEvent,
+        event: &WriteEvent,
     ) -> Result<Option<String>, (String, String)> {
         match self {
             Code::Library(module) => {

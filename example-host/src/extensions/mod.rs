@@ -30,9 +30,9 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use serde_json::Value;
 
-use crate::accounts::Accountability;
+use crate::accounts::CallerAccount;
 use crate::platform::Platform;
-use crate::platform::{EventSink, ItemEvent, PlatformError};
+use crate::platform::{EventSink, WriteEvent, PlatformError};
 use crate::storage::Writer;
 use services::ExtServices;
 
@@ -165,7 +165,7 @@ thread_local! {
 /// The host's error for an in-transaction hook's refusal: the codes the
 /// platform knows keep their meaning; anything else is the hook's failure,
 /// named in the log.
-fn refusal(ext: &str, event: &ItemEvent, code: &str, message: String) -> PlatformError {
+fn refusal(ext: &str, event: &WriteEvent, code: &str, message: String) -> PlatformError {
     PlatformError::from_code(code, message.clone()).unwrap_or_else(|| {
         log::error!(
             "[{ext}] in-transaction hook failed on {} {} {:?}, write refused: {code}: {message}",
@@ -315,7 +315,7 @@ impl Registry {
     pub fn handle(
         ext: &LoadedExtension,
         platform: &Platform,
-        accountability: Option<Accountability>,
+        accountability: Option<CallerAccount>,
         request: ExtRequest,
     ) -> ExtResponse {
         platform
@@ -356,7 +356,7 @@ impl Registry {
 /// writes nest on this thread: past the bound the write is refused, as a
 /// hook whose writes keep triggering hooks would otherwise never end.
 fn nested_hooks<T>(
-    write: &ItemEvent,
+    write: &WriteEvent,
     run: impl FnOnce() -> Result<T, PlatformError>,
 ) -> Result<T, PlatformError> {
     let depth = BEFORE_COMMIT_DEPTH.with(Cell::get);
@@ -386,8 +386,8 @@ impl EventSink for Registry {
         &self,
         platform: &Platform,
         conn: &mut dyn Writer,
-        events: &mut Vec<ItemEvent>,
-        event: &ItemEvent,
+        events: &mut Vec<WriteEvent>,
+        event: &WriteEvent,
     ) -> Result<(), PlatformError> {
         nested_hooks(event, || {
             for ext in self
@@ -417,8 +417,8 @@ impl EventSink for Registry {
         &self,
         platform: &Platform,
         conn: &mut dyn Writer,
-        events: &mut Vec<ItemEvent>,
-        write: &ItemEvent,
+        events: &mut Vec<WriteEvent>,
+        write: &WriteEvent,
     ) -> Result<Option<String>, PlatformError> {
         nested_hooks(write, || {
             let mut current = write.clone();
@@ -449,7 +449,7 @@ impl EventSink for Registry {
         })
     }
 
-    fn dispatch(&self, platform: &Platform, events: Vec<ItemEvent>) {
+    fn dispatch(&self, platform: &Platform, events: Vec<WriteEvent>) {
         let depth = HOOK_DEPTH.with(Cell::get);
         if depth >= MAX_HOOK_DEPTH {
             log::warn!(

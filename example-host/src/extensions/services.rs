@@ -10,27 +10,27 @@ use host_sdk::abi::{
 };
 use parking_lot::Mutex;
 
-use crate::accounts::Accountability;
+use crate::accounts::CallerAccount;
 use crate::items::{Session, Who};
 use crate::platform::Platform;
-use crate::platform::{ItemEvent, PlatformError};
+use crate::platform::{WriteEvent, PlatformError};
 use crate::query::WireQuery;
 use crate::storage::{StoreError, Writer};
 
 struct TxState<'a> {
     conn: &'a mut dyn Writer,
-    events: &'a mut Vec<ItemEvent>,
+    events: &'a mut Vec<WriteEvent>,
 }
 
 /// Services for one extension call; bound to an open transaction when
 /// handed to a transaction body.
 pub struct ExtServices<'a> {
     platform: &'a Platform,
-    accountability: Option<Accountability>,
+    accountability: Option<CallerAccount>,
     tx: Option<Mutex<TxState<'a>>>,
 }
 
-pub fn ffi_accountability(a: &Accountability) -> FfiAccountability {
+pub fn ffi_accountability(a: &CallerAccount) -> FfiAccountability {
     FfiAccountability {
         user: a.user.as_str().into(),
         role: a.role.as_deref().map(RString::from).into(),
@@ -52,7 +52,7 @@ fn to_text<T: serde::Serialize>(value: &T) -> Result<RString, PlatformError> {
 }
 
 impl<'a> ExtServices<'a> {
-    pub fn new(platform: &'a Platform, accountability: Option<Accountability>) -> Self {
+    pub fn new(platform: &'a Platform, accountability: Option<CallerAccount>) -> Self {
         Self {
             platform,
             accountability,
@@ -64,9 +64,9 @@ impl<'a> ExtServices<'a> {
     /// what they read sees the transaction's writes, what they write joins it.
     pub fn bound(
         platform: &'a Platform,
-        accountability: Option<Accountability>,
+        accountability: Option<CallerAccount>,
         conn: &'a mut dyn Writer,
-        events: &'a mut Vec<ItemEvent>,
+        events: &'a mut Vec<WriteEvent>,
     ) -> Self {
         Self {
             platform,
@@ -76,7 +76,7 @@ impl<'a> ExtServices<'a> {
     }
 
     /// The caller these services act for.
-    pub fn accountability(&self) -> Option<&Accountability> {
+    pub fn accountability(&self) -> Option<&CallerAccount> {
         self.accountability.as_ref()
     }
 
@@ -272,6 +272,6 @@ impl HostServices for ExtServices<'_> {
 }
 
 /// `ROption` of an accountability, for FFI structs.
-pub fn ffi_accountability_opt(a: Option<&Accountability>) -> ROption<FfiAccountability> {
+pub fn ffi_accountability_opt(a: Option<&CallerAccount>) -> ROption<FfiAccountability> {
     a.map(ffi_accountability).into()
 }

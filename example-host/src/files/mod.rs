@@ -2,10 +2,10 @@
 //! of an upload before keeping it: its type, an image's size, whether it
 //! is allowed at all (`Files`, from `FILES_*`).
 
-pub mod storage;
+pub mod locations;
 pub mod transform;
 
-pub use storage::{Location, Storage, StorageError};
+pub use locations::{Location, Storage, StorageError};
 
 use crate::settings::{declare, Env};
 
@@ -77,7 +77,7 @@ impl Files {
     /// The storage is opened once every setting has been read.
     pub fn from_env(env: &Env, default_root: &std::path::Path) -> Result<Self, String> {
         let transforms = transform::Settings::from_env(env)?;
-        let locations = storage::settings_from(env, default_root)?;
+        let locations = locations::settings_from(env, default_root)?;
         let policy = content_security_policy(
             ASSETS_CONTENT_SECURITY_POLICY_DIRECTIVES
                 .each(env)

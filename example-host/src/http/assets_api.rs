@@ -136,7 +136,7 @@ async fn serve(
             };
             record.key = key;
             record.mime = format.mime().to_string();
-            let stat = files::storage::Stored {
+            let stat = files::locations::Stored {
                 size,
                 last_modified: original.last_modified,
             };
@@ -161,7 +161,7 @@ async fn answer(
     record: &Record,
     headers: &HeaderMap,
     uri: &Uri,
-    stat: files::storage::Stored,
+    stat: files::locations::Stored,
     body: Body<'_>,
 ) -> Result<Response, HttpError> {
     let etag = {
@@ -229,7 +229,7 @@ async fn answer(
                 other => HttpError::StorageUnavailable(format!("Couldn't read file: {other}")),
             })?,
         Body::Memory(bytes) => {
-            files::storage::Read::of_bytes(bytes, stat.last_modified, range.clone())
+            files::locations::Read::of_bytes(bytes, stat.last_modified, range.clone())
         }
     };
     let mut set = |name: header::HeaderName, value: &str| {

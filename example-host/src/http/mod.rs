@@ -34,7 +34,7 @@ pub use errors::HttpError;
 pub use extension_api::call_extension;
 pub use unauthenticated::UnauthenticatedBodies;
 
-use crate::accounts::Accountability;
+use crate::accounts::CallerAccount;
 use crate::auth::AuthError;
 use crate::extensions::Registry;
 use crate::platform::Platform;
@@ -98,7 +98,7 @@ async fn method_not_allowed(method: axum::http::Method, uri: Uri) -> HttpError {
 /// Connections are served by hyper directly (rather than `axum::serve`) for
 /// its header-read timeout: a client that never finishes its headers is
 /// dropped instead of holding a connection.
-pub async fn serve_on(
+pub async fn serve_connections(
     listener: tokio::net::TcpListener,
     state: AppState,
     stop: impl std::future::Future<Output = ()>,
@@ -334,7 +334,7 @@ fn named_credentials(headers: &HeaderMap, uri: &Uri) -> Credentials {
 pub fn authenticate(
     platform: &Platform,
     credentials: &Credentials,
-) -> Result<Option<Accountability>, AuthError> {
+) -> Result<Option<CallerAccount>, AuthError> {
     match credentials {
         Credentials::Anonymous => Ok(None),
         Credentials::Malformed => Err(AuthError::InvalidToken),

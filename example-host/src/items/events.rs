@@ -23,8 +23,8 @@ impl Platform {
     pub(super) fn record_event(
         &self,
         conn: &mut dyn Writer,
-        events: &mut Vec<ItemEvent>,
-        event: ItemEvent,
+        events: &mut Vec<WriteEvent>,
+        event: WriteEvent,
     ) -> Result<(), PlatformError> {
         let at = events.len();
         if let Some(sink) = self
@@ -54,8 +54,8 @@ impl Platform {
     pub(super) fn before_write(
         &self,
         conn: &mut dyn Writer,
-        events: &mut Vec<ItemEvent>,
-        write: ItemEvent,
+        events: &mut Vec<WriteEvent>,
+        write: WriteEvent,
     ) -> Result<Option<String>, PlatformError> {
         // Callers ask `wants_before_write` once per write, before this.
         match self.events.get() {
@@ -65,7 +65,7 @@ impl Platform {
     }
 
     /// Delivers events of a committed write.
-    pub fn dispatch(&self, mut events: Vec<ItemEvent>) {
+    pub fn dispatch(&self, mut events: Vec<WriteEvent>) {
         if events.iter().any(|e| affects_access(&e.collection)) {
             self.auth.invalidate();
         }

@@ -21,16 +21,16 @@ mod related_filters;
 mod relations;
 mod write;
 
-use crate::platform::{EventKind, ItemEvent, PlatformError};
+use crate::platform::{EventKind, WriteEvent, PlatformError};
 pub use read::COMMENTS;
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::accounts::Accountability;
+use crate::accounts::CallerAccount;
 use crate::credentials;
-use crate::permissions::{Action, Grant};
+use crate::permissions::{Action, CollectionGrant};
 use crate::platform::Platform;
 use crate::platform_schema::{affects_access, is_internal, is_secret};
 use crate::query::{parse_filter, FieldMasks, Filter, ReadQuery, Vars, WireQuery};
@@ -42,20 +42,20 @@ use crate::values;
 #[derive(Debug, Clone, Default)]
 pub struct Who {
     /// The caller (also used for `user_created` and `$CURRENT_USER`).
-    pub accountability: Option<Accountability>,
+    pub accountability: Option<CallerAccount>,
     /// Bypass permissions (the extension asked for admin access, or the
     /// host itself is writing).
     pub bypass: bool,
 }
 
 impl Who {
-    pub fn caller(accountability: Option<Accountability>) -> Self {
+    pub fn caller(accountability: Option<CallerAccount>) -> Self {
         Self {
             accountability,
             bypass: false,
         }
     }
-    pub fn admin(accountability: Option<Accountability>) -> Self {
+    pub fn admin(accountability: Option<CallerAccount>) -> Self {
         Self {
             accountability,
             bypass: true,
@@ -80,7 +80,7 @@ pub enum Session<'s> {
     Auto,
     Tx {
         conn: &'s mut dyn Writer,
-        events: &'s mut Vec<ItemEvent>,
+        events: &'s mut Vec<WriteEvent>,
     },
 }
 
@@ -153,7 +153,7 @@ impl Platform {
         who: &Who,
         collection: &str,
         action: Action,
-    ) -> Result<Option<Grant>, PlatformError> {
+    ) -> Result<Option<CollectionGrant>, PlatformError> {
         if who.is_admin() {
             return Ok(None);
         }
@@ -196,7 +196,7 @@ impl Platform {
 
     /// What the caller may read of `collection`: `None` when permissions
     /// are bypassed; forbidden when they may read none of it.
-    pub fn read_grant(&self, who: &Who, collection: &str) -> Result<Option<Grant>, PlatformError> {
+    pub fn read_grant(&self, who: &Who, collection: &str) -> Result<Option<CollectionGrant>, PlatformError> {
         self.grant(who, collection, Action::Read)
     }
 
@@ -208,7 +208,7 @@ impl Platform {
     fn grant_filter(
         &self,
         def: &CollectionDef,
-        grant: Option<&Grant>,
+        grant: Option<&CollectionGrant>,
         vars: &Vars,
     ) -> Result<Option<Filter>, PlatformError> {
         match grant.and_then(|g| g.filter.as_ref()) {
@@ -238,7 +238,7 @@ impl Platform {
     fn run_write<T>(
         &self,
         session: &mut Session<'_>,
-        mut work: impl FnMut(&mut dyn Writer, &mut Vec<ItemEvent>) -> Result<T, PlatformError>,
+        mut work: impl FnMut(&mut dyn Writer, &mut Vec<WriteEvent>) -> Result<T, PlatformError>,
     ) -> Result<T, PlatformError> {
         match session {
             Session::Tx { conn, events } => work(&mut **conn, events),
@@ -300,7 +300,7 @@ impl Who {
 /// and only fields the grant allows.
 fn check_queried_fields(
     collection: &str,
-    grant: Option<&Grant>,
+    grant: Option<&CollectionGrant>,
     used: &[String],
 ) -> Result<(), PlatformError> {
     for field in used {

@@ -51,7 +51,7 @@ impl Platform {
     fn field_masks(
         &self,
         def: &CollectionDef,
-        grant: Option<&Grant>,
+        grant: Option<&CollectionGrant>,
         vars: &Vars,
         used: &[String],
     ) -> Result<FieldMasks, PlatformError> {
@@ -455,7 +455,7 @@ pub(super) fn fields_forbidden(path: &str, collection: &str, fields: &[String]) 
 /// checked on the collections they reach).
 fn check_named_fields(
     def: &CollectionDef,
-    grant: Option<&Grant>,
+    grant: Option<&CollectionGrant>,
     wire: &WireQuery,
     path: &str,
 ) -> Result<(), PlatformError> {
@@ -481,7 +481,7 @@ fn check_named_fields(
 
 /// The condition of the query's `search`, over the fields the caller may
 /// read (none of a secret); `None` when it has none.
-fn search(def: &CollectionDef, grant: Option<&Grant>, wire: &WireQuery) -> Option<Filter> {
+fn search(def: &CollectionDef, grant: Option<&CollectionGrant>, wire: &WireQuery) -> Option<Filter> {
     let text = wire.search.as_deref().filter(|t| !t.trim().is_empty())?;
     let readable = def.fields.iter().filter(|f| {
         !is_secret(&def.name, &f.field) && grant.is_none_or(|g| g.allows_field(&f.field))

@@ -13,7 +13,7 @@ impl Platform {
     pub(super) fn release_references(
         &self,
         conn: &mut dyn Writer,
-        events: &mut Vec<ItemEvent>,
+        events: &mut Vec<WriteEvent>,
         def: &CollectionDef,
         key: &str,
     ) -> Result<(), PlatformError> {

@@ -222,7 +222,7 @@ impl Platform {
     fn insert_created(
         &self,
         conn: &mut dyn Writer,
-        events: &mut Vec<ItemEvent>,
+        events: &mut Vec<WriteEvent>,
         target: &Created<'_>,
         row: Columns,
         scopes: &ReferenceScopes,
@@ -254,7 +254,7 @@ impl Platform {
             self.record_event(
                 conn,
                 events,
-                ItemEvent {
+                WriteEvent {
                     kind: EventKind::Create,
                     collection: def.name.clone(),
                     keys: vec![key.clone()],
@@ -273,7 +273,7 @@ impl Platform {
         &self,
         who: &Who,
         def: &CollectionDef,
-        grant: Option<&Grant>,
+        grant: Option<&CollectionGrant>,
         payload: &Payload<'_>,
     ) -> Result<Columns, PlatformError> {
         let admin = who.is_admin();
@@ -474,7 +474,7 @@ impl Platform {
             self.record_event(
                 conn,
                 events,
-                ItemEvent {
+                WriteEvent {
                     kind: EventKind::Update,
                     collection: def.name.clone(),
                     keys: vec![key.to_string()],
@@ -494,7 +494,7 @@ impl Platform {
         &self,
         who: &Who,
         def: &CollectionDef,
-        grant: Option<&Grant>,
+        grant: Option<&CollectionGrant>,
         key: &str,
         payload: &Payload<'_>,
     ) -> Result<Columns, PlatformError> {
@@ -575,7 +575,7 @@ impl Platform {
             self.record_event(
                 conn,
                 events,
-                ItemEvent {
+                WriteEvent {
                     kind: EventKind::Delete,
                     collection: def.name.clone(),
                     keys: vec![key.to_string()],
@@ -680,8 +680,8 @@ fn pending(
     def: &CollectionDef,
     keys: Vec<String>,
     payload: String,
-) -> ItemEvent {
-    ItemEvent {
+) -> WriteEvent {
+    WriteEvent {
         kind,
         collection: def.name.clone(),
         keys,

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::{Platform, PlatformError};
-use crate::accounts::Accountability;
+use crate::accounts::CallerAccount;
 use crate::storage::Writer;
 
 /// What happened, for hooks.
@@ -32,7 +32,7 @@ impl EventKind {
 /// built into a tree for its event (and shared, not copied, when the
 /// store runs a write again).
 #[derive(Debug, Clone)]
-pub struct ItemEvent {
+pub struct WriteEvent {
     pub kind: EventKind,
     pub collection: String,
     pub keys: Vec<String>,
@@ -43,7 +43,7 @@ pub struct ItemEvent {
     pub before: Option<Arc<str>>,
     /// The records after the write (create, update): a JSON array.
     pub after: Option<Arc<str>>,
-    pub accountability: Option<Accountability>,
+    pub accountability: Option<CallerAccount>,
 }
 
 /// Receives item events: inside the writing transaction (in-transaction
@@ -51,7 +51,7 @@ pub struct ItemEvent {
 pub trait EventSink: Send + Sync {
     /// Whether anyone wants the committed events of this collection.
     fn wants(&self, collection: &str) -> bool;
-    fn dispatch(&self, platform: &Platform, events: Vec<ItemEvent>);
+    fn dispatch(&self, platform: &Platform, events: Vec<WriteEvent>);
     /// Whether an in-transaction hook watches the writes of this collection.
     fn wants_before_commit(&self, collection: &str) -> bool;
     /// Runs the in-transaction hooks on a write just made on `conn`; what
@@ -61,8 +61,8 @@ pub trait EventSink: Send + Sync {
         &self,
         platform: &Platform,
         conn: &mut dyn Writer,
-        events: &mut Vec<ItemEvent>,
-        event: &ItemEvent,
+        events: &mut Vec<WriteEvent>,
+        event: &WriteEvent,
     ) -> Result<(), PlatformError>;
     /// Whether a before-write hook watches the writes of this collection.
     fn wants_before_write(&self, collection: &str) -> bool;
@@ -74,7 +74,7 @@ pub trait EventSink: Send + Sync {
         &self,
         platform: &Platform,
         conn: &mut dyn Writer,
-        events: &mut Vec<ItemEvent>,
-        write: &ItemEvent,
+        events: &mut Vec<WriteEvent>,
+        write: &WriteEvent,
     ) -> Result<Option<String>, PlatformError>;
 }

@@ -12,7 +12,7 @@ mod error;
 mod events;
 
 pub use error::PlatformError;
-pub use events::{EventKind, EventSink, ItemEvent};
+pub use events::{EventKind, EventSink, WriteEvent};
 
 use crate::auth::Auth;
 use crate::permissions::Permissions;

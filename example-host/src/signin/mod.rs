@@ -16,7 +16,7 @@ use argon2::password_hash::{PasswordHash, PasswordVerifier};
 use argon2::Argon2;
 use serde_json::{json, Value};
 
-use crate::accounts::{lookup_user, Accountability};
+use crate::accounts::{lookup_user, CallerAccount};
 use crate::credentials::jwt::{Claims, Signer};
 use crate::credentials::sessions::{self, Presented};
 use crate::credentials::{generate_token, hash_password};
@@ -423,7 +423,7 @@ fn verify_password(password: &str, stored: &str) -> bool {
 fn user_accountability(
     platform: &Platform,
     user: &str,
-) -> Result<Option<Accountability>, StoreError> {
+) -> Result<Option<CallerAccount>, StoreError> {
     read_with(platform.store.as_ref(), |conn| {
         lookup_user(platform.store.as_ref(), conn, Filter::eq("id", json!(user)))
     })
