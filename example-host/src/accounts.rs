@@ -4,8 +4,8 @@
 
 use serde_json::{json, Value};
 
-use crate::query::{Filter, ReadQuery};
-use crate::storage::{Reader, Store, StoreError};
+use platform_store::query::{Filter, ReadQuery};
+use platform_store::storage::{Reader, Store, StoreError};
 
 /// The authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,11 +12,9 @@ use crate::extensions::Registry;
 use crate::permissions::MigrationGrants;
 use crate::platform::Platform;
 use crate::settings::Env;
-use crate::storage::Store;
-use crate::{
-    bootstrap, demo, extensions, files, http, logging, mail, memory, platform_schema, signin,
-    storage, throttle,
-};
+use platform_store::storage::Store;
+use crate::{bootstrap, demo, extensions, files, http, logging, mail, memory, platform_schema, signin, throttle};
+use platform_store::storage;
 
 /// A started platform with its extensions mounted.
 struct Started {
@@ -127,7 +125,7 @@ fn show_migrations(cli: &Cli, dry_run: bool) -> Result<(), String> {
 pub(crate) fn open_platform(
     store: Arc<dyn Store>,
     admin: bootstrap::AdminSeed,
-    relational_limits: crate::query::RelationalLimits,
+    relational_limits: platform_store::query::RelationalLimits,
 ) -> Result<Arc<Platform>, String> {
     crate::migration_plan::OwnerPlan::of(
         platform_schema::OWNER,

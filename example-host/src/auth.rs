@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use crate::accounts::{lookup_user, CallerAccount};
 use crate::credentials::hash_token;
 use crate::credentials::jwt::{looks_like_jwt, Signer};
-use crate::query::{Filter, ReadQuery};
-use crate::storage::{read_with, Reader, Store, StoreError};
+use platform_store::query::{Filter, ReadQuery};
+use platform_store::storage::{read_with, Reader, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {

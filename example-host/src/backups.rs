@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::migration_plan::OwnerPlan;
 use crate::platform_schema;
-use crate::storage::{self, BackupError, CopyProgress, Location};
+use platform_store::storage::{self, BackupError, CopyProgress, Location};
 
 /// At most one progress line this often.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);

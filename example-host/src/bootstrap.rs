@@ -7,7 +7,7 @@ use crate::credentials;
 use crate::items::{Session, Who};
 use crate::platform::Platform;
 use crate::platform::PlatformError;
-use crate::query::WireQuery;
+use platform_store::query::WireQuery;
 use crate::settings::{declare, Env};
 
 declare! {
@@ -180,7 +180,7 @@ pub fn lower_case_emails(platform: &Platform) -> Result<usize, PlatformError> {
             &who,
             "platform_users",
             &WireQuery {
-                fields: Some(crate::query::ListParam::List(vec![
+                fields: Some(platform_store::query::ListParam::List(vec![
                     "id".into(),
                     "email".into(),
                 ])),

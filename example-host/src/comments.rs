@@ -24,8 +24,8 @@ use serde_json::{Map, Value};
 use crate::items::{Session, Who, COMMENTS};
 use crate::platform::Platform;
 use crate::platform::PlatformError;
-use crate::query::{ListParam, WireQuery};
-use crate::storage::Record;
+use platform_store::query::{ListParam, WireQuery};
+use platform_store::storage::Record;
 
 /// A refused comment operation, beyond the items service's own failures.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::settings::{declare, Env};
-use crate::storage::Location;
+use platform_store::storage::Location;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -388,8 +388,8 @@ pub struct DbEnv {
 
 impl Common {
     /// The bounds of relational reads.
-    pub fn relational_limits(&self) -> crate::query::RelationalLimits {
-        crate::query::RelationalLimits {
+    pub fn relational_limits(&self) -> platform_store::query::RelationalLimits {
+        platform_store::query::RelationalLimits {
             max_depth: self.max_relational_depth.max(2),
             max_records: self.max_related_records,
             max_bytes: self.max_response_bytes,

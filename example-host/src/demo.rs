@@ -12,8 +12,8 @@ use crate::files::{self, Files, Location};
 use crate::items::{Session, Who};
 use crate::platform::Platform;
 use crate::platform::PlatformError;
-use crate::query::WireQuery;
-use crate::values::format_timestamp;
+use platform_store::query::WireQuery;
+use platform_store::values::format_timestamp;
 
 /// Fixed demo tokens, so the printed and documented curl lines work.
 pub const ADMIN_TOKEN: &str = "demo-admin-token";
@@ -63,7 +63,7 @@ impl Ctx<'_, '_> {
             return Ok(());
         };
         let q = WireQuery {
-            fields: Some(crate::query::ListParam::List(
+            fields: Some(platform_store::query::ListParam::List(
                 wanted.keys().cloned().collect(),
             )),
             filter: Some(json!({"id": {"_eq": key}})),
@@ -93,13 +93,13 @@ impl Ctx<'_, '_> {
         let Some(users) = schema.get("platform_users") else {
             return Ok(Vec::new());
         };
-        let q = crate::query::ReadQuery::select(
+        let q = platform_store::query::ReadQuery::select(
             &["id"],
-            crate::query::Filter::eq("password", Value::Null),
+            platform_store::query::Filter::eq("password", Value::Null),
         );
         let rows = match self.session {
             Session::Tx { conn, .. } => conn.select(users, &q)?,
-            Session::Auto => crate::storage::read_with(self.platform.store.as_ref(), |conn| {
+            Session::Auto => platform_store::storage::read_with(self.platform.store.as_ref(), |conn| {
                 conn.select(users, &q)
             })?,
         };
@@ -665,7 +665,7 @@ fn complete_for_the_site(ctx: &mut Ctx<'_, '_>, has_service: bool) -> Result<(),
         &ctx.who,
         "articles",
         &WireQuery {
-            fields: Some(crate::query::ListParam::List(vec![
+            fields: Some(platform_store::query::ListParam::List(vec![
                 "id".into(),
                 "slug".into(),
                 "author".into(),

@@ -39,5 +39,3 @@ pub use app::run;
 /// The host's routes, declared once (what the tests check the router and
 /// the OpenAPI document against).
 pub use http::routes;
-// The storage layer, under the paths the host's modules name it by.
-use platform_store::{query, schema, storage, values};

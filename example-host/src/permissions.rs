@@ -8,9 +8,9 @@ use host_sdk::schema::Step;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
-use crate::query::{Filter, ReadQuery};
-use crate::schema::{CollectionDef, Schema};
-use crate::storage::{migrate, read_with, StepRules, Store, StoreError, Writer};
+use platform_store::query::{Filter, ReadQuery};
+use platform_store::schema::{CollectionDef, Schema};
+use platform_store::storage::{migrate, read_with, StepRules, Store, StoreError, Writer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
@@ -326,7 +326,7 @@ impl StepRules for MigrationGrants {
             "fields": fields.clone().unwrap_or_else(|| vec!["*".into()]),
             "presets": presets,
         });
-        let record = migrate::seed_record(def, &row, &crate::values::now_timestamp())?;
+        let record = migrate::seed_record(def, &row, &platform_store::values::now_timestamp())?;
         conn.insert(def, &record)
     }
 }
@@ -423,7 +423,7 @@ fn change_grant(
             }
             continue;
         }
-        let mut columns = crate::storage::Columns::new();
+        let mut columns = platform_store::storage::Columns::new();
         for (name, value) in [
             ("permissions", to.permissions.clone().unwrap_or(Value::Null)),
             (
@@ -434,7 +434,7 @@ fn change_grant(
             let field = def
                 .field(name)
                 .ok_or_else(|| StoreError::Invalid(format!("no field {name} in {PERMISSIONS}")))?;
-            columns.insert(name.into(), crate::storage::codec::to_scalar(field, &value));
+            columns.insert(name.into(), platform_store::storage::codec::to_scalar(field, &value));
         }
         conn.update(def, id, &columns)?;
         changed += 1;
@@ -479,8 +479,8 @@ fn check_grant(
         )));
     }
     if let Some(filter) = filter.filter(|f| !f.is_null()) {
-        let vars = crate::query::Vars::new(Some(String::new()));
-        crate::query::parse_filter(def, filter, &vars)
+        let vars = platform_store::query::Vars::new(Some(String::new()));
+        platform_store::query::parse_filter(def, filter, &vars)
             .map_err(|e| StoreError::Invalid(format!("grant on {}: {e}", def.name)))?;
     }
     Ok(())
@@ -570,7 +570,7 @@ mod tests {
         use host_sdk::schema::{Collection, Field};
         let dir = tempfile::tempdir().expect("temp dir");
         let store: std::sync::Arc<dyn Store> = std::sync::Arc::new(
-            crate::storage::sqlite::SqliteStore::open(&dir.path().join("t.db"), Some(4))
+            platform_store::storage::sqlite::SqliteStore::open(&dir.path().join("t.db"), Some(4))
                 .expect("open"),
         );
         for (id, steps) in crate::platform_schema::migrations() {

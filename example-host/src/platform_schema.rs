@@ -161,7 +161,7 @@ fn counters() -> Vec<Step> {
 }
 
 /// The collection of the throttle's counters.
-pub use crate::storage::COUNTERS;
+pub use platform_store::storage::COUNTERS;
 
 /// Which host runs which period of a schedule (see
 /// `extensions::claims`): one row per period run, claimed by inserting

@@ -18,8 +18,8 @@ use crate::permissions::CollectionGrant;
 use crate::platform::Platform;
 use crate::platform::PlatformError;
 use crate::platform_schema::{is_internal, is_secret, max_length, platform_collection};
-use crate::query::WireQuery;
-use crate::schema::{Alias, CollectionDef, Field, FieldType, Schema};
+use platform_store::query::WireQuery;
+use platform_store::schema::{Alias, CollectionDef, Field, FieldType, Schema};
 
 /// The collection of files: a reference to it is a file field.
 const FILES: &str = "platform_files";
@@ -795,7 +795,7 @@ fn compare(actual: &Value, condition: &Value) -> Result<bool, PlatformError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::ListParam;
+    use platform_store::query::ListParam;
     use host_sdk::schema::{Alias, Field};
 
     fn schema() -> Schema {

@@ -59,8 +59,8 @@ use crate::http::{call_extension, Credentials, HttpError};
 use crate::items::{Session, Who};
 use crate::platform::Platform;
 use crate::platform::PlatformError;
-use crate::query::WireQuery;
-use crate::storage::{self, Location};
+use platform_store::query::WireQuery;
+use platform_store::storage::{self, Location};
 use platform_store::testing::{self, Backend};
 
 /// The rule that lets hosts upgrade one at a time, for an extension's own

@@ -11,11 +11,11 @@ use serde_json::{json, Value};
 
 use crate::credentials::hash_token;
 use crate::platform_schema::SESSIONS;
-use crate::query::{Filter, ReadQuery};
-use crate::schema::{CollectionDef, Schema};
-use crate::storage::codec::Scalar;
-use crate::storage::{Columns, Reader, StoreError, Writer};
-use crate::values::now_timestamp;
+use platform_store::query::{Filter, ReadQuery};
+use platform_store::schema::{CollectionDef, Schema};
+use platform_store::storage::codec::Scalar;
+use platform_store::storage::{Columns, Reader, StoreError, Writer};
+use platform_store::values::now_timestamp;
 
 /// A session as read for a refresh or a logout.
 #[derive(Debug, Clone, PartialEq, Eq)]

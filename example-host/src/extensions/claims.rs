@@ -20,8 +20,8 @@ use crate::items::{Session, Who};
 use crate::platform::Platform;
 use crate::platform::PlatformError;
 use crate::platform_schema::SCHEDULE_RUNS;
-use crate::query::WireQuery;
-use crate::values::{format_timestamp, parse_timestamp};
+use platform_store::query::WireQuery;
+use platform_store::values::{format_timestamp, parse_timestamp};
 
 /// How long finished runs stay in `platform_schedule_runs` (for operators).
 const KEPT_FOR: chrono::Duration = chrono::Duration::days(1);

@@ -33,7 +33,7 @@ use serde_json::Value;
 use crate::accounts::CallerAccount;
 use crate::platform::Platform;
 use crate::platform::{EventSink, WriteEvent, PlatformError};
-use crate::storage::Writer;
+use platform_store::storage::Writer;
 use services::ExtServices;
 
 pub use claims::Claims;

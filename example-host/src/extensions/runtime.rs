@@ -9,7 +9,7 @@ use host_sdk::abi::{HostRuntime, HostRuntime_TO};
 
 use super::code::Code;
 use super::{LoadedExtension, Registry};
-use crate::storage::Store;
+use platform_store::storage::Store;
 
 struct StoreRuntime {
     store: Arc<dyn Store>,

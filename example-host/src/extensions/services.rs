@@ -14,8 +14,8 @@ use crate::accounts::CallerAccount;
 use crate::items::{Session, Who};
 use crate::platform::Platform;
 use crate::platform::{WriteEvent, PlatformError};
-use crate::query::WireQuery;
-use crate::storage::{StoreError, Writer};
+use platform_store::query::WireQuery;
+use platform_store::storage::{StoreError, Writer};
 
 struct TxState<'a> {
     conn: &'a mut dyn Writer,

@@ -375,14 +375,14 @@ pub fn extension_of(filename: &str) -> String {
 /// Where a `local` location without `STORAGE_<NAME>_ROOT` keeps its files:
 /// `uploads` beside the SQLite database file; for a PostgreSQL database,
 /// which has no folder of its own here, `uploads` in the current directory.
-pub fn default_root(database: &crate::storage::Location) -> std::path::PathBuf {
+pub fn default_root(database: &platform_store::storage::Location) -> std::path::PathBuf {
     match database {
-        crate::storage::Location::File(file) => file
+        platform_store::storage::Location::File(file) => file
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(|| std::path::Path::new("."))
             .join("uploads"),
-        crate::storage::Location::Postgres(_) => std::path::PathBuf::from("uploads"),
+        platform_store::storage::Location::Postgres(_) => std::path::PathBuf::from("uploads"),
     }
 }
 

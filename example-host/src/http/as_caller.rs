@@ -12,7 +12,7 @@ use super::query_string::parse_query_string;
 use super::{authenticate, blocking, credentials, AppState, HttpError};
 use crate::items::Who;
 use crate::platform::Platform;
-use crate::query::WireQuery;
+use platform_store::query::WireQuery;
 
 /// A request to be served as its caller: an extractor that never fails
 /// (credentials are checked by [`AsCaller::run`], on a blocking worker).

@@ -23,7 +23,7 @@ use crate::files::{self, StorageError};
 use crate::items::{Session, Who};
 use crate::platform::Platform;
 use crate::platform::PlatformError;
-use crate::query::{ListParam, WireQuery};
+use platform_store::query::{ListParam, WireQuery};
 
 pub async fn asset(
     State(state): State<AppState>,

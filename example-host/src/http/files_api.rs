@@ -221,7 +221,7 @@ fn touch(platform: &Platform, id: &str) -> Result<(), HttpError> {
         &Who::system(),
         FILES,
         id,
-        &json!({"modified_on": crate::values::now_timestamp()}),
+        &json!({"modified_on": platform_store::values::now_timestamp()}),
     )?;
     Ok(())
 }
@@ -528,7 +528,7 @@ async fn store(
     // What the bytes told, written by the host whatever the caller may write.
     let platform = state.platform.clone();
     let uploader = who.accountability.as_ref().map(|a| a.user.clone());
-    let now = crate::values::now_timestamp();
+    let now = platform_store::values::now_timestamp();
     let mut facts = json!({
         "filename_disk": key,
         "filesize": filesize,

@@ -13,7 +13,7 @@ use super::{read_body, AppState, HttpError};
 use crate::items::{Session, Who};
 use crate::platform::Platform;
 use crate::platform::PlatformError;
-use crate::query::WireQuery;
+use platform_store::query::WireQuery;
 
 /// The REST API's page size when a request gives no `limit` (`-1`: all).
 pub(super) const DEFAULT_LIMIT: u64 = 100;

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::HttpError;
 use crate::platform::PlatformError;
-use crate::query::{ListParam, WireQuery};
+use platform_store::query::{ListParam, WireQuery};
 
 fn bad_query(message: impl Into<String>) -> HttpError {
     HttpError::Items(PlatformError::InvalidQuery(message.into()))

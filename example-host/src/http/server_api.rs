@@ -21,7 +21,7 @@ pub async fn ping() -> impl IntoResponse {
 pub async fn health(State(state): State<AppState>) -> impl IntoResponse {
     let platform = state.platform.clone();
     let ok = super::blocking(move || {
-        crate::storage::read_with(platform.store.as_ref(), |conn| {
+        platform_store::storage::read_with(platform.store.as_ref(), |conn| {
             let _ = conn;
             Ok(())
         })

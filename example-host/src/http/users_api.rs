@@ -21,7 +21,7 @@ use super::{blocking, read_body, AppState, HttpError};
 use crate::items::{Session, Who};
 use crate::platform::Platform;
 use crate::platform::PlatformError;
-use crate::query::{ListParam, WireQuery};
+use platform_store::query::{ListParam, WireQuery};
 
 const USERS: &str = "platform_users";
 

@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use serde_json::Map;
 
 use super::*;
-use crate::query::ListParam;
+use platform_store::query::ListParam;
 
 /// What a request of many names.
 enum Selection {

@@ -33,10 +33,10 @@ use crate::credentials;
 use crate::permissions::{Action, CollectionGrant};
 use crate::platform::Platform;
 use crate::platform_schema::{affects_access, is_internal, is_secret};
-use crate::query::{parse_filter, FieldMasks, Filter, ReadQuery, Vars, WireQuery};
-use crate::schema::CollectionDef;
-use crate::storage::{Reader, Record, StoreError, TextRows, Writer};
-use crate::values;
+use platform_store::query::{parse_filter, FieldMasks, Filter, ReadQuery, Vars, WireQuery};
+use platform_store::schema::CollectionDef;
+use platform_store::storage::{Reader, Record, StoreError, TextRows, Writer};
+use platform_store::values;
 
 /// Who an operation runs as.
 #[derive(Debug, Clone, Default)]
@@ -319,7 +319,7 @@ fn check_queried_fields(
 fn known_field<'d>(
     def: &'d CollectionDef,
     name: &str,
-) -> Result<&'d crate::schema::Field, PlatformError> {
+) -> Result<&'d platform_store::schema::Field, PlatformError> {
     def.field(name).ok_or_else(|| {
         PlatformError::InvalidPayload(format!(
             "unknown field \"{name}\" in collection \"{}\"",

@@ -3,7 +3,7 @@
 use super::related_filters::follows_references;
 use super::relations::Readers;
 use super::*;
-use crate::query::ListParam;
+use platform_store::query::ListParam;
 
 impl Platform {
     /// Builds the read: the caller's query, narrowed to what they may see;
@@ -319,7 +319,7 @@ impl Platform {
             }
             // Missing, or not the caller's: answered as a plain read does.
             let plain = WireQuery {
-                fields: Some(crate::query::ListParam::List(vec!["id".into()])),
+                fields: Some(platform_store::query::ListParam::List(vec!["id".into()])),
                 ..Default::default()
             };
             return self
@@ -494,7 +494,7 @@ fn search(def: &CollectionDef, grant: Option<&CollectionGrant>, wire: &WireQuery
 fn scoped(wire: &WireQuery, scope: Option<Value>) -> WireQuery {
     let mut q = wire.clone();
     if q.fields.as_ref().is_none_or(|f| f.items().is_empty()) {
-        q.fields = Some(crate::query::ListParam::List(vec!["*".into()]));
+        q.fields = Some(platform_store::query::ListParam::List(vec!["*".into()]));
     }
     if let Some(scope) = scope {
         q.filter = Some(match q.filter.take() {

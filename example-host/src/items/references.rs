@@ -128,14 +128,14 @@ impl Platform {
 /// so the item cannot vanish in between). A missing item and one out of
 /// scope get the same answer.
 pub(super) fn check_references(
-    schema: &crate::schema::Schema,
+    schema: &platform_store::schema::Schema,
     conn: &mut dyn Writer,
     def: &CollectionDef,
-    values: &crate::storage::Columns,
+    values: &platform_store::storage::Columns,
     scopes: &ReferenceScopes,
 ) -> Result<(), PlatformError> {
     for (name, value) in values {
-        let crate::storage::codec::Scalar::Text(key) = value else {
+        let platform_store::storage::codec::Scalar::Text(key) = value else {
             continue;
         };
         let Some(target) = def.field(name).and_then(|f| f.references.as_deref()) else {

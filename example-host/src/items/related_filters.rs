@@ -120,7 +120,7 @@ impl Platform {
             None => return Err(unknown_query_field(def, field)),
         };
         let query = WireQuery {
-            fields: Some(crate::query::ListParam::List(vec!["id".into()])),
+            fields: Some(platform_store::query::ListParam::List(vec!["id".into()])),
             filter: Some(Value::Object(nested)),
             limit: Some(-1),
             ..Default::default()

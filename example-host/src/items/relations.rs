@@ -23,9 +23,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::read::{fields_forbidden, ROOT};
 use super::*;
-use crate::query::ListParam;
-use crate::schema::Alias;
-use crate::storage::codec;
+use platform_store::query::ListParam;
+use platform_store::schema::Alias;
+use platform_store::storage::codec;
 
 /// A `fields` list split at the first dot: the collection's own fields,
 /// and per reference the paths below it.

@@ -22,9 +22,9 @@ use serde_json::value::RawValue;
 
 use super::references::{check_references, ReferenceScopes};
 use super::*;
-use crate::schema::{Field, FieldType};
-use crate::storage::codec::{self, Scalar};
-use crate::storage::Columns;
+use platform_store::schema::{Field, FieldType};
+use platform_store::storage::codec::{self, Scalar};
+use platform_store::storage::Columns;
 
 /// A write's payload: the members of a JSON object, each still its text.
 struct Payload<'a>(BTreeMap<String, &'a RawValue>);
@@ -668,7 +668,7 @@ fn text_of<'r>(row: &'r Columns, name: &str) -> Option<&'r str> {
 struct Created<'a> {
     who: &'a Who,
     def: &'a CollectionDef,
-    schema: Arc<crate::schema::Schema>,
+    schema: Arc<platform_store::schema::Schema>,
     /// Someone wants the create's events.
     wanted: bool,
 }

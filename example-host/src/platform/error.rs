@@ -1,8 +1,8 @@
 //! The failures of the platform's operations (the items service), with
 //! the platform's error codes.
 
-use crate::query::QueryError;
-use crate::storage::StoreError;
+use platform_store::query::QueryError;
+use platform_store::storage::StoreError;
 
 /// A failure of the items service, with the platform's error code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{Platform, PlatformError};
 use crate::accounts::CallerAccount;
-use crate::storage::Writer;
+use platform_store::storage::Writer;
 
 /// What happened, for hooks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

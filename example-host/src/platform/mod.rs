@@ -16,9 +16,9 @@ pub use events::{EventKind, EventSink, WriteEvent};
 
 use crate::auth::Auth;
 use crate::permissions::Permissions;
-use crate::query::RelationalLimits;
-use crate::schema::{CollectionDef, Schema};
-use crate::storage::{Columns, Store, StoreError, Writer};
+use platform_store::query::RelationalLimits;
+use platform_store::schema::{CollectionDef, Schema};
+use platform_store::storage::{Columns, Store, StoreError, Writer};
 
 /// Counters of what the platform does, for `/server/metrics`.
 #[derive(Debug, Default)]

@@ -13,10 +13,10 @@ use crate::items::{Session, Who};
 use crate::mail::Message;
 use crate::platform::Platform;
 use crate::platform::PlatformError;
-use crate::query::{Filter, ReadQuery};
-use crate::schema::{CollectionDef, Schema};
-use crate::storage::codec::Scalar;
-use crate::storage::{Columns, Writer};
+use platform_store::query::{Filter, ReadQuery};
+use platform_store::schema::{CollectionDef, Schema};
+use platform_store::storage::codec::Scalar;
+use platform_store::storage::{Columns, Writer};
 
 /// A `verification_url` or `reset_url` outside its allow-list, worded as
 /// Directus words it.

@@ -24,9 +24,9 @@ use crate::items::{Session, Who};
 use crate::platform::Platform;
 use crate::platform::PlatformError;
 use crate::platform_schema::{SESSIONS, SIGNING_KEYS};
-use crate::query::{Filter, ReadQuery};
-use crate::storage::{read_with, StoreError};
-use crate::values::format_timestamp;
+use platform_store::query::{Filter, ReadQuery};
+use platform_store::storage::{read_with, StoreError};
+use platform_store::values::format_timestamp;
 use settings::Settings;
 
 /// Where the tokens of a sign-in go (docs/decisions.md §3).
@@ -469,14 +469,14 @@ fn stored_secret(platform: &Platform) -> Result<String, String> {
             let Session::Tx { conn, .. } = session else {
                 return Err(PlatformError::Internal("no transaction".into()));
             };
-            let mut row = crate::storage::Columns::new();
+            let mut row = platform_store::storage::Columns::new();
             row.insert(
                 "id".into(),
-                crate::storage::codec::Scalar::Text(uuid::Uuid::new_v4().to_string()),
+                platform_store::storage::codec::Scalar::Text(uuid::Uuid::new_v4().to_string()),
             );
             row.insert(
                 "secret".into(),
-                crate::storage::codec::Scalar::Text(format!(
+                platform_store::storage::codec::Scalar::Text(format!(
                     "{}{}",
                     generate_token(),
                     generate_token()

@@ -11,11 +11,11 @@ use serde_json::{json, Value};
 
 use crate::credentials::{generate_token, hash_token};
 use crate::platform_schema::USER_TOKENS;
-use crate::query::{Filter, ReadQuery};
-use crate::schema::Schema;
-use crate::storage::codec::Scalar;
-use crate::storage::{Columns, StoreError, Writer};
-use crate::values::{format_timestamp, now_timestamp};
+use platform_store::query::{Filter, ReadQuery};
+use platform_store::schema::Schema;
+use platform_store::storage::codec::Scalar;
+use platform_store::storage::{Columns, StoreError, Writer};
+use platform_store::values::{format_timestamp, now_timestamp};
 
 /// What a token is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Counter, ThrottleError};
-use crate::storage::{CounterOp, Store, StoreError, Window};
+use platform_store::storage::{CounterOp, Store, StoreError, Window};
 
 /// How often a host deletes the windows that are over, at most.
 const PRUNE_EVERY_MS: i64 = 60_000;
@@ -93,7 +93,7 @@ mod tests {
     fn store() -> (tempfile::TempDir, Arc<dyn Store>) {
         let dir = tempfile::tempdir().expect("temp dir");
         let store: Arc<dyn Store> = Arc::new(
-            crate::storage::sqlite::SqliteStore::open(&dir.path().join("t.db"), Some(4))
+            platform_store::storage::sqlite::SqliteStore::open(&dir.path().join("t.db"), Some(4))
                 .expect("open"),
         );
         for (id, steps) in platform_schema::migrations() {
@@ -120,7 +120,7 @@ mod tests {
     fn hosts_on_one_database_count_into_one_window() {
         let (dir, store) = store();
         let other: Arc<dyn Store> = Arc::new(
-            crate::storage::sqlite::SqliteStore::open(&dir.path().join("t.db"), Some(4))
+            platform_store::storage::sqlite::SqliteStore::open(&dir.path().join("t.db"), Some(4))
                 .expect("open"),
         );
         let a = DatabaseCounter::new(store, Duration::from_secs(60));

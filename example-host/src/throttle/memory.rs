@@ -11,7 +11,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::{Counter, ThrottleError};
-use crate::storage::Window;
+use platform_store::storage::Window;
 
 /// The most keys one counter keeps (about 100 bytes each): past it, the
 /// oldest window is forgotten, so a flood of distinct keys costs counts,

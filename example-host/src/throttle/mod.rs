@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use crate::storage::{Store, StoreError, Window};
+use platform_store::storage::{Store, StoreError, Window};
 use settings::{Settings, StoreKind};
 
 #[derive(Debug, thiserror::Error)]
