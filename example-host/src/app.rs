@@ -12,9 +12,12 @@ use crate::extensions::Registry;
 use crate::permissions::MigrationGrants;
 use crate::platform::Platform;
 use crate::settings::Env;
-use platform_store::storage::Store;
-use crate::{bootstrap, demo, extensions, files, http, logging, mail, memory, platform_schema, signin, throttle};
+use crate::{
+    bootstrap, demo, extensions, files, http, logging, mail, memory, platform_schema, signin,
+    throttle,
+};
 use platform_store::storage;
+use platform_store::storage::Store;
 
 /// A started platform with its extensions mounted.
 struct Started {

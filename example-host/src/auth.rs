@@ -136,11 +136,7 @@ impl Auth {
     /// The accountability of a token (a user's static token, or an access
     /// token of an open session); `InvalidToken` when it matches no active
     /// user.
-    pub fn authenticate(
-        &self,
-        store: &dyn Store,
-        token: &str,
-    ) -> Result<CallerAccount, AuthError> {
+    pub fn authenticate(&self, store: &dyn Store, token: &str) -> Result<CallerAccount, AuthError> {
         if let Some(signer) = self.signer.get().filter(|_| looks_like_jwt(token)) {
             let claims = signer
                 .verify(token, false)

@@ -7,8 +7,8 @@ use crate::credentials;
 use crate::items::{Session, Who};
 use crate::platform::Platform;
 use crate::platform::PlatformError;
-use platform_store::query::WireQuery;
 use crate::settings::{declare, Env};
+use platform_store::query::WireQuery;
 
 declare! {
     section "First start and log";

@@ -99,9 +99,11 @@ impl Ctx<'_, '_> {
         );
         let rows = match self.session {
             Session::Tx { conn, .. } => conn.select(users, &q)?,
-            Session::Auto => platform_store::storage::read_with(self.platform.store.as_ref(), |conn| {
-                conn.select(users, &q)
-            })?,
+            Session::Auto => {
+                platform_store::storage::read_with(self.platform.store.as_ref(), |conn| {
+                    conn.select(users, &q)
+                })?
+            }
         };
         Ok(rows
             .iter()

@@ -109,7 +109,7 @@ impl PermissionSet {
     }
 
     /// `None`: the action is not permitted at all.
-    pub fn grant(&self, collection: &str, action: Action) -> Option<Grant> {
+    pub fn grant(&self, collection: &str, action: Action) -> Option<CollectionGrant> {
         let rows = self.rows.get(&(collection.to_string(), action))?;
         let mut filter_parts = Vec::new();
         let mut unrestricted = false;
@@ -144,7 +144,7 @@ impl PermissionSet {
         } else {
             Some(json!({ "_or": filter_parts }))
         };
-        Some(Grant {
+        Some(CollectionGrant {
             filter,
             fields,
             presets,
@@ -434,7 +434,10 @@ fn change_grant(
             let field = def
                 .field(name)
                 .ok_or_else(|| StoreError::Invalid(format!("no field {name} in {PERMISSIONS}")))?;
-            columns.insert(name.into(), platform_store::storage::codec::to_scalar(field, &value));
+            columns.insert(
+                name.into(),
+                platform_store::storage::codec::to_scalar(field, &value),
+            );
         }
         conn.update(def, id, &columns)?;
         changed += 1;

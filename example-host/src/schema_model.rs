@@ -795,8 +795,8 @@ fn compare(actual: &Value, condition: &Value) -> Result<bool, PlatformError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use platform_store::query::ListParam;
     use host_sdk::schema::{Alias, Field};
+    use platform_store::query::ListParam;
 
     fn schema() -> Schema {
         let mut s = Schema::default();

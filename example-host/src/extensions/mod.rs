@@ -32,7 +32,7 @@ use serde_json::Value;
 
 use crate::accounts::CallerAccount;
 use crate::platform::Platform;
-use crate::platform::{EventSink, WriteEvent, PlatformError};
+use crate::platform::{EventSink, PlatformError, WriteEvent};
 use platform_store::storage::Writer;
 use services::ExtServices;
 

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use crate::accounts::CallerAccount;
 use crate::items::{Session, Who};
 use crate::platform::Platform;
-use crate::platform::{WriteEvent, PlatformError};
+use crate::platform::{PlatformError, WriteEvent};
 use platform_store::query::WireQuery;
 use platform_store::storage::{StoreError, Writer};
 

@@ -21,7 +21,7 @@ mod related_filters;
 mod relations;
 mod write;
 
-use crate::platform::{EventKind, WriteEvent, PlatformError};
+use crate::platform::{EventKind, PlatformError, WriteEvent};
 pub use read::COMMENTS;
 
 use std::sync::Arc;
@@ -196,7 +196,11 @@ impl Platform {
 
     /// What the caller may read of `collection`: `None` when permissions
     /// are bypassed; forbidden when they may read none of it.
-    pub fn read_grant(&self, who: &Who, collection: &str) -> Result<Option<CollectionGrant>, PlatformError> {
+    pub fn read_grant(
+        &self,
+        who: &Who,
+        collection: &str,
+    ) -> Result<Option<CollectionGrant>, PlatformError> {
         self.grant(who, collection, Action::Read)
     }
 

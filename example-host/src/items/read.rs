@@ -481,7 +481,11 @@ fn check_named_fields(
 
 /// The condition of the query's `search`, over the fields the caller may
 /// read (none of a secret); `None` when it has none.
-fn search(def: &CollectionDef, grant: Option<&CollectionGrant>, wire: &WireQuery) -> Option<Filter> {
+fn search(
+    def: &CollectionDef,
+    grant: Option<&CollectionGrant>,
+    wire: &WireQuery,
+) -> Option<Filter> {
     let text = wire.search.as_deref().filter(|t| !t.trim().is_empty())?;
     let readable = def.fields.iter().filter(|f| {
         !is_secret(&def.name, &f.field) && grant.is_none_or(|g| g.allows_field(&f.field))
