@@ -116,7 +116,7 @@ pub fn seed_items() -> Vec<Value> {
 // That the rows are those of docs/decisions.md §7, field by field and in
 // its order, is checked where the document is read once for every test:
 // `achievements_endpoint_lists_the_17_seeded_in_sort_order`
-// (tests/tests/conformance/gamification.rs, on what the service serves).
+// (tests/tests/conformance/gamification/, on what the service serves).
 #[cfg(test)]
 mod tests {
     use super::*;
