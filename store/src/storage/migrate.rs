@@ -41,21 +41,37 @@ fn text(row: &dyn sql::Row, i: usize) -> Result<String, StoreError> {
     }
 }
 
-/// The schema as recorded in `platform_fields`.
-pub fn load_schema(conn: &mut dyn SqlConn) -> Result<Schema, StoreError> {
+/// Each row's `collection` and `definition` (JSON text) of one of the
+/// bookkeeping tables, as `sql` selects them, parsed.
+fn definitions<T: serde::de::DeserializeOwned>(
+    conn: &mut dyn SqlConn,
+    sql: &str,
+    what: &str,
+) -> Result<Vec<(String, T)>, StoreError> {
     let mut rows: Vec<(String, String)> = Vec::new();
-    conn.query(
+    conn.query(sql, &[], &mut |row| {
+        rows.push((text(row, 0)?, text(row, 1)?));
+        Ok(())
+    })?;
+    rows.into_iter()
+        .map(|(collection, definition)| {
+            serde_json::from_str(&definition)
+                .map(|parsed| (collection.clone(), parsed))
+                .map_err(|e| backend(format!("bad {what} in {collection}: {e}")))
+        })
+        .collect()
+}
+
+/// The schema as recorded in `platform_fields`, `platform_aliases` and
+/// `platform_collections`.
+pub fn load_schema(conn: &mut dyn SqlConn) -> Result<Schema, StoreError> {
+    let fields: Vec<(String, Field)> = definitions(
+        conn,
         "SELECT collection, definition FROM platform_fields ORDER BY collection, sort",
-        &[],
-        &mut |row| {
-            rows.push((text(row, 0)?, text(row, 1)?));
-            Ok(())
-        },
+        "field definition",
     )?;
     let mut grouped: Vec<(String, Vec<Field>)> = Vec::new();
-    for (collection, definition) in rows {
-        let field: Field = serde_json::from_str(&definition)
-            .map_err(|e| backend(format!("bad field definition in {collection}: {e}")))?;
+    for (collection, field) in fields {
         match grouped.last_mut() {
             Some((name, fields)) if *name == collection => fields.push(field),
             _ => grouped.push((collection, vec![field])),
@@ -65,32 +81,20 @@ pub fn load_schema(conn: &mut dyn SqlConn) -> Result<Schema, StoreError> {
     for (name, fields) in grouped {
         schema.insert(CollectionDef::new(&name, fields));
     }
-    let mut aliases: Vec<(String, String)> = Vec::new();
-    conn.query(
+    let aliases: Vec<(String, Alias)> = definitions(
+        conn,
         "SELECT collection, definition FROM platform_aliases ORDER BY collection, alias",
-        &[],
-        &mut |row| {
-            aliases.push((text(row, 0)?, text(row, 1)?));
-            Ok(())
-        },
+        "alias definition",
     )?;
-    for (collection, definition) in aliases {
-        let alias: Alias = serde_json::from_str(&definition)
-            .map_err(|e| backend(format!("bad alias definition in {collection}: {e}")))?;
+    for (collection, alias) in aliases {
         schema.add_alias(&collection, alias);
     }
-    let mut metas: Vec<(String, String)> = Vec::new();
-    conn.query(
+    let metas: Vec<(String, CollectionMeta)> = definitions(
+        conn,
         "SELECT collection, definition FROM platform_collections",
-        &[],
-        &mut |row| {
-            metas.push((text(row, 0)?, text(row, 1)?));
-            Ok(())
-        },
+        "collection meta",
     )?;
-    for (collection, definition) in metas {
-        let meta: CollectionMeta = serde_json::from_str(&definition)
-            .map_err(|e| backend(format!("bad collection meta of {collection}: {e}")))?;
+    for (collection, meta) in metas {
         schema.set_collection_meta(&collection, meta);
     }
     Ok(schema)
