@@ -70,3 +70,24 @@ pub fn chromium() -> &'static str {
     );
     CHROMIUM
 }
+
+/// Asserts that a run of [`run_sdk_js`] passed with exactly `passed` tests
+/// (a file that fails to load reports no test at all), printing its report,
+/// and the host's log when it failed.
+pub fn assert_passed(out: &Output, passed: usize, host: &crate::Host) {
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{report}");
+    assert!(
+        out.status.success(),
+        "the Node.js tests failed:\n{report}\nhost log:\n{}",
+        host.log()
+    );
+    assert!(
+        report.contains(&format!("ℹ pass {passed}")) && report.contains("ℹ fail 0"),
+        "{report}"
+    );
+}

@@ -11,7 +11,7 @@ use std::io::Cursor;
 use std::time::Instant;
 
 use platform_tests::multipart::Form;
-use platform_tests::node::{chromium, run_sdk_js};
+use platform_tests::node::{assert_passed, chromium, run_sdk_js};
 use platform_tests::{id_of, user_email, workspace_root, Host, HostOptions};
 use serde_json::json;
 
@@ -106,22 +106,8 @@ fn a_browser_shows_a_members_private_media_by_the_session_cookie() {
             ("PLATFORM_TEXT_ID", text.as_str()),
         ],
     );
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{report}\nthe browser's run took {:?}", started.elapsed());
-    assert!(
-        out.status.success(),
-        "the browser tests failed:\n{report}\nhost log:\n{}",
-        host.log()
-    );
-    // Every test ran: a file that failed to load reports no test at all.
-    assert!(
-        report.contains("ℹ pass 4") && report.contains("ℹ fail 0"),
-        "{report}"
-    );
+    println!("the browser's run took {:?}", started.elapsed());
+    assert_passed(&out, 4, &host);
 
     // The page's upload is the member's.
     let uploaded = host.admin_find(
@@ -149,19 +135,5 @@ fn the_demo_s_pages_show_tags_avatars_covers_and_movie_lengths() {
             ("PLATFORM_CHROMIUM", chromium),
         ],
     );
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{report}");
-    assert!(
-        out.status.success(),
-        "the demo page failed:\n{report}\nhost log:\n{}",
-        host.log()
-    );
-    assert!(
-        report.contains("ℹ pass 2") && report.contains("ℹ fail 0"),
-        "{report}"
-    );
+    assert_passed(&out, 2, &host);
 }

@@ -2,7 +2,7 @@
 //! §4): the Node.js tests of `tests/sdk-js` against a host with the demo data,
 //! mailing through a real SMTP server, on the backend `TEST_DB` names.
 
-use platform_tests::node::run_sdk_js;
+use platform_tests::node::{assert_passed, run_sdk_js};
 use platform_tests::smtp::MailServer;
 use platform_tests::{Host, HostOptions, ADMIN_TOKEN};
 
@@ -40,20 +40,5 @@ fn a_directus_sdk_front_end_signs_in_and_reads() {
             ("PLATFORM_RESET_URL", RESET_URL),
         ],
     );
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{report}");
-    assert!(
-        out.status.success(),
-        "the SDK tests failed:\n{report}\nhost log:\n{}",
-        host.log()
-    );
-    // Every test ran: a file that failed to load reports no test at all.
-    assert!(
-        report.contains("ℹ pass 13") && report.contains("ℹ fail 0"),
-        "{report}"
-    );
+    assert_passed(&out, 13, &host);
 }
