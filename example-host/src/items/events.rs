@@ -4,18 +4,6 @@
 use super::*;
 
 impl Platform {
-    /// Whether writes to `collection` must produce item events: someone
-    /// listens (in the transaction or after it), or the write changes who
-    /// may do what (the auth caches are cleared when such events are
-    /// delivered, after the commit).
-    pub fn wants_events(&self, collection: &str) -> bool {
-        affects_access(collection)
-            || self
-                .events
-                .get()
-                .is_some_and(|sink| sink.wants(collection) || sink.wants_before_commit(collection))
-    }
-
     /// Records the event of a write just made on `conn`: the in-transaction
     /// hooks run on it first (and may refuse it, failing the write), then it
     /// waits in `events`, ahead of what the hooks wrote, for delivery after
@@ -63,22 +51,30 @@ impl Platform {
             None => Ok(None),
         }
     }
+}
 
-    /// Delivers events of a committed write.
-    pub fn dispatch(&self, mut events: Vec<WriteEvent>) {
-        if events.iter().any(|e| affects_access(&e.collection)) {
-            self.auth.invalidate();
+pub(super) fn wants_events(platform: &Platform, collection: &str) -> bool {
+    affects_access(collection)
+        || platform
+            .events
+            .get()
+            .is_some_and(|sink| sink.wants(collection) || sink.wants_before_commit(collection))
+}
+
+pub(super) fn dispatch(platform: &Platform, mut events: Vec<WriteEvent>) {
+    if events.iter().any(|e| affects_access(&e.collection)) {
+        platform.auth.invalidate();
+    }
+    if let Some(sink) = platform.events.get() {
+        // Some were built only for in-transaction hooks, which saw them.
+        events.retain(|e| sink.wants(&e.collection));
+        if events.is_empty() {
+            return;
         }
-        if let Some(sink) = self.events.get() {
-            // Some were built only for in-transaction hooks, which saw them.
-            events.retain(|e| sink.wants(&e.collection));
-            if events.is_empty() {
-                return;
-            }
-            self.metrics
-                .events_delivered
-                .fetch_add(events.len() as u64, std::sync::atomic::Ordering::Relaxed);
-            sink.dispatch(self, events);
-        }
+        platform
+            .metrics
+            .events_delivered
+            .fetch_add(events.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        sink.dispatch(platform, events);
     }
 }

@@ -135,67 +135,63 @@ impl Platform {
             }
         }
     }
+}
 
-    /// Updates the items `body` names (see the module's doc) in one
-    /// transaction; answers their keys, in order.
-    pub fn update_many_json(
-        &self,
-        who: &Who,
-        collection: &str,
-        body: &str,
-        max: usize,
-        default_limit: u64,
-    ) -> Result<Vec<String>, PlatformError> {
-        let changes = parse_update(body)?;
-        let named = match &changes {
-            Changes::Batch(batch) => batch.len(),
-            Changes::Same(Selection::Keys(keys), _) => keys.len(),
-            Changes::Same(Selection::Query(_), _) => 0,
-        };
-        at_most(named, max)?;
-        self.transaction(|s| {
-            let mut keys = Vec::new();
-            match &changes {
-                Changes::Batch(batch) => {
-                    for (key, item) in batch {
-                        keys.push(self.update_one_json(s, who, collection, key, item)?);
-                    }
-                }
-                Changes::Same(selection, data) => {
-                    let selected = self.selected(s, who, collection, selection, default_limit)?;
-                    at_most(selected.len(), max)?;
-                    for key in &selected {
-                        keys.push(self.update_one_json(s, who, collection, key, data)?);
-                    }
+pub(super) fn update_many_json(
+    platform: &Platform,
+    who: &Who,
+    collection: &str,
+    body: &str,
+    max: usize,
+    default_limit: u64,
+) -> Result<Vec<String>, PlatformError> {
+    let changes = parse_update(body)?;
+    let named = match &changes {
+        Changes::Batch(batch) => batch.len(),
+        Changes::Same(Selection::Keys(keys), _) => keys.len(),
+        Changes::Same(Selection::Query(_), _) => 0,
+    };
+    at_most(named, max)?;
+    platform.transaction(|s| {
+        let mut keys = Vec::new();
+        match &changes {
+            Changes::Batch(batch) => {
+                for (key, item) in batch {
+                    keys.push(platform.update_one_json(s, who, collection, key, item)?);
                 }
             }
-            Ok(keys)
-        })
-    }
-
-    /// Deletes the items `body` names (a list of keys, `{"keys"}` or
-    /// `{"query"}`) in one transaction; answers their keys.
-    pub fn delete_many(
-        &self,
-        who: &Who,
-        collection: &str,
-        body: &str,
-        max: usize,
-        default_limit: u64,
-    ) -> Result<Vec<String>, PlatformError> {
-        let selection = parse_delete(body)?;
-        if let Selection::Keys(keys) = &selection {
-            at_most(keys.len(), max)?;
+            Changes::Same(selection, data) => {
+                let selected = platform.selected(s, who, collection, selection, default_limit)?;
+                at_most(selected.len(), max)?;
+                for key in &selected {
+                    keys.push(platform.update_one_json(s, who, collection, key, data)?);
+                }
+            }
         }
-        self.transaction(|s| {
-            let selected = self.selected(s, who, collection, &selection, default_limit)?;
-            at_most(selected.len(), max)?;
-            for key in &selected {
-                self.delete_one(s, who, collection, key)?;
-            }
-            Ok(selected)
-        })
+        Ok(keys)
+    })
+}
+
+pub(super) fn delete_many(
+    platform: &Platform,
+    who: &Who,
+    collection: &str,
+    body: &str,
+    max: usize,
+    default_limit: u64,
+) -> Result<Vec<String>, PlatformError> {
+    let selection = parse_delete(body)?;
+    if let Selection::Keys(keys) = &selection {
+        at_most(keys.len(), max)?;
     }
+    platform.transaction(|s| {
+        let selected = platform.selected(s, who, collection, &selection, default_limit)?;
+        at_most(selected.len(), max)?;
+        for key in &selected {
+            platform.delete_one(s, who, collection, key)?;
+        }
+        Ok(selected)
+    })
 }
 
 #[cfg(test)]

@@ -2,9 +2,11 @@
 //! permissions or as admin, with the host's special fields, secrets kept
 //! out of every answer, and item events after each committed write.
 //!
-//! This module holds the service itself (who runs an operation, where it
-//! runs, permissions, transactions); [`read`](mod@read) and [`write`](mod@write) its
-//! operations (`write` also the order of a write: host-owned fields,
+//! Every operation is listed once, with what it does, in [`operations`]
+//! (one `impl Platform`); its body lives with its concern. This module
+//! holds the service itself (who runs an operation, where it runs,
+//! permissions, transactions); [`read`](mod@read) and [`write`](mod@write) the
+//! reads and writes (`write` also the order of a write: host-owned fields,
 //! secrets, checked values), [`many`] updates and deletions of many items
 //! in one transaction, [`references`] the rules between items (a reference
 //! names an existing item the caller may read; delete rules), [`relations`]
@@ -15,6 +17,7 @@
 
 mod events;
 mod many;
+mod operations;
 mod read;
 mod references;
 mod related_filters;
@@ -89,53 +92,6 @@ fn key_filter(key: &str) -> Filter {
 }
 
 impl Platform {
-    /// Runs `work` in one write transaction; item events are delivered
-    /// after the commit.
-    pub fn transaction<T>(
-        &self,
-        mut work: impl FnMut(&mut Session<'_>) -> Result<T, PlatformError>,
-    ) -> Result<T, PlatformError> {
-        self.run_write(&mut Session::Auto, |conn, events| {
-            let mut session = Session::Tx { conn, events };
-            work(&mut session)
-        })
-    }
-
-    /// Runs `work` once in the life of the database, recorded as
-    /// `owner`/`id` among the migrations in the same transaction; returns
-    /// whether it ran. Its item events are delivered after the commit.
-    pub fn once(
-        &self,
-        owner: &str,
-        id: &str,
-        mut work: impl FnMut(&mut Session<'_>) -> Result<(), PlatformError>,
-    ) -> Result<bool, PlatformError> {
-        // The platform's steps are declared, so that a database is known
-        // to have been migrated by this release or an earlier one.
-        if owner == crate::platform_schema::OWNER
-            && !crate::platform_schema::ONCE_STEPS.contains(&id)
-        {
-            return Err(PlatformError::Internal(format!(
-                "the platform's once-only step {id} is not declared in platform_schema::ONCE_STEPS"
-            )));
-        }
-        let mut events = Vec::new();
-        let mut kept = Kept::default();
-        let ran = self.store.run_once(owner, id, &mut |conn| {
-            // The store may run this again after a conflict: start afresh.
-            events.clear();
-            let mut session = Session::Tx {
-                conn,
-                events: &mut events,
-            };
-            kept.keep(work(&mut session))
-        });
-        // Not run at all when it already was, in an earlier life.
-        let (ran, _) = kept.settle(ran)?;
-        self.dispatch(events);
-        Ok(ran)
-    }
-
     fn collection(&self, who: &Who, name: &str) -> Result<Arc<CollectionDef>, PlatformError> {
         match self.store.schema().get(name) {
             Some(def) if !is_internal(name) => Ok(def.clone()),
@@ -180,33 +136,6 @@ impl Platform {
             &policies,
             self.auth.current_epoch(),
         )?)
-    }
-
-    /// The collections the caller may read (some items of, at least) that
-    /// exist and are served; `None` when they may read everything.
-    pub fn readable_collections(&self, who: &Who) -> Result<Option<Vec<String>>, PlatformError> {
-        if who.is_admin() {
-            return Ok(None);
-        }
-        let schema = self.store.schema();
-        let mut readable = self.permission_set(who)?.collections(Action::Read);
-        readable.retain(|c| schema.get(c).is_some() && !is_internal(c));
-        Ok(Some(readable))
-    }
-
-    /// What the caller may read of `collection`: `None` when permissions
-    /// are bypassed; forbidden when they may read none of it.
-    pub fn read_grant(
-        &self,
-        who: &Who,
-        collection: &str,
-    ) -> Result<Option<CollectionGrant>, PlatformError> {
-        self.grant(who, collection, Action::Read)
-    }
-
-    /// Whether `collection` exists and is served (to an administrator).
-    pub fn has_collection(&self, collection: &str) -> bool {
-        self.store.schema().get(collection).is_some() && !is_internal(collection)
     }
 
     fn grant_filter(
@@ -284,6 +213,71 @@ impl Platform {
             Err(PlatformError::forbidden())
         }
     }
+}
+
+fn transaction<T>(
+    platform: &Platform,
+    mut work: impl FnMut(&mut Session<'_>) -> Result<T, PlatformError>,
+) -> Result<T, PlatformError> {
+    platform.run_write(&mut Session::Auto, |conn, events| {
+        let mut session = Session::Tx { conn, events };
+        work(&mut session)
+    })
+}
+
+fn once(
+    platform: &Platform,
+    owner: &str,
+    id: &str,
+    mut work: impl FnMut(&mut Session<'_>) -> Result<(), PlatformError>,
+) -> Result<bool, PlatformError> {
+    // The platform's steps are declared, so that a database is known
+    // to have been migrated by this release or an earlier one.
+    if owner == crate::platform_schema::OWNER && !crate::platform_schema::ONCE_STEPS.contains(&id) {
+        return Err(PlatformError::Internal(format!(
+            "the platform's once-only step {id} is not declared in platform_schema::ONCE_STEPS"
+        )));
+    }
+    let mut events = Vec::new();
+    let mut kept = Kept::default();
+    let ran = platform.store.run_once(owner, id, &mut |conn| {
+        // The store may run this again after a conflict: start afresh.
+        events.clear();
+        let mut session = Session::Tx {
+            conn,
+            events: &mut events,
+        };
+        kept.keep(work(&mut session))
+    });
+    // Not run at all when it already was, in an earlier life.
+    let (ran, _) = kept.settle(ran)?;
+    platform.dispatch(events);
+    Ok(ran)
+}
+
+fn readable_collections(
+    platform: &Platform,
+    who: &Who,
+) -> Result<Option<Vec<String>>, PlatformError> {
+    if who.is_admin() {
+        return Ok(None);
+    }
+    let schema = platform.store.schema();
+    let mut readable = platform.permission_set(who)?.collections(Action::Read);
+    readable.retain(|c| schema.get(c).is_some() && !is_internal(c));
+    Ok(Some(readable))
+}
+
+fn read_grant(
+    platform: &Platform,
+    who: &Who,
+    collection: &str,
+) -> Result<Option<CollectionGrant>, PlatformError> {
+    platform.grant(who, collection, Action::Read)
+}
+
+fn has_collection(platform: &Platform, collection: &str) -> bool {
+    platform.store.schema().get(collection).is_some() && !is_internal(collection)
 }
 
 impl Who {

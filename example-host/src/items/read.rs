@@ -93,133 +93,6 @@ impl Platform {
         }
     }
 
-    /// The comments a caller may see: those on the items they may read
-    /// (their collection, and that item under the caller's row rule on
-    /// it), as a filter of `platform_comments`; `None` for an
-    /// administrator, who sees every comment. A collection the caller
-    /// reads whole is one condition on `collection`; one under a row rule
-    /// is read once for the keys the rule admits, so that a list of
-    /// comments stays one query.
-    pub fn comment_scope(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-    ) -> Result<Option<Value>, PlatformError> {
-        let Some(readable) = self.readable_collections(who)? else {
-            return Ok(None);
-        };
-        let rules = self.permission_set(who)?;
-        let schema = self.store.schema();
-        let vars = who.vars();
-        let mut whole = Vec::new();
-        let mut some = Vec::new();
-        for collection in readable {
-            let (Some(grant), Some(def)) = (
-                rules.grant(&collection, Action::Read),
-                schema.get(&collection),
-            ) else {
-                continue;
-            };
-            let Some(rule) = self.grant_filter(def, Some(&grant), &vars)? else {
-                whole.push(collection);
-                continue;
-            };
-            let q = ReadQuery::select(&["id"], rule);
-            let rows = self.run_read(session, |conn| Ok(conn.select(def, &q)?))?;
-            // Comments name their item by its key as text.
-            let keys: Vec<Value> = rows
-                .into_iter()
-                .filter_map(|mut row| row.remove("id"))
-                .map(|key| match key {
-                    Value::String(_) => key,
-                    other => Value::String(other.to_string()),
-                })
-                .collect();
-            some.push(json!({"_and": [
-                {"collection": {"_eq": collection}},
-                {"item": {"_in": keys}},
-            ]}));
-        }
-        let whole = json!({"collection": {"_in": whole}});
-        Ok(Some(if some.is_empty() {
-            whole
-        } else {
-            some.insert(0, whole);
-            json!({"_or": some})
-        }))
-    }
-
-    /// Reads `collection` whatever the caller's policies say of it, within
-    /// `scope` (the route's own rule, ANDed with the caller's filter),
-    /// while every condition and field through a relation is read under
-    /// the caller's permissions: for routes that decide themselves what
-    /// of a collection a caller sees (`/comments`).
-    pub fn read_scoped_json(
-        &self,
-        session: &mut Session<'_>,
-        caller: &Who,
-        collection: &str,
-        wire: &WireQuery,
-        scope: Option<Value>,
-        default_limit: Option<u64>,
-    ) -> Result<Vec<u8>, PlatformError> {
-        let own = Who::admin(caller.accountability.clone());
-        let q = scoped(wire, scope);
-        let readers = Readers::own(&own, caller);
-        self.read_following_references_json(session, readers, collection, &q, default_limit)
-    }
-
-    /// One item of such a read, `None` when it is missing or out of scope.
-    pub fn read_scoped_one_json(
-        &self,
-        session: &mut Session<'_>,
-        caller: &Who,
-        collection: &str,
-        key: &str,
-        wire: &WireQuery,
-        scope: Option<Value>,
-    ) -> Result<Option<Vec<u8>>, PlatformError> {
-        let own = Who::admin(caller.accountability.clone());
-        let q = one_item(&scoped(wire, scope), key);
-        let readers = Readers::own(&own, caller);
-        self.read_first_following_references(session, readers, collection, &q)
-    }
-
-    /// Aggregates `collection` as [`Platform::read_scoped_json`] reads it.
-    pub fn aggregate_scoped(
-        &self,
-        session: &mut Session<'_>,
-        caller: &Who,
-        collection: &str,
-        wire: &WireQuery,
-        scope: Option<Value>,
-    ) -> Result<Vec<Record>, PlatformError> {
-        let q = scoped(wire, scope);
-        // Conditions through references, as the caller.
-        let q = self.resolve_related_filters(session, caller, collection, &q)?;
-        let own = Who::admin(caller.accountability.clone());
-        self.aggregate(session, &own, collection, &q)
-    }
-
-    pub fn read_by_query(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-        collection: &str,
-        wire: &WireQuery,
-        default_limit: Option<u64>,
-    ) -> Result<Vec<Record>, PlatformError> {
-        self.planned_read(
-            session,
-            who,
-            collection,
-            wire,
-            default_limit,
-            ROOT,
-            |conn, def, q| Ok(conn.select(def, q)?),
-        )
-    }
-
     /// [`Platform::read_by_query`] as the JSON text of each cell, for
     /// answers assembled from several reads without building records.
     /// `path` is where the collection was reached from.
@@ -243,38 +116,6 @@ impl Platform {
         )
     }
 
-    /// [`Platform::read_by_query`] as a JSON array, written without
-    /// building records (stored JSON documents are copied as stored): for
-    /// the extension boundary and the HTTP API, where records leave as
-    /// text.
-    pub fn read_by_query_json(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-        collection: &str,
-        wire: &WireQuery,
-        default_limit: Option<u64>,
-    ) -> Result<Vec<u8>, PlatformError> {
-        if self.follows_relations(who, collection, wire) {
-            return self.read_following_references_json(
-                session,
-                Readers::caller(who),
-                collection,
-                wire,
-                default_limit,
-            );
-        }
-        self.planned_read(
-            session,
-            who,
-            collection,
-            wire,
-            default_limit,
-            ROOT,
-            select_json_array,
-        )
-    }
-
     #[allow(clippy::too_many_arguments)]
     /// A read of `collection` planned for `who` (conditions through
     /// references resolved, narrowed to what they may see), run by `run`
@@ -293,70 +134,6 @@ impl Platform {
         let def = self.collection(who, collection)?;
         let q = self.plan_read(session, who, &def, &wire, default_limit, path)?;
         self.run_read(session, |conn| run(conn, &def, &q))
-    }
-
-    /// The item with this key as JSON text, written without building the
-    /// record; `None` when it does not exist. An item that exists but is
-    /// outside the caller's permissions is `Forbidden`.
-    pub fn read_one_json(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-        collection: &str,
-        key: &str,
-        wire: &WireQuery,
-    ) -> Result<Option<Vec<u8>>, PlatformError> {
-        if self.follows_relations(who, collection, wire) {
-            let one = one_item(wire, key);
-            let found = self.read_first_following_references(
-                session,
-                Readers::caller(who),
-                collection,
-                &one,
-            )?;
-            if found.is_some() {
-                return Ok(found);
-            }
-            // Missing, or not the caller's: answered as a plain read does.
-            let plain = WireQuery {
-                fields: Some(platform_store::query::ListParam::List(vec!["id".into()])),
-                ..Default::default()
-            };
-            return self
-                .read_one_json(session, who, collection, key, &plain)
-                .map(|_| None);
-        }
-        self.read_one_by(session, who, collection, key, wire, |conn, def, q| {
-            let mut out = Vec::new();
-            Ok((conn.select_json(def, q, &mut out)? > 0).then_some(out))
-        })
-    }
-
-    /// The caller's own record (`/users/me`), as JSON text: the record
-    /// itself whatever the policies say of its collection, and everything
-    /// its `fields` and `filter` reach under the caller's permissions, so
-    /// that one's own record is no way around them (docs/decisions.md §9).
-    /// `None` when it does not exist or the filter leaves it out.
-    pub fn read_own_json(
-        &self,
-        session: &mut Session<'_>,
-        caller: &Who,
-        collection: &str,
-        key: &str,
-        wire: &WireQuery,
-    ) -> Result<Option<Vec<u8>>, PlatformError> {
-        let own = Who::admin(caller.accountability.clone());
-        let q = WireQuery {
-            fields: wire.fields.clone(),
-            filter: wire.filter.clone(),
-            ..Default::default()
-        };
-        let related_filter = q.filter.as_ref().is_some_and(follows_references);
-        if !related_filter && !self.follows_relations(&own, collection, &q) {
-            return self.read_one_json(session, &own, collection, key, &q);
-        }
-        let readers = Readers::own(&own, caller);
-        self.read_first_following_references(session, readers, collection, &one_item(&q, key))
     }
 
     /// The read of one item by key, with `fetch` running the planned query.
@@ -390,36 +167,233 @@ impl Platform {
             Ok(None)
         })
     }
+}
 
-    pub fn aggregate(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-        collection: &str,
-        wire: &WireQuery,
-    ) -> Result<Vec<Record>, PlatformError> {
-        let wire = self.resolve_related_filters(session, who, collection, wire)?;
-        let def = self.collection(who, collection)?;
-        let grant = self.grant(who, collection, Action::Read)?;
-        let vars = who.vars();
-        let mut q = wire.to_aggregate(&def, &vars)?;
-        let mut used: Vec<String> = q.group_by.iter().map(|g| g.field.clone()).collect();
-        used.extend(q.functions.iter().filter_map(|(_, f)| f.clone()));
-        if let Some(f) = &q.filter {
-            f.fields(&mut used);
-        }
-        check_queried_fields(collection, grant.as_ref(), &used)?;
-        if let Some(search) = search(&def, grant.as_ref(), &wire) {
-            search.fields(&mut used);
-            q.filter = Filter::and(q.filter.take(), Some(search));
-        }
-        q.masks = self.field_masks(&def, grant.as_ref(), &vars, &used)?;
-        q.scope = Filter::and(
-            self.grant_filter(&def, grant.as_ref(), &vars)?,
-            self.host_scope(session, who, &def)?,
-        );
-        self.run_read(session, |conn| Ok(conn.aggregate(&def, &q)?))
+pub(super) fn comment_scope(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    who: &Who,
+) -> Result<Option<Value>, PlatformError> {
+    let Some(readable) = platform.readable_collections(who)? else {
+        return Ok(None);
+    };
+    let rules = platform.permission_set(who)?;
+    let schema = platform.store.schema();
+    let vars = who.vars();
+    let mut whole = Vec::new();
+    let mut some = Vec::new();
+    for collection in readable {
+        let (Some(grant), Some(def)) = (
+            rules.grant(&collection, Action::Read),
+            schema.get(&collection),
+        ) else {
+            continue;
+        };
+        let Some(rule) = platform.grant_filter(def, Some(&grant), &vars)? else {
+            whole.push(collection);
+            continue;
+        };
+        let q = ReadQuery::select(&["id"], rule);
+        let rows = platform.run_read(session, |conn| Ok(conn.select(def, &q)?))?;
+        // Comments name their item by its key as text.
+        let keys: Vec<Value> = rows
+            .into_iter()
+            .filter_map(|mut row| row.remove("id"))
+            .map(|key| match key {
+                Value::String(_) => key,
+                other => Value::String(other.to_string()),
+            })
+            .collect();
+        some.push(json!({"_and": [
+            {"collection": {"_eq": collection}},
+            {"item": {"_in": keys}},
+        ]}));
     }
+    let whole = json!({"collection": {"_in": whole}});
+    Ok(Some(if some.is_empty() {
+        whole
+    } else {
+        some.insert(0, whole);
+        json!({"_or": some})
+    }))
+}
+
+pub(super) fn read_scoped_json(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    caller: &Who,
+    collection: &str,
+    wire: &WireQuery,
+    scope: Option<Value>,
+    default_limit: Option<u64>,
+) -> Result<Vec<u8>, PlatformError> {
+    let own = Who::admin(caller.accountability.clone());
+    let q = scoped(wire, scope);
+    let readers = Readers::own(&own, caller);
+    platform.read_following_references_json(session, readers, collection, &q, default_limit)
+}
+
+pub(super) fn read_scoped_one_json(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    caller: &Who,
+    collection: &str,
+    key: &str,
+    wire: &WireQuery,
+    scope: Option<Value>,
+) -> Result<Option<Vec<u8>>, PlatformError> {
+    let own = Who::admin(caller.accountability.clone());
+    let q = one_item(&scoped(wire, scope), key);
+    let readers = Readers::own(&own, caller);
+    platform.read_first_following_references(session, readers, collection, &q)
+}
+
+pub(super) fn aggregate_scoped(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    caller: &Who,
+    collection: &str,
+    wire: &WireQuery,
+    scope: Option<Value>,
+) -> Result<Vec<Record>, PlatformError> {
+    let q = scoped(wire, scope);
+    // Conditions through references, as the caller.
+    let q = platform.resolve_related_filters(session, caller, collection, &q)?;
+    let own = Who::admin(caller.accountability.clone());
+    platform.aggregate(session, &own, collection, &q)
+}
+
+pub(super) fn read_by_query(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    who: &Who,
+    collection: &str,
+    wire: &WireQuery,
+    default_limit: Option<u64>,
+) -> Result<Vec<Record>, PlatformError> {
+    platform.planned_read(
+        session,
+        who,
+        collection,
+        wire,
+        default_limit,
+        ROOT,
+        |conn, def, q| Ok(conn.select(def, q)?),
+    )
+}
+
+pub(super) fn read_by_query_json(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    who: &Who,
+    collection: &str,
+    wire: &WireQuery,
+    default_limit: Option<u64>,
+) -> Result<Vec<u8>, PlatformError> {
+    if platform.follows_relations(who, collection, wire) {
+        return platform.read_following_references_json(
+            session,
+            Readers::caller(who),
+            collection,
+            wire,
+            default_limit,
+        );
+    }
+    platform.planned_read(
+        session,
+        who,
+        collection,
+        wire,
+        default_limit,
+        ROOT,
+        select_json_array,
+    )
+}
+
+pub(super) fn read_one_json(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    who: &Who,
+    collection: &str,
+    key: &str,
+    wire: &WireQuery,
+) -> Result<Option<Vec<u8>>, PlatformError> {
+    if platform.follows_relations(who, collection, wire) {
+        let one = one_item(wire, key);
+        let found = platform.read_first_following_references(
+            session,
+            Readers::caller(who),
+            collection,
+            &one,
+        )?;
+        if found.is_some() {
+            return Ok(found);
+        }
+        // Missing, or not the caller's: answered as a plain read does.
+        let plain = WireQuery {
+            fields: Some(platform_store::query::ListParam::List(vec!["id".into()])),
+            ..Default::default()
+        };
+        return platform
+            .read_one_json(session, who, collection, key, &plain)
+            .map(|_| None);
+    }
+    platform.read_one_by(session, who, collection, key, wire, |conn, def, q| {
+        let mut out = Vec::new();
+        Ok((conn.select_json(def, q, &mut out)? > 0).then_some(out))
+    })
+}
+
+pub(super) fn read_own_json(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    caller: &Who,
+    collection: &str,
+    key: &str,
+    wire: &WireQuery,
+) -> Result<Option<Vec<u8>>, PlatformError> {
+    let own = Who::admin(caller.accountability.clone());
+    let q = WireQuery {
+        fields: wire.fields.clone(),
+        filter: wire.filter.clone(),
+        ..Default::default()
+    };
+    let related_filter = q.filter.as_ref().is_some_and(follows_references);
+    if !related_filter && !platform.follows_relations(&own, collection, &q) {
+        return platform.read_one_json(session, &own, collection, key, &q);
+    }
+    let readers = Readers::own(&own, caller);
+    platform.read_first_following_references(session, readers, collection, &one_item(&q, key))
+}
+
+pub(super) fn aggregate(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    who: &Who,
+    collection: &str,
+    wire: &WireQuery,
+) -> Result<Vec<Record>, PlatformError> {
+    let wire = platform.resolve_related_filters(session, who, collection, wire)?;
+    let def = platform.collection(who, collection)?;
+    let grant = platform.grant(who, collection, Action::Read)?;
+    let vars = who.vars();
+    let mut q = wire.to_aggregate(&def, &vars)?;
+    let mut used: Vec<String> = q.group_by.iter().map(|g| g.field.clone()).collect();
+    used.extend(q.functions.iter().filter_map(|(_, f)| f.clone()));
+    if let Some(f) = &q.filter {
+        f.fields(&mut used);
+    }
+    check_queried_fields(collection, grant.as_ref(), &used)?;
+    if let Some(search) = search(&def, grant.as_ref(), &wire) {
+        search.fields(&mut used);
+        q.filter = Filter::and(q.filter.take(), Some(search));
+    }
+    q.masks = platform.field_masks(&def, grant.as_ref(), &vars, &used)?;
+    q.scope = Filter::and(
+        platform.grant_filter(&def, grant.as_ref(), &vars)?,
+        platform.host_scope(session, who, &def)?,
+    );
+    platform.run_read(session, |conn| Ok(conn.aggregate(&def, &q)?))
 }
 
 /// The platform's comments.

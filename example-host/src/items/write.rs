@@ -87,74 +87,6 @@ fn invalid_json(e: serde_json::Error) -> PlatformError {
 }
 
 impl Platform {
-    /// Creates one item from a payload given as a JSON value.
-    pub fn create_one(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-        collection: &str,
-        data: &Value,
-    ) -> Result<String, PlatformError> {
-        self.create_one_json(session, who, collection, &data.to_string())
-    }
-
-    /// Creates one item from a payload given as JSON text (an object).
-    pub fn create_one_json(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-        collection: &str,
-        data: &str,
-    ) -> Result<String, PlatformError> {
-        let payload = Payload::parse(data)?;
-        let keys = self.create(session, who, collection, vec![payload])?;
-        keys.into_iter()
-            .next()
-            .ok_or_else(|| PlatformError::Internal("nothing was created".into()))
-    }
-
-    /// Creates every item or none, from a JSON array of payloads.
-    pub fn create_many_json(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-        collection: &str,
-        data: &str,
-    ) -> Result<Vec<String>, PlatformError> {
-        self.create_many_json_at_most(session, who, collection, data, usize::MAX)
-    }
-
-    /// [`Platform::create_many_json`] of at most `max` items: a longer
-    /// array is refused before anything is read or written (one array is
-    /// one transaction, which holds the writer while it runs).
-    pub fn create_many_json_at_most(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-        collection: &str,
-        data: &str,
-        max: usize,
-    ) -> Result<Vec<String>, PlatformError> {
-        let data = data.trim();
-        if !data.starts_with('[') {
-            check_json(data)?;
-            return Err(PlatformError::InvalidPayload(
-                "payload must be an array".into(),
-            ));
-        }
-        let items: Vec<&RawValue> = serde_json::from_str(data).map_err(invalid_json)?;
-        if items.len() > max {
-            return Err(PlatformError::InvalidPayload(format!(
-                "Invalid payload. Exceeded max batch mutation limit of {max}."
-            )));
-        }
-        let payloads = items
-            .into_iter()
-            .map(|item| Payload::parse(item.get()))
-            .collect::<Result<Vec<_>, _>>()?;
-        self.create(session, who, collection, payloads)
-    }
-
     fn create(
         &self,
         session: &mut Session<'_>,
@@ -387,107 +319,6 @@ impl Platform {
         }
     }
 
-    /// Updates one item from a payload given as a JSON value.
-    pub fn update_one(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-        collection: &str,
-        key: &str,
-        data: &Value,
-    ) -> Result<String, PlatformError> {
-        self.update_one_json(session, who, collection, key, &data.to_string())
-    }
-
-    /// Updates one item from a payload given as JSON text (an object).
-    pub fn update_one_json(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-        collection: &str,
-        key: &str,
-        data: &str,
-    ) -> Result<String, PlatformError> {
-        let def = self.collection(who, collection)?;
-        let grant = self.grant(who, collection, Action::Update)?;
-        let payload = Payload::parse(data)?;
-        let admin = who.is_admin();
-        let changes = self.build_update(who, &def, grant.as_ref(), key, &payload)?;
-        let scope = self.grant_filter(&def, grant.as_ref(), &who.vars())?;
-        let scopes_given = self.reference_scopes(who, &def, changes.keys())?;
-        let wanted = self.wants_events(&def.name);
-        let filtered = self.wants_before_write(&def.name);
-        let reported: Arc<str> = if wanted || filtered {
-            payload.reported(&def.name).into()
-        } else {
-            Arc::from("")
-        };
-        // Only before-write hooks need the payload past this point.
-        let payload = filtered.then_some(payload);
-        self.run_write(session, |conn, events| {
-            self.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
-            let changed = match &payload {
-                Some(payload) => {
-                    let write = pending(
-                        who,
-                        EventKind::Update,
-                        &def,
-                        vec![key.to_string()],
-                        reported.to_string(),
-                    );
-                    self.before_write(conn, events, write)?
-                        .map(|changed| payload.changed_by_hooks(&def.name, &changed))
-                        .transpose()?
-                }
-                None => None,
-            };
-            let (changes, scopes, reported) = match changed {
-                None => (Cow::Borrowed(&changes), None, reported.clone()),
-                Some(text) => {
-                    let payload = Payload::parse(&text)?;
-                    let changes = self.build_update(who, &def, grant.as_ref(), key, &payload)?;
-                    let scopes = self.reference_scopes(who, &def, changes.keys())?;
-                    (
-                        Cow::Owned(changes),
-                        Some(scopes),
-                        payload.reported(&def.name).into(),
-                    )
-                }
-            };
-            let scopes = scopes.as_ref().unwrap_or(&scopes_given);
-            if def.name == COMMENTS
-                && (changes.contains_key("collection") || changes.contains_key("item"))
-            {
-                self.ensure_moved_comment_target(conn, who, &def, key, &changes)?;
-            }
-            check_references(&self.store.schema(), conn, &def, &changes, scopes)?;
-            // Nobody listening: no before/after reads, no event.
-            if !wanted {
-                conn.update(&def, key, &changes)?;
-                self.follow_update(conn, &def, key, &changes)?;
-                return Ok(key.to_string());
-            }
-            let before = public_records_json(conn, &def, key)?;
-            conn.update(&def, key, &changes)?;
-            self.follow_update(conn, &def, key, &changes)?;
-            let after = public_records_json(conn, &def, key)?;
-            self.record_event(
-                conn,
-                events,
-                WriteEvent {
-                    kind: EventKind::Update,
-                    collection: def.name.clone(),
-                    keys: vec![key.to_string()],
-                    payload: reported,
-                    before: Some(before.into()),
-                    after: Some(after.into()),
-                    accountability: who.accountability.clone(),
-                },
-            )?;
-            Ok(key.to_string())
-        })
-    }
-
     /// The columns an update payload changes, checked against the
     /// collection and the writer's field rules.
     fn build_update(
@@ -538,56 +369,218 @@ impl Platform {
         }
         Ok(changes)
     }
+}
 
-    pub fn delete_one(
-        &self,
-        session: &mut Session<'_>,
-        who: &Who,
-        collection: &str,
-        key: &str,
-    ) -> Result<String, PlatformError> {
-        let def = self.collection(who, collection)?;
-        let grant = self.grant(who, collection, Action::Delete)?;
-        let scope = self.grant_filter(&def, grant.as_ref(), &who.vars())?;
-        let admin = who.is_admin();
-        let filtered = self.wants_before_write(&def.name);
-        self.run_write(session, |conn, events| {
-            self.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
-            if filtered {
-                // A delete's payload is its key: what a hook makes of it
-                // changes nothing.
+pub(super) fn create_one(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    who: &Who,
+    collection: &str,
+    data: &Value,
+) -> Result<String, PlatformError> {
+    platform.create_one_json(session, who, collection, &data.to_string())
+}
+
+pub(super) fn create_one_json(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    who: &Who,
+    collection: &str,
+    data: &str,
+) -> Result<String, PlatformError> {
+    let payload = Payload::parse(data)?;
+    let keys = platform.create(session, who, collection, vec![payload])?;
+    keys.into_iter()
+        .next()
+        .ok_or_else(|| PlatformError::Internal("nothing was created".into()))
+}
+
+pub(super) fn create_many_json(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    who: &Who,
+    collection: &str,
+    data: &str,
+) -> Result<Vec<String>, PlatformError> {
+    platform.create_many_json_at_most(session, who, collection, data, usize::MAX)
+}
+
+pub(super) fn create_many_json_at_most(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    who: &Who,
+    collection: &str,
+    data: &str,
+    max: usize,
+) -> Result<Vec<String>, PlatformError> {
+    let data = data.trim();
+    if !data.starts_with('[') {
+        check_json(data)?;
+        return Err(PlatformError::InvalidPayload(
+            "payload must be an array".into(),
+        ));
+    }
+    let items: Vec<&RawValue> = serde_json::from_str(data).map_err(invalid_json)?;
+    if items.len() > max {
+        return Err(PlatformError::InvalidPayload(format!(
+            "Invalid payload. Exceeded max batch mutation limit of {max}."
+        )));
+    }
+    let payloads = items
+        .into_iter()
+        .map(|item| Payload::parse(item.get()))
+        .collect::<Result<Vec<_>, _>>()?;
+    platform.create(session, who, collection, payloads)
+}
+
+pub(super) fn update_one(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    who: &Who,
+    collection: &str,
+    key: &str,
+    data: &Value,
+) -> Result<String, PlatformError> {
+    platform.update_one_json(session, who, collection, key, &data.to_string())
+}
+
+pub(super) fn update_one_json(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    who: &Who,
+    collection: &str,
+    key: &str,
+    data: &str,
+) -> Result<String, PlatformError> {
+    let def = platform.collection(who, collection)?;
+    let grant = platform.grant(who, collection, Action::Update)?;
+    let payload = Payload::parse(data)?;
+    let admin = who.is_admin();
+    let changes = platform.build_update(who, &def, grant.as_ref(), key, &payload)?;
+    let scope = platform.grant_filter(&def, grant.as_ref(), &who.vars())?;
+    let scopes_given = platform.reference_scopes(who, &def, changes.keys())?;
+    let wanted = platform.wants_events(&def.name);
+    let filtered = platform.wants_before_write(&def.name);
+    let reported: Arc<str> = if wanted || filtered {
+        payload.reported(&def.name).into()
+    } else {
+        Arc::from("")
+    };
+    // Only before-write hooks need the payload past this point.
+    let payload = filtered.then_some(payload);
+    platform.run_write(session, |conn, events| {
+        platform.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
+        let changed = match &payload {
+            Some(payload) => {
                 let write = pending(
                     who,
-                    EventKind::Delete,
+                    EventKind::Update,
                     &def,
                     vec![key.to_string()],
-                    json!([key]).to_string(),
+                    reported.to_string(),
                 );
-                self.before_write(conn, events, write)?;
+                platform
+                    .before_write(conn, events, write)?
+                    .map(|changed| payload.changed_by_hooks(&def.name, &changed))
+                    .transpose()?
             }
-            self.release_references(conn, events, &def, key)?;
-            if !self.wants_events(&def.name) {
-                conn.delete(&def, key)?;
-                return Ok(key.to_string());
+            None => None,
+        };
+        let (changes, scopes, reported) = match changed {
+            None => (Cow::Borrowed(&changes), None, reported.clone()),
+            Some(text) => {
+                let payload = Payload::parse(&text)?;
+                let changes = platform.build_update(who, &def, grant.as_ref(), key, &payload)?;
+                let scopes = platform.reference_scopes(who, &def, changes.keys())?;
+                (
+                    Cow::Owned(changes),
+                    Some(scopes),
+                    payload.reported(&def.name).into(),
+                )
             }
-            let before = public_records_json(conn, &def, key)?;
+        };
+        let scopes = scopes.as_ref().unwrap_or(&scopes_given);
+        if def.name == COMMENTS
+            && (changes.contains_key("collection") || changes.contains_key("item"))
+        {
+            platform.ensure_moved_comment_target(conn, who, &def, key, &changes)?;
+        }
+        check_references(&platform.store.schema(), conn, &def, &changes, scopes)?;
+        // Nobody listening: no before/after reads, no event.
+        if !wanted {
+            conn.update(&def, key, &changes)?;
+            platform.follow_update(conn, &def, key, &changes)?;
+            return Ok(key.to_string());
+        }
+        let before = public_records_json(conn, &def, key)?;
+        conn.update(&def, key, &changes)?;
+        platform.follow_update(conn, &def, key, &changes)?;
+        let after = public_records_json(conn, &def, key)?;
+        platform.record_event(
+            conn,
+            events,
+            WriteEvent {
+                kind: EventKind::Update,
+                collection: def.name.clone(),
+                keys: vec![key.to_string()],
+                payload: reported,
+                before: Some(before.into()),
+                after: Some(after.into()),
+                accountability: who.accountability.clone(),
+            },
+        )?;
+        Ok(key.to_string())
+    })
+}
+
+pub(super) fn delete_one(
+    platform: &Platform,
+    session: &mut Session<'_>,
+    who: &Who,
+    collection: &str,
+    key: &str,
+) -> Result<String, PlatformError> {
+    let def = platform.collection(who, collection)?;
+    let grant = platform.grant(who, collection, Action::Delete)?;
+    let scope = platform.grant_filter(&def, grant.as_ref(), &who.vars())?;
+    let admin = who.is_admin();
+    let filtered = platform.wants_before_write(&def.name);
+    platform.run_write(session, |conn, events| {
+        platform.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
+        if filtered {
+            // A delete's payload is its key: what a hook makes of it
+            // changes nothing.
+            let write = pending(
+                who,
+                EventKind::Delete,
+                &def,
+                vec![key.to_string()],
+                json!([key]).to_string(),
+            );
+            platform.before_write(conn, events, write)?;
+        }
+        platform.release_references(conn, events, &def, key)?;
+        if !platform.wants_events(&def.name) {
             conn.delete(&def, key)?;
-            self.record_event(
-                conn,
-                events,
-                WriteEvent {
-                    kind: EventKind::Delete,
-                    collection: def.name.clone(),
-                    keys: vec![key.to_string()],
-                    payload: json!([key]).to_string().into(),
-                    before: Some(before.into()),
-                    after: None,
-                    accountability: who.accountability.clone(),
-                },
-            )?;
-            Ok(key.to_string())
-        })
-    }
+            return Ok(key.to_string());
+        }
+        let before = public_records_json(conn, &def, key)?;
+        conn.delete(&def, key)?;
+        platform.record_event(
+            conn,
+            events,
+            WriteEvent {
+                kind: EventKind::Delete,
+                collection: def.name.clone(),
+                keys: vec![key.to_string()],
+                payload: json!([key]).to_string().into(),
+                before: Some(before.into()),
+                after: None,
+                accountability: who.accountability.clone(),
+            },
+        )?;
+        Ok(key.to_string())
+    })
 }
 
 impl Platform {

@@ -2,7 +2,8 @@
 //! extension call shares. The store, the resolver of credentials and the
 //! permission caches, counters, and what other modules connect to it at
 //! start (the receiver of item events, the rules that follow updates). Its
-//! operations are those of the items service, defined on it in `items`.
+//! operations are those of the items service, listed in
+//! `items::operations`.
 
 use std::sync::Arc;
 

@@ -188,3 +188,68 @@ fn the_cycle_finder_finds_a_cycle_and_the_group_reader_reads_groups() {
     graph.get_mut("c").map(|e| e.remove("a"));
     assert_eq!(find_cycle(&graph), None);
 }
+
+/// The public methods of `Platform` in `text`: `pub fn` lines inside its
+/// `impl Platform` blocks.
+fn public_platform_methods(text: &str) -> Vec<String> {
+    let (mut inside, mut out) = (false, Vec::new());
+    for (_, line) in code_lines(text) {
+        if line.starts_with("impl Platform ") {
+            inside = true;
+        } else if line.starts_with('}') {
+            inside = false;
+        } else if inside {
+            if let Some(rest) = line.trim_start().strip_prefix("pub fn ") {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// The platform's operations are listed in one file (`items/operations.rs`);
+/// building and connecting a platform stays in `platform/mod.rs`. A public
+/// method on `Platform` anywhere else is reported with its file.
+#[test]
+fn the_platforms_operations_are_listed_in_one_file() {
+    let src = workspace_root().join("example-host/src");
+    let (mut listed, mut elsewhere, mut files) = (0, Vec::new(), vec![src.clone()]);
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).expect("a source folder reads") {
+                files.push(entry.expect("a folder entry").path());
+            }
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let rel = path.strip_prefix(&src).expect("under src").to_path_buf();
+        let text = std::fs::read_to_string(&path).expect("a source file reads");
+        let methods = public_platform_methods(&text);
+        if rel == Path::new("items/operations.rs") {
+            listed = methods.len();
+        } else if rel != Path::new("platform/mod.rs") {
+            elsewhere.extend(
+                methods
+                    .into_iter()
+                    .map(|m| format!("{}: {m}", rel.display())),
+            );
+        }
+    }
+    println!("{listed} operations listed in items/operations.rs");
+    assert!(
+        listed > 20,
+        "the operations' file lists {listed} operations"
+    );
+    assert!(
+        elsewhere.is_empty(),
+        "public methods of Platform outside items/operations.rs: {elsewhere:?}"
+    );
+    let sample = "impl Platform {\n    pub fn read(&self) {}\n    fn helper(&self) {}\n}\npub fn free() {}\n";
+    assert_eq!(public_platform_methods(sample), ["read"]);
+}
