@@ -380,7 +380,10 @@ pub struct Alias {
 /// An index over one or more fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Index {
-    /// The fields, in order.
+    /// The fields, in order. A field written `-name` is indexed
+    /// descending (SDK 1.13), so that a sort such as `["-score", "id"]`,
+    /// whose directions differ, is a walk of the index rather than a sort
+    /// of the table.
     pub fields: Vec<String>,
     #[serde(default)]
     /// Whether the combination is unique.

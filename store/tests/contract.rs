@@ -1484,7 +1484,8 @@ fn seeded_items_get_an_id_a_creation_date_and_defaults() {
 /// PostgreSQL only: an index made before the platform made its indexes
 /// with nulls first (so that the contract's `DESC NULLS LAST` is an index
 /// walk) is made again when a store opens, unique or not, and nothing
-/// else changes.
+/// else changes: an index with a descending field (`-n`, rightly nulls
+/// last) is kept as it is, and serves the contract's mixed order.
 #[test]
 fn postgres_indexes_made_with_nulls_last_are_made_again_at_open() {
     let Some(db) = Db::postgres() else { return };
@@ -1496,6 +1497,7 @@ fn postgres_indexes_made_with_nulls_last_are_made_again_at_open() {
         .field(Field::string("name"))
         .index(&["n"])
         .unique(&["name", "n"])
+        .index(&["-n", "name"])
         .build();
     let store = db.open();
     store
@@ -1516,8 +1518,20 @@ fn postgres_indexes_made_with_nulls_last_are_made_again_at_open() {
             .collect()
     };
     let made = definitions(&mut client);
-    assert_eq!(made.len(), 2, "{made:?}");
+    assert_eq!(made.len(), 3, "{made:?}");
     assert!(made.iter().all(|d| d.contains("NULLS FIRST")), "{made:?}");
+    assert!(
+        made.iter()
+            .any(|d| d.contains("idx_things_desc_n_name") && d.contains("n DESC NULLS LAST")),
+        "{made:?}"
+    );
+    let oid = |client: &mut postgres::Client| -> u32 {
+        client
+            .query_one("SELECT 'idx_things_desc_n_name'::regclass::oid", &[])
+            .expect("the descending index")
+            .get(0)
+    };
+    let descending = oid(&mut client);
     // As an older version made them.
     client
         .batch_execute(
@@ -1528,9 +1542,34 @@ fn postgres_indexes_made_with_nulls_last_are_made_again_at_open() {
         .expect("old indexes");
     assert!(definitions(&mut client)
         .iter()
+        .filter(|d| !d.contains("idx_things_desc_n_name"))
         .all(|d| !d.contains("NULLS FIRST")));
     let store = db.open();
     assert_eq!(definitions(&mut client), made);
+    assert_eq!(
+        oid(&mut client),
+        descending,
+        "the descending index was made again"
+    );
+    // The contract's order of `-n, name` is a walk of that index.
+    let plan: Vec<String> = client
+        .simple_query(
+            "SET enable_sort = off; EXPLAIN SELECT id FROM things \
+             ORDER BY n DESC NULLS LAST, name ASC NULLS FIRST LIMIT 10",
+        )
+        .expect("a plan")
+        .into_iter()
+        .filter_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(row) => row.get(0).map(String::from),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        plan.iter()
+            .any(|l| l.contains("Index Scan using idx_things_desc_n_name"))
+            && !plan.iter().any(|l| l.contains("Sort")),
+        "{plan:?}"
+    );
     let others: Vec<String> = client
         .query(
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'someone_elses'",

@@ -44,6 +44,8 @@ pub const NARROWED_RULES_MIGRATION: &str = "0011_member_recordings_narrowed";
 /// Id of the migration giving the collections and fields what clients
 /// show of them (SDK 1.12).
 pub const MODEL_META_MIGRATION: &str = "0012_model_meta";
+/// Id of the migration indexing the leaderboard's order (SDK 1.13).
+pub const LEADERBOARD_ORDER_MIGRATION: &str = "0013_leaderboard_order";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -258,7 +260,21 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (SITE_FIELDS_MIGRATION, site_fields()),
         (NARROWED_RULES_MIGRATION, member_recordings_narrowed()),
         (MODEL_META_MIGRATION, model_meta()),
+        (LEADERBOARD_ORDER_MIGRATION, leaderboard_order()),
     ]
+}
+
+/// The leaderboard's order, `-decay_sum, user_id`, as one index: a page,
+/// at any offset, is a walk of it instead of a sort of every user's stats
+/// (the index on `decay_sum` alone still counts a rank's users above).
+pub fn leaderboard_order() -> Vec<Step> {
+    vec![Step::CreateIndex {
+        collection: "user_stats".into(),
+        index: Index {
+            fields: vec!["-decay_sum".into(), "user_id".into()],
+            unique: false,
+        },
+    }]
 }
 
 /// What clients (an admin app, a generic editor) show of the service's
@@ -837,7 +853,8 @@ mod tests {
                 "0009_member_grants",
                 "0010_site_fields",
                 "0011_member_recordings_narrowed",
-                "0012_model_meta"
+                "0012_model_meta",
+                "0013_leaderboard_order"
             ]
         );
     }

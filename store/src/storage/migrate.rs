@@ -258,7 +258,11 @@ fn save_field(
 }
 
 fn check_index_fields(def: &CollectionDef, index: &Index) -> Result<(), StoreError> {
-    match index.fields.iter().find(|f| !def.has(f)) {
+    match index
+        .fields
+        .iter()
+        .find(|f| !def.has(sql::index_field(f).0))
+    {
         Some(f) => Err(StoreError::Invalid(format!(
             "index on unknown field {}.{f}",
             def.name

@@ -181,11 +181,15 @@ impl Dialect for PgDialect {
         }
     }
 
-    fn index_column(&self, col: &str) -> String {
+    fn index_column(&self, col: &str, descending: bool) -> String {
         // A plain index holds nulls last: read forwards it gives `ASC NULLS
         // LAST`, backwards `DESC NULLS FIRST`, neither of the contract's
         // orders, and every sort on it would scan and sort the table.
-        format!("{col} NULLS FIRST")
+        if descending {
+            format!("{col} DESC NULLS LAST")
+        } else {
+            format!("{col} NULLS FIRST")
+        }
     }
 
     fn no_limit(&self) -> Scalar {
@@ -525,13 +529,15 @@ fn count_commits_on(conn: &mut Pg<'_>, table: &str) -> Result<(), StoreError> {
     ))
 }
 
-/// The platform's indexes whose columns hold nulls last (as made before
-/// indexes were made with nulls first), as (name, table, index).
+/// The platform's indexes with an ascending column that holds nulls last
+/// (as made before indexes were made with nulls first), as (name, table,
+/// index). A descending column (`-name`) rightly holds them last.
 fn nulls_last_indexes(conn: &mut Pg<'_>) -> Result<Vec<(String, String, Index)>, StoreError> {
     // One row per column of every index named as the platform names them;
-    // bit 2 of a column's option is NULLS FIRST.
+    // bit 1 of a column's option is DESC, bit 2 NULLS FIRST.
     let query = "SELECT i.relname::text, t.relname::text, ix.indisunique, a.attname::text, \
-                      (ix.indoption[(k.n - 1)::int]::int & 2) <> 0 \
+                      (ix.indoption[(k.n - 1)::int]::int & 2) <> 0, \
+                      (ix.indoption[(k.n - 1)::int]::int & 1) <> 0 \
                FROM pg_index ix \
                JOIN pg_class i ON i.oid = ix.indexrelid \
                JOIN pg_class t ON t.oid = ix.indrelid \
@@ -541,7 +547,8 @@ fn nulls_last_indexes(conn: &mut Pg<'_>) -> Result<Vec<(String, String, Index)>,
                WHERE ns.nspname = current_schema() AND NOT ix.indisprimary \
                  AND i.relname LIKE 'idx\\_%' \
                ORDER BY i.relname, k.n";
-    // (index, table, unique, columns, every column nulls first)
+    // (index, table, unique, columns, every column's nulls where the
+    // contract's order wants them)
     let mut found: Vec<(String, String, bool, Vec<String>, bool)> = Vec::new();
     conn.query(query, &[], &mut |row| {
         let text = |i: usize| match row.cell(i)? {
@@ -549,7 +556,11 @@ fn nulls_last_indexes(conn: &mut Pg<'_>) -> Result<Vec<(String, String, Index)>,
             other => Err(backend(format!("pg_index column {i} reads {other:?}"))),
         };
         let flag = |i: usize| Ok::<_, StoreError>(matches!(row.cell(i)?, Cell::Bool(true)));
-        let (name, column, first) = (text(0)?, text(3)?, flag(4)?);
+        let (name, column, first, descending) = (text(0)?, text(3)?, flag(4)?, flag(5)?);
+        let (column, first) = match descending {
+            true => (format!("-{column}"), !first),
+            false => (column, first),
+        };
         match found.last_mut() {
             Some(last) if last.0 == name => {
                 last.3.push(column);

@@ -33,7 +33,7 @@ pub trait Dialect: Sync {
     fn order_term(&self, col: &str, desc: bool) -> String;
     /// One column of an index, in the null order of [`Dialect::order_term`]
     /// so that the index serves both directions of a sort.
-    fn index_column(&self, col: &str) -> String;
+    fn index_column(&self, col: &str, descending: bool) -> String;
     /// The value of a bound LIMIT that means "no limit".
     fn no_limit(&self) -> Scalar;
     /// An aggregate function over a column of kind `kind` (`None`: `*`).
@@ -754,7 +754,15 @@ const MAX_IDENTIFIER: usize = 63;
 /// the whole when longer than [`MAX_IDENTIFIER`].
 pub(crate) fn index_name(collection: &str, index: &Index) -> String {
     use sha2::{Digest, Sha256};
-    let name = format!("idx_{}_{}", collection, index.fields.join("_"));
+    let fields: Vec<String> = index
+        .fields
+        .iter()
+        .map(|f| match index_field(f) {
+            (name, true) => format!("desc_{name}"),
+            (name, false) => name.to_string(),
+        })
+        .collect();
+    let name = format!("idx_{}_{}", collection, fields.join("_"));
     if name.len() <= MAX_IDENTIFIER {
         return name;
     }
@@ -766,12 +774,23 @@ pub(crate) fn index_name(collection: &str, index: &Index) -> String {
     format!("{}_{digest}", &name[..cut])
 }
 
+/// An index entry's field and whether it is descending (`-name`).
+pub(crate) fn index_field(entry: &str) -> (&str, bool) {
+    match entry.strip_prefix('-') {
+        Some(name) => (name, true),
+        None => (entry, false),
+    }
+}
+
 pub fn index(d: &dyn Dialect, collection: &str, index: &Index) -> String {
     let name = index_name(collection, index);
     let cols: Vec<String> = index
         .fields
         .iter()
-        .map(|f| d.index_column(&quote(f)))
+        .map(|f| {
+            let (field, descending) = index_field(f);
+            d.index_column(&quote(field), descending)
+        })
         .collect();
     format!(
         "CREATE {}INDEX IF NOT EXISTS {} ON {} ({})",

@@ -223,9 +223,14 @@ impl Dialect for SqliteDialect {
         format!("{col} {}", if desc { "DESC" } else { "ASC" })
     }
 
-    fn index_column(&self, col: &str) -> String {
-        // Ascending, nulls first: SQLite's own order, both ways.
-        col.to_string()
+    fn index_column(&self, col: &str, descending: bool) -> String {
+        // SQLite's own null order (first ascending, last descending) is the
+        // contract's, both ways.
+        if descending {
+            format!("{col} DESC")
+        } else {
+            col.to_string()
+        }
     }
 
     fn no_limit(&self) -> Scalar {
@@ -545,7 +550,7 @@ mod tests {
     use super::*;
     use crate::query::ReadQuery;
     use crate::storage::{Record, SchemaStepsOnly};
-    use host_sdk::schema::{Collection, Field};
+    use host_sdk::schema::{Collection, Field, Index};
     use serde_json::json;
 
     #[test]
@@ -609,6 +614,55 @@ mod tests {
             .migrate("test", "0001", &steps, &SchemaStepsOnly)
             .expect("migrate");
         (dir, store)
+    }
+
+    /// An index with a descending field serves a sort whose directions
+    /// differ (`-x, name`, the store's own ORDER BY terms) as a walk: no
+    /// temporary tree sorts the table.
+    #[test]
+    fn a_descending_index_serves_a_sort_of_mixed_directions() {
+        let (_dir, store) = store();
+        let index = Index {
+            fields: vec!["-x".into(), "name".into()],
+            unique: false,
+        };
+        store
+            .migrate(
+                "test",
+                "0002",
+                &[Step::CreateIndex {
+                    collection: "things".into(),
+                    index: index.clone(),
+                }],
+                &SchemaStepsOnly,
+            )
+            .expect("an index with a descending field");
+        let d = SqliteDialect;
+        let order = [
+            d.order_term(&sql::quote("x"), true),
+            d.order_term(&sql::quote("name"), false),
+        ]
+        .join(", ");
+        let plan: Vec<String> = store
+            .with_conn(|c| {
+                let mut st = c
+                    .prepare(&format!(
+                        "EXPLAIN QUERY PLAN SELECT id FROM things ORDER BY {order} LIMIT 10"
+                    ))
+                    .map_err(map_sql_error)?;
+                let rows = st
+                    .query_map([], |r| r.get::<_, String>(3))
+                    .map_err(map_sql_error)?;
+                rows.collect::<Result<_, _>>().map_err(map_sql_error)
+            })
+            .expect("a plan");
+        let name = sql::index_name("things", &index);
+        assert_eq!(name, "idx_things_desc_x_name");
+        assert!(
+            plan.iter().any(|step| step.contains(&name))
+                && !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+            "{plan:?}"
+        );
     }
 
     /// The text of `select_json` is exactly what printing `select`'s
