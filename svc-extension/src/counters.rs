@@ -1,47 +1,98 @@
-//! The video counters `likes_count` and `plays_count`: kept equal to the
-//! number of like and play records by an in-transaction hook on every
-//! write of those records, whatever path made it (the `/svc` endpoints, the
-//! items API, another extension), in the writing transaction. The
-//! endpoints write the records and read the counter back.
+//! The video counters `likes_count` and `plays_count`: moved by an
+//! in-transaction hook on every write of a like or a play, whatever path
+//! made it (the `/svc` endpoints, the items API, another extension), in the
+//! writing transaction. The endpoints write the records and read the
+//! counter back.
+//!
+//! Lists and details answer *live* counts of the records (the contract),
+//! which equal the counters as long as nobody else wrote them. A video's
+//! `counts_exact` says so: the hook sets it, after a move, only when both
+//! counters equal the records' counts, and any other write of a counter (or
+//! of the flag) clears it. Reads serve the counters of exact videos and
+//! count the records of the others only.
 
 use host_sdk::{BoxError, Context, EventKind, ItemEvent, Items, ItemsError, Query};
 use serde_json::{json, Value};
 
-/// The collections whose writes move a counter.
-pub const WATCHED: [&str; 2] = ["video_likes", "video_plays"];
+use crate::own_writes;
+
+/// The collections whose writes move a counter, and the videos, whose
+/// other writes may make the counters no longer exact.
+pub const WATCHED: [&str; 3] = ["video_likes", "video_plays", "videos"];
+
+/// Whether a video's counters equal its records' counts.
+pub const EXACT: &str = "counts_exact";
+
+/// The counters, with the collection of the records each counts.
+pub const COUNTERS: [(&str, &str); 2] = [
+    ("likes_count", "video_likes"),
+    ("plays_count", "video_plays"),
+];
 
 /// The counter a collection's records move.
 fn counter_of(collection: &str) -> Option<&'static str> {
-    match collection {
-        "video_likes" => Some("likes_count"),
-        "video_plays" => Some("plays_count"),
-        _ => None,
-    }
+    COUNTERS
+        .iter()
+        .find(|(_, records)| *records == collection)
+        .map(|(counter, _)| *counter)
 }
 
-/// A video's counter as stored; `None` when the video does not exist.
-fn stored(items: &Items<'_>, video: &str, field: &str) -> Result<Option<i64>, ItemsError> {
-    let found: Option<Value> =
-        items.read_one_with("videos", video, &Query::new().fields(&[field]))?;
-    Ok(found.map(|v| v.get(field).and_then(Value::as_i64).unwrap_or(0)))
+/// A video's counters and flag as stored; `None` when it does not exist.
+fn stored(items: &Items<'_>, video: &str) -> Result<Option<Value>, ItemsError> {
+    items.read_one_with(
+        "videos",
+        video,
+        &Query::new().fields(&["likes_count", "plays_count", EXACT]),
+    )
+}
+
+fn number(record: &Value, field: &str) -> i64 {
+    record.get(field).and_then(Value::as_i64).unwrap_or(0)
 }
 
 /// A video's counter (0 when the video does not exist).
 pub fn read(items: &Items<'_>, video: &str, field: &str) -> Result<i64, ItemsError> {
-    Ok(stored(items, video, field)?.unwrap_or(0))
+    Ok(stored(items, video)?.map_or(0, |v| number(&v, field)))
+}
+
+/// The records of `collection` naming `video`.
+fn live(items: &Items<'_>, collection: &str, video: &str) -> Result<i64, ItemsError> {
+    let n = items.count(collection, Some(json!({"video_id": {"_eq": video}})))?;
+    Ok(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
 /// Adds `delta` to a counter of a video, never below 0; nothing when the
-/// video does not exist (a record naming no video counts nowhere).
+/// video does not exist (a record naming no video counts nowhere). An
+/// exact video stays exact; another becomes exact when, after the move,
+/// both its counters equal the counts of their records.
 fn bump(items: &Items<'_>, video: &str, field: &str, delta: i64) -> Result<(), ItemsError> {
-    if let Some(value) = stored(items, video, field)? {
-        items.update_one("videos", video, &json!({ field: (value + delta).max(0) }))?;
-    }
+    let Some(record) = stored(items, video)? else {
+        return Ok(());
+    };
+    let moved = (number(&record, field) + delta).max(0);
+    let exact = if record.get(EXACT).and_then(Value::as_bool) == Some(true) {
+        true
+    } else {
+        let mut equal = true;
+        for (counter, records) in COUNTERS {
+            let value = if counter == field {
+                moved
+            } else {
+                number(&record, counter)
+            };
+            equal = equal && value == live(items, records, video)?;
+        }
+        equal
+    };
+    own_writes::run(|| items.update_one("videos", video, &json!({ field: moved, EXACT: exact })))?;
     Ok(())
 }
 
-/// In the writing transaction of a like or a play.
+/// In the writing transaction of a like, a play or a video.
 pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
+    if event.collection == "videos" {
+        return Ok(videos_written(event, ctx)?);
+    }
     let Some(field) = counter_of(&event.collection) else {
         return Ok(());
     };
@@ -63,6 +114,31 @@ pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxErro
         }
         if let Some(v) = after {
             bump(&items, &v, field, 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// A video whose counters or flag someone other than the counters' hook
+/// changed (or created set) is no longer exact: nobody else's word is
+/// taken for it.
+fn videos_written(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
+    if own_writes::active() || event.kind == EventKind::Delete {
+        return Ok(());
+    }
+    let kept = |record: Option<&Value>| {
+        let field = |name: &str| record.and_then(|r| r.get(name)).cloned();
+        (field(EXACT), field(COUNTERS[0].0), field(COUNTERS[1].0))
+    };
+    let items = ctx.as_admin();
+    for key in &event.keys {
+        let after = event.after_of(key);
+        let changed = match event.kind {
+            EventKind::Create => after.and_then(|r| r.get(EXACT)) == Some(&Value::Bool(true)),
+            _ => kept(event.before_of(key)) != kept(after),
+        };
+        if changed {
+            own_writes::run(|| items.update_one("videos", key, &json!({ EXACT: false })))?;
         }
     }
     Ok(())

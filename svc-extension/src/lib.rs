@@ -44,6 +44,7 @@ pub mod failure;
 pub mod gamification;
 pub mod likes;
 pub mod models;
+pub mod own_writes;
 pub mod params;
 pub mod play_input;
 pub mod recording_input;

@@ -46,6 +46,9 @@ pub const NARROWED_RULES_MIGRATION: &str = "0011_member_recordings_narrowed";
 pub const MODEL_META_MIGRATION: &str = "0012_model_meta";
 /// Id of the migration indexing the leaderboard's order (SDK 1.13).
 pub const LEADERBOARD_ORDER_MIGRATION: &str = "0013_leaderboard_order";
+/// Id of the migration adding the flag that says a video's counters are
+/// exact (see `counters`).
+pub const EXACT_COUNTS_MIGRATION: &str = "0014_video_counts_exact";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -261,6 +264,28 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (NARROWED_RULES_MIGRATION, member_recordings_narrowed()),
         (MODEL_META_MIGRATION, model_meta()),
         (LEADERBOARD_ORDER_MIGRATION, leaderboard_order()),
+        (EXACT_COUNTS_MIGRATION, video_counts_exact()),
+    ]
+}
+
+/// Whether a video's counters equal its records' counts: false for every
+/// video until the counters' hook has checked it (see `counters`).
+pub fn video_counts_exact() -> Vec<Step> {
+    vec![
+        Step::AddField {
+            collection: "videos".into(),
+            field: flag(crate::counters::EXACT).not_null(),
+        },
+        field_meta(
+            "videos",
+            crate::counters::EXACT,
+            FieldMeta {
+                hidden: Some(true),
+                readonly: Some(true),
+                note: Some("Whether the like and play counters equal their records' counts".into()),
+                ..FieldMeta::default()
+            },
+        ),
     ]
 }
 
@@ -854,7 +879,8 @@ mod tests {
                 "0010_site_fields",
                 "0011_member_recordings_narrowed",
                 "0012_model_meta",
-                "0013_leaderboard_order"
+                "0013_leaderboard_order",
+                "0014_video_counts_exact"
             ]
         );
     }

@@ -8,6 +8,7 @@ use host_sdk::raw::{JsonOut, RawRecord};
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
 use serde_json::{json, Value};
 
+use crate::counters;
 use crate::failure::Failure;
 use crate::params;
 use crate::records::{
@@ -55,9 +56,10 @@ pub fn videos_of(items: &Items<'_>, user: &str) -> Result<Vec<String>, ItemsErro
 
 /// Writes `videos` with `models` (public user records, in link order),
 /// `movie` replaced by its file record (null when the file is gone) and
-/// `likes_count`/`plays_count` by live counts: five calls for any number
-/// of videos. The records pass through as the host's text: only the
-/// replaced members are written anew.
+/// `likes_count`/`plays_count` by live counts: the counters of the videos
+/// whose counters are exact, the records counted for the others only
+/// (three to five calls for any number of videos). The records pass
+/// through as the host's text: only the replaced members are written anew.
 fn write_expanded(
     items: &Items<'_>,
     videos: &[RawRecord<'_>],
@@ -91,8 +93,14 @@ fn write_expanded(
         Query::new(),
     )?;
     let files = texts_by_id("files", &files_text)?;
-    let likes = counts_by(items, "video_likes", "video_id", &ids)?;
-    let plays = counts_by(items, "video_plays", "video_id", &ids)?;
+    // Exact counters are the live counts; only the others are counted.
+    let uncounted: Vec<String> = videos
+        .iter()
+        .filter(|v| v.get(counters::EXACT).map(|x| x.get()) != Some("true"))
+        .filter_map(|v| v.str("id").map(String::from))
+        .collect();
+    let likes = counts_by(items, "video_likes", "video_id", &uncounted)?;
+    let plays = counts_by(items, "video_plays", "video_id", &uncounted)?;
 
     let mut models_of: HashMap<Cow<str>, Vec<&str>> = HashMap::new();
     for link in &links {
@@ -108,11 +116,20 @@ fn write_expanded(
         let mut models = JsonOut::default();
         let linked = models_of.get(&id).map(Vec::as_slice).unwrap_or_default();
         models.array(linked, |o, text| o.raw(text));
-        let count = |counts: &HashMap<String, u64>| counts.get(id.as_ref()).copied().unwrap_or(0);
+        let exact = video.get(counters::EXACT).map(|x| x.get()) == Some("true");
+        let count = |counts: &HashMap<String, u64>, counter: &str| match exact {
+            true => video.get(counter).map_or("0", |v| v.get()).to_string(),
+            false => counts.get(id.as_ref()).copied().unwrap_or(0).to_string(),
+        };
         let movie = video.str("movie");
         let mut members: Vec<(&str, Cow<str>)> = video
             .members()
-            .filter(|(name, _)| !matches!(*name, "models" | "likes_count" | "plays_count"))
+            .filter(|(name, _)| {
+                !matches!(
+                    *name,
+                    "models" | "likes_count" | "plays_count" | counters::EXACT
+                )
+            })
             .map(|(name, value)| {
                 let text = match (name, &movie) {
                     ("movie", Some(file)) => files.get(file).copied().unwrap_or("null"),
@@ -122,8 +139,8 @@ fn write_expanded(
             })
             .collect();
         members.push(("models", Cow::Owned(models.into_string())));
-        members.push(("likes_count", Cow::Owned(count(&likes).to_string())));
-        members.push(("plays_count", Cow::Owned(count(&plays).to_string())));
+        members.push(("likes_count", Cow::Owned(count(&likes, "likes_count"))));
+        members.push(("plays_count", Cow::Owned(count(&plays, "plays_count"))));
         out.object(&mut members);
     };
     match shape {

@@ -7,9 +7,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::ledger::Ledger;
-use super::own_writes;
 use super::progress::{progress, Facts};
 use super::time::format_time;
+use crate::own_writes;
 
 /// A published achievement, as the check needs it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use super::awards::{self, Action};
 use super::facts::PointAction;
 use super::ledger::VERIFIED;
-use super::own_writes;
+use crate::own_writes;
 
 fn field<'a>(record: Option<&'a Value>, name: &str) -> Option<&'a Value> {
     record.and_then(|r| r.get(name))

@@ -10,9 +10,9 @@ use host_sdk::{Items, ItemsError, Query};
 use serde_json::{json, Value};
 
 use super::facts::{self, Computed};
-use super::own_writes;
 use super::score;
 use super::time::{format_time, parse_time};
+use crate::own_writes;
 use crate::records::str_field;
 
 /// Where the decay anchor t₀ lives: one row of `gamification_state`.

@@ -10,7 +10,7 @@
 //! * [`awards`]: the triggers and point values.
 //! * [`hooks`]: the triggers and counters that follow every write, inside
 //!   its transaction.
-//! * [`own_writes`]: the ledger's own writes, which those hooks let pass.
+//! * `crate::own_writes`: the ledger's own writes, which those hooks let pass.
 //! * [`recalc`]: rule 6, the hourly `recalculate-stats` schedule.
 //! * [`endpoints`]: the three public endpoints.
 
@@ -20,7 +20,6 @@ pub mod endpoints;
 pub mod facts;
 pub mod hooks;
 pub mod ledger;
-pub mod own_writes;
 pub mod progress;
 pub mod ranks;
 pub mod recalc;

@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 use super::check::{check, published, rows_of};
 use super::facts;
 use super::ledger::{anchor, stored_rows, Ledger, STATE_ID};
-use super::own_writes;
 use super::score;
 use super::time::{format_time, now_ms, parse_time};
+use crate::own_writes;
 use crate::records::{by_id, counts_by_filtered, str_field};
 
 /// Users per transaction.

@@ -645,11 +645,12 @@ fn expands_models_and_movie(host: &Host) {
         );
         let mut stored = host.admin_item("videos", &id_of(&v));
         if let Some(o) = stored.as_object_mut() {
-            for k in ["movie", "likes_count", "plays_count"] {
+            for k in ["movie", "likes_count", "plays_count", "counts_exact"] {
                 o.remove(k);
             }
         }
         assert_contains(got, &stored, "video fields");
+        assert!(got.get("counts_exact").is_none(), "{got}");
         let models = got["models"]
             .as_array()
             .unwrap_or_else(|| panic!("models not an array: {got}"));
@@ -746,6 +747,146 @@ fn long_video_lists_report_the_same_live_counts_as_short_ones() {
     for v in &short {
         let slug = v["slug"].as_str().unwrap_or_default();
         assert_eq!(counts(&short, slug), counts(&all, slug), "{slug}");
+    }
+}
+
+/// The stored counters and their flag, and the live counts of records.
+fn counters_and_records(host: &Host, video: &str) -> ((i64, i64), bool, (i64, i64)) {
+    let v = host.admin_item("videos", video);
+    let live = |collection: &str| {
+        host.admin_count(collection, Some(&json!({"video_id": {"_eq": video}}))) as i64
+    };
+    (
+        (
+            int_of(&v["likes_count"], "likes"),
+            int_of(&v["plays_count"], "plays"),
+        ),
+        v["counts_exact"] == true,
+        (live("video_likes"), live("video_plays")),
+    )
+}
+
+/// A video's counters are served in place of counting its records only
+/// while they are exact: the counters' hook marks them so when they equal
+/// the records' counts, any other write of a counter or of the mark
+/// unmarks them; lists never show the mark.
+#[test]
+fn exact_counters_are_marked_by_the_hook_alone() {
+    let host = Host::in_process_svc();
+    let v = id_of(&host.admin_video("marked", Some(PAST)));
+    assert_eq!(counters_and_records(&host, &v), ((0, 0), false, (0, 0)));
+    likes(&host, &v, 2, "m");
+    assert_eq!(counters_and_records(&host, &v), ((2, 0), true, (2, 0)));
+    let shown = array(&host.get("/svc/videos", None), "videos");
+    assert!(shown[0].get("counts_exact").is_none(), "{shown:?}");
+    // Someone else's word is not taken, for the counters or the mark.
+    host.admin_patch("videos", &v, &json!({"likes_count": 9}));
+    assert_eq!(counters_and_records(&host, &v), ((9, 0), false, (2, 0)));
+    host.admin_patch("videos", &v, &json!({"counts_exact": true}));
+    assert_eq!(counters_and_records(&host, &v), ((9, 0), false, (2, 0)));
+    let created = host.admin_create(
+        "videos",
+        &json!({"slug": "claimed", "title": "t", "upload_date": PAST, "likes_count": 5, "counts_exact": true}),
+    );
+    assert_eq!(
+        counters_and_records(&host, &id_of(&created)),
+        ((5, 0), false, (0, 0))
+    );
+    // A counter moved away from its records stays unmarked; one moved back
+    // onto them is marked again.
+    plays(&host, &v, 1);
+    assert_eq!(counters_and_records(&host, &v), ((9, 1), false, (2, 1)));
+    host.admin_patch("videos", &v, &json!({"likes_count": 2}));
+    plays(&host, &v, 1);
+    assert_eq!(counters_and_records(&host, &v), ((2, 2), true, (2, 2)));
+    // An unrelated write keeps the mark.
+    host.admin_patch("videos", &v, &json!({"title": "renamed"}));
+    assert!(counters_and_records(&host, &v).1);
+}
+
+/// Whatever mix of writes reaches likes, plays and counters, by any path,
+/// a marked video's counters equal its records' counts and the list and
+/// detail answer the records' counts for every video.
+#[test]
+fn marked_counters_equal_the_records_under_any_writes() {
+    let host = Host::in_process_svc();
+    let videos: Vec<String> = (0..3)
+        .map(|i| id_of(&host.admin_video(&format!("p{i}"), Some(PAST))))
+        .collect();
+    let users: Vec<String> = host
+        .admin_create_many(
+            "platform_users",
+            &(0..6)
+                .map(|i| json!({"first_name": "u", "email": format!("prop-{i}@x.test")}))
+                .collect::<Vec<_>>(),
+        )
+        .iter()
+        .map(id_of)
+        .collect();
+    let mut rng = platform_tests::Rng(7);
+    for step in 0..120 {
+        let video = &videos[rng.below(videos.len())];
+        match rng.below(7) {
+            0 => {
+                // A user's second like of a video is refused, and counts nowhere.
+                let user = &users[rng.below(users.len())];
+                let like = json!({"video_id": video, "user_id": user});
+                let r = host.post("/items/video_likes", Some(ADMIN_TOKEN), &like);
+                assert!(
+                    r.status == 200 || r.error_code() == "RECORD_NOT_UNIQUE",
+                    "{}",
+                    r.body
+                );
+            }
+            1 => plays(&host, video, 1 + rng.below(2)),
+            2 | 3 => {
+                let collection = ["video_likes", "video_plays"][rng.below(2)];
+                let rows = host.admin_find(collection, &json!({"video_id": {"_eq": video}}));
+                if let Some(row) = rows.first() {
+                    if rng.chance(50) {
+                        host.admin_delete(collection, &id_of(row));
+                    } else {
+                        let to = &videos[rng.below(videos.len())];
+                        let path = format!("/items/{collection}/{}", id_of(row));
+                        let r = host.patch(&path, Some(ADMIN_TOKEN), &json!({"video_id": to}));
+                        assert!(
+                            r.status == 200 || r.error_code() == "RECORD_NOT_UNIQUE",
+                            "{}",
+                            r.body
+                        );
+                    }
+                }
+            }
+            4 => {
+                let counter = ["likes_count", "plays_count"][rng.below(2)];
+                let value = rng.below(4);
+                host.admin_patch("videos", video, &json!({ counter: value }));
+            }
+            5 => host.admin_patch("videos", video, &json!({"counts_exact": true})),
+            _ => {
+                let r = host.post(&format!("/svc/videos/{video}/play"), None, &json!({}));
+                assert_eq!(r.status, 200, "{}", r.body);
+            }
+        }
+        let list = array(&host.get("/svc/videos", None), "videos");
+        for id in &videos {
+            let (stored, exact, live) = counters_and_records(&host, id);
+            if exact {
+                assert_eq!(stored, live, "step {step}: video {id} is marked");
+            }
+            let shown = list
+                .iter()
+                .find(|v| v["id"] == *id.as_str())
+                .expect("listed");
+            assert_eq!(
+                (
+                    int_of(&shown["likes_count"], "likes"),
+                    int_of(&shown["plays_count"], "plays")
+                ),
+                live,
+                "step {step}: video {id}"
+            );
+        }
     }
 }
 

@@ -1,10 +1,11 @@
-//! The ledger's own writes to its collections (`user_points`,
-//! `user_stats`, `user_achievements`). The ledger accounts for them itself,
-//! so the in-transaction hooks that keep the stats exact after writes made
-//! by anyone else must let them pass.
+//! The writes the service makes to keep its derived data: the
+//! gamification ledger's to `user_points`, `user_stats` and
+//! `user_achievements`, the video counters' to `videos`. Each keeper
+//! accounts for its own writes, so the in-transaction hooks that notice
+//! writes made by anyone else must let them pass.
 //!
 //! A hook runs synchronously inside the items call that wrote, on the same
-//! thread, so a thread-local mark set around the ledger's call is seen by
+//! thread, so a thread-local mark set around the keeper's call is seen by
 //! exactly the hooks that call triggers.
 
 use std::cell::Cell;
@@ -22,14 +23,14 @@ impl Drop for Mark {
     }
 }
 
-/// Runs `write` marked as the ledger's own.
+/// Runs `write` marked as a keeper's own.
 pub fn run<T>(write: impl FnOnce() -> T) -> T {
     DEPTH.with(|d| d.set(d.get() + 1));
     let _mark = Mark;
     write()
 }
 
-/// Whether the write being hooked is the ledger's own.
+/// Whether the write being hooked is a keeper's own.
 pub fn active() -> bool {
     DEPTH.with(Cell::get) > 0
 }
