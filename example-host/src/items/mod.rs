@@ -13,6 +13,7 @@
 //! references) reads through references, [`events`] the item events and the
 //! hooks they reach. Its failures are `crate::platform::error`'s.
 
+mod access_rules;
 mod events;
 mod many;
 mod read;
@@ -165,7 +166,7 @@ impl Platform {
 
     /// What the caller's policies (the public ones, for an anonymous
     /// caller) permit.
-    fn permission_set(
+    pub fn permission_set(
         &self,
         who: &Who,
     ) -> Result<Arc<crate::permissions::PermissionSet>, PlatformError> {

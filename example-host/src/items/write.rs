@@ -242,6 +242,7 @@ impl Platform {
                 text_of(&row, "item"),
             )?;
         }
+        self.check_permission_write(conn, who, def, None, &row)?;
         check_references(schema, conn, def, &row, scopes)?;
         conn.insert(def, &row)?;
         let key = match row.get("id") {
@@ -461,15 +462,20 @@ impl Platform {
                 self.ensure_moved_comment_target(conn, who, &def, key, &changes)?;
             }
             check_references(&self.store.schema(), conn, &def, &changes, scopes)?;
+            self.check_permission_write(conn, who, &def, Some(key), &changes)?;
+            let watched =
+                self.guards_last_admin(conn, who, &def, EventKind::Update, Some(&changes))?;
             // Nobody listening: no before/after reads, no event.
             if !wanted {
                 conn.update(&def, key, &changes)?;
                 self.follow_update(conn, &def, key, &changes)?;
+                self.ensure_an_admin_remains(conn, watched)?;
                 return Ok(key.to_string());
             }
             let before = public_records_json(conn, &def, key)?;
             conn.update(&def, key, &changes)?;
             self.follow_update(conn, &def, key, &changes)?;
+            self.ensure_an_admin_remains(conn, watched)?;
             let after = public_records_json(conn, &def, key)?;
             self.record_event(
                 conn,
@@ -565,13 +571,16 @@ impl Platform {
                 );
                 self.before_write(conn, events, write)?;
             }
+            let watched = self.guards_last_admin(conn, who, &def, EventKind::Delete, None)?;
             self.release_references(conn, events, &def, key)?;
             if !self.wants_events(&def.name) {
                 conn.delete(&def, key)?;
+                self.ensure_an_admin_remains(conn, watched)?;
                 return Ok(key.to_string());
             }
             let before = public_records_json(conn, &def, key)?;
             conn.delete(&def, key)?;
+            self.ensure_an_admin_remains(conn, watched)?;
             self.record_event(
                 conn,
                 events,
