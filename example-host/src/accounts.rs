@@ -21,17 +21,52 @@ fn eq(field: &str, value: Value) -> Filter {
     Filter::eq(field, value)
 }
 
-/// The active user `which` finds, and their policies.
+/// The most roles a role's chain of parents is followed through.
+const MAX_ROLE_DEPTH: usize = 32;
+
+/// A role and its parents, nearest first (Directus 11's roles tree: a
+/// parent's policies apply to its child roles' users). A chain is followed
+/// until a role without a parent, a role seen already (a cycle) or
+/// [`MAX_ROLE_DEPTH`]; a database migrated before roles had parents gives
+/// the role alone.
+pub fn role_tree(
+    conn: &mut dyn Reader,
+    roles: &platform_store::schema::CollectionDef,
+    role: &str,
+) -> Result<Vec<String>, StoreError> {
+    let mut tree = vec![role.to_string()];
+    if !roles.has("parent") {
+        return Ok(tree);
+    }
+    while tree.len() < MAX_ROLE_DEPTH {
+        let Some(last) = tree.last() else { break };
+        let q = ReadQuery::select(&["parent"], eq("id", json!(last))).limit(1);
+        let parent = conn
+            .select(roles, &q)?
+            .into_iter()
+            .next()
+            .and_then(|row| row.get("parent").and_then(Value::as_str).map(String::from));
+        match parent {
+            Some(parent) if !tree.contains(&parent) => tree.push(parent),
+            _ => break,
+        }
+    }
+    Ok(tree)
+}
+
+/// The active user `which` finds, and their policies (their own, their
+/// role's and its parents').
 pub fn lookup_user(
     store: &dyn Store,
     conn: &mut dyn Reader,
     which: Filter,
 ) -> Result<Option<CallerAccount>, StoreError> {
     let schema = store.schema();
-    let (Some(users), Some(access), Some(policies)) = (
+    let (Some(users), Some(access), Some(policies), Some(roles)) = (
         schema.get("platform_users"),
         schema.get("platform_access"),
         schema.get("platform_policies"),
+        schema.get("platform_roles"),
     ) else {
         return Ok(None);
     };
@@ -52,7 +87,9 @@ pub fn lookup_user(
 
     let mut holders = vec![eq("user", json!(user_id))];
     if let Some(role) = &role {
-        holders.push(eq("role", json!(role)));
+        for role in role_tree(conn, roles, role)? {
+            holders.push(eq("role", json!(role)));
+        }
     }
     let q = ReadQuery::select(&["policy"], Filter::Or(holders));
     let mut policy_ids: Vec<String> = conn

@@ -5,6 +5,7 @@
 //! [`testkit`]: an extension's own tests run it against this host, in
 //! process, on a throwaway database.
 
+mod access;
 mod accounts;
 mod app;
 mod auth;

@@ -153,6 +153,134 @@ impl PermissionSet {
     }
 }
 
+impl PermissionSet {
+    /// What the set allows on each collection it names, in Directus 11's
+    /// shape of `GET /permissions/me`: per action, `access` (`none`,
+    /// `partial` when every rule of the action has a row filter, `full`),
+    /// the fields allowed (`["*"]` for all) and the presets merged. `share`
+    /// is always `none`: the platform has no shares.
+    pub fn collection_access(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        let mut collections: Vec<&String> = self.rows.keys().map(|(c, _)| c).collect();
+        collections.sort();
+        collections.dedup();
+        for collection in collections {
+            let mut actions = Map::new();
+            for (name, action) in ACTIONS {
+                actions.insert(name.into(), self.action_access(collection, action));
+            }
+            actions.insert("share".into(), json!({"access": "none"}));
+            out.insert(collection.clone(), Value::Object(actions));
+        }
+        out
+    }
+
+    fn action_access(&self, collection: &str, action: Action) -> Value {
+        let Some(rows) = self.rows.get(&(collection.to_string(), action)) else {
+            return json!({"access": "none"});
+        };
+        let full = rows.iter().any(|row| row.filter.is_none());
+        let mut fields: Option<Vec<String>> = Some(Vec::new());
+        let mut presets = Map::new();
+        for row in rows {
+            match (&mut fields, &row.fields) {
+                (_, None) => fields = None,
+                (Some(list), Some(more)) => {
+                    for f in more {
+                        if !list.contains(f) {
+                            list.push(f.clone());
+                        }
+                    }
+                }
+                (None, Some(_)) => {}
+            }
+            presets.extend(row.presets.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        let mut access = json!({
+            "access": if full { "full" } else { "partial" },
+            "fields": fields.unwrap_or_else(|| vec!["*".into()]),
+        });
+        if !presets.is_empty() {
+            access["presets"] = Value::Object(presets);
+        }
+        access
+    }
+}
+
+/// The actions a permission may name, as stored.
+pub const ACTIONS: [(&str, Action); 4] = [
+    ("create", Action::Create),
+    ("read", Action::Read),
+    ("update", Action::Update),
+    ("delete", Action::Delete),
+];
+
+/// Every action allowed in full on every field: what an administrator
+/// may do on any collection, in the shape of
+/// [`PermissionSet::collection_access`].
+pub fn full_access() -> Value {
+    let mut actions = Map::new();
+    for (name, _) in ACTIONS {
+        actions.insert(name.into(), json!({"access": "full", "fields": ["*"]}));
+    }
+    actions.insert("share".into(), json!({"access": "none"}));
+    Value::Object(actions)
+}
+
+/// Why a permission row written through the API could not be applied, in
+/// the words of an `INVALID_PAYLOAD` answer; `None` when it can. The row
+/// is the permission as it would be stored (`collection`, `action`,
+/// `fields`, `permissions`, `validation`); `def` is its collection, `None`
+/// when no such collection is served.
+pub fn permission_problem(def: Option<&CollectionDef>, row: &Map<String, Value>) -> Option<String> {
+    let text = |name: &str| row.get(name).and_then(Value::as_str).unwrap_or_default();
+    let action = text("action");
+    if !ACTIONS.iter().any(|(name, _)| *name == action) {
+        let but = if action == "share" {
+            " (\"share\" is not supported: the platform has no shares)"
+        } else {
+            ""
+        };
+        return Some(format!(
+            "\"action\" must be one of \"create\", \"read\", \"update\" or \"delete\"{but}."
+        ));
+    }
+    let Some(def) = def else {
+        return Some(format!(
+            "Collection \"{}\" doesn't exist.",
+            text("collection")
+        ));
+    };
+    match row.get("fields") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(fields)) => {
+            for field in fields {
+                match field.as_str() {
+                    Some("*") => {}
+                    Some(name) if def.has(name) || def.alias(name).is_some() => {}
+                    Some(name) => {
+                        return Some(format!(
+                            "Field \"{name}\" doesn't exist in collection \"{}\".",
+                            def.name
+                        ))
+                    }
+                    None => return Some("\"fields\" must be a list of field names.".into()),
+                }
+            }
+        }
+        Some(_) => return Some("\"fields\" must be a list of field names.".into()),
+    }
+    for name in ["permissions", "validation"] {
+        if let Some(filter) = row.get(name).filter(|f| !f.is_null()) {
+            let vars = platform_store::query::Vars::new(Some(String::new()));
+            if let Err(e) = platform_store::query::parse_filter(def, filter, &vars) {
+                return Some(format!("\"{name}\" is not a valid filter: {e}"));
+            }
+        }
+    }
+    None
+}
+
 fn parse_fields(v: Option<&Value>) -> Option<Vec<String>> {
     let list: Vec<String> = v?
         .as_array()?
@@ -565,6 +693,79 @@ mod tests {
             ("recordings", Action::Read, None, Some(vec!["*"])),
         ]);
         assert_eq!(s.grant("recordings", Action::Read).unwrap().filter, None);
+    }
+
+    #[test]
+    fn collection_access_is_directus_shaped() {
+        let own = json!({"user_created": {"_eq": "$CURRENT_USER"}});
+        let mut s = set(vec![
+            (
+                "recordings",
+                Action::Read,
+                Some(own.clone()),
+                Some(vec!["id"]),
+            ),
+            ("recordings", Action::Read, None, Some(vec!["title"])),
+            ("recordings", Action::Update, Some(own), None),
+        ]);
+        if let Some(rows) = s.rows.get_mut(&("recordings".into(), Action::Read)) {
+            rows[0].presets.insert("public".into(), json!(false));
+        }
+        let access = s.collection_access();
+        assert_eq!(
+            access["recordings"],
+            json!({
+                "read": {"access": "full", "fields": ["id", "title"], "presets": {"public": false}},
+                "update": {"access": "partial", "fields": ["*"]},
+                "create": {"access": "none"},
+                "delete": {"access": "none"},
+                "share": {"access": "none"},
+            })
+        );
+        assert_eq!(access.len(), 1);
+    }
+
+    #[test]
+    fn a_permission_the_platform_cannot_apply_is_explained() {
+        use platform_store::schema::Field;
+        let things = CollectionDef::new("things", vec![Field::string("name")]);
+        let def = Some(&things);
+        let row = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let ok = row(
+            json!({"collection": "things", "action": "read", "fields": ["*", "name"],
+            "permissions": {"name": {"_eq": "x"}}, "validation": null}),
+        );
+        assert_eq!(permission_problem(def, &ok), None);
+        for (bad, words) in [
+            (
+                json!({"collection": "things", "action": "share"}),
+                "\"share\" is not supported",
+            ),
+            (
+                json!({"collection": "things", "action": "peek"}),
+                "\"action\" must be one of",
+            ),
+            (
+                json!({"collection": "things", "action": "read", "fields": ["nope"]}),
+                "Field \"nope\" doesn't exist",
+            ),
+            (
+                json!({"collection": "things", "action": "read", "permissions": {"nope": {"_eq": 1}}}),
+                "\"permissions\" is not a valid filter",
+            ),
+            (
+                json!({"collection": "things", "action": "read", "validation": {"name": {"_bogus": 1}}}),
+                "\"validation\" is not a valid filter",
+            ),
+        ] {
+            let problem = permission_problem(def, &row(bad.clone())).unwrap_or_default();
+            assert!(problem.contains(words), "{bad}: {problem}");
+        }
+        let nowhere = row(json!({"collection": "nowhere", "action": "read"}));
+        assert_eq!(
+            permission_problem(None, &nowhere).as_deref(),
+            Some("Collection \"nowhere\" doesn't exist.")
+        );
     }
 
     /// A store on a throwaway SQLite file with the platform's collections,

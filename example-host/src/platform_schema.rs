@@ -23,6 +23,7 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         ("0009_profile_fields", profile_fields()),
         ("0010_access_policies", access_policies()),
         ("0012_files", files()),
+        ("0014_access_fields", access_fields()),
     ]
 }
 
@@ -78,6 +79,42 @@ fn access_policies() -> Vec<Step> {
             "platform_access",
             "role",
         )),
+    ]
+}
+
+/// What Directus 11 answers of roles, policies and permissions besides
+/// what the platform had: a role's icon and parent and its `users`; a
+/// policy's icon, app access, enforced two-factor sign-in, allowed IP
+/// addresses, and its `permissions`, `users` and `roles` (its access rows,
+/// as Directus's `directus_policies.users` and `.roles`); a permission's
+/// `validation`. Every new field is nullable or has a default, so that the
+/// previous release's creates still work.
+fn access_fields() -> Vec<Step> {
+    let add = |collection: &str, field: Field| Step::AddField {
+        collection: collection.into(),
+        field,
+    };
+    let flag = |name: &str| Field::boolean(name).not_null().default(false.into());
+    vec![
+        add("platform_roles", Field::string("icon")),
+        add(
+            "platform_roles",
+            Field::reference("parent", "platform_roles"),
+        ),
+        add("platform_policies", Field::string("icon")),
+        add("platform_policies", flag("app_access")),
+        add("platform_policies", flag("enforce_tfa")),
+        add("platform_policies", Field::json("ip_access")),
+        add("platform_permissions", Field::json("validation")),
+        one_to_many("platform_roles", "users", "platform_users", "role"),
+        one_to_many(
+            "platform_policies",
+            "permissions",
+            "platform_permissions",
+            "policy",
+        ),
+        one_to_many("platform_policies", "users", "platform_access", "policy"),
+        one_to_many("platform_policies", "roles", "platform_access", "policy"),
     ]
 }
 

@@ -17,12 +17,18 @@ import {
 	createDirectus,
 	createFolder,
 	createItem,
+	createPermission,
+	createPolicy,
+	createRole,
 	createUser,
 	createUsers,
 	customEndpoint,
 	deleteComment,
 	deleteFile,
 	deleteItem,
+	deletePermission,
+	deletePolicy,
+	deleteRole,
 	deleteUser,
 	deleteUsers,
 	passwordRequest,
@@ -39,9 +45,14 @@ import {
 	readFolders,
 	readItems,
 	readMe,
+	readPermissions,
+	readPolicies,
+	readPolicyGlobals,
 	readRelationByCollection,
 	readRelations,
+	readRoles,
 	readUser,
+	readUserPermissions,
 	readUsers,
 	registerUser,
 	registerUserVerify,
@@ -50,6 +61,8 @@ import {
 	updateComment,
 	updateItem,
 	updateMe,
+	updatePermission,
+	updatePolicy,
 	updateUser,
 	updateUsers,
 	uploadFiles,
@@ -586,4 +599,67 @@ test('the data model through readCollections, readFields and readRelations, as e
 	const events = await admin.request(readField('recordings', 'events'));
 	assert.equal(events.meta.interface, 'recording-timeline');
 	await member.logout();
+});
+
+test('roles, policies and permissions: an administrator grants, the member\'s next request has it, members write none', async () => {
+	const role = await admin.request(createRole({ name: 'SDK editors', icon: 'edit' }));
+	const policy = await admin.request(createPolicy({ name: 'SDK editing', app_access: true }));
+	assert.equal(policy.admin_access, false);
+	await admin.request(createItem('platform_access', { role: role.id, policy: policy.id }));
+	const roles = await admin.request(readRoles({ filter: { id: { _eq: role.id } }, fields: ['name', 'icon', 'policies.policy.name'] }));
+	assert.deepEqual(roles, [{ name: 'SDK editors', icon: 'edit', policies: [{ policy: { name: 'SDK editing' } }] }]);
+
+	await admin.request(createUser({ email: 'sdk.editor@demo.local', password: 'a long password', role: role.id }));
+	const member = signedOutClient('json', { auth: { storage: visibleStorage() } });
+	await member.login({ email: 'sdk.editor@demo.local', password: 'a long password' });
+	assert.deepEqual(await member.request(readPolicyGlobals()), { app_access: true, admin_access: false, enforce_tfa: false });
+	assert.equal((await refusal(member.request(readItems('achievements', { limit: 1 })))).status, 403);
+	assert.equal((await member.request(readUserPermissions())).achievements, undefined);
+
+	// Granted: the member's next request reads, and their permissions say so.
+	const permission = await admin.request(createPermission({
+		policy: policy.id, collection: 'achievements', action: 'read', fields: ['code'],
+	}));
+	const [first] = await member.request(readItems('achievements', { limit: 1 }));
+	assert.deepEqual(Object.keys(first), ['code']);
+	const mine = await member.request(readUserPermissions());
+	assert.deepEqual(mine.achievements.read, { access: 'full', fields: ['code'] });
+	assert.deepEqual(mine.achievements.update, { access: 'none' });
+
+	await admin.request(updatePermission(permission.id, { permissions: { code: { _eq: 'no such code' } } }));
+	assert.deepEqual(await member.request(readItems('achievements')), []);
+	assert.equal((await member.request(readUserPermissions())).achievements.read.access, 'partial');
+	const listed = await admin.request(readPermissions({ filter: { policy: { _eq: policy.id } }, fields: ['collection', 'action'] }));
+	assert.deepEqual(listed, [{ collection: 'achievements', action: 'read' }]);
+
+	await admin.request(updatePolicy(policy.id, { enforce_tfa: true }));
+	assert.equal((await member.request(readPolicyGlobals())).enforce_tfa, true);
+	assert.deepEqual((await admin.request(readPolicies({ filter: { id: { _eq: policy.id } }, fields: ['permissions.action'] })))[0],
+		{ permissions: [{ action: 'read' }] });
+
+	await admin.request(deletePermission(permission.id));
+	assert.equal((await refusal(member.request(readItems('achievements', { limit: 1 })))).status, 403);
+
+	// A permission the platform could not apply is refused.
+	const share = await refusedWith(admin.request(createPermission({ policy: policy.id, collection: 'achievements', action: 'share' })));
+	assert.equal(share.status, 400);
+	assert.equal(share.code, 'INVALID_PAYLOAD');
+
+	// A viewer writes no access and reads only their own.
+	const viewerClient = signedOutClient('json');
+	await viewerClient.login(viewer);
+	assert.equal((await refusal(viewerClient.request(createRole({ name: 'Mine' })))).status, 403);
+	assert.equal((await refusal(viewerClient.request(createPolicy({ name: 'Mine', admin_access: true })))).status, 403);
+	assert.equal((await refusal(viewerClient.request(updatePolicy(policy.id, { admin_access: true })))).status, 403);
+	assert.equal((await refusal(viewerClient.request(createPermission({ policy: policy.id, collection: 'videos', action: 'read' })))).status, 403);
+	assert.equal((await refusal(viewerClient.request(deletePermission(permission.id)))).status, 403);
+	assert.deepEqual((await viewerClient.request(readPolicies({ fields: ['name'] }))).map((p) => p.name), ['Viewer']);
+	assert.deepEqual((await viewerClient.request(readRoles({ fields: ['name'] }))).map((r) => r.name), ['Viewer']);
+	assert.equal((await refusal(viewerClient.request(readPermissions()))).status, 403);
+	assert.deepEqual(await viewerClient.request(readPolicyGlobals()), { app_access: false, admin_access: false, enforce_tfa: false });
+	await viewerClient.logout();
+
+	await member.logout();
+	await admin.request(deletePolicy(policy.id));
+	await admin.request(deleteRole(role.id));
 });

@@ -171,6 +171,7 @@ pub fn items_status(e: &PlatformError) -> StatusCode {
         PlatformError::InvalidQuery(_)
         | PlatformError::InvalidPayload(_)
         | PlatformError::NotUnique(_) => StatusCode::BAD_REQUEST,
+        PlatformError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
         PlatformError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         PlatformError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }

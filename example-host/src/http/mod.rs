@@ -1,17 +1,18 @@
 //! The HTTP face of the platform: the host's routes, extension mounts,
 //! authentication of each request, body limits and graceful shutdown.
 
+mod access_api;
 mod access_log;
 mod admin_app;
 mod as_caller;
 mod assets_api;
 mod auth_api;
 mod browsers;
+mod collection_api;
 mod comments_api;
 mod errors;
 mod extension_api;
 mod files_api;
-mod folders_api;
 mod items_api;
 mod query_string;
 pub mod routes;

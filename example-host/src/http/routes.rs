@@ -11,8 +11,11 @@ use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
 use serde_json::{json, Value};
 
+use super::collection_api::{
+    self as fixed, Folders, Permissions as PermissionRows, Policies, Roles, Users,
+};
 use super::{
-    admin_app, assets_api, auth_api, comments_api, files_api, folders_api, items_api, schema_api,
+    access_api, admin_app, assets_api, auth_api, comments_api, files_api, items_api, schema_api,
     server_api, users_api, AppState,
 };
 
@@ -426,7 +429,7 @@ pub const HOST_ROUTES: &[Route] = &[
         Get,
         "/users",
         Permissions,
-        handler!(users_api::read_many),
+        handler!(fixed::read_many::<Users>),
         "Read users under the caller's permissions (as /items/platform_users)",
     )
     .query(ITEMS_QUERY),
@@ -434,7 +437,7 @@ pub const HOST_ROUTES: &[Route] = &[
         Post,
         "/users",
         Permissions,
-        handler!(users_api::create),
+        handler!(fixed::create::<Users>),
         "Create one user (object) or several (array), as /items/platform_users",
     )
     .json(any),
@@ -442,7 +445,7 @@ pub const HOST_ROUTES: &[Route] = &[
         Patch,
         "/users",
         Permissions,
-        handler!(users_api::update_many),
+        handler!(fixed::update_many::<Users>),
         "Update many users: {keys, data}, {query, data}, or an array of users each with its id",
     )
     .json(any),
@@ -450,7 +453,7 @@ pub const HOST_ROUTES: &[Route] = &[
         Delete,
         "/users",
         Permissions,
-        handler!(users_api::delete_many),
+        handler!(fixed::delete_many::<Users>),
         "Delete many users: an array of keys, {keys} or {query} (204)",
     )
     .json(any),
@@ -458,14 +461,14 @@ pub const HOST_ROUTES: &[Route] = &[
         Get,
         "/users/{id}",
         Permissions,
-        handler!(users_api::read_one),
+        handler!(fixed::read_one::<Users>),
         "Read one user (as /items/platform_users/{id})",
     ),
     Route::new(
         Patch,
         "/users/{id}",
         Permissions,
-        handler!(users_api::update),
+        handler!(fixed::update::<Users>),
         "Update one user",
     )
     .json(any),
@@ -473,8 +476,192 @@ pub const HOST_ROUTES: &[Route] = &[
         Delete,
         "/users/{id}",
         Permissions,
-        handler!(users_api::delete),
+        handler!(fixed::delete::<Users>),
         "Delete one user (204)",
+    ),
+    Route::new(
+        Get,
+        "/roles",
+        Permissions,
+        handler!(fixed::read_many::<Roles>),
+        "Read roles under the caller's permissions (as /items/platform_roles)",
+    )
+    .query(ITEMS_QUERY),
+    Route::new(
+        Post,
+        "/roles",
+        Permissions,
+        handler!(fixed::create::<Roles>),
+        "Create one role (object) or several (array)",
+    )
+    .json(any),
+    Route::new(
+        Patch,
+        "/roles",
+        Permissions,
+        handler!(fixed::update_many::<Roles>),
+        "Update many roles: {keys, data}, {query, data}, or an array each with its id",
+    )
+    .json(any),
+    Route::new(
+        Delete,
+        "/roles",
+        Permissions,
+        handler!(fixed::delete_many::<Roles>),
+        "Delete many roles: an array of keys, {keys} or {query} (204)",
+    )
+    .json(any),
+    Route::new(
+        Get,
+        "/roles/me",
+        SignedIn,
+        handler!(access_api::roles_me),
+        "The caller's role and its parents, as far as the caller may read them",
+    )
+    .query(ITEMS_QUERY),
+    Route::new(
+        Get,
+        "/roles/{id}",
+        Permissions,
+        handler!(fixed::read_one::<Roles>),
+        "Read one role (403 when missing, as Directus answers)",
+    ),
+    Route::new(
+        Patch,
+        "/roles/{id}",
+        Permissions,
+        handler!(fixed::update::<Roles>),
+        "Update one role",
+    )
+    .json(any),
+    Route::new(
+        Delete,
+        "/roles/{id}",
+        Permissions,
+        handler!(fixed::delete::<Roles>),
+        "Delete one role (204)",
+    ),
+    Route::new(
+        Get,
+        "/policies",
+        Permissions,
+        handler!(fixed::read_many::<Policies>),
+        "Read policies under the caller's permissions (as /items/platform_policies)",
+    )
+    .query(ITEMS_QUERY),
+    Route::new(
+        Post,
+        "/policies",
+        Permissions,
+        handler!(fixed::create::<Policies>),
+        "Create one policy (object) or several (array)",
+    )
+    .json(any),
+    Route::new(
+        Patch,
+        "/policies",
+        Permissions,
+        handler!(fixed::update_many::<Policies>),
+        "Update many policies: {keys, data}, {query, data}, or an array each with its id",
+    )
+    .json(any),
+    Route::new(
+        Delete,
+        "/policies",
+        Permissions,
+        handler!(fixed::delete_many::<Policies>),
+        "Delete many policies: an array of keys, {keys} or {query} (204)",
+    )
+    .json(any),
+    Route::new(
+        Get,
+        "/policies/me/globals",
+        Public,
+        handler!(access_api::policy_globals),
+        "The caller's policies' flags: {app_access, admin_access, enforce_tfa} ({app_access: false} when not signed in)",
+    ),
+    Route::new(
+        Get,
+        "/policies/{id}",
+        Permissions,
+        handler!(fixed::read_one::<Policies>),
+        "Read one policy (403 when missing, as Directus answers)",
+    ),
+    Route::new(
+        Patch,
+        "/policies/{id}",
+        Permissions,
+        handler!(fixed::update::<Policies>),
+        "Update one policy",
+    )
+    .json(any),
+    Route::new(
+        Delete,
+        "/policies/{id}",
+        Permissions,
+        handler!(fixed::delete::<Policies>),
+        "Delete one policy (204)",
+    ),
+    Route::new(
+        Get,
+        "/permissions",
+        Permissions,
+        handler!(fixed::read_many::<PermissionRows>),
+        "Read permissions under the caller's permissions (as /items/platform_permissions)",
+    )
+    .query(ITEMS_QUERY),
+    Route::new(
+        Post,
+        "/permissions",
+        Permissions,
+        handler!(fixed::create::<PermissionRows>),
+        "Create one permission (object) or several (array); each must name an action, a collection, fields and filters the platform can apply",
+    )
+    .json(any),
+    Route::new(
+        Patch,
+        "/permissions",
+        Permissions,
+        handler!(fixed::update_many::<PermissionRows>),
+        "Update many permissions: {keys, data}, {query, data}, or an array each with its id",
+    )
+    .json(any),
+    Route::new(
+        Delete,
+        "/permissions",
+        Permissions,
+        handler!(fixed::delete_many::<PermissionRows>),
+        "Delete many permissions: an array of keys, {keys} or {query} (204)",
+    )
+    .json(any),
+    Route::new(
+        Get,
+        "/permissions/me",
+        SignedIn,
+        handler!(access_api::permissions_me),
+        "The caller's effective permissions: per collection and action, access (none, partial, full), fields and presets",
+    ),
+    Route::new(
+        Get,
+        "/permissions/{id}",
+        Permissions,
+        handler!(fixed::read_one::<PermissionRows>),
+        "Read one permission (403 when missing, as Directus answers)",
+    ),
+    Route::new(
+        Patch,
+        "/permissions/{id}",
+        Permissions,
+        handler!(fixed::update::<PermissionRows>),
+        "Update one permission",
+    )
+    .json(any),
+    Route::new(
+        Delete,
+        "/permissions/{id}",
+        Permissions,
+        handler!(fixed::delete::<PermissionRows>),
+        "Delete one permission (204)",
     ),
     Route::new(
         Get,
@@ -680,7 +867,7 @@ pub const HOST_ROUTES: &[Route] = &[
         Get,
         "/folders",
         Permissions,
-        handler!(folders_api::read_many),
+        handler!(fixed::read_many::<Folders>),
         "Read folders (as /items/platform_folders)",
     )
     .query(ITEMS_QUERY),
@@ -688,7 +875,7 @@ pub const HOST_ROUTES: &[Route] = &[
         Post,
         "/folders",
         Permissions,
-        handler!(folders_api::create),
+        handler!(fixed::create::<Folders>),
         "Create a folder",
     )
     .json(any),
@@ -696,14 +883,14 @@ pub const HOST_ROUTES: &[Route] = &[
         Get,
         "/folders/{id}",
         Permissions,
-        handler!(folders_api::read_one),
+        handler!(fixed::read_one::<Folders>),
         "Read one folder",
     ),
     Route::new(
         Patch,
         "/folders/{id}",
         Permissions,
-        handler!(folders_api::update),
+        handler!(fixed::update::<Folders>),
         "Change a folder",
     )
     .json(any),
@@ -711,7 +898,7 @@ pub const HOST_ROUTES: &[Route] = &[
         Delete,
         "/folders/{id}",
         Permissions,
-        handler!(folders_api::delete),
+        handler!(fixed::delete::<Folders>),
         "Delete a folder (204)",
     ),
     Route::new(

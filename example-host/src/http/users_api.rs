@@ -1,7 +1,7 @@
 //! `/users/me`, `/users/register` and `/users/register/verify-email`
-//! (docs/decisions.md §3), and the directory of users, `/users` and
-//! `/users/:id`: the items API over `platform_users`, under the caller's
-//! permissions on it and on every related collection.
+//! (docs/decisions.md §3). The directory of users, `/users` and
+//! `/users/:id`, is `collection_api`'s over `platform_users`, under the
+//! caller's permissions on it and on every related collection.
 
 use axum::body::Body;
 use axum::extract::State;
@@ -11,10 +11,7 @@ use axum::Extension;
 use serde_json::Value;
 
 use super::as_caller::{caller, AsCaller};
-use super::items_api::{
-    create_in, data_text, delete_in, delete_many_in, json_body_text, read_many_in, update_in,
-    update_many_in, ItemPath,
-};
+use super::items_api::{data_text, json_body_text};
 use super::query_string::parse_query_string;
 use super::throttle::{mail_request, ClientAddress};
 use super::{blocking, read_body, AppState, HttpError};
@@ -45,33 +42,6 @@ pub async fn read_me(call: AsCaller) -> Result<Response, HttpError> {
         {
             Some(record) => Ok(data_text(&record)),
             None => Err(HttpError::InvalidCredentials),
-        }
-    })
-    .await
-}
-
-/// `GET /users`: the users the caller may read, as `/items/platform_users`
-/// answers (`fields`, `filter`, `sort`, `limit`, `offset`, `page`,
-/// `aggregate`).
-pub async fn read_many(call: AsCaller) -> Result<Response, HttpError> {
-    read_many_in(USERS, call).await
-}
-
-/// `GET /users/:id`: one user, as `/items/platform_users/:id` answers,
-/// except that a missing user is 403 to administrators too, as Directus
-/// answers it (and as anyone else is answered for a user out of their
-/// reach). `/users/me` is its own route and matches first.
-pub async fn read_one(
-    ItemPath(id): ItemPath<String>,
-    call: AsCaller,
-) -> Result<Response, HttpError> {
-    call.run(move |c| {
-        match c
-            .platform
-            .read_one_json(&mut Session::Auto, &c.who, USERS, &id, &c.query()?)?
-        {
-            Some(record) => Ok(data_text(&record)),
-            None => Err(PlatformError::forbidden().into()),
         }
     })
     .await
@@ -200,48 +170,4 @@ pub async fn verify_email(State(state): State<AppState>, uri: Uri) -> Result<Res
     let admin = crate::signin::links::on_public_url(&signin.settings.public_url, "/admin");
     blocking(move || Ok(signin.verify_registration(&platform, &token)?)).await?;
     Ok((StatusCode::FOUND, [(header::LOCATION, admin)]).into_response())
-}
-
-/// `POST /users`: one user or an array of them, as
-/// `/items/platform_users` creates them (the same rules: hashed passwords,
-/// emails in lower case, lengths).
-pub async fn create(
-    State(state): State<AppState>,
-    call: AsCaller,
-    body: Body,
-) -> Result<Response, HttpError> {
-    create_in(state, USERS, call, body).await
-}
-
-/// `PATCH /users`: many users, by keys, by query or as a batch.
-pub async fn update_many(
-    State(state): State<AppState>,
-    call: AsCaller,
-    body: Body,
-) -> Result<Response, HttpError> {
-    update_many_in(state, USERS, call, body).await
-}
-
-/// `PATCH /users/:id`: one user (`/users/me` is its own route).
-pub async fn update(
-    State(state): State<AppState>,
-    ItemPath(id): ItemPath<String>,
-    call: AsCaller,
-    body: Body,
-) -> Result<Response, HttpError> {
-    update_in(state, USERS, id, call, body).await
-}
-
-/// `DELETE /users`: many users, a list of keys, `{"keys"}` or `{"query"}`.
-pub async fn delete_many(
-    State(state): State<AppState>,
-    call: AsCaller,
-    body: Body,
-) -> Result<Response, HttpError> {
-    delete_many_in(state, USERS, call, body).await
-}
-
-/// `DELETE /users/:id`: one user.
-pub async fn delete(ItemPath(id): ItemPath<String>, call: AsCaller) -> Result<Response, HttpError> {
-    delete_in(USERS, id, call).await
 }

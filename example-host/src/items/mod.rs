@@ -15,6 +15,7 @@
 //! references) reads through references, [`events`] the item events and the
 //! hooks they reach. Its failures are `crate::platform::error`'s.
 
+mod access_rules;
 mod events;
 mod many;
 mod operations;
@@ -113,7 +114,7 @@ impl Platform {
         if who.is_admin() {
             return Ok(None);
         }
-        self.permission_set(who)?
+        self.permissions_of(who)?
             .grant(collection, action)
             .map(Some)
             .ok_or_else(PlatformError::forbidden)
@@ -121,7 +122,7 @@ impl Platform {
 
     /// What the caller's policies (the public ones, for an anonymous
     /// caller) permit.
-    fn permission_set(
+    fn permissions_of(
         &self,
         who: &Who,
     ) -> Result<Arc<crate::permissions::PermissionSet>, PlatformError> {
@@ -263,7 +264,7 @@ fn readable_collections(
         return Ok(None);
     }
     let schema = platform.store.schema();
-    let mut readable = platform.permission_set(who)?.collections(Action::Read);
+    let mut readable = platform.permissions_of(who)?.collections(Action::Read);
     readable.retain(|c| schema.get(c).is_some() && !is_internal(c));
     Ok(Some(readable))
 }

@@ -7,7 +7,9 @@
 use serde_json::Value;
 
 use super::{events, many, read, write, Session, Who};
-use crate::permissions::CollectionGrant;
+use std::sync::Arc;
+
+use crate::permissions::{CollectionGrant, PermissionSet};
 use crate::platform::{Platform, PlatformError, WriteEvent};
 use platform_store::query::WireQuery;
 use platform_store::storage::Record;
@@ -48,6 +50,12 @@ impl Platform {
         collection: &str,
     ) -> Result<Option<CollectionGrant>, PlatformError> {
         super::read_grant(self, who, collection)
+    }
+
+    /// What the caller's policies (the public ones, for an anonymous
+    /// caller) permit, for every collection.
+    pub fn permission_set(&self, who: &Who) -> Result<Arc<PermissionSet>, PlatformError> {
+        self.permissions_of(who)
     }
 
     /// Whether `collection` exists and is served (to an administrator).

@@ -177,7 +177,7 @@ pub(super) fn comment_scope(
     let Some(readable) = platform.readable_collections(who)? else {
         return Ok(None);
     };
-    let rules = platform.permission_set(who)?;
+    let rules = platform.permissions_of(who)?;
     let schema = platform.store.schema();
     let vars = who.vars();
     let mut whole = Vec::new();

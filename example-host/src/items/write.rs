@@ -174,6 +174,7 @@ impl Platform {
                 text_of(&row, "item"),
             )?;
         }
+        self.check_permission_write(conn, who, def, None, &row)?;
         check_references(schema, conn, def, &row, scopes)?;
         conn.insert(def, &row)?;
         let key = match row.get("id") {
@@ -506,15 +507,20 @@ pub(super) fn update_one_json(
             platform.ensure_moved_comment_target(conn, who, &def, key, &changes)?;
         }
         check_references(&platform.store.schema(), conn, &def, &changes, scopes)?;
+        platform.check_permission_write(conn, who, &def, Some(key), &changes)?;
+        let watched =
+            platform.guards_last_admin(conn, who, &def, EventKind::Update, Some(&changes))?;
         // Nobody listening: no before/after reads, no event.
         if !wanted {
             conn.update(&def, key, &changes)?;
             platform.follow_update(conn, &def, key, &changes)?;
+            platform.ensure_an_admin_remains(conn, watched)?;
             return Ok(key.to_string());
         }
         let before = public_records_json(conn, &def, key)?;
         conn.update(&def, key, &changes)?;
         platform.follow_update(conn, &def, key, &changes)?;
+        platform.ensure_an_admin_remains(conn, watched)?;
         let after = public_records_json(conn, &def, key)?;
         platform.record_event(
             conn,
@@ -559,13 +565,16 @@ pub(super) fn delete_one(
             );
             platform.before_write(conn, events, write)?;
         }
+        let watched = platform.guards_last_admin(conn, who, &def, EventKind::Delete, None)?;
         platform.release_references(conn, events, &def, key)?;
         if !platform.wants_events(&def.name) {
             conn.delete(&def, key)?;
+            platform.ensure_an_admin_remains(conn, watched)?;
             return Ok(key.to_string());
         }
         let before = public_records_json(conn, &def, key)?;
         conn.delete(&def, key)?;
+        platform.ensure_an_admin_remains(conn, watched)?;
         platform.record_event(
             conn,
             events,

@@ -17,6 +17,10 @@ pub enum PlatformError {
     InvalidPayload(String),
     #[error("{0}")]
     NotUnique(String),
+    /// A write that would break a rule of the platform's own data (the
+    /// last administrator removed): Directus's 422.
+    #[error("{0}")]
+    Unprocessable(String),
     #[error("The database is busy, try again")]
     Unavailable,
     #[error("{0}")]
@@ -31,6 +35,7 @@ impl PlatformError {
             PlatformError::InvalidQuery(_) => "INVALID_QUERY",
             PlatformError::InvalidPayload(_) => "INVALID_PAYLOAD",
             PlatformError::NotUnique(_) => "RECORD_NOT_UNIQUE",
+            PlatformError::Unprocessable(_) => "UNPROCESSABLE_CONTENT",
             PlatformError::Unavailable => "SERVICE_UNAVAILABLE",
             PlatformError::Internal(_) => "INTERNAL",
         }
@@ -47,6 +52,7 @@ impl PlatformError {
             "INVALID_QUERY" => PlatformError::InvalidQuery(message),
             "INVALID_PAYLOAD" => PlatformError::InvalidPayload(message),
             "RECORD_NOT_UNIQUE" => PlatformError::NotUnique(message),
+            "UNPROCESSABLE_CONTENT" => PlatformError::Unprocessable(message),
             "SERVICE_UNAVAILABLE" => PlatformError::Unavailable,
             _ => return None,
         })

@@ -40,5 +40,5 @@ fn a_directus_sdk_front_end_signs_in_and_reads() {
             ("PLATFORM_RESET_URL", RESET_URL),
         ],
     );
-    assert_passed(&out, 13, &host);
+    assert_passed(&out, 14, &host);
 }

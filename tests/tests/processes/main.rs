@@ -6,6 +6,7 @@
 //! suite's backend (`TEST_DB`).
 
 mod abi;
+mod access_routes;
 mod assets;
 mod backends;
 mod backups;
