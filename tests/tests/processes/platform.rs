@@ -848,11 +848,11 @@ fn events_are_built_only_for_collections_someone_watches() {
     // no after-commit hook.
     let host = Host::in_process_svc();
     let (after, within) = events_delivered(&host);
-    host.admin_create("videos", &json!({"slug": "quiet", "title": "Quiet"}));
+    host.admin_create("articles", &json!({"slug": "quiet", "title": "Quiet"}));
     assert_eq!(
         events_delivered(&host),
         (after, within),
-        "nobody watches videos"
+        "nobody watches articles"
     );
     host.admin_create("recordings", &recording("watched"));
     assert_eq!(
