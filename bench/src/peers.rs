@@ -149,6 +149,18 @@ pub const LINES: [Line; 9] = [
     },
 ];
 
+/// Each svc route and its generic twin: the same rows with the same
+/// expansions through `/items`. What the extension boundary costs is the
+/// ratio of their throughputs (goal: at least [`TWIN_GOAL`]).
+pub const TWINS: [(&str, &str); 3] = [
+    ("svc-videos-50", "videos-50"),
+    ("svc-videos-all", "videos-all"),
+    ("leaderboard", "stats-100"),
+];
+const TWIN_GOAL: f64 = 0.9;
+/// PostgreSQL's throughput over SQLite's on every row, at least.
+const POSTGRES_GOAL: f64 = 1.0 / 1.5;
+
 /// The host's generic read of videos with their models and movie, newest
 /// first, published only (`upload_date` at or before now: videos have no
 /// status).
@@ -803,6 +815,49 @@ fn print_results(
     );
 
     let mut checks = Vec::new();
+    let found = |id: &str| measured.iter().find(|m| m.line.id == id);
+    println!(
+        "\n| svc route / its generic twin (same rows, same expansions) | {} |",
+        columns
+            .iter()
+            .map(|c| backend_name(c.backend))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    println!("|---|{}", "---:|".repeat(columns.len()));
+    for (svc, twin) in TWINS {
+        let (Some(a), Some(b)) = (found(svc), found(twin)) else {
+            continue;
+        };
+        let ratios: Vec<f64> = (0..columns.len())
+            .map(|k| a.hosts[k].rate(a.line) / b.hosts[k].rate(b.line).max(1e-9))
+            .collect();
+        println!(
+            "| {svc} / {twin} | {} |",
+            ratios
+                .iter()
+                .map(|r| format!("{r:.2}"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        for (k, ratio) in ratios.into_iter().enumerate() {
+            checks.push(Check::at_least(
+                format!("{svc} / {twin} ({})", backend_name(columns[k].backend)),
+                ratio,
+                TWIN_GOAL,
+            ));
+        }
+    }
+    if both {
+        let sqlite = usize::from(columns[0].backend != Backend::Sqlite);
+        for m in measured {
+            checks.push(Check::at_least(
+                format!("{}: PostgreSQL / SQLite", m.line.id),
+                m.hosts[1 - sqlite].rate(m.line) / m.hosts[sqlite].rate(m.line).max(1e-9),
+                POSTGRES_GOAL,
+            ));
+        }
+    }
     for (k, c) in columns.iter().enumerate() {
         let on = if both {
             format!(" ({})", backend_name(c.backend))
@@ -873,6 +928,15 @@ mod tests {
 
     fn auth(r: &Req) -> Option<&str> {
         r.auth.as_ref().and_then(|h| h.to_str().ok())
+    }
+
+    #[test]
+    fn every_twin_names_two_rows_of_the_table() {
+        for (svc, twin) in TWINS {
+            for id in [svc, twin] {
+                assert!(LINES.iter().any(|l| l.id == id), "{id}");
+            }
+        }
     }
 
     #[test]
