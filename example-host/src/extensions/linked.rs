@@ -75,6 +75,7 @@ impl Registry {
             name: ext.name().to_string(),
             version: ext.version().to_string(),
             sdk_version: host_sdk::SDK_VERSION.to_string(),
+            abi_version: host_sdk::ABI_VERSION.to_string(),
             path: std::path::PathBuf::from("(linked into the host)"),
             openapi: serde_json::json!({ "paths": ext.router().openapi_paths() }),
             schedules,

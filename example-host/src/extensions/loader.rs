@@ -251,6 +251,8 @@ pub struct Opened {
     pub id: String,
     pub version: String,
     sdk_version: String,
+    /// The version of the boundary its header carries (`ABI_VERSION`).
+    abi_version: String,
     /// The extensions it needs first (1.9; none for earlier libraries).
     pub requires: Vec<Requirement>,
 }
@@ -317,6 +319,7 @@ pub fn open(path: &Path) -> Result<Opened, LoadError> {
     // library's field count and answer `None` when it lacks them.
     let module = unsafe { header.init_root_module_with_unchecked_layout::<ExtensionModuleRef>() }
         .map_err(describe)?;
+    let abi_version = header.version_strings().version.as_str().to_string();
 
     let manifest = (module.manifest())();
     let id = manifest.id.to_string();
@@ -361,6 +364,7 @@ pub fn open(path: &Path) -> Result<Opened, LoadError> {
         manifest,
         id,
         sdk_version,
+        abi_version,
         requires,
     })
 }
@@ -378,6 +382,7 @@ pub fn mount(
         manifest,
         id,
         sdk_version,
+        abi_version,
         requires,
         ..
     } = opened;
@@ -503,6 +508,7 @@ pub fn mount(
         name: manifest.name.to_string(),
         version: manifest.version.to_string(),
         sdk_version,
+        abi_version,
         path: path.to_path_buf(),
         code: super::code::Code::Library(module),
         schedules,

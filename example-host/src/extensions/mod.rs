@@ -103,6 +103,9 @@ pub struct LoadedExtension {
     pub name: String,
     pub version: String,
     pub sdk_version: String,
+    /// The boundary's version the library was built with (the host's own
+    /// for an extension linked into it).
+    pub abi_version: String,
     pub path: PathBuf,
     pub code: code::Code,
     pub schedules: Vec<ScheduleDef>,

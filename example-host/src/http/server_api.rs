@@ -76,6 +76,26 @@ pub async fn metrics(
     }})))
 }
 
+/// The routes an extension serves, from its OpenAPI paths (relative to
+/// its mount): `{method, path}` with the mount, in path order.
+fn extension_routes(mount: &str, openapi: &Value) -> Vec<Value> {
+    let Some(paths) = openapi.get("paths").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut routes: Vec<(String, String)> = paths
+        .iter()
+        .flat_map(|(path, operations)| {
+            let methods = operations.as_object().into_iter().flat_map(|o| o.keys());
+            methods.map(move |m| (format!("{mount}{path}"), m.to_uppercase()))
+        })
+        .collect();
+    routes.sort();
+    routes
+        .into_iter()
+        .map(|(path, method)| json!({"method": method, "path": path}))
+        .collect()
+}
+
 /// The mounted extensions and their manifests (administrators only).
 pub async fn extensions(
     State(state): State<AppState>,
@@ -88,13 +108,16 @@ pub async fn extensions(
         .all()
         .iter()
         .map(|e| {
+            let mount = format!("/{}", e.id);
             json!({
                 "id": e.id,
                 "name": e.name,
                 "version": e.version,
                 "sdk_version": e.sdk_version,
+                "abi_version": e.abi_version,
                 "file": e.path.display().to_string(),
-                "mount": format!("/{}", e.id),
+                "routes": extension_routes(&mount, &e.openapi),
+                "mount": mount,
                 "schedules": e.schedules.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
             })
         })

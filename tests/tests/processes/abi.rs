@@ -51,6 +51,15 @@ fn a_svc_loads_and_reports_its_manifest() {
         .unwrap_or_else(|| panic!("svc not listed: {list}"));
     assert_eq!(svc["mount"], "/svc");
     assert_eq!(svc["sdk_version"], HOST_SDK);
+    assert_eq!(svc["abi_version"], HOST_ABI);
+    // Its routes, from the routes it declared, under its mount.
+    let routes = svc["routes"].as_array().cloned().unwrap_or_default();
+    for (method, path) in [("GET", "/svc/videos"), ("POST", "/svc/recordings")] {
+        assert!(
+            routes.contains(&json!({"method": method, "path": path})),
+            "{method} {path} in {routes:?}"
+        );
+    }
     // The header the loader compares carries the ABI version, not the SDK's.
     let header = abi_stable::library::lib_header_from_path(&library("svc_extension"))
         .expect("svc's library header");
