@@ -17,6 +17,18 @@ pub struct CallerAccount {
     pub policies: Vec<String>,
 }
 
+/// Whether `s` has the shape of an email address: something, `@`, a
+/// domain with a dot, no white space. (Directus also checks the top-level
+/// domain against IANA's list; the platform takes any, `.local` too.)
+pub fn looks_like_email(s: &str) -> bool {
+    match s.split_once('@') {
+        Some((local, domain)) => {
+            !local.is_empty() && domain.contains('.') && !s.contains(char::is_whitespace)
+        }
+        None => false,
+    }
+}
+
 fn eq(field: &str, value: Value) -> Filter {
     Filter::eq(field, value)
 }

@@ -170,7 +170,8 @@ pub fn items_status(e: &PlatformError) -> StatusCode {
         PlatformError::NotFound(_) => StatusCode::NOT_FOUND,
         PlatformError::InvalidQuery(_)
         | PlatformError::InvalidPayload(_)
-        | PlatformError::NotUnique(_) => StatusCode::BAD_REQUEST,
+        | PlatformError::NotUnique(_)
+        | PlatformError::FailedValidation(_) => StatusCode::BAD_REQUEST,
         PlatformError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
         PlatformError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         PlatformError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,

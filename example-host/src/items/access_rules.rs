@@ -2,11 +2,15 @@
 //! write takes (the access routes, `/items`, extensions): a permission is
 //! one the platform can apply (`crate::permissions::permission_problem`),
 //! and no write leaves the platform without an active administrator when
-//! it had one (Directus 11's "last admin" rule).
+//! it had one (Directus 11's "last admin" rule). A user's email, when
+//! given, has the shape of one (Directus's `FAILED_VALIDATION`).
 
 use super::*;
 use platform_store::storage::codec::{self, Scalar};
 use platform_store::storage::Columns;
+
+/// The collection of users.
+const USERS: &str = "platform_users";
 
 /// The collection of permissions.
 const PERMISSIONS: &str = "platform_permissions";
@@ -17,6 +21,23 @@ const LAST_ADMIN: &str =
 
 /// The most levels of child roles followed when looking for administrators.
 const MAX_ROLE_DEPTH: usize = 32;
+
+/// Refuses a user's email that is not one: `row` is what a create stores
+/// or an update changes.
+pub(super) fn check_user_write(def: &CollectionDef, row: &Columns) -> Result<(), PlatformError> {
+    if def.name != USERS {
+        return Ok(());
+    }
+    match row.get("email") {
+        Some(Scalar::Text(email)) if !crate::accounts::looks_like_email(email) => {
+            Err(PlatformError::FailedValidation(
+                "Validation failed for field \"email\". Value has to be a valid email address."
+                    .into(),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
 
 impl Platform {
     /// Refuses a permission the platform could not apply: `row` is what

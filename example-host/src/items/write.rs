@@ -175,6 +175,7 @@ impl Platform {
             )?;
         }
         self.check_permission_write(conn, who, def, None, &row)?;
+        access_rules::check_user_write(def, &row)?;
         check_references(schema, conn, def, &row, scopes)?;
         conn.insert(def, &row)?;
         let key = match row.get("id") {
@@ -508,6 +509,7 @@ pub(super) fn update_one_json(
         }
         check_references(&platform.store.schema(), conn, &def, &changes, scopes)?;
         platform.check_permission_write(conn, who, &def, Some(key), &changes)?;
+        access_rules::check_user_write(&def, &changes)?;
         let watched =
             platform.guards_last_admin(conn, who, &def, EventKind::Update, Some(&changes))?;
         // Nobody listening: no before/after reads, no event.

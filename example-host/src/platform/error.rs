@@ -17,6 +17,10 @@ pub enum PlatformError {
     InvalidPayload(String),
     #[error("{0}")]
     NotUnique(String),
+    /// A value a field may not hold (an email that is not one), worded as
+    /// Directus words it: `Validation failed for field "…". …`.
+    #[error("{0}")]
+    FailedValidation(String),
     /// A write that would break a rule of the platform's own data (the
     /// last administrator removed): Directus's 422.
     #[error("{0}")]
@@ -35,6 +39,7 @@ impl PlatformError {
             PlatformError::InvalidQuery(_) => "INVALID_QUERY",
             PlatformError::InvalidPayload(_) => "INVALID_PAYLOAD",
             PlatformError::NotUnique(_) => "RECORD_NOT_UNIQUE",
+            PlatformError::FailedValidation(_) => "FAILED_VALIDATION",
             PlatformError::Unprocessable(_) => "UNPROCESSABLE_CONTENT",
             PlatformError::Unavailable => "SERVICE_UNAVAILABLE",
             PlatformError::Internal(_) => "INTERNAL",
@@ -52,6 +57,7 @@ impl PlatformError {
             "INVALID_QUERY" => PlatformError::InvalidQuery(message),
             "INVALID_PAYLOAD" => PlatformError::InvalidPayload(message),
             "RECORD_NOT_UNIQUE" => PlatformError::NotUnique(message),
+            "FAILED_VALIDATION" => PlatformError::FailedValidation(message),
             "UNPROCESSABLE_CONTENT" => PlatformError::Unprocessable(message),
             "SERVICE_UNAVAILABLE" => PlatformError::Unavailable,
             _ => return None,

@@ -10,6 +10,7 @@ pub mod mailed;
 pub mod settings;
 pub mod tokens;
 
+use crate::accounts::looks_like_email;
 use std::sync::Arc;
 
 use argon2::password_hash::{PasswordHash, PasswordVerifier};
@@ -444,15 +445,6 @@ fn role_named(platform: &Platform, name: &str) -> Result<String, SignInError> {
                 "PUBLIC_REGISTRATION_ROLE names no role: \"{name}\""
             ))
         })
-}
-
-fn looks_like_email(s: &str) -> bool {
-    match s.split_once('@') {
-        Some((local, domain)) => {
-            !local.is_empty() && domain.contains('.') && !s.contains(char::is_whitespace)
-        }
-        None => false,
-    }
 }
 
 /// The signing secret kept in the database, made by the first host to

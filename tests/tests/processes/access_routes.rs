@@ -402,3 +402,41 @@ fn the_last_administrator_stays() {
         ),
     );
 }
+
+/// A user's email is one, on every path that writes users: Directus's
+/// `FAILED_VALIDATION` naming the field, and nothing written.
+#[test]
+fn a_users_email_must_be_an_email() {
+    let host = svc();
+    const MESSAGE: &str =
+        "Validation failed for field \"email\". Value has to be a valid email address.";
+    let r = host.post(
+        "/users",
+        Some(ADMIN_TOKEN),
+        &json!({"email": "not an email"}),
+    );
+    assert_refused("create by /users", &r, 400, "FAILED_VALIDATION");
+    assert_eq!(r.error_message(), MESSAGE);
+    let r = host.post(
+        "/items/platform_users",
+        Some(ADMIN_TOKEN),
+        &json!({"email": "nobody@"}),
+    );
+    assert_refused("create by /items", &r, 400, "FAILED_VALIDATION");
+    let user = host.admin_create("platform_users", &json!({"email": "someone@site.local"}));
+    let path = format!("/users/{}", id_of(&user));
+    let r = host.patch(
+        &path,
+        Some(ADMIN_TOKEN),
+        &json!({"email": "someone at site"}),
+    );
+    assert_refused("update by /users", &r, 400, "FAILED_VALIDATION");
+    let r = host.get(&path, Some(ADMIN_TOKEN));
+    assert_eq!(data(&r)["email"], "someone@site.local", "nothing written");
+    let r = host.patch(
+        &path,
+        Some(ADMIN_TOKEN),
+        &json!({"email": "someone@else.example"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+}
