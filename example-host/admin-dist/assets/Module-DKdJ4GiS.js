@@ -1,1 +1,0 @@
-import{a as e,c as t,i as n,l as r,n as i,o as a,r as o,s,t as c}from"./index-CVAxzUd9.js";var l=o(`<h1>Access</h1> <p>This module is not built yet.</p> <p hidden=""> </p>`,1);function u(o,u){r(u,!0);var d=l(),f=s(e(d),4),p=a(f,!0);n(e=>c(p,e),[()=>u.path.join(`/`)]),i(o,d),t()}export{u as default};
