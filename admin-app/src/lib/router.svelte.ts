@@ -41,7 +41,8 @@ export function mayLeave(): boolean {
 
 /** A path under /admin/ from segments: href('content', 'videos'). */
 export function href(...segments: (string | number)[]): string {
-	return BASE + segments.map((s) => encodeURIComponent(String(s))).join('/');
+	// `+` (a new item) is literal in a path.
+	return BASE + segments.map((s) => encodeURIComponent(String(s)).replace(/%2B/g, '+')).join('/');
 }
 
 /** Goes to a path of the app. `force` skips the unsaved-changes guard. */

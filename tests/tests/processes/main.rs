@@ -6,6 +6,7 @@
 //! suite's backend (`TEST_DB`).
 
 mod abi;
+mod admin_app;
 mod assets;
 mod backends;
 mod backups;

@@ -174,7 +174,8 @@ export function labelOf(f: Field | string): string {
 	return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-const NAMES = ['title', 'name', 'first_name', 'artist_name', 'filename_download', 'slug', 'email', 'label'];
+// A person by their name before their title; anything else by its title.
+const NAMES = ['first_name', 'title', 'name', 'artist_name', 'filename_download', 'slug', 'email', 'label'];
 
 /** The fields to read to name an item of `collection`. */
 export function nameFields(s: Schema, collection: string): string[] {
@@ -182,7 +183,9 @@ export function nameFields(s: Schema, collection: string): string[] {
 	const template = c?.meta?.display_template;
 	const own = new Set(fieldsOf(s, collection).map((f) => f.field));
 	const fromTemplate = template ? [...template.matchAll(/\{\{\s*([\w.]+)\s*\}\}/g)].map((m) => m[1].split('.')[0]) : [];
-	const names = fromTemplate.length ? fromTemplate : NAMES.filter((n) => own.has(n)).slice(0, 2);
+	const usual = NAMES.filter((n) => own.has(n)).slice(0, 2);
+	if (usual.includes('first_name')) usual.push('last_name');
+	const names = fromTemplate.length ? fromTemplate : usual;
 	return [...new Set([primaryKey(s, collection), ...names.filter((n) => own.has(n))])];
 }
 
