@@ -230,3 +230,23 @@ fn in_a_browser_an_administrator_edits_content_and_a_model_only_what_they_may() 
     );
     assert_eq!(links.len(), 2, "{links:?}");
 }
+
+/// `--demo`'s administrator signs in with the demo users' password, as the
+/// demo prints it (`example_host::demo`'s admin-app line).
+#[test]
+fn the_demo_s_administrator_signs_in_with_the_demo_password() {
+    let host = Host::start(HostOptions::svc().arg("--demo"));
+    let r = host.login("admin@example.com", "demo-password");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let token = r.json()["data"]["access_token"]
+        .as_str()
+        .expect("an access token")
+        .to_string();
+    let me = host.get("/users/me?fields=role.name", Some(&token));
+    assert_eq!(
+        me.json()["data"]["role"]["name"],
+        "Administrator",
+        "{}",
+        me.body
+    );
+}
