@@ -155,6 +155,31 @@ test('a Model sees only the collections their policies let them read, and a refu
 	await context.close();
 });
 
+test('an ended session goes back to the sign-in page, then to where the user was', { timeout: 60_000 }, async () => {
+	const { context, tab } = await open();
+	await tab.goto(`${origin}/admin/content/videos`);
+	await signIn(tab, adminEmail);
+	await tab.waitForSelector('table tbody a');
+	// The session ends on the host (signed out elsewhere): the browser's
+	// cookie no longer signs in, and the next call answers 401.
+	const cookie = (await context.cookies(origin)).find((c) => c.name === 'directus_session_token');
+	assert.ok(cookie, 'a session cookie');
+	const ended = await fetch(`${origin}/auth/logout`, {
+		method: 'POST',
+		headers: { cookie: `${cookie.name}=${cookie.value}`, origin, 'content-type': 'application/json' },
+		body: JSON.stringify({ mode: 'session' }),
+	});
+	assert.equal(ended.status, 204);
+	const item = await tab.getAttribute('table tbody a >> nth=0', 'href');
+	await tab.click('table tbody a >> nth=0');
+	await tab.waitForSelector('#sign-in');
+	assert.equal(new URL(tab.url()).pathname, '/admin/');
+	await signIn(tab, adminEmail);
+	await tab.waitForURL((u) => u.pathname === item);
+	await tab.waitForSelector('form.item');
+	await context.close();
+});
+
 test('leaving unsaved changes asks first', { timeout: 60_000 }, async () => {
 	const { context, tab } = await open();
 	await tab.goto(`${origin}/admin/content/articles`);

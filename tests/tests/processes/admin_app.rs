@@ -4,8 +4,8 @@
 //! Content-Security-Policy (no inline script, never framed); and in
 //! Chromium (`tests/sdk-js/admin-content.test.js`) an administrator signs
 //! in, creates a video with two models and an uploaded movie and publishes
-//! it, a Model sees and may do only what their policies allow, unsaved
-//! changes are guarded, and every page of the content module loads with no
+//! it, a Model sees and may do only what their policies allow, an ended
+//! session signs in again and returns, unsaved changes are guarded, and every page of the content module loads with no
 //! console error. The browser test writes the screenshots of docs/admin-app.
 
 use std::collections::BTreeMap;
@@ -218,7 +218,7 @@ fn in_a_browser_an_administrator_edits_content_and_a_model_only_what_they_may() 
             ("PLATFORM_SCREENSHOTS", &screenshots.to_string_lossy()),
         ],
     );
-    assert_passed(&out, 4, &host);
+    assert_passed(&out, 5, &host);
 
     // The video as the API keeps it: two models, its movie, published.
     let videos = host.admin_find("videos", &json!({"slug": {"_eq": "made-in-the-admin-app"}}));
