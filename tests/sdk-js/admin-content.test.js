@@ -88,8 +88,14 @@ test('an administrator signs in, creates a video with two models and an uploaded
 
 	await tab.click('text=Create an item');
 	await tab.waitForURL((u) => u.pathname === '/admin/content/videos/+');
-	await tab.fill('#field-slug', SLUG);
+	// A slug another video has: the API's refusal is shown at the field.
+	await tab.fill('#field-slug', 'sunset-session');
 	await tab.fill('#field-title', 'Made in the admin app');
+	await tab.click('form.item button[type=submit]');
+	await tab.waitForSelector('#field-slug-error');
+	assert.match(await tab.textContent('#field-slug-error'), /unique/i);
+	assert.equal(new URL(tab.url()).pathname, '/admin/content/videos/+');
+	await tab.fill('#field-slug', SLUG);
 	await tab.fill('#field-upload_date', '2024-01-02T03:04');
 
 	// The movie: uploaded, then played in the form.
