@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds everything and starts the host with the svc extension and demo data
 # on http://127.0.0.1:8055 (override with HOST/PORT). Extra arguments go to
-# the host. The database lives in ./data; delete it to start afresh.
+# the host. The database lives in ./data; delete it to start afresh. It
+# prints the admin app's address (http://127.0.0.1:8055/admin/) and how its
+# administrator signs in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

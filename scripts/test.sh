@@ -101,6 +101,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     exit 1
 fi
 (cd tests/sdk-js && npm ci --no-audit --no-fund)
+# The admin app's packages: the shipping test rebuilds it from its lockfile.
+(cd admin-app && npm ci --no-audit --no-fund)
 
 echo "==> checking for Chromium (the browser tests, tests/tests/processes/browser.rs)"
 if [ ! -x /usr/bin/chromium ]; then

@@ -37,6 +37,10 @@ fn start(cli: &Cli) -> Result<Started, String> {
     if cli.serve.demo && admin.token.is_none() {
         admin.token = Some(demo::ADMIN_TOKEN.into());
     }
+    // The demo's administrator signs in to the admin app as every demo user does.
+    if cli.serve.demo && admin.password.is_none() {
+        admin.password = Some(demo::DEMO_PASSWORD.into());
+    }
     let platform = open_platform(store, admin, cli.common.relational_limits())?;
     let dir = cli.common.extensions_dir();
     log::info!("loading extensions from {}", dir.display());

@@ -16,7 +16,7 @@ declare! {
     /// the Administrator role and policy).
     ADMIN_EMAIL: "ADMIN_EMAIL" = "admin@example.com";
     /// The administrator's password (none: the administrator has no
-    /// password to sign in with).
+    /// password to sign in with; with `--demo`, the demo users' `demo-password`).
     ADMIN_PASSWORD: "ADMIN_PASSWORD";
     /// The administrator's static token; unset, a random one is printed
     /// once at first start.

@@ -780,6 +780,14 @@ fn example_assets(platform: &Platform, has_service: bool) -> Option<(String, Str
     Some((avatar, movie))
 }
 
+/// Where the admin app is, and how the demo's administrator signs in.
+fn admin_app_line(base: &str, admin_email: &str) -> String {
+    format!(
+        "The admin app: {base}/admin/ (sign in as {admin_email} with the password \
+         `{DEMO_PASSWORD}`, unless ADMIN_PASSWORD is set; docs/admin-app.md)."
+    )
+}
+
 fn print_examples(serve: &ServeArgs, assets: Option<&(String, String)>) {
     let base = format!("http://{}:{}", serve.host, serve.port);
     let (video, recording) = (video_id(1), recording_id(1));
@@ -789,8 +797,13 @@ fn print_examples(serve: &ServeArgs, assets: Option<&(String, String)>) {
              \x20 curl -o movie.webm {base}/assets/{movie}\n"
         )
     });
+    let admin_email = crate::bootstrap::ADMIN_EMAIL
+        .get(&crate::settings::Env::process())
+        .unwrap_or_default();
+    let admin_app = admin_app_line(&base, &admin_email);
     println!(
-        "\nDemo platform ready. Tokens: admin `{ADMIN_TOKEN}` (unless ADMIN_TOKEN is set), \
+        "\nDemo platform ready. {admin_app}\n\
+         Tokens: admin `{ADMIN_TOKEN}` (unless ADMIN_TOKEN is set), \
          model `{MODEL_TOKEN}`, viewers `{VIEWER_TOKEN}` and `{VIEWER2_TOKEN}`.\n\
          Every demo user signs in with the password `{DEMO_PASSWORD}`: models {MARKER_EMAIL}, \
          bianca@demo.local and chloe@demo.local; viewers victor@demo.local and wendy@demo.local.\nTry:\n\
@@ -815,6 +828,14 @@ mod tests {
     use super::*;
     use crate::files::locations::{Driver, LocationSettings};
     use crate::files::Storage;
+
+    #[test]
+    fn the_demo_names_the_admin_app_and_its_administrator_s_sign_in() {
+        let line = admin_app_line("http://127.0.0.1:8055", "admin@example.com");
+        assert!(line.contains("http://127.0.0.1:8055/admin/ "), "{line}");
+        assert!(line.contains("admin@example.com"), "{line}");
+        assert!(line.contains(&format!("`{DEMO_PASSWORD}`")), "{line}");
+    }
 
     #[test]
     fn the_media_read_as_uploads_of_them_would() {

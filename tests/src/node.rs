@@ -12,11 +12,25 @@ pub fn sdk_js_dir() -> PathBuf {
     workspace_root().join("tests").join("sdk-js")
 }
 
+/// The admin app's sources (`admin-app`), built into `example-host/admin-dist`.
+pub fn admin_app_dir() -> PathBuf {
+    workspace_root().join("admin-app")
+}
+
 /// Installs the locked packages (`npm ci`) unless they are there already;
 /// `scripts/test.sh` installs them first, so this is for a `cargo test`
 /// run on its own. Panics with what to do when Node.js or npm is missing.
 pub fn install_sdk_js() {
-    let dir = sdk_js_dir();
+    install_locked(&sdk_js_dir());
+}
+
+/// [`install_sdk_js`] for the admin app's packages (its build tools).
+pub fn install_admin_app() {
+    install_locked(&admin_app_dir());
+}
+
+/// `npm ci` in `dir` unless its `node_modules` is as new as its lockfile.
+fn install_locked(dir: &Path) {
     let installed = dir.join("node_modules").join(".package-lock.json");
     let lock = dir.join("package-lock.json");
     let fresh = match (installed.metadata(), lock.metadata()) {
@@ -28,10 +42,10 @@ pub fn install_sdk_js() {
     }
     let out = Command::new("npm")
         .args(["ci", "--no-audit", "--no-fund"])
-        .current_dir(&dir)
+        .current_dir(dir)
         .output()
         .unwrap_or_else(|e| {
-            panic!("npm could not run ({e}): the SDK tests need Node.js 20 and npm")
+            panic!("npm could not run ({e}): the Node.js tests need Node.js 20 and npm")
         });
     assert!(
         out.status.success(),

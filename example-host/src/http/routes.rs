@@ -922,29 +922,21 @@ pub const HOST_ROUTES: &[Route] = &[
         "/admin",
         Public,
         handler!(admin_app::root),
-        "The platform's sign-in page: on to /admin/ (308)",
+        "The admin app: on to /admin/ (308)",
     ),
     Route::new(
         Get,
         "/admin/",
         Public,
         handler!(admin_app::index),
-        "The platform's sign-in page (HTML)",
+        "The admin app (HTML)",
     ),
     Route::new(
         Get,
-        "/admin/reset-password",
+        "/admin/{*path}",
         Public,
-        handler!(admin_app::index),
-        "The sign-in page's new-password form, for a mailed reset token (HTML)",
-    )
-    .query(&[optional("token", "string")]),
-    Route::new(
-        Get,
-        "/admin/app.js",
-        Public,
-        handler!(admin_app::script),
-        "The sign-in page's script",
+        handler!(admin_app::path),
+        "A file of the admin app, or its page for the app's own paths (/admin/content/videos, /admin/reset-password?token=...)",
     ),
 ];
 

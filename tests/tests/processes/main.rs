@@ -7,6 +7,7 @@
 
 mod abi;
 mod access_routes;
+mod admin_app;
 mod assets;
 mod backends;
 mod backups;
