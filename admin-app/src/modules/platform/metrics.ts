@@ -52,7 +52,7 @@ export function parseMetrics(contentType: string | null, text: string): Sample[]
 }
 
 /** A metric's series over time: what the chart draws (a counter as its rate per second). */
-export type Series = { name: string; counter: boolean; times: number[]; values: number[]; plotted: number[]; last: number };
+export type Series = { name: string; counter: boolean; times: number[]; values: number[]; plotted: (number | null)[]; last: number };
 
 export function addSample(series: Map<string, Series>, samples: Sample[], at: number, keep: number) {
 	for (const s of samples) {
@@ -63,10 +63,10 @@ export function addSample(series: Map<string, Series>, samples: Sample[], at: nu
 		}
 		const prevT = entry.times.at(-1);
 		const prevV = entry.values.at(-1);
-		let y = s.value;
+		let y: number | null = s.value;
 		if (s.counter) {
-			// A counter that went down was reset (a restart): no rate for that step.
-			y = prevT !== undefined && prevV !== undefined && s.value >= prevV && at > prevT ? (s.value - prevV) / (at - prevT) : 0;
+			// No rate before a second sample, nor across a reset (the counter went down: a restart).
+			y = prevT !== undefined && prevV !== undefined && s.value >= prevV && at > prevT ? (s.value - prevV) / (at - prevT) : null;
 		}
 		entry.times.push(at);
 		entry.values.push(s.value);
