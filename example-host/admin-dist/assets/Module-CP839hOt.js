@@ -1,1 +1,0 @@
-import{A as e,F as t,H as n,N as r,P as i,S as a,V as o,w as s,x as c}from"./disclose-version-DLWGhY3E.js";var l=s(`<h1>Access</h1> <p>This module is not built yet.</p> <p hidden=""> </p>`,1);function u(s,u){n(u,!0);var d=l(),f=t(r(d),4),p=i(f,!0);e(e=>c(p,e),[()=>u.path.join(`/`)]),a(s,d),o()}export{u as default};

@@ -1,0 +1,1 @@
+import{u as e}from"./client-CtFX_-re.js";var t=e=>()=>({path:`/users`,params:e??{},method:`GET`}),n=(t,n)=>()=>(e(String(t),`Key cannot be empty`),{path:`/users/${t}`,params:n??{},method:`GET`}),r=e=>()=>({path:`/users/me`,params:e??{},method:`GET`});export{r as n,t as r,n as t};
