@@ -4,9 +4,7 @@
 // administrator, MEMBER_EMAIL / MEMBER_PASSWORD a user whose role's policy
 // may not read some collection; PLATFORM_CHROMIUM is the browser
 // (/usr/bin/chromium by default); SCREENSHOT_DIR, when set, receives a
-// screenshot of each page (docs/admin-app/<page>.png). The host's
-// PASSWORD_RESET_URL_ALLOW_LIST names <origin>/admin/reset-password, the
-// link the users page asks the reset mail to carry.
+// screenshot of each page (docs/admin-app/<page>.png).
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';

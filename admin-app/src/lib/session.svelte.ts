@@ -21,8 +21,36 @@ export const session = $state({
 	returnTo: null as string | null,
 });
 
+/**
+ * Whether this browser signed in here and has not signed out: without it,
+ * the first look at the cookie is skipped, so a visitor who never signed in
+ * costs the host no refused request (and the console no 401).
+ */
+const HINT = 'platform-admin:signed-in';
+
+function hint(on: boolean) {
+	try {
+		if (on) localStorage.setItem(HINT, '1');
+		else localStorage.removeItem(HINT);
+	} catch {
+		// Storage refused (a private window): the cookie is looked at each time.
+	}
+}
+
+function hinted(): boolean {
+	try {
+		return localStorage.getItem(HINT) !== null;
+	} catch {
+		return true;
+	}
+}
+
 /** Reads who the cookie signs in; null when no one. */
 export async function load(): Promise<Me | null> {
+	if (!session.user && !hinted()) {
+		session.checked = true;
+		return null;
+	}
 	try {
 		session.user = (await request(readMe({ fields: ['id', 'email', 'first_name', 'last_name', 'role.id', 'role.name'] }) as never, {
 			quiet401: true,
@@ -30,6 +58,7 @@ export async function load(): Promise<Me | null> {
 	} catch {
 		session.user = null;
 	}
+	hint(session.user !== null);
 	session.checked = true;
 	return session.user;
 }
@@ -41,6 +70,7 @@ export async function signIn(email: string, password: string) {
 	} catch (e) {
 		throw toApiError(e);
 	}
+	hint(true);
 	await load();
 	const back = session.returnTo;
 	session.returnTo = null;
@@ -50,12 +80,14 @@ export async function signIn(email: string, password: string) {
 /** Signs out (the cookie is dropped), then the sign-in page. */
 export async function signOut() {
 	await client.logout({ mode: 'session' }).catch(() => {});
+	hint(false);
 	session.user = null;
 	navigate(BASE, { force: true });
 }
 
 onUnauthorized(() => {
 	if (!session.user) return;
+	hint(false);
 	session.user = null;
 	session.returnTo = route.path + route.search;
 	navigate(BASE, { replace: true, force: true });

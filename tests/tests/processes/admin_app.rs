@@ -6,7 +6,14 @@
 //! in, creates a video with two models and an uploaded movie and publishes
 //! it, a Model sees and may do only what their policies allow, an ended
 //! session signs in again and returns, unsaved changes are guarded, and every page of the content module loads with no
-//! console error. The browser test writes the screenshots of docs/admin-app.
+//! console error; in the files, access and platform modules
+//! (`tests/sdk-js/admin-modules.test.js`) three files upload at once with a
+//! progress bar each and show as thumbnails, an administrator grants a
+//! role's policy a collection in the permissions matrix and a member's
+//! request changes accordingly, and every page loads with no console
+//! error. The browser tests take a screenshot of each module: into
+//! docs/admin-app with `UPDATE_SCREENSHOTS=1`, into a temporary folder
+//! otherwise (a test run leaves the repository as it was).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -185,6 +192,15 @@ fn the_host_serves_the_admin_app_with_its_content_security_policy() {
 
 const PASSWORD: &str = "admin app password 1";
 
+/// Where the browser tests put their screenshots (see the module's doc).
+fn screenshot_dir() -> (PathBuf, Option<tempfile::TempDir>) {
+    if std::env::var_os("UPDATE_SCREENSHOTS").is_some() {
+        return (workspace_root().join("docs").join("admin-app"), None);
+    }
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    (dir.path().to_path_buf(), Some(dir))
+}
+
 #[test]
 fn in_a_browser_an_administrator_edits_content_and_a_model_only_what_they_may() {
     let chromium = chromium();
@@ -203,7 +219,7 @@ fn in_a_browser_an_administrator_edits_content_and_a_model_only_what_they_may() 
         .join("example-host")
         .join("demo-media")
         .join("movie-1.webm");
-    let screenshots = workspace_root().join("docs").join("admin-app");
+    let (screenshots, _kept) = screenshot_dir();
     let admin = user_email("admin-app-admin");
     let model = user_email("admin-app-model");
     let out = run_sdk_js(
@@ -229,6 +245,43 @@ fn in_a_browser_an_administrator_edits_content_and_a_model_only_what_they_may() 
         &json!({"videos_id": {"_eq": videos[0]["id"]}}),
     );
     assert_eq!(links.len(), 2, "{links:?}");
+}
+
+#[test]
+fn in_a_browser_files_upload_access_is_granted_and_the_platform_is_shown() {
+    let chromium = chromium();
+    let host = Host::start(HostOptions::svc().arg("--demo"));
+    host.user_with(
+        Some("Administrator"),
+        "admin-modules-admin",
+        &json!({ "password": PASSWORD, "first_name": "Ada" }),
+    );
+    host.user_with(
+        Some("Viewer"),
+        "admin-modules-member",
+        &json!({ "password": PASSWORD, "first_name": "Vic" }),
+    );
+    let (screenshots, _kept) = screenshot_dir();
+    let (admin, member) = (
+        user_email("admin-modules-admin"),
+        user_email("admin-modules-member"),
+    );
+    let out = run_sdk_js(
+        "admin-modules.test.js",
+        &[
+            ("HOST_URL", host.base.as_str()),
+            ("PLATFORM_CHROMIUM", chromium),
+            ("ADMIN_EMAIL", admin.as_str()),
+            ("ADMIN_PASSWORD", PASSWORD),
+            ("MEMBER_EMAIL", member.as_str()),
+            ("MEMBER_PASSWORD", PASSWORD),
+            ("SCREENSHOT_DIR", &screenshots.to_string_lossy()),
+        ],
+    );
+    assert_passed(&out, 4, &host);
+    // What the browser uploaded, as the API keeps it.
+    let files = host.admin_find("platform_files", &json!({"type": {"_eq": "image/png"}}));
+    assert!(files.len() >= 3, "{files:?}");
 }
 
 /// `--demo`'s administrator signs in with the demo users' password, as the

@@ -31,8 +31,3 @@ export type User = {
 	status: string;
 };
 export const STATUSES = ['active', 'invited', 'draft', 'suspended', 'archived'];
-
-/** Where a reset link leads: this app's page. */
-export function resetUrl(): string {
-	return `${location.origin}/admin/reset-password`;
-}
