@@ -415,7 +415,8 @@ test('access: an administrator creates a policy, a role holding it and a user of
 	await tab.fill('#user-last-name', 'Stone');
 	await tab.selectOption('#user-status', 'suspended');
 	await tab.click('#user-form button[type=submit]');
-	await tab.waitForSelector('#user-form button[type=submit]:disabled');
+	// Saved (the button is also disabled while the request is on its way).
+	await tab.waitForSelector('.toasts p:has-text("User saved")');
 	const user = (await call(`/users?filter[email][_eq]=${encodeURIComponent(email)}&fields=first_name,last_name,role,status`, { token: admin })).body.data;
 	assert.deepEqual(user, [{ first_name: 'Eddie', last_name: 'Stone', role: roleId, status: 'suspended' }]);
 	// A refused write is shown at its field: an email another user has.
