@@ -60,24 +60,30 @@ fn named_modules(rest: &str) -> Vec<String> {
     out
 }
 
-fn module_graph(src: &Path) -> Graph {
-    let mut graph = Graph::new();
-    let mut files = vec![src.to_path_buf()];
+/// Every Rust file under `src`: its path relative to `src`, and its text.
+fn source_files(src: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let (mut out, mut files) = (Vec::new(), vec![src.to_path_buf()]);
     while let Some(path) = files.pop() {
         if path.is_dir() {
             for entry in std::fs::read_dir(&path).expect("a source folder reads") {
                 files.push(entry.expect("a folder entry").path());
             }
-            continue;
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("a source file reads");
+            let rel = path.strip_prefix(src).expect("under src").to_path_buf();
+            out.push((rel, text));
         }
-        if path.extension().is_none_or(|e| e != "rs") {
-            continue;
-        }
-        let rel = path.strip_prefix(src).expect("under src");
+    }
+    out
+}
+
+fn module_graph(src: &Path) -> Graph {
+    let mut graph = Graph::new();
+    for (rel, text) in source_files(src) {
+        let rel = rel.as_path();
         let Some(from) = top_module(rel) else {
             continue;
         };
-        let text = std::fs::read_to_string(&path).expect("a source file reads");
         // A `use crate::{...}` group may span lines: read the code as one
         // string, remembering where each line starts.
         let mut code = String::new();
@@ -217,19 +223,8 @@ fn public_platform_methods(text: &str) -> Vec<String> {
 #[test]
 fn the_platforms_operations_are_listed_in_one_file() {
     let src = workspace_root().join("example-host/src");
-    let (mut listed, mut elsewhere, mut files) = (0, Vec::new(), vec![src.clone()]);
-    while let Some(path) = files.pop() {
-        if path.is_dir() {
-            for entry in std::fs::read_dir(&path).expect("a source folder reads") {
-                files.push(entry.expect("a folder entry").path());
-            }
-            continue;
-        }
-        if path.extension().is_none_or(|e| e != "rs") {
-            continue;
-        }
-        let rel = path.strip_prefix(&src).expect("under src").to_path_buf();
-        let text = std::fs::read_to_string(&path).expect("a source file reads");
+    let (mut listed, mut elsewhere) = (0, Vec::new());
+    for (rel, text) in source_files(&src) {
         let methods = public_platform_methods(&text);
         if rel == Path::new("items/operations.rs") {
             listed = methods.len();
