@@ -122,17 +122,7 @@ impl PermissionSet {
                 None => unrestricted = true,
                 Some(f) => filter_parts.push(f.clone()),
             }
-            match (&mut fields, &row.fields) {
-                (_, None) => fields = None,
-                (Some(list), Some(more)) => {
-                    for f in more {
-                        if !list.contains(f) {
-                            list.push(f.clone());
-                        }
-                    }
-                }
-                (None, Some(_)) => {}
-            }
+            union_fields(&mut fields, &row.fields);
             for (k, v) in &row.presets {
                 presets.insert(k.clone(), v.clone());
             }
@@ -150,6 +140,22 @@ impl PermissionSet {
             presets,
             rules,
         })
+    }
+}
+
+/// Adds the fields of one rule to those of the rules before it: `None`
+/// (every field) once any rule allows every field, else the union.
+fn union_fields(fields: &mut Option<Vec<String>>, rule: &Option<Vec<String>>) {
+    match (fields.as_mut(), rule) {
+        (_, None) => *fields = None,
+        (Some(list), Some(more)) => {
+            for f in more {
+                if !list.contains(f) {
+                    list.push(f.clone());
+                }
+            }
+        }
+        (None, Some(_)) => {}
     }
 }
 
@@ -183,17 +189,7 @@ impl PermissionSet {
         let mut fields: Option<Vec<String>> = Some(Vec::new());
         let mut presets = Map::new();
         for row in rows {
-            match (&mut fields, &row.fields) {
-                (_, None) => fields = None,
-                (Some(list), Some(more)) => {
-                    for f in more {
-                        if !list.contains(f) {
-                            list.push(f.clone());
-                        }
-                    }
-                }
-                (None, Some(_)) => {}
-            }
+            union_fields(&mut fields, &row.fields);
             presets.extend(row.presets.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
         let mut access = json!({
