@@ -120,7 +120,7 @@ impl Claims {
                             taken_over: false,
                         })),
                         // Claimed by another host since the read.
-                        Err(PlatformError::NotUnique(_)) => Ok(None),
+                        Err(PlatformError::NotUnique(..)) => Ok(None),
                         Err(e) => Err(e),
                     }
                 }

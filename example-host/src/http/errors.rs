@@ -4,7 +4,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::platform::PlatformError;
+use crate::platform::{ErrorPlace, PlatformError};
 
 /// A failure of a host route (items API shape) or of an extension mount
 /// (`{error}` shape).
@@ -154,9 +154,22 @@ impl From<crate::signin::SignInError> for HttpError {
 }
 
 fn items_body(status: StatusCode, code: &str, message: &str) -> (StatusCode, String) {
+    placed_body(status, code, message, None)
+}
+
+/// An error's body with, where the platform knows it, where the refused
+/// value is (`extensions.collection`, `field`, `type`).
+fn placed_body(
+    status: StatusCode,
+    code: &str,
+    message: &str,
+    place: Option<&ErrorPlace>,
+) -> (StatusCode, String) {
+    let mut extensions = place.map(ErrorPlace::extensions).unwrap_or_default();
+    extensions.insert("code".into(), code.into());
     (
         status,
-        json!({"errors": [{"message": message, "extensions": {"code": code}}]}).to_string(),
+        json!({"errors": [{"message": message, "extensions": extensions}]}).to_string(),
     )
 }
 
@@ -170,8 +183,8 @@ pub fn items_status(e: &PlatformError) -> StatusCode {
         PlatformError::NotFound(_) => StatusCode::NOT_FOUND,
         PlatformError::InvalidQuery(_)
         | PlatformError::InvalidPayload(_)
-        | PlatformError::NotUnique(_)
-        | PlatformError::FailedValidation(_) => StatusCode::BAD_REQUEST,
+        | PlatformError::NotUnique(..)
+        | PlatformError::FailedValidation(..) => StatusCode::BAD_REQUEST,
         PlatformError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
         PlatformError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         PlatformError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -214,7 +227,7 @@ impl HttpError {
                 log::error!("items service failure: {e}");
                 items_body(items_status(e), e.code(), UNEXPECTED)
             }
-            HttpError::Items(e) => items_body(items_status(e), e.code(), &message),
+            HttpError::Items(e) => placed_body(items_status(e), e.code(), &message, e.place()),
             HttpError::InvalidCredentials => {
                 items_body(StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS", &message)
             }

@@ -33,6 +33,11 @@ pub(super) fn check_user_write(def: &CollectionDef, row: &Columns) -> Result<(),
             Err(PlatformError::FailedValidation(
                 "Validation failed for field \"email\". Value has to be a valid email address."
                     .into(),
+                crate::platform::ErrorPlace {
+                    collection: Some(USERS.into()),
+                    field: Some("email".into()),
+                    rule: Some("email"),
+                },
             ))
         }
         _ => Ok(()),

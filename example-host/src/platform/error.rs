@@ -4,6 +4,34 @@
 use platform_store::query::QueryError;
 use platform_store::storage::StoreError;
 
+/// Where a refused value is, as Directus's error `extensions` name it
+/// (`collection`, `field`, and a validation's `type`), so that a client
+/// shows the error at its field. Empty for failures reported across the
+/// extension boundary, which carry their message only.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ErrorPlace {
+    pub collection: Option<String>,
+    pub field: Option<String>,
+    /// The rule the value broke (`email`).
+    pub rule: Option<&'static str>,
+}
+
+impl ErrorPlace {
+    /// The members it adds to an error's `extensions`.
+    pub fn extensions(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut out = serde_json::Map::new();
+        let mut put = |name: &str, value: Option<&str>| {
+            if let Some(v) = value {
+                out.insert(name.into(), v.into());
+            }
+        };
+        put("collection", self.collection.as_deref());
+        put("field", self.field.as_deref());
+        put("type", self.rule);
+        out
+    }
+}
+
 /// A failure of the items service, with the platform's error code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlatformError {
@@ -16,11 +44,11 @@ pub enum PlatformError {
     #[error("{0}")]
     InvalidPayload(String),
     #[error("{0}")]
-    NotUnique(String),
+    NotUnique(String, ErrorPlace),
     /// A value a field may not hold (an email that is not one), worded as
     /// Directus words it: `Validation failed for field "…". …`.
     #[error("{0}")]
-    FailedValidation(String),
+    FailedValidation(String, ErrorPlace),
     /// A write that would break a rule of the platform's own data (the
     /// last administrator removed): Directus's 422.
     #[error("{0}")]
@@ -38,8 +66,8 @@ impl PlatformError {
             PlatformError::NotFound(_) => "NOT_FOUND",
             PlatformError::InvalidQuery(_) => "INVALID_QUERY",
             PlatformError::InvalidPayload(_) => "INVALID_PAYLOAD",
-            PlatformError::NotUnique(_) => "RECORD_NOT_UNIQUE",
-            PlatformError::FailedValidation(_) => "FAILED_VALIDATION",
+            PlatformError::NotUnique(..) => "RECORD_NOT_UNIQUE",
+            PlatformError::FailedValidation(..) => "FAILED_VALIDATION",
             PlatformError::Unprocessable(_) => "UNPROCESSABLE_CONTENT",
             PlatformError::Unavailable => "SERVICE_UNAVAILABLE",
             PlatformError::Internal(_) => "INTERNAL",
@@ -56,8 +84,8 @@ impl PlatformError {
             "NOT_FOUND" => PlatformError::NotFound(message),
             "INVALID_QUERY" => PlatformError::InvalidQuery(message),
             "INVALID_PAYLOAD" => PlatformError::InvalidPayload(message),
-            "RECORD_NOT_UNIQUE" => PlatformError::NotUnique(message),
-            "FAILED_VALIDATION" => PlatformError::FailedValidation(message),
+            "RECORD_NOT_UNIQUE" => PlatformError::NotUnique(message, ErrorPlace::default()),
+            "FAILED_VALIDATION" => PlatformError::FailedValidation(message, ErrorPlace::default()),
             "UNPROCESSABLE_CONTENT" => PlatformError::Unprocessable(message),
             "SERVICE_UNAVAILABLE" => PlatformError::Unavailable,
             _ => return None,
@@ -67,13 +95,31 @@ impl PlatformError {
     pub fn forbidden() -> Self {
         PlatformError::Forbidden("You don't have permission to access this.".into())
     }
+
+    /// Where the refused value is, for the failures that name one.
+    pub fn place(&self) -> Option<&ErrorPlace> {
+        match self {
+            PlatformError::NotUnique(_, place) | PlatformError::FailedValidation(_, place) => {
+                Some(place)
+            }
+            _ => None,
+        }
+    }
 }
 
 impl From<StoreError> for PlatformError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotUnique { collection, fields } => {
-                PlatformError::NotUnique(not_unique_message(&collection, &fields))
+                let place = ErrorPlace {
+                    field: match fields.as_slice() {
+                        [field] => Some(field.clone()),
+                        _ => None,
+                    },
+                    collection: Some(collection.clone()),
+                    rule: None,
+                };
+                PlatformError::NotUnique(not_unique_message(&collection, &fields), place)
             }
             StoreError::Busy => PlatformError::Unavailable,
             StoreError::Invalid(m) => PlatformError::InvalidPayload(m),

@@ -12,7 +12,7 @@ use once_cell::sync::OnceCell;
 mod error;
 mod events;
 
-pub use error::PlatformError;
+pub use error::{ErrorPlace, PlatformError};
 pub use events::{EventKind, EventSink, WriteEvent};
 
 use crate::auth::Auth;

@@ -326,8 +326,8 @@ impl SignIn {
         );
         let pending = match created {
             Ok(id) => verify.then_some(id),
-            Err(PlatformError::NotUnique(_)) if verify => self.unverified(platform, &email)?,
-            Err(PlatformError::NotUnique(_)) => None,
+            Err(PlatformError::NotUnique(..)) if verify => self.unverified(platform, &email)?,
+            Err(PlatformError::NotUnique(..)) => None,
             Err(e) => return Err(e.into()),
         };
         if let Some(user) = pending {

@@ -404,9 +404,10 @@ fn the_last_administrator_stays() {
 }
 
 /// A user's email is one, on every path that writes users: Directus's
-/// `FAILED_VALIDATION` naming the field, and nothing written.
+/// `FAILED_VALIDATION` naming the field, and nothing written; refused
+/// values name their field in `extensions`, as Directus's errors do.
 #[test]
-fn a_users_email_must_be_an_email() {
+fn a_users_email_must_be_an_email_and_errors_name_their_field() {
     let host = svc();
     const MESSAGE: &str =
         "Validation failed for field \"email\". Value has to be a valid email address.";
@@ -417,6 +418,14 @@ fn a_users_email_must_be_an_email() {
     );
     assert_refused("create by /users", &r, 400, "FAILED_VALIDATION");
     assert_eq!(r.error_message(), MESSAGE);
+    // Where the value is, for a client to show the error at its field.
+    let extensions = &r.json()["errors"][0]["extensions"];
+    assert_eq!(
+        (&extensions["field"], &extensions["type"]),
+        (&json!("email"), &json!("email")),
+        "{}",
+        r.body
+    );
     let r = host.post(
         "/items/platform_users",
         Some(ADMIN_TOKEN),
@@ -439,4 +448,18 @@ fn a_users_email_must_be_an_email() {
         &json!({"email": "someone@else.example"}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
+    // A taken email names its collection and field too.
+    let r = host.post(
+        "/users",
+        Some(ADMIN_TOKEN),
+        &json!({"email": "someone@else.example"}),
+    );
+    assert_refused("a taken email", &r, 400, "RECORD_NOT_UNIQUE");
+    let extensions = &r.json()["errors"][0]["extensions"];
+    assert_eq!(
+        (&extensions["collection"], &extensions["field"]),
+        (&json!("platform_users"), &json!("email")),
+        "{}",
+        r.body
+    );
 }
