@@ -278,7 +278,7 @@ fn in_a_browser_files_upload_access_is_granted_and_the_platform_is_shown() {
             ("SCREENSHOT_DIR", &screenshots.to_string_lossy()),
         ],
     );
-    assert_passed(&out, 4, &host);
+    assert_passed(&out, 5, &host);
     // What the browser uploaded, as the API keeps it.
     let files = host.admin_find("platform_files", &json!({"type": {"_eq": "image/png"}}));
     assert!(files.len() >= 3, "{files:?}");
