@@ -10,8 +10,9 @@
 //! (`tests/sdk-js/admin-modules.test.js`) three files upload at once with a
 //! progress bar each and show as thumbnails, an administrator grants a
 //! role's policy a collection in the permissions matrix and a member's
-//! request changes accordingly, and every page loads with no console
-//! error. The browser tests take a screenshot of each module: into
+//! request changes accordingly, a member sees only the modules and actions
+//! their permissions give (an administrator all four), and every page
+//! loads with no console error. The browser tests take a screenshot of each module: into
 //! docs/admin-app with `UPDATE_SCREENSHOTS=1`, into a temporary folder
 //! otherwise (a test run leaves the repository as it was).
 
