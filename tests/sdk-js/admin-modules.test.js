@@ -110,11 +110,16 @@ after(async () => {
 
 /** A signed-in administrator's tab; `errors` collects console errors and page errors from then on. */
 async function adminTab() {
+	return signedInTab(adminEmail, adminPassword);
+}
+
+/** A tab signed in as `email`; `errors` collects console errors and page errors from the sign-in page on. */
+async function signedInTab(email, password) {
 	const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
 	const tab = await context.newPage();
 	await tab.goto(`${origin}/admin/`);
-	await tab.fill('#email', adminEmail);
-	await tab.fill('#password', adminPassword);
+	await tab.fill('#email', email);
+	await tab.fill('#password', password);
 	await tab.click('#sign-in button[type=submit]');
 	await tab.waitForSelector('#signed-in');
 	const errors = [];
@@ -280,24 +285,26 @@ test('access: an administrator grants a role\'s policy read on a collection in t
 	await tab.waitForSelector(`${cell}[data-state="full"]`);
 	const granted = await memberRead();
 	assert.equal(granted.status, 200, JSON.stringify(granted.body));
-	await shot(tab, 'permissions');
 
 	// The cell's editor: the rule is checked as JSON, then by the API (its 400 at the field).
 	await tab.click(`${cell} button.edit`);
 	await tab.waitForSelector('dialog.editor[open]');
 	await tab.fill('#perm-rule', '{"id": ');
-	await tab.waitForFunction(() => document.getElementById('perm-rule-error').textContent.startsWith('Not valid JSON'));
+	await tab.waitForFunction(() => document.getElementById('perm-rule-problem').textContent.startsWith('Not valid JSON'));
 	assert.equal(await tab.isDisabled('#permission-form button[type=submit]'), true);
 	await tab.fill('#perm-rule', '{"no_such_field": {"_eq": 1}}');
 	await tab.click('#permission-form button[type=submit]');
-	await tab.waitForFunction(() => document.getElementById('perm-rule-error').textContent.length > 0);
-	const apiError = await tab.textContent('#perm-rule-error');
+	await tab.waitForFunction(() => document.getElementById('perm-rule-problem').textContent.length > 0);
+	const apiError = await tab.textContent('#perm-rule-problem');
 	assert.match(apiError, /no_such_field|filter/, apiError);
 	assert.equal(await tab.getAttribute('#perm-rule', 'aria-invalid'), 'true');
 	// A rule no item passes, and only the id: the member reads nothing.
 	await tab.fill('#perm-rule', '{"id": {"_null": true}}');
 	await tab.uncheck('#perm-all-fields');
 	await tab.check('dialog.editor .fields input[value="id"]');
+	// The rule in the app's JSON editor, over the matrix.
+	await tab.waitForSelector('#perm-rule[aria-invalid=false]');
+	await shot(tab, 'permissions');
 	await tab.click('#permission-form button[type=submit]');
 	await tab.waitForSelector('dialog.editor', { state: 'detached' });
 	await tab.waitForSelector(`${cell}[data-state="custom"]`);
@@ -427,4 +434,67 @@ test('access: an administrator creates a policy, a role holding it and a user of
 	assert.equal(await tab.getAttribute('#user-email', 'aria-invalid'), 'true');
 	assert.deepEqual(errors.filter((e) => !/status of 400/.test(e)), []);
 	await context.close();
+});
+
+test('each user sees the modules their policies give: a member those of /permissions/me, with only the actions they may take; an administrator all four', { timeout: 120_000 }, async () => {
+	const member = await tokenOf(memberEmail, memberPassword);
+	const permissions = (await call('/permissions/me', { token: member })).body.data;
+	const globals = (await call('/policies/me/globals', { token: member })).body.data;
+	const may = (collection, action) => globals.admin_access || ['full', 'partial'].includes(permissions[collection]?.[action]?.access);
+	const sections = { users: 'platform_users', roles: 'platform_roles', policies: 'platform_policies' };
+	const expected = [
+		'Content',
+		...(may('platform_files', 'read') ? ['Files'] : []),
+		...(Object.values(sections).some((c) => may(c, 'read')) ? ['Users and access'] : []),
+		...(globals.admin_access ? ['Platform'] : []),
+	];
+	assert.equal(globals.admin_access, false, 'the member is no administrator');
+	assert.ok(expected.includes('Files') && expected.includes('Users and access'), JSON.stringify(expected));
+
+	const { context, tab, errors } = await signedInTab(memberEmail, memberPassword);
+	const asked = [];
+	tab.on('request', (r) => asked.push(new URL(r.url()).pathname));
+	const nav = async () => tab.$$eval('nav[aria-label=Modules] a', (links) => links.map((a) => a.textContent.trim()));
+	await tab.waitForURL('**/admin/content');
+	assert.deepEqual(await nav(), expected);
+
+	// Each module shown opens with no error, offering only what the member may do.
+	await tab.click('nav[aria-label=Modules] a:text-is("Files")');
+	await tab.waitForSelector('.grid');
+	await tab.waitForLoadState('networkidle').catch(() => {});
+	assert.equal(await tab.$('.error[role=alert]'), null);
+	assert.equal(!!(await tab.$('#upload-input')), may('platform_files', 'create'));
+	assert.equal(!!(await tab.$('#new-folder')), may('platform_folders', 'create'));
+	await tab.click('nav[aria-label=Modules] a:text-is("Users and access")');
+	await tab.waitForSelector('nav.tabs a[aria-current=page]');
+	const tabs = await tab.$$eval('nav.tabs a', (links) => links.map((a) => new URL(a.href).pathname.split('/').pop()));
+	assert.deepEqual(tabs, Object.keys(sections).filter((s) => may(sections[s], 'read')));
+	for (const section of tabs) {
+		await tab.goto(`${origin}/admin/access/${section}`);
+		await tab.waitForSelector('table tbody tr');
+		await tab.waitForLoadState('networkidle').catch(() => {});
+		assert.equal(await tab.$('.error[role=alert]'), null, `${section} shows no error`);
+		const create = { users: 'Create a user', roles: 'Create a role', policies: 'Create a policy' }[section];
+		assert.equal(!!(await tab.$(`a:text-is("${create}")`)), may(sections[section], 'create'), `${section}: ${create}`);
+	}
+	// A policy's page without the matrix (the member may not read permissions).
+	await tab.click('table tbody a');
+	await tab.waitForSelector('#policy-form');
+	assert.equal(await tab.$('.matrix'), null);
+	assert.equal(await tab.$('#policy-form button[type=submit]'), null, 'no save where they may not update');
+
+	// The platform's page, opened by its address, says so and asks the host nothing.
+	await tab.goto(`${origin}/admin/platform`);
+	await tab.waitForSelector('#not-permitted');
+	assert.ok(!asked.some((p) => p.startsWith('/server/')), JSON.stringify(asked.filter((p) => p.startsWith('/server/'))));
+	assert.deepEqual(errors, []);
+	await context.close();
+
+	const admin = await adminTab();
+	assert.deepEqual(
+		await admin.tab.$$eval('nav[aria-label=Modules] a', (links) => links.map((a) => a.textContent.trim())),
+		['Content', 'Files', 'Users and access', 'Platform'],
+	);
+	assert.deepEqual(admin.errors, []);
+	await admin.context.close();
 });

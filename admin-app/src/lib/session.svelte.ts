@@ -2,6 +2,7 @@
 // 401 on any call → the sign-in page, then back where the user was.
 import { readMe } from '@directus/sdk';
 
+import { clearAccess, loadAccess } from './access.svelte';
 import { client, onUnauthorized, request, toApiError } from './client';
 import { BASE, navigate, route } from './router.svelte';
 
@@ -52,11 +53,15 @@ export async function load(): Promise<Me | null> {
 		return null;
 	}
 	try {
-		session.user = (await request(readMe({ fields: ['id', 'email', 'first_name', 'last_name', 'role.id', 'role.name'] }) as never, {
-			quiet401: true,
-		})) as Me;
+		// Who, and what they may do: the nav shows only the modules they may use.
+		const [me] = await Promise.all([
+			request(readMe({ fields: ['id', 'email', 'first_name', 'last_name', 'role.id', 'role.name'] }) as never, { quiet401: true }),
+			loadAccess({ quiet401: true }),
+		]);
+		session.user = me as Me;
 	} catch {
 		session.user = null;
+		clearAccess();
 	}
 	hint(session.user !== null);
 	session.checked = true;
@@ -82,6 +87,7 @@ export async function signOut() {
 	await client.logout({ mode: 'session' }).catch(() => {});
 	hint(false);
 	session.user = null;
+	clearAccess();
 	navigate(BASE, { force: true });
 }
 

@@ -10,8 +10,9 @@
 //! (`tests/sdk-js/admin-modules.test.js`) three files upload at once with a
 //! progress bar each and show as thumbnails, an administrator grants a
 //! role's policy a collection in the permissions matrix and a member's
-//! request changes accordingly, and every page loads with no console
-//! error. The browser tests take a screenshot of each module: into
+//! request changes accordingly, a member sees only the modules and actions
+//! their permissions give (an administrator all four), and every page
+//! loads with no console error. The browser tests take a screenshot of each module: into
 //! docs/admin-app with `UPDATE_SCREENSHOTS=1`, into a temporary folder
 //! otherwise (a test run leaves the repository as it was).
 
@@ -278,7 +279,7 @@ fn in_a_browser_files_upload_access_is_granted_and_the_platform_is_shown() {
             ("SCREENSHOT_DIR", &screenshots.to_string_lossy()),
         ],
     );
-    assert_passed(&out, 4, &host);
+    assert_passed(&out, 5, &host);
     // What the browser uploaded, as the API keeps it.
     let files = host.admin_find("platform_files", &json!({"type": {"_eq": "image/png"}}));
     assert!(files.len() >= 3, "{files:?}");
