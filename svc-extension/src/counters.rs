@@ -120,25 +120,33 @@ pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxErro
 }
 
 /// A video whose counters or flag someone other than the counters' hook
-/// changed (or created set) is no longer exact: nobody else's word is
-/// taken for it.
+/// changed is no longer exact: nobody else's word is taken for it. A new
+/// video is exact when both its counters are 0: no like or play can name
+/// a video before it exists (a record's reference is checked when it is
+/// written, and a video's records go with it).
 fn videos_written(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
     if own_writes::active() || event.kind == EventKind::Delete {
         return Ok(());
     }
+    // (the flag, (the two counters)), as a record holds them.
     let kept = |record: Option<&Value>| {
         let field = |name: &str| record.and_then(|r| r.get(name)).cloned();
-        (field(EXACT), field(COUNTERS[0].0), field(COUNTERS[1].0))
+        (field(EXACT), (field(COUNTERS[0].0), field(COUNTERS[1].0)))
     };
     let items = ctx.as_admin();
     for key in &event.keys {
         let after = event.after_of(key);
-        let changed = match event.kind {
-            EventKind::Create => after.and_then(|r| r.get(EXACT)) == Some(&Value::Bool(true)),
-            _ => kept(event.before_of(key)) != kept(after),
+        let (claimed, counted) = kept(after);
+        let exact = match event.kind {
+            EventKind::Create => {
+                let zero = |v: &Option<Value>| v.as_ref().and_then(Value::as_i64) == Some(0);
+                Some(zero(&counted.0) && zero(&counted.1))
+            }
+            _ if kept(event.before_of(key)) != (claimed.clone(), counted) => Some(false),
+            _ => None,
         };
-        if changed {
-            own_writes::run(|| items.update_one("videos", key, &json!({ EXACT: false })))?;
+        if let Some(exact) = exact.filter(|e| Some(&Value::Bool(*e)) != claimed.as_ref()) {
+            own_writes::run(|| items.update_one("videos", key, &json!({ EXACT: exact })))?;
         }
     }
     Ok(())
