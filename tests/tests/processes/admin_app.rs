@@ -1,20 +1,24 @@
 //! The admin app at `/admin` (docs/admin-app.md): the files embedded in the
 //! host are the build of `admin-app/` from its lockfile, byte for byte; its
 //! scripts stay under 300 KB compressed; the host serves it with its
-//! Content-Security-Policy (no inline script, never framed); and in
-//! Chromium (`tests/sdk-js/admin-content.test.js`) an administrator signs
-//! in, creates a video with two models and an uploaded movie and publishes
-//! it, a Model sees and may do only what their policies allow, an ended
-//! session signs in again and returns, unsaved changes are guarded, and every page of the content module loads with no
-//! console error; in the files, access and platform modules
-//! (`tests/sdk-js/admin-modules.test.js`) three files upload at once with a
-//! progress bar each and show as thumbnails, an administrator grants a
-//! role's policy a collection in the permissions matrix and a member's
-//! request changes accordingly, a member sees only the modules and actions
-//! their permissions give (an administrator all four), and every page
-//! loads with no console error. The browser tests take a screenshot of each module: into
-//! docs/admin-app with `UPDATE_SCREENSHOTS=1`, into a temporary folder
-//! otherwise (a test run leaves the repository as it was).
+//! Content-Security-Policy (no inline script, never framed). In Chromium:
+//! - `tests/sdk-js/admin-content.test.js`: an administrator signs in,
+//!   creates a video with two models and an uploaded movie and publishes
+//!   it; a Model sees and may do only what their policies allow; an ended
+//!   session signs in again and returns; unsaved changes are guarded; every
+//!   page of the content module loads with no console error.
+//! - `tests/sdk-js/admin-modules.test.js`: three files upload at once with
+//!   a progress bar each and show as thumbnails; an administrator grants a
+//!   role's policy a collection in the permissions matrix and a member's
+//!   request changes accordingly; a member sees only the modules and
+//!   actions their permissions give (an administrator all four); every
+//!   page loads with no console error.
+//! - `tests/sdk-js/admin-reset.test.js`: a forgotten password is reset by
+//!   the link a real SMTP server received.
+//!
+//! The browser tests take a screenshot of each module: into docs/admin-app
+//! with `UPDATE_SCREENSHOTS=1`, into a temporary folder otherwise (a test
+//! run leaves the repository as it was).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -22,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use platform_tests::node::{admin_app_dir, assert_passed, chromium, install_admin_app, run_sdk_js};
+use platform_tests::smtp::MailServer;
 use platform_tests::{user_email, workspace_root, Host, HostOptions};
 use serde_json::json;
 
@@ -283,6 +288,42 @@ fn in_a_browser_files_upload_access_is_granted_and_the_platform_is_shown() {
     // What the browser uploaded, as the API keeps it.
     let files = host.admin_find("platform_files", &json!({"type": {"_eq": "image/png"}}));
     assert!(files.len() >= 3, "{files:?}");
+}
+
+/// Forgot password, in the browser: the sign-in page asks for a reset, a
+/// real SMTP server receives the mail, the link's page sets the new
+/// password, and only the new one signs in (`admin-reset.test.js`).
+#[test]
+fn in_a_browser_a_forgotten_password_is_reset_by_the_mailed_link() {
+    let chromium = chromium();
+    let mail = MailServer::start();
+    let mut options = HostOptions::svc();
+    options.env.extend(mail.host_env());
+    let host = Host::start(options);
+    host.user_with(
+        Some("Viewer"),
+        "admin-reset",
+        &json!({ "password": PASSWORD, "first_name": "Rae" }),
+    );
+    let email = user_email("admin-reset");
+    let out = run_sdk_js(
+        "admin-reset.test.js",
+        &[
+            ("PLATFORM_URL", host.base.as_str()),
+            ("PLATFORM_CHROMIUM", chromium),
+            ("PLATFORM_USER_EMAIL", email.as_str()),
+            ("PLATFORM_PASSWORD", PASSWORD),
+            ("PLATFORM_MAIL_DIR", &mail.folder().to_string_lossy()),
+        ],
+    );
+    assert_passed(&out, 1, &host);
+    let mails = mail.messages();
+    assert!(
+        mails
+            .iter()
+            .any(|m| m.to.contains(&email) && m.token().is_some()),
+        "{mails:?}"
+    );
 }
 
 /// `--demo`'s administrator signs in with the demo users' password, as the
