@@ -11,6 +11,8 @@ import { after, before, test } from 'node:test';
 
 import { chromium } from 'playwright-core';
 
+import { unreachableOrUnlabelled } from './admin-a11y.js';
+
 const url = required('PLATFORM_URL');
 const executablePath = required('PLATFORM_CHROMIUM');
 const adminEmail = required('PLATFORM_ADMIN_EMAIL');
@@ -244,26 +246,33 @@ test('every page of the content module loads with no console error', { timeout: 
 	const collections = await listed(tab);
 	assert.deepEqual(collections, await readable(tab));
 	const visited = [];
+	const accessible = [];
+	// Each page: its controls labelled and reachable by the keyboard.
+	const seen = async (path) => {
+		visited.push(path);
+		accessible.push(...(await unreachableOrUnlabelled(tab)).map((p) => `${path}: ${p}`));
+	};
 	for (const c of collections) {
 		await tab.goto(`${origin}/admin/content/${c}`);
 		await tab.waitForSelector('table tbody');
 		await tab.waitForLoadState('networkidle');
-		visited.push(`/admin/content/${c}`);
+		await seen(`/admin/content/${c}`);
 		const first = await tab.$('table tbody a');
 		if (first) {
 			await first.click();
 			await tab.waitForSelector('form.item');
 			await tab.waitForLoadState('networkidle');
-			visited.push(new URL(tab.url()).pathname);
+			await seen(new URL(tab.url()).pathname);
 		}
 		await tab.goto(`${origin}/admin/content/${c}/+`);
 		await tab.waitForSelector('form.item');
 		await tab.waitForLoadState('networkidle');
-		visited.push(`/admin/content/${c}/+`);
+		await seen(`/admin/content/${c}/+`);
 		const alerts = await tab.$$eval('[role=alert]', (all) => all.map((a) => a.textContent.trim()).filter(Boolean));
 		assert.deepEqual(alerts, [], `${c}: ${alerts}`);
 	}
 	assert.deepEqual(errors, [], `visited ${visited.length} pages`);
+	assert.deepEqual(accessible, [], 'every control labelled and reachable');
 	console.log(`visited ${visited.length} pages of the content module`);
 	await context.close();
 });

@@ -13,6 +13,8 @@ import { deflateSync } from 'node:zlib';
 
 import { chromium } from 'playwright-core';
 
+import { unreachableOrUnlabelled } from './admin-a11y.js';
+
 const url = required('HOST_URL', 'PLATFORM_URL');
 const adminEmail = required('ADMIN_EMAIL');
 const adminPassword = required('ADMIN_PASSWORD');
@@ -352,6 +354,7 @@ test('every page of the files, access and platform modules loads with no console
 		await tab.waitForSelector(ready, { timeout: 20_000 });
 		await tab.waitForLoadState('networkidle').catch(() => {});
 		assert.equal(await tab.$('.error[role=alert]'), null, `${path} shows no error`);
+		assert.deepEqual(await unreachableOrUnlabelled(tab), [], `${path}: every control labelled and reachable`);
 		if (name === 'platform') {
 			// Live: the charts gain samples as the page refreshes them.
 			await tab.waitForFunction(() => /the last ([3-9]|\d\d) samples/.test(document.querySelector('#metrics [role=img]')?.getAttribute('aria-label') ?? ''), null, { timeout: 20_000 });
