@@ -6,19 +6,25 @@
 //!
 //! Lists and details answer *live* counts of the records (the contract),
 //! which equal the counters as long as nobody else wrote them. A video's
-//! `counts_exact` says so: the hook sets it, after a move, only when both
-//! counters equal the records' counts, and any other write of a counter (or
-//! of the flag) clears it. Reads serve the counters of exact videos and
-//! count the records of the others only.
+//! `counts_exact` says so: a new video's zero counters are exact (no like
+//! or play can name a video before it exists: a record's reference is
+//! checked when it is written, and a video's records go with it); the hook
+//! sets it, after a move, only when both counters equal the records'
+//! counts; any other write of a counter or of the flag clears it, in the
+//! write itself (a before-write hook), so no other write or event comes of
+//! it. Reads serve the counters of exact videos and count the records of
+//! the others only.
 
-use host_sdk::{BoxError, Context, EventKind, ItemEvent, Items, ItemsError, Query};
+use host_sdk::{BoxError, Context, EventKind, ItemEvent, Items, ItemsError, PendingWrite, Query};
 use serde_json::{json, Value};
 
 use crate::own_writes;
 
-/// The collections whose writes move a counter, and the videos, whose
-/// other writes may make the counters no longer exact.
-pub const WATCHED: [&str; 3] = ["video_likes", "video_plays", "videos"];
+/// The collections whose writes move a counter.
+pub const WATCHED: [&str; 2] = ["video_likes", "video_plays"];
+
+/// The collection whose writes may make its counters no longer exact.
+pub const VIDEOS: [&str; 1] = ["videos"];
 
 /// Whether a video's counters equal its records' counts.
 pub const EXACT: &str = "counts_exact";
@@ -88,11 +94,8 @@ fn bump(items: &Items<'_>, video: &str, field: &str, delta: i64) -> Result<(), I
     Ok(())
 }
 
-/// In the writing transaction of a like, a play or a video.
+/// In the writing transaction of a like or a play.
 pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
-    if event.collection == "videos" {
-        return Ok(videos_written(event, ctx)?);
-    }
     let Some(field) = counter_of(&event.collection) else {
         return Ok(());
     };
@@ -119,35 +122,32 @@ pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxErro
     Ok(())
 }
 
-/// A video whose counters or flag someone other than the counters' hook
-/// changed is no longer exact: nobody else's word is taken for it. A new
-/// video is exact when both its counters are 0: no like or play can name
-/// a video before it exists (a record's reference is checked when it is
-/// written, and a video's records go with it).
-fn videos_written(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
-    if own_writes::active() || event.kind == EventKind::Delete {
+/// Before a video is written by anyone but the counters' hook: a create
+/// is exact when both its counters are 0 (as given, or by default); an
+/// update that names a counter or the flag is no longer exact. Nobody
+/// else's word is taken for it.
+pub fn before_write(write: &mut PendingWrite, _ctx: &Context<'_>) -> Result<(), BoxError> {
+    if own_writes::active() {
         return Ok(());
     }
-    // (the flag, (the two counters)), as a record holds them.
-    let kept = |record: Option<&Value>| {
-        let field = |name: &str| record.and_then(|r| r.get(name)).cloned();
-        (field(EXACT), (field(COUNTERS[0].0), field(COUNTERS[1].0)))
+    let Some(payload) = write.payload.as_object_mut() else {
+        return Ok(());
     };
-    let items = ctx.as_admin();
-    for key in &event.keys {
-        let after = event.after_of(key);
-        let (claimed, counted) = kept(after);
-        let exact = match event.kind {
-            EventKind::Create => {
-                let zero = |v: &Option<Value>| v.as_ref().and_then(Value::as_i64) == Some(0);
-                Some(zero(&counted.0) && zero(&counted.1))
+    let exact = match write.kind {
+        EventKind::Create => COUNTERS.iter().all(|(counter, _)| {
+            payload
+                .get(*counter)
+                .is_none_or(|v| v.is_null() || v.as_i64() == Some(0))
+        }),
+        EventKind::Update => {
+            let named = |name: &str| payload.contains_key(name);
+            if !(named(EXACT) || COUNTERS.iter().any(|(counter, _)| named(counter))) {
+                return Ok(());
             }
-            _ if kept(event.before_of(key)) != (claimed.clone(), counted) => Some(false),
-            _ => None,
-        };
-        if let Some(exact) = exact.filter(|e| Some(&Value::Bool(*e)) != claimed.as_ref()) {
-            own_writes::run(|| items.update_one("videos", key, &json!({ EXACT: exact })))?;
+            false
         }
-    }
+        EventKind::Delete => return Ok(()),
+    };
+    payload.insert(EXACT.into(), Value::Bool(exact));
     Ok(())
 }

@@ -76,6 +76,7 @@ pub fn extension() -> Extension {
         ext = ext.migration(id, steps);
     }
     ext.before_commit_in(&counters::WATCHED, counters::before_commit)
+        .before_write_in(&counters::VIDEOS, counters::before_write)
         .before_commit_raw_in(
             &gamification::hooks::WATCHED,
             gamification::hooks::before_commit,
