@@ -55,7 +55,7 @@ export async function load(): Promise<Me | null> {
 	try {
 		// Who, and what they may do: the nav shows only the modules they may use.
 		const [me] = await Promise.all([
-			request(readMe({ fields: ['id', 'email', 'first_name', 'last_name', 'role.id', 'role.name'] }) as never, { quiet401: true }),
+			request(readMe({ fields: ['id', 'email', 'first_name', 'last_name', 'role.id', 'role.name'] } as never) as never, { quiet401: true }),
 			loadAccess({ quiet401: true }),
 		]);
 		session.user = me as Me;

@@ -1,6 +1,6 @@
 //! The admin app at `/admin` (docs/admin-app.md): the files embedded in the
-//! host are the build of `admin-app/` from its lockfile, byte for byte; its
-//! scripts stay under 300 KB compressed; the host serves it with its
+//! host are the build of `admin-app/` from its lockfile, byte for byte; it
+//! type-checks (`svelte-check`); its scripts stay under 300 KB compressed; the host serves it with its
 //! Content-Security-Policy (no inline script, never framed). In Chromium:
 //! - `tests/sdk-js/admin-content.test.js`: an administrator signs in,
 //!   creates a video with two models and an uploaded movie and publishes
@@ -99,6 +99,31 @@ fn the_embedded_admin_app_is_its_rebuild_from_the_lockfile() {
         "example-host/admin-dist is not the build of admin-app (run `npm ci && npm run build` in admin-app and commit it):\n{}",
         differences.join("\n")
     );
+}
+
+/// The app's TypeScript and Svelte type-check (`svelte-check`, pinned in
+/// its lockfile), warnings included: the build alone would not notice.
+#[test]
+fn the_admin_app_type_checks() {
+    install_admin_app();
+    let out = Command::new("npm")
+        .args(["run", "--silent", "check"])
+        .current_dir(admin_app_dir())
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("npm could not run ({e}): the admin app checks with Node.js 20")
+        });
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{report}");
+    assert!(
+        out.status.success(),
+        "svelte-check found problems:\n{report}"
+    );
+    assert!(report.contains("0 errors and 0 warnings"), "{report}");
 }
 
 #[test]
