@@ -1,7 +1,8 @@
 // The API's errors by field, for forms. Directus names the field in
 // `extensions.field`; some answers name it only in the message
 // (`Value for field "email" in collection … has to be unique.`).
-import { ApiError } from './client';
+import { ApiError, messageOf } from './client';
+import { toast } from './toast.svelte';
 
 /** The messages of a refused write, keyed by the field each names; empty when none names one. */
 export function fieldErrors(e: unknown): Record<string, string> {
@@ -12,4 +13,14 @@ export function fieldErrors(e: unknown): Record<string, string> {
 		if (field) out[field] = out[field] ? `${out[field]} ${x.message}` : x.message;
 	}
 	return out;
+}
+
+/**
+ * A refused save's errors by field, for its form; a refusal that names no
+ * field is shown as a toast instead.
+ */
+export function formErrors(e: unknown): Record<string, string> {
+	const errors = fieldErrors(e);
+	if (Object.keys(errors).length === 0) toast(messageOf(e), true);
+	return errors;
 }

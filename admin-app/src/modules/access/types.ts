@@ -1,4 +1,8 @@
 // The access collections as the host answers them (Directus 11's shapes).
+import { messageOf, request } from '../../lib/client';
+import { href, navigate } from '../../lib/router.svelte';
+import { toast } from '../../lib/toast.svelte';
+
 export type Role = { id: string; name: string; description: string | null; icon?: string | null; parent?: string | null };
 export type Policy = {
 	id: string;
@@ -31,3 +35,18 @@ export type User = {
 	status: string;
 };
 export const STATUSES = ['active', 'invited', 'draft', 'suspended', 'archived'];
+
+/**
+ * Deletes an item of an access page, then leaves for its list: `clean`
+ * first marks the form as saved, so that leaving asks nothing.
+ */
+export async function deleteAndLeave(command: unknown, what: string, list: string, clean: () => void) {
+	try {
+		await request(command as never);
+		clean();
+		toast(`${what} deleted`);
+		navigate(href('access', list), { force: true });
+	} catch (e) {
+		toast(messageOf(e), true);
+	}
+}
