@@ -3,6 +3,7 @@
 //! lock), and SQLite's dialect of the shared SQL.
 
 pub(crate) mod backup;
+mod checkpoint;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +41,8 @@ pub struct SqliteStore {
     /// Statements run and rows read, by every connection.
     counts: Counts,
     recorded: migrate::KnownRecorded,
+    /// Dropped last: the final checkpoint runs after the pool has closed.
+    _checkpoints: checkpoint::Checkpointer,
 }
 
 /// What the connections did, for `/server/metrics`.
@@ -138,6 +141,13 @@ fn set_up_connection(c: &mut Connection) -> rusqlite::Result<()> {
          PRAGMA foreign_keys = OFF;
          PRAGMA temp_store = MEMORY;",
     )
+}
+
+/// The settings of the store's connections when its checkpoint thread
+/// runs: no checkpoint on a writer's commit (see `checkpoint`).
+fn set_up_connection_checkpointed(c: &mut Connection) -> rusqlite::Result<()> {
+    set_up_connection(c)?;
+    c.execute_batch("PRAGMA wal_autocheckpoint = 0;")
 }
 
 /// SQLite names the columns of a unique violation as
@@ -369,7 +379,12 @@ impl SqliteStore {
                 .query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
                 .map_err(map_sql_error)?;
         }
-        let manager = SqliteConnectionManager::file(path).with_init(set_up_connection);
+        let checkpoints = checkpoint::Checkpointer::start(path);
+        let manager = SqliteConnectionManager::file(path).with_init(if checkpoints.running() {
+            set_up_connection_checkpointed
+        } else {
+            set_up_connection
+        });
         let max_size = pool_max.unwrap_or(DEFAULT_POOL_SIZE).max(1);
         let pool = r2d2::Pool::builder()
             .max_size(max_size)
@@ -384,6 +399,7 @@ impl SqliteStore {
             changes: Mutex::new(ChangeWatch::open(path)?),
             counts: Counts::default(),
             recorded: migrate::KnownRecorded::default(),
+            _checkpoints: checkpoints,
         };
         let (schema, recorded) = store.in_write_tx(|conn| {
             conn.execute_batch(migrate::BOOKKEEPING)?;
@@ -614,6 +630,50 @@ mod tests {
             .migrate("test", "0001", &steps, &SchemaStepsOnly)
             .expect("migrate");
         (dir, store)
+    }
+
+    /// The store's own connections leave checkpoints to its thread: a
+    /// commit never copies the WAL into the file on its caller's time; and
+    /// what was committed reads back after the store closes and opens.
+    #[test]
+    fn writers_leave_checkpoints_to_the_stores_thread() {
+        use crate::storage::codec::Scalar;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("t.db");
+        {
+            let store = SqliteStore::open(&path, None).expect("open");
+            let auto: i64 = store
+                .with_conn(|c| {
+                    c.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))
+                        .map_err(map_sql_error)
+                })
+                .expect("the setting");
+            assert_eq!(auto, 0);
+            let steps = vec![Collection::new("things").field(Field::integer("n")).build()];
+            store
+                .migrate("test", "0001", &steps, &SchemaStepsOnly)
+                .expect("migrate");
+            let def = store.schema().get("things").expect("things").clone();
+            for n in 0..300 {
+                store
+                    .write(&mut |conn| {
+                        let mut row = crate::storage::Columns::new();
+                        row.insert("id".into(), Scalar::Text(format!("row-{n}")));
+                        row.insert("n".into(), Scalar::Int(n));
+                        conn.insert(&def, &row).map(|_| ())
+                    })
+                    .expect("a write");
+            }
+            std::thread::sleep(checkpoint::INTERVAL * 2);
+        }
+        let store = SqliteStore::open(&path, None).expect("open again");
+        let count: i64 = store
+            .with_conn(|c| {
+                c.query_row("SELECT count(*) FROM things", [], |r| r.get(0))
+                    .map_err(map_sql_error)
+            })
+            .expect("a count");
+        assert_eq!(count, 300);
     }
 
     /// An index with a descending field serves a sort whose directions
