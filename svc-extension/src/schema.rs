@@ -49,6 +49,8 @@ pub const LEADERBOARD_ORDER_MIGRATION: &str = "0013_leaderboard_order";
 /// Id of the migration adding the flag that says a video's counters are
 /// exact (see `counters`).
 pub const EXACT_COUNTS_MIGRATION: &str = "0014_video_counts_exact";
+/// The rank tree (see `gamification::ranks`).
+pub const RANK_COUNTS_MIGRATION: &str = "0015_rank_counts";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -265,6 +267,35 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (MODEL_META_MIGRATION, model_meta()),
         (LEADERBOARD_ORDER_MIGRATION, leaderboard_order()),
         (EXACT_COUNTS_MIGRATION, video_counts_exact()),
+        (RANK_COUNTS_MIGRATION, rank_counts()),
+    ]
+}
+
+/// The rank tree's nodes, and whether it counts every stats row: not yet
+/// on a database that has stats rows already (the first rank asked for
+/// counts it).
+pub fn rank_counts() -> Vec<Step> {
+    use crate::gamification::ranks::{COUNTED, COUNTS};
+    vec![
+        Collection::new(COUNTS)
+            .field(Field::integer("node").not_null().unique())
+            .field(counter("users"))
+            .build(),
+        collection_meta(
+            COUNTS,
+            CollectionMeta {
+                icon: Some("leaderboard".into()),
+                note: Some(
+                    "Users per leading bytes of their score: kept by the service for ranks".into(),
+                ),
+                hidden: Some(true),
+                ..CollectionMeta::default()
+            },
+        ),
+        Step::AddField {
+            collection: "gamification_state".into(),
+            field: flag(COUNTED).not_null(),
+        },
     ]
 }
 
@@ -880,7 +911,8 @@ mod tests {
                 "0011_member_recordings_narrowed",
                 "0012_model_meta",
                 "0013_leaderboard_order",
-                "0014_video_counts_exact"
+                "0014_video_counts_exact",
+                "0015_rank_counts"
             ]
         );
     }

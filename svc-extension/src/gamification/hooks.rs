@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use super::awards::{self, Action};
 use super::facts::PointAction;
 use super::ledger::VERIFIED;
+use super::ranks;
 use crate::own_writes;
 
 fn field<'a>(record: Option<&'a Value>, name: &str) -> Option<&'a Value> {
@@ -49,6 +50,10 @@ pub fn before_commit(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), 
         return recordings(event, ctx).map_err(BoxError::from);
     }
     let event = event.parse();
+    if event.collection == "user_stats" {
+        // The rank tree follows every sum, the ledger's included.
+        ranks_follow(&event, ctx)?;
+    }
     let outcome = match event.collection.as_str() {
         "recording_plays" => plays(&event, ctx),
         "platform_comments" => comments(&event, ctx),
@@ -60,6 +65,21 @@ pub fn before_commit(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), 
         _ => Ok(()),
     };
     outcome.map_err(BoxError::from)
+}
+
+/// Moves the rank tree by the sums the write changed.
+fn ranks_follow(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
+    let sum = |record: Option<&Value>| field(record, "decay_sum").and_then(Value::as_f64);
+    let mut changes = std::collections::BTreeMap::new();
+    for key in &event.keys {
+        let before = sum(event.before_of(key)).filter(|_| event.kind != EventKind::Create);
+        let after = sum(event.after_of(key)).filter(|_| event.kind != EventKind::Delete);
+        for (node, change) in ranks::moves(before, after) {
+            *changes.entry(node).or_insert(0) += change;
+        }
+    }
+    changes.retain(|_, change| *change != 0);
+    ranks::apply(&ctx.as_admin(), &changes)
 }
 
 /// The users named by `field` before and after the write, once each.

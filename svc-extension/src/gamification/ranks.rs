@@ -1,95 +1,415 @@
-//! Ranks: 1 + the number of users whose decay sum is greater.
+//! Ranks: 1 + the number of users whose decay sum is strictly greater,
+//! answered in logarithmic time from a kept count tree, exact on every
+//! backend.
 //!
-//! Counting those rows costs a walk of the index proportional to the rank.
-//! While the data holds still (reads far outnumber point awards), a sorted
-//! copy of every sum answers by binary search instead. The copy is built
-//! once the same data version has been asked for a few times, so a stream
-//! of awards, each moving the version, never pays for copies it cannot use.
+//! A sum maps to a 64-bit key whose order is the sums' (IEEE 754 bits,
+//! flipped as usual). The tree counts users by the key's leading bytes: a
+//! node at level `L` (1 to [`LEVELS`]) is the first `L` bytes, and its row
+//! in `user_rank_counts` says how many users' keys start with them. The
+//! users above a sum are then, for each level, the users under the
+//! siblings that follow the sum's own node (at most 255 nodes, one range of
+//! the `node` index each), plus the users whose key shares all
+//! [`LEVELS`] bytes and whose sum is greater (a range of the `decay_sum`
+//! index over sums that agree in their first 32 bits: ties, in practice).
+//!
+//! The in-transaction hook on `user_stats` moves the tree with every write
+//! of a sum, whatever path made it, in the writing transaction. A database
+//! made before the tree existed (or loaded behind the platform's back) is
+//! counted once, in one transaction, by the first rank asked for; the
+//! state row's `ranks_counted` says it was.
 
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use host_sdk::{Context, Items, ItemsError, Query};
 use serde_json::{json, Value};
 
-/// Requests at one data version before the copy is built.
-const BUILD_AFTER: u32 = 8;
+use super::ledger::STATE_ID;
+use crate::records::str_field;
 
-#[derive(Default)]
-struct State {
-    /// Every user's sum, ascending, and the version it was read under.
-    copy: Option<(u64, Arc<Vec<f64>>)>,
-    /// The version asked for lately, and how many times.
-    asked: (u64, u32),
+/// The collection of the tree's nodes.
+pub const COUNTS: &str = "user_rank_counts";
+/// Whether the tree counts every stats row (on `gamification_state`).
+pub const COUNTED: &str = "ranks_counted";
+/// Levels of the tree: one byte of the key each.
+pub const LEVELS: u32 = 4;
+
+/// Stats rows read per request while counting the tree from scratch.
+const READ_CHUNK: i64 = 50_000;
+/// Nodes created per request while counting the tree from scratch.
+const WRITE_CHUNK: usize = 1_000;
+
+/// The key of a sum: ordered as the sums are (`-0.0` is `0.0`).
+pub fn key(sum: f64) -> u64 {
+    let bits = if sum == 0.0 { 0 } else { sum.to_bits() };
+    if bits >> 63 == 0 {
+        bits | 1 << 63
+    } else {
+        !bits
+    }
 }
 
-static STATE: Mutex<State> = Mutex::new(State {
-    copy: None,
-    asked: (0, 0),
-});
-
-/// How many sums in `ascending` are greater than `sum`.
-pub fn greater_in(ascending: &[f64], sum: f64) -> u64 {
-    (ascending.len() - ascending.partition_point(|x| *x <= sum)) as u64
+/// The sum of a key ([`key`]'s inverse).
+fn sum_of(key: u64) -> f64 {
+    if key >> 63 == 1 {
+        f64::from_bits(key & !(1 << 63))
+    } else {
+        f64::from_bits(!key)
+    }
 }
 
-fn count_greater(items: &Items<'_>, sum: f64) -> Result<u64, ItemsError> {
-    items.count("user_stats", Some(json!({"decay_sum": {"_gt": sum}})))
+/// The node of `key` at `level`: the level above the key's first `level`
+/// bytes, so the nodes of one level are one range of numbers.
+pub fn node(level: u32, key: u64) -> i64 {
+    ((level as i64) << 32) | (key >> (64 - 8 * level)) as i64
 }
 
-fn read_all(items: &Items<'_>) -> Result<Vec<f64>, ItemsError> {
-    let rows = items.read_by_query("user_stats", &Query::new().fields(&["decay_sum"]).limit(-1))?;
-    // A missing sum is greater than nothing, as in the count.
-    let mut sums: Vec<f64> = rows
+/// The nodes of a key, top level first.
+fn path(key: u64) -> impl Iterator<Item = i64> {
+    (1..=LEVELS).map(move |level| node(level, key))
+}
+
+/// The nodes whose users' sums are all greater than `sum`'s and agree with
+/// it above their level: per level, the siblings after the sum's node, as
+/// (exclusive, inclusive) bounds; none when it is the last child.
+pub fn siblings_above(sum: f64) -> Vec<(i64, i64)> {
+    let k = key(sum);
+    (1..=LEVELS)
+        .map(|level| (node(level, k), node(level, k) | 0xFF))
+        .filter(|(own, last)| own < last)
+        .collect()
+}
+
+/// The sums that share the first [`LEVELS`] bytes of `sum`'s key and are
+/// greater: (exclusive, inclusive) bounds.
+pub fn greater_in_leaf(sum: f64) -> (f64, f64) {
+    let low_bits = u64::MAX >> (8 * LEVELS);
+    (sum, sum_of(key(sum) | low_bits))
+}
+
+/// How the tree's nodes move when a user's sum goes from `before` to
+/// `after` (`None`: no row): node → change, without the unchanged nodes.
+pub fn moves(before: Option<f64>, after: Option<f64>) -> BTreeMap<i64, i64> {
+    let mut out = BTreeMap::new();
+    for (sum, sign) in [(before, -1), (after, 1)] {
+        if let Some(sum) = sum.filter(|s| s.is_finite()) {
+            for n in path(key(sum)) {
+                *out.entry(n).or_insert(0) += sign;
+            }
+        }
+    }
+    out.retain(|_, change| *change != 0);
+    out
+}
+
+fn number(value: Option<&Value>) -> i64 {
+    match value {
+        Some(Value::String(s)) => s.parse::<f64>().map_or(0, |f| f as i64),
+        Some(v) => v
+            .as_i64()
+            .or_else(|| v.as_f64().map(|f| f as i64))
+            .unwrap_or(0),
+        None => 0,
+    }
+}
+
+/// Applies node changes: one read of the nodes named, then one write per
+/// node (a node left with no user goes).
+pub fn apply(items: &Items<'_>, changes: &BTreeMap<i64, i64>) -> Result<(), ItemsError> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let nodes: Vec<i64> = changes.keys().copied().collect();
+    let stored = items.read_by_query(
+        COUNTS,
+        &Query::new()
+            .fields(&["id", "node", "users"])
+            .filter(json!({"node": {"_in": nodes}}))
+            .limit(-1),
+    )?;
+    let mut existing: BTreeMap<i64, (String, i64)> = stored
         .iter()
-        .filter_map(|r| r.get("decay_sum").and_then(Value::as_f64))
+        .filter_map(|r| {
+            let id = str_field(r, "id")?.to_string();
+            Some((r.get("node")?.as_i64()?, (id, number(r.get("users")))))
+        })
         .collect();
-    sums.sort_by(f64::total_cmp);
-    Ok(sums)
+    for (node, change) in changes {
+        match existing.remove(node) {
+            Some((id, users)) if users + change == 0 => items.delete_one(COUNTS, &id)?,
+            Some((id, users)) => {
+                items.update_one(COUNTS, &id, &json!({"users": users + change}))?;
+            }
+            None => {
+                items.create_one(COUNTS, &json!({"node": node, "users": change}))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Set once this process has seen the tree counted: it stays so (every
+/// later write moves it).
+static SEEN_COUNTED: AtomicBool = AtomicBool::new(false);
+
+fn counted(items: &Items<'_>) -> Result<bool, ItemsError> {
+    let row = items.read_one_with::<Value>(
+        "gamification_state",
+        STATE_ID,
+        &Query::new().fields(&[COUNTED]),
+    )?;
+    Ok(row.and_then(|r| r.get(COUNTED).and_then(Value::as_bool)) == Some(true))
+}
+
+/// Every stats row's sum, read in chunks of the primary key's order.
+fn every_sum(items: &Items<'_>) -> Result<Vec<f64>, ItemsError> {
+    let mut sums = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut query = Query::new()
+            .fields(&["id", "decay_sum"])
+            .sort(&["id"])
+            .limit(READ_CHUNK);
+        if let Some(last) = &after {
+            query = query.filter(json!({"id": {"_gt": last}}));
+        }
+        let rows = items.read_by_query("user_stats", &query)?;
+        sums.extend(
+            rows.iter()
+                .filter_map(|r| r.get("decay_sum").and_then(Value::as_f64)),
+        );
+        match rows.last().and_then(|r| str_field(r, "id")) {
+            Some(last) if rows.len() as i64 == READ_CHUNK => after = Some(last.to_string()),
+            _ => return Ok(sums),
+        }
+    }
+}
+
+/// The tree as counted from `sums`: node → users.
+pub fn count_of(sums: &[f64]) -> BTreeMap<i64, i64> {
+    let mut tree = BTreeMap::new();
+    for sum in sums.iter().filter(|s| s.is_finite()) {
+        for n in path(key(*sum)) {
+            *tree.entry(n).or_insert(0) += 1;
+        }
+    }
+    tree
+}
+
+/// Counts the tree from every stats row, in one transaction, unless it is
+/// counted already; the nodes written before it was are replaced.
+fn ensure_counted(ctx: &Context<'_>) -> Result<(), ItemsError> {
+    if SEEN_COUNTED.load(Ordering::Acquire) || counted(&ctx.as_admin())? {
+        SEEN_COUNTED.store(true, Ordering::Release);
+        return Ok(());
+    }
+    ctx.transaction(|tx| {
+        let items = tx.as_admin();
+        if counted(&items)? {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let sums = every_sum(&items)?;
+        let tree = count_of(&sums);
+        let stale = items.read_by_query(COUNTS, &Query::new().fields(&["id"]).limit(-1))?;
+        for id in stale.iter().filter_map(|r| str_field(r, "id")) {
+            items.delete_one(COUNTS, id)?;
+        }
+        let rows: Vec<Value> = tree
+            .iter()
+            .map(|(node, users)| json!({"node": node, "users": users}))
+            .collect();
+        for chunk in rows.chunks(WRITE_CHUNK) {
+            items.create_many(COUNTS, chunk)?;
+        }
+        items.update_one("gamification_state", STATE_ID, &json!({COUNTED: true}))?;
+        log::info!(
+            "ranks: counted {} users into {} nodes in {:.1} s",
+            sums.len(),
+            rows.len(),
+            started.elapsed().as_secs_f64()
+        );
+        Ok(())
+    })?;
+    SEEN_COUNTED.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// The users under the sibling nodes after `sum`'s, on every level.
+fn users_in_siblings(items: &Items<'_>, sum: f64) -> Result<i64, ItemsError> {
+    let ranges: Vec<Value> = siblings_above(sum)
+        .into_iter()
+        .map(|(own, last)| json!({"node": {"_gt": own, "_lte": last}}))
+        .collect();
+    if ranges.is_empty() {
+        return Ok(0);
+    }
+    let rows = items.aggregate(
+        COUNTS,
+        &Query::new()
+            .filter(json!({"_or": ranges}))
+            .aggregate("sum", &["users"]),
+    )?;
+    Ok(number(
+        rows.first()
+            .and_then(|r| r.get("sum"))
+            .and_then(|s| s.get("users")),
+    ))
 }
 
 /// The number of users whose decay sum is greater than `sum`.
 pub fn users_above(ctx: &Context<'_>, items: &Items<'_>, sum: f64) -> Result<u64, ItemsError> {
-    let Some(version) = ctx.data_version() else {
-        return count_greater(items, sum);
-    };
-    let build = {
-        let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((v, copy)) = &state.copy {
-            if *v == version {
-                return Ok(greater_in(copy, sum));
-            }
-        }
-        if state.asked.0 == version {
-            state.asked.1 += 1;
-        } else {
-            state.asked = (version, 1);
-        }
-        // Exactly one request builds the copy.
-        state.asked.1 == BUILD_AFTER
-    };
-    if !build {
-        return count_greater(items, sum);
-    }
-    let copy = Arc::new(read_all(items)?);
-    let answer = greater_in(&copy, sum);
-    let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    if state.copy.as_ref().is_none_or(|(v, _)| *v < version) {
-        state.copy = Some((version, copy));
-    }
-    Ok(answer)
+    ensure_counted(ctx)?;
+    let (low, high) = greater_in_leaf(sum);
+    let in_leaf = items.count(
+        "user_stats",
+        Some(json!({"_and": [{"decay_sum": {"_gt": low}}, {"decay_sum": {"_lte": high}}]})),
+    )?;
+    let above = users_in_siblings(items, sum)?;
+    Ok(u64::try_from(above).unwrap_or(0) + in_leaf)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::greater_in;
+    use super::*;
+
+    /// The rule itself: users with a strictly greater sum.
+    fn greater(sums: &[f64], sum: f64) -> u64 {
+        sums.iter().filter(|s| **s > sum).count() as u64
+    }
+
+    /// The tree's answer over an in-memory tree and rows.
+    fn from_tree(tree: &BTreeMap<i64, i64>, sums: &[f64], sum: f64) -> u64 {
+        let siblings: i64 = siblings_above(sum)
+            .iter()
+            .map(|(own, last)| tree.range(own + 1..=*last).map(|(_, n)| n).sum::<i64>())
+            .sum();
+        let (low, high) = greater_in_leaf(sum);
+        let leaf = sums.iter().filter(|s| **s > low && **s <= high).count() as u64;
+        siblings as u64 + leaf
+    }
+
+    /// A small deterministic generator (no dependency for one test).
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 11
+        }
+        fn sum(&mut self, pool: &[f64]) -> f64 {
+            match self.next() % 4 {
+                // Ties, and sums that differ in their last bits only.
+                0 => pool[(self.next() % pool.len() as u64) as usize],
+                1 => f64::from_bits(
+                    pool[(self.next() % pool.len() as u64) as usize].to_bits() ^ (self.next() % 8),
+                ),
+                2 => -((self.next() % 1000) as f64) / 7.0,
+                _ => {
+                    (self.next() % 1_000_000) as f64
+                        * 1.000_001f64.powi((self.next() % 5000) as i32)
+                }
+            }
+        }
+    }
 
     #[test]
-    fn greater_counts_strictly_greater_sums() {
-        let sums = [0.0, 1.5, 1.5, 2.0, 10.0];
-        assert_eq!(greater_in(&sums, 1.5), 2);
-        assert_eq!(greater_in(&sums, 0.0), 4);
-        assert_eq!(greater_in(&sums, 10.0), 0);
-        assert_eq!(greater_in(&sums, -1.0), 5);
-        assert_eq!(greater_in(&[], 3.0), 0);
+    fn keys_order_as_the_sums() {
+        let mut sums = vec![
+            f64::MIN,
+            -1e300,
+            -2.5,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            -0.0,
+            0.0,
+            5e-324,
+            1e-300,
+            1.0,
+            1.0000000000000002,
+            2.5,
+            1e300,
+            f64::MAX,
+        ];
+        sums.sort_by(f64::total_cmp);
+        for pair in sums.windows(2) {
+            assert_eq!(
+                pair[0].partial_cmp(&pair[1]),
+                key(pair[0]).partial_cmp(&key(pair[1])),
+                "{} vs {}",
+                pair[0],
+                pair[1]
+            );
+            assert_eq!(sum_of(key(pair[1])), pair[1]);
+        }
+        assert_eq!(key(-0.0), key(0.0));
+    }
+
+    #[test]
+    fn moves_touch_only_the_nodes_that_change() {
+        assert!(moves(Some(3.0), Some(3.0)).is_empty());
+        let created = moves(None, Some(3.0));
+        assert_eq!(created.len(), LEVELS as usize);
+        assert!(created.values().all(|c| *c == 1));
+        // Sums apart in their last bits only share every node.
+        assert!(moves(Some(3.0), Some(f64::from_bits(3.0f64.to_bits() + 1))).is_empty());
+        let moved = moves(Some(3.0), Some(-3.0));
+        assert_eq!(
+            moved.values().filter(|c| **c == -1).count(),
+            LEVELS as usize
+        );
+        assert_eq!(moved.values().sum::<i64>(), 0);
+    }
+
+    /// Property: a tree kept by moves through creates, updates and deletes
+    /// equals the tree counted from scratch, and answers the rule for any
+    /// sum, present or not.
+    #[test]
+    fn the_kept_tree_answers_the_rule() {
+        let pool = [0.0, 1.0, 10.0, 10.5, 1234.5678, 1e9, 3.3e12];
+        let mut rng = Lcg(7);
+        let mut rows: Vec<f64> = Vec::new();
+        let mut tree: BTreeMap<i64, i64> = BTreeMap::new();
+        let keep = |tree: &mut BTreeMap<i64, i64>, before, after| {
+            for (n, c) in moves(before, after) {
+                let users = tree.entry(n).or_insert(0);
+                *users += c;
+                if *users == 0 {
+                    tree.remove(&n);
+                }
+            }
+        };
+        for step in 0..4000 {
+            match rng.next() % 3 {
+                0 => {
+                    let s = rng.sum(&pool);
+                    rows.push(s);
+                    keep(&mut tree, None, Some(s));
+                }
+                1 if !rows.is_empty() => {
+                    let i = (rng.next() % rows.len() as u64) as usize;
+                    let s = rng.sum(&pool);
+                    keep(&mut tree, Some(rows[i]), Some(s));
+                    rows[i] = s;
+                }
+                _ if !rows.is_empty() => {
+                    let i = (rng.next() % rows.len() as u64) as usize;
+                    keep(&mut tree, Some(rows.swap_remove(i)), None);
+                }
+                _ => {}
+            }
+            if step % 97 == 0 {
+                assert_eq!(tree, count_of(&rows), "step {step}");
+                for probe in rows.iter().copied().chain([rng.sum(&pool), -1e301, 1e301]) {
+                    assert_eq!(
+                        from_tree(&tree, &rows, probe),
+                        greater(&rows, probe),
+                        "step {step}, sum {probe}"
+                    );
+                }
+            }
+        }
     }
 }

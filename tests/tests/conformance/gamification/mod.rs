@@ -357,6 +357,7 @@ mod leaderboard;
 mod points_and_triggers;
 mod property;
 mod public_access;
+mod ranks;
 mod rule_3;
 mod rule_4;
 mod rule_5;

@@ -1,0 +1,100 @@
+//! Property: a user's `rank` is 1 + the number of users with a strictly
+//! greater weighted score (docs/service-api.md, "Gamification (public)"),
+//! whatever wrote the scores: the ledger's awards, an administrator's writes
+//! of stats rows through the items API, deleted rows and deleted users.
+//! Scores come from a small pool so ties and sums a few bits apart are
+//! common; the expected ranks are recomputed from every stats row.
+
+use super::*;
+
+/// A stored sum: ties, neighbours in the last bits, negatives, magnitudes.
+fn a_sum(rng: &mut Rng) -> f64 {
+    const POOL: [f64; 6] = [0.0, 10.0, 10.5, 1234.5678, 2.5e9, 7.0e15];
+    let base = POOL[rng.below(POOL.len())];
+    match rng.below(4) {
+        0 => base,
+        1 => f64::from_bits(base.to_bits() + rng.below(4) as u64),
+        2 => -base / 3.0,
+        _ => base * (1.0 + rng.below(1000) as f64 / 997.0),
+    }
+}
+
+fn stats_row_of(host: &Host, user: &str) -> Option<(String, f64)> {
+    host.admin_find("user_stats", &json!({"user_id": {"_eq": user}}))
+        .first()
+        .and_then(|r| Some((r["id"].as_str()?.to_string(), r["decay_sum"].as_f64()?)))
+}
+
+/// Every user's rank as served, against the rule over every stored sum.
+fn check_ranks(host: &Host, users: &[String], step: usize) {
+    let rows = host.admin_all("user_stats", "user_id,decay_sum");
+    let sums: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r["decay_sum"].as_f64())
+        .collect();
+    for user in users {
+        let Some((_, own)) = stats_row_of(host, user) else {
+            continue;
+        };
+        let expected = 1 + sums.iter().filter(|s| **s > own).count() as u64;
+        let r = host.get(&format!("/svc/gamification/user/{user}"), None);
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(
+            r.json()["stats"]["rank"].as_u64(),
+            Some(expected),
+            "step {step}: user {user} with sum {own} among {sums:?}"
+        );
+    }
+}
+
+#[test]
+fn ranks_follow_every_write_of_a_score() {
+    let host = Host::in_process_svc();
+    let mut rng = Rng(48);
+    let mut users: Vec<String> = (0..10)
+        .map(|i| host.user(None, &format!("ranked-{i}")))
+        .collect();
+    // A published recording to comment on: each comment is a ledger award.
+    let on = host.admin_create("recordings", &rec_body("Ranked", Some("published")))["id"]
+        .as_str()
+        .expect("recording id")
+        .to_string();
+    // The first rank asked for counts the tree; every later step moves it.
+    host.admin_create(
+        "user_stats",
+        &json!({"user_id": users[0], "decay_sum": 1.0}),
+    );
+    check_ranks(&host, &users, 0);
+    for step in 1..=60 {
+        let user = users[rng.below(users.len())].clone();
+        match (rng.below(5), stats_row_of(&host, &user)) {
+            (0, None) => {
+                host.admin_create(
+                    "user_stats",
+                    &json!({"user_id": user, "decay_sum": a_sum(&mut rng)}),
+                );
+            }
+            (0 | 1, Some((id, _))) => {
+                host.admin_patch("user_stats", &id, &json!({"decay_sum": a_sum(&mut rng)}));
+            }
+            (2, Some((id, _))) => host.admin_delete("user_stats", &id),
+            (3, _) => {
+                host.admin_create(
+                    "platform_comments",
+                    &json!({"collection": "recordings", "item": on, "comment": "c", "user_created": user}),
+                );
+            }
+            (4, _) if users.len() > 4 => {
+                // The user goes, and their stats row with them.
+                host.admin_delete("platform_users", &user);
+                users.retain(|u| *u != user);
+            }
+            _ => continue,
+        }
+        check_ranks(&host, &users, step);
+    }
+    assert!(
+        host.admin_count("user_stats", None) >= 3,
+        "the steps left too few rows to compare"
+    );
+}
