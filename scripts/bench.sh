@@ -9,7 +9,7 @@
 #   scripts/bench.sh assets [--duration-secs 5]
 #   scripts/bench.sh compare [--duration-secs 10] [--only ID,..] [--keep]
 #   scripts/bench.sh sign-in [--attempts 20] [--duration-secs 5] [--flood 32]
-#   scripts/bench.sh peers [--duration-secs 5] [--only ID,..] [--cold-starts 5] [--smoke] [--keep] [--db both]
+#   scripts/bench.sh peers [--duration-secs 5] [--only ID,..] [--cold-starts 5] [--smoke] [--keep] [--db both] [--scale large]
 #   scripts/bench.sh several-hosts [--duration-secs 10] [--concurrency 16] --db postgres
 # Each takes --db sqlite|postgres|postgres://... (the database of the hosts);
 # peers also --db both (a column for each).

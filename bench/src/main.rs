@@ -18,7 +18,7 @@ fn usage() -> ExitCode {
          \x20      platform-bench memory [--db DB]\n\
          \x20      platform-bench assets [--duration-secs D] [--db DB]\n\
          \x20      platform-bench compare [--seed S] [--duration-secs D] [--only ID,..] [--client-threads N] [--keep] [--db DB]\n\
-         \x20      platform-bench peers [--seed S] [--duration-secs D] [--only ID,..] [--cold-starts N] [--client-threads N] [--smoke] [--keep] [--db DB|both]
+         \x20      platform-bench peers [--seed S] [--duration-secs D] [--only ID,..] [--cold-starts N] [--client-threads N] [--smoke] [--keep] [--db DB|both] [--scale large [--large-factor F]]\n\
          \x20      platform-bench several-hosts [--seed S] [--duration-secs D] [--concurrency N] [--db DB]\n\
          \x20      platform-bench sign-in [--attempts N] [--duration-secs D] [--flood N] [--db DB]\n\
          \x20      platform-bench hit URL [--token T] [--body FILE] [--duration-secs D] [--concurrency N]\n\
@@ -45,7 +45,10 @@ fn usage() -> ExitCode {
          \x20                PyPI into target/bench-peers) on the compare data loaded into both,\n\
          \x20                a fresh process per row and side (default 5 s measured per row),\n\
          \x20                cold start and peak RSS, ratios against the goals; --db both adds\n\
-         \x20                a PostgreSQL column; --smoke: tiny data, 1 s per row\n\
+         \x20                a PostgreSQL column; --smoke: tiny data, 1 s per row; --scale large:\n\
+         \x20                the host alone on the compare data and on 100,000 videos, 1,000,000\n\
+         \x20                users, 10,000,000 plays (times --large-factor F, default 1), every\n\
+         \x20                row and a few deep reads on both, large / default throughput\n\
          \x20 several-hosts  two hosts on one database against one host, for a read mix (cache on\n\
          \x20                and off) and a write mix, with database round trips per request, on\n\
          \x20                the compare data (default 10 s measured per row, c=16)\n\
@@ -97,6 +100,18 @@ fn measured_for(args: &[String], default: f64) -> Result<Duration, String> {
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| "--duration-secs must be positive".to_string())
+}
+
+/// The text after `--name`, when given.
+fn value_of(args: &[String], name: &str) -> Result<Option<String>, String> {
+    args.iter()
+        .position(|a| a == name)
+        .map(|i| {
+            args.get(i + 1)
+                .cloned()
+                .ok_or_else(|| format!("{name} takes a value"))
+        })
+        .transpose()
 }
 
 /// `--only ID,..`, split.
@@ -180,8 +195,17 @@ fn peers_options(args: &[String], both: bool) -> Result<peers::Options, String> 
             "--only",
             "--client-threads",
             "--cold-starts",
+            "--scale",
+            "--large-factor",
         ],
     )?;
+    let large_factor = peers::parse_scale(
+        value_of(args, "--scale")?.as_deref(),
+        value_of(args, "--large-factor")?.as_deref(),
+    )?;
+    if both && large_factor.is_some() {
+        return Err("--scale large runs on one database: --db sqlite or --db postgres".into());
+    }
     let seed = option(args, "--seed", 42u64)?;
     let backends = if both {
         vec![Backend::Sqlite, Backend::Postgres]
@@ -199,6 +223,7 @@ fn peers_options(args: &[String], both: bool) -> Result<peers::Options, String> 
         keep: args.iter().any(|a| a == "--keep"),
         client_threads: option(args, "--client-threads", 1usize)?.max(1),
         cold_starts: option(args, "--cold-starts", base.cold_starts)?.max(1),
+        large_factor,
         ..base
     })
 }

@@ -13,6 +13,9 @@
 
 mod mirror;
 pub mod pocketbase;
+mod scale;
+
+pub use scale::parse_scale;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,6 +55,9 @@ pub struct Options {
     /// The host's databases: one column each.
     pub backends: Vec<Backend>,
     pub sizes: Sizes,
+    /// `--scale large`: the host alone on `sizes` and on the large data
+    /// at this factor (see [`scale`]).
+    pub large_factor: Option<f64>,
 }
 
 impl Options {
@@ -67,6 +73,7 @@ impl Options {
             cold_starts: 5,
             backends,
             sizes: crate::compare::directus_sizes(),
+            large_factor: None,
         }
     }
 
@@ -572,6 +579,9 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let started = Instant::now();
     if opts.backends.is_empty() {
         return Err("no database for the host".into());
+    }
+    if let Some(factor) = opts.large_factor {
+        return scale::run(opts, factor);
     }
     let lines = selected(opts)?;
     println!(

@@ -256,6 +256,7 @@ mod tests {
             video_ids: vec!["v1".into()],
             stat_users: vec!["u1".into()],
             public_recordings: vec!["r1".into()],
+            public_recordings_total: 1,
             bench_tokens: vec!["t0".into(), "t1".into()],
             analytics_token: "m".into(),
         }

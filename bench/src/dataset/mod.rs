@@ -109,6 +109,8 @@ pub struct Dataset {
     /// A spread sample of published, public recordings (not owned by any
     /// bench user).
     pub public_recordings: Vec<String>,
+    /// How many recordings are published and public (the community list).
+    pub public_recordings_total: usize,
     /// Tokens of the bench viewers (no likes, own no recordings).
     pub bench_tokens: Vec<String>,
     /// Token of the model linked to `analytics_videos` videos.
@@ -132,7 +134,8 @@ const STATS: u64 = 13;
 
 /// Records per request for small records: as many as the host takes.
 const CHUNK: usize = crate::api::MAX_BATCH;
-/// Recordings per request (each carries its events: ~110 KB).
+/// Recordings of 1,000 events per request (each ~110 KB); fewer events,
+/// more per request.
 const RECORDING_CHUNK: usize = 25;
 /// Samples kept for the scenarios.
 const SAMPLE: usize = 1_024;
@@ -193,6 +196,10 @@ pub struct Generator<'a> {
     seed: u64,
     now: f64,
     quiet: bool,
+    /// Small records per request.
+    chunk: usize,
+    /// Requests in flight at once.
+    importers: usize,
 }
 
 /// Which video, user and when, for likes and plays (the plays also set
@@ -210,7 +217,31 @@ impl<'a> Generator<'a> {
             seed,
             now: now_secs(),
             quiet,
+            chunk: CHUNK,
+            importers: 1,
         }
+    }
+
+    /// `n` import requests in flight at once (see [`Importer::with_senders`]).
+    pub fn with_importers(self, n: usize) -> Self {
+        Self {
+            importers: n.max(1),
+            ..self
+        }
+    }
+
+    /// `chunk` small records per request (a host started with a
+    /// `MAX_BATCH_MUTATION` of at least that).
+    pub fn with_chunk(self, chunk: usize) -> Self {
+        Self {
+            chunk: chunk.max(1),
+            ..self
+        }
+    }
+
+    /// Recordings per request: about as many bytes as 25 of 1,000 events.
+    fn recording_chunk(&self) -> usize {
+        (RECORDING_CHUNK * 1_000 / self.sizes.events_per_recording.max(1)).clamp(1, self.chunk)
     }
 
     fn rng(&self, stream: u64) -> Rng {
@@ -253,7 +284,7 @@ impl<'a> Generator<'a> {
             return Err(format!("sizes too small: {s:?}"));
         }
         let started = Instant::now();
-        let importer = Importer::new(self.api, self.quiet);
+        let importer = Importer::new(self.api, self.quiet).with_senders(self.importers);
         let model_role = role_id(self.api, "Model")?;
         let viewer_role = role_id(self.api, "Viewer")?;
         self.say(&format!(
@@ -285,6 +316,9 @@ impl<'a> Generator<'a> {
                 |i| self.published_public(i).1,
                 |i| self.id(RECORDING, i),
             ),
+            public_recordings_total: (0..s.recordings)
+                .filter(|&i| self.published_public(i).1)
+                .count(),
             bench_tokens: (0..s.bench_users).map(bench_token).collect(),
             analytics_token: ANALYTICS_TOKEN.to_string(),
         })
@@ -293,7 +327,7 @@ impl<'a> Generator<'a> {
     fn files(&self, importer: &Importer) -> Result<(), String> {
         let mut rng = self.rng(FILE);
         let movies = self.sizes.files / 2;
-        importer.import("platform_files", self.sizes.files, CHUNK, |i| {
+        importer.import("platform_files", self.sizes.files, self.chunk, |i| {
             let movie = i < movies;
             File {
                 id: self.id(FILE, i),
@@ -327,7 +361,7 @@ impl<'a> Generator<'a> {
 
     fn models(&self, importer: &Importer, role: &str) -> Result<(), String> {
         let mut rng = self.rng(MODEL);
-        importer.import("platform_users", self.sizes.models, CHUNK, |i| User {
+        importer.import("platform_users", self.sizes.models, self.chunk, |i| User {
             id: self.id(MODEL, i),
             first_name: format!("Model{i}"),
             last_name: words(&mut rng, 1),
@@ -341,7 +375,7 @@ impl<'a> Generator<'a> {
             token: (i == 0).then(|| ANALYTICS_TOKEN.to_string()),
         })?;
         let mut rng = self.rng(PHOTO);
-        importer.import("model_photos", self.sizes.models * 3, CHUNK, |i| {
+        importer.import("model_photos", self.sizes.models * 3, self.chunk, |i| {
             ModelPhoto {
                 id: self.id(PHOTO, i),
                 platform_users_id: self.id(MODEL, i / 3),
@@ -353,7 +387,7 @@ impl<'a> Generator<'a> {
 
     fn users(&self, importer: &Importer, role: &str) -> Result<(), String> {
         let mut rng = self.rng(USER);
-        importer.import("platform_users", self.sizes.users, CHUNK, |i| User {
+        importer.import("platform_users", self.sizes.users, self.chunk, |i| User {
             id: self.id(USER, i),
             first_name: format!("User{i}"),
             last_name: words(&mut rng, 1),
@@ -366,18 +400,20 @@ impl<'a> Generator<'a> {
             description: None,
             token: None,
         })?;
-        importer.import("platform_users", self.sizes.bench_users, CHUNK, |i| User {
-            id: self.id(BENCH_USER, i),
-            first_name: "Bench".into(),
-            last_name: format!("Viewer{i}"),
-            artist_name: format!("bench {i}"),
-            role: role.to_string(),
-            date_created: self.at(10.0),
-            slug: None,
-            avatar: None,
-            banner: None,
-            description: None,
-            token: Some(bench_token(i)),
+        importer.import("platform_users", self.sizes.bench_users, self.chunk, |i| {
+            User {
+                id: self.id(BENCH_USER, i),
+                first_name: "Bench".into(),
+                last_name: format!("Viewer{i}"),
+                artist_name: format!("bench {i}"),
+                role: role.to_string(),
+                date_created: self.at(10.0),
+                slug: None,
+                avatar: None,
+                banner: None,
+                description: None,
+                token: Some(bench_token(i)),
+            }
         })
     }
 
@@ -430,7 +466,7 @@ impl<'a> Generator<'a> {
             plays[v] += 1;
         }
         let mut rng = self.rng(VIDEO);
-        importer.import("videos", s.videos, CHUNK, |i| {
+        importer.import("videos", s.videos, self.chunk, |i| {
             let upload = if self.visible(i) {
                 rng.unit() * 1_000.0 + 0.01
             } else {
@@ -456,7 +492,7 @@ impl<'a> Generator<'a> {
         let links: Vec<(usize, usize)> = (0..s.videos)
             .flat_map(|v| self.models_of(v).into_iter().map(move |m| (v, m)))
             .collect();
-        importer.import("videos_models", links.len(), CHUNK, |i| VideoModel {
+        importer.import("videos_models", links.len(), self.chunk, |i| VideoModel {
             id: self.id(LINK, i),
             videos_id: self.id(VIDEO, links[i].0),
             platform_users_id: self.id(MODEL, links[i].1),
@@ -465,7 +501,7 @@ impl<'a> Generator<'a> {
 
     fn articles(&self, importer: &Importer) -> Result<(), String> {
         let mut rng = self.rng(ARTICLE);
-        importer.import("articles", self.sizes.articles, CHUNK, |i| {
+        importer.import("articles", self.sizes.articles, self.chunk, |i| {
             let published = rng.unit() * 400.0 - 40.0;
             Article {
                 id: self.id(ARTICLE, i),
@@ -483,7 +519,7 @@ impl<'a> Generator<'a> {
     }
 
     fn likes_and_plays(&self, importer: &Importer, it: &Interactions) -> Result<(), String> {
-        importer.import("video_likes", it.likes.len(), CHUNK, |i| {
+        importer.import("video_likes", it.likes.len(), self.chunk, |i| {
             let (video, user, days) = it.likes[i];
             Like {
                 id: self.id(LIKE, i),
@@ -493,7 +529,7 @@ impl<'a> Generator<'a> {
             }
         })?;
         let mut rng = self.rng(PLAY ^ 0xFF);
-        importer.import("video_plays", it.plays.len(), CHUNK, |i| {
+        importer.import("video_plays", it.plays.len(), self.chunk, |i| {
             let (video, user, days) = it.plays[i];
             let completed = rng.chance(0.35);
             VideoPlay {
@@ -520,7 +556,7 @@ impl<'a> Generator<'a> {
         let mut playbacks = vec![0u64; s.users];
         let mut completions = vec![0u64; s.users];
         let mut rng = self.rng(POINT);
-        importer.import("user_points", s.point_actions, CHUNK, |i| {
+        importer.import("user_points", s.point_actions, self.chunk, |i| {
             let user = rng.below(s.users);
             let (action, points) = match rng.below(100) {
                 0..=69 => ("RECORDING_PLAY", 10),
@@ -547,7 +583,7 @@ impl<'a> Generator<'a> {
             }
         })?;
         let updated = self.at(0.0);
-        importer.import("user_stats", s.users, CHUNK, |u| UserStats {
+        importer.import("user_stats", s.users, self.chunk, |u| UserStats {
             id: self.id(STATS, u),
             user_id: self.id(USER, u),
             total_raw_points: raw[u],
@@ -565,7 +601,7 @@ impl<'a> Generator<'a> {
     fn recordings(&self, importer: &Importer) -> Result<(), String> {
         let s = &self.sizes;
         let mut rng = self.rng(RECORDING);
-        importer.import("recordings", s.recordings, RECORDING_CHUNK, |i| {
+        importer.import("recordings", s.recordings, self.recording_chunk(), |i| {
             let (status, public) = self.published_public(i);
             let events = events(&mut rng, s.events_per_recording);
             let title = format!("{} {i}", words(&mut rng, 2));
