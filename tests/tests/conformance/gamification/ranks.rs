@@ -98,3 +98,30 @@ fn ranks_follow_every_write_of_a_score() {
         "the steps left too few rows to compare"
     );
 }
+
+/// An import of many stats rows at once moves the tree in one write per
+/// batch, and ranks stay the rule's.
+#[test]
+fn ranks_follow_a_bulk_import_of_stats_rows() {
+    let host = Host::in_process_svc();
+    let users: Vec<Value> = (0..1200)
+        .map(|i| json!({"first_name": "Bulk", "last_name": format!("{i}")}))
+        .collect();
+    let ids: Vec<String> = host
+        .admin_create_many("platform_users", &users)
+        .iter()
+        .filter_map(|u| u["id"].as_str().map(String::from))
+        .collect();
+    host.admin_create("user_stats", &json!({"user_id": ids[0], "decay_sum": 0.5}));
+    check_ranks(&host, &ids[..1], 0);
+    let rows: Vec<Value> = ids[1..]
+        .iter()
+        .enumerate()
+        .map(
+            |(i, id)| json!({"user_id": id, "decay_sum": (i % 500) as f64 * 1.1 + i as f64 * 1e-6}),
+        )
+        .collect();
+    host.admin_create_many("user_stats", &rows);
+    let probes: Vec<String> = ids.iter().step_by(97).cloned().collect();
+    check_ranks(&host, &probes, 1);
+}
