@@ -16,7 +16,7 @@ use super::time::now_ms;
 use super::{ranks, score};
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{by_id_text, keyed_by_id, raw_ids_of, raw_list, str_field};
+use crate::records::{keyed_by_id, raw_list, str_field};
 
 const LEADERBOARD: Failure = Failure::new("Failed to get leaderboard");
 const USER: Failure = Failure::new("Failed to get user gamification data");
@@ -71,61 +71,73 @@ fn achievement_defs(
     })
 }
 
-/// A leaderboard page: the stats rows in rank order and the two fields
-/// shown of each user; read as text, nothing built into trees.
-fn page_rows(items: &Items<'_>, limit: u64, offset: u64) -> Result<Vec<KeptRow>, ItemsError> {
+/// A leaderboard page: the stats rows in rank order with the two fields
+/// shown of each user, in one read (the user comes with its row); read as
+/// text, nothing built into trees. A deep page starts where the rank tree
+/// says (a page read while scores change may then start a row early or
+/// late, as two pages read one after the other may).
+fn page_rows(
+    ctx: &Context<'_>,
+    items: &Items<'_>,
+    limit: u64,
+    offset: u64,
+) -> Result<Vec<KeptRow>, ItemsError> {
+    let mut query = Query::new();
+    let mut skip = offset;
+    if offset >= ranks::DEEP_OFFSET {
+        let Some(start) = ranks::page_start(ctx, items, offset)? else {
+            return Ok(Vec::new());
+        };
+        query = query.filter(json!({"decay_sum": {"_lte": start.ceiling}}));
+        skip = start.skip;
+    }
     let rows_text = items.read_by_query_raw(
         "user_stats",
-        &Query::new()
+        &query
             .fields(&[
-                "user_id",
                 "decay_sum",
                 "total_raw_points",
                 "recordings_count",
                 "playbacks_count",
                 "achievements_count",
+                "user_id.id",
+                "user_id.avatar",
+                "user_id.artist_name",
             ])
             .sort(&["-decay_sum", "user_id"])
             .limit(limit as i64)
-            .offset(offset),
+            .offset(skip),
     )?;
     let rows = raw_list("stats", &rows_text)?;
-    let users_text = by_id_text(
-        items,
-        "platform_users",
-        &raw_ids_of(&rows, "user_id"),
-        Query::new().fields(&["id", "avatar", "artist_name"]),
-    )?;
-    let users = raw_list("users", &users_text)?;
-    let users: HashMap<_, _> = users
-        .iter()
-        .filter_map(|u| Some((u.str("id")?, u)))
-        .collect();
     let text = |record: Option<&RawRecord<'_>>, name: &str| {
         record
             .and_then(|r| r.get(name))
             .map_or("null", |v| v.get())
             .to_string()
     };
-    Ok(rows
-        .iter()
+    rows.iter()
         .map(|row| {
-            let user = row.str("user_id").and_then(|id| users.get(&id).copied());
-            KeptRow {
-                user_id: text(Some(row), "user_id"),
+            let user = match row.get("user_id").map(|v| v.get()) {
+                Some(object) if object.starts_with('{') => Some(
+                    RawRecord::parse(object).map_err(|e| ItemsError::decode("stats' user", e))?,
+                ),
+                _ => None,
+            };
+            Ok(KeptRow {
+                user_id: text(user.as_ref(), "id"),
                 achievements_count: text(Some(row), "achievements_count"),
                 playbacks_count: text(Some(row), "playbacks_count"),
                 recordings_count: text(Some(row), "recordings_count"),
                 total_raw_points: text(Some(row), "total_raw_points"),
-                avatar: text(user, "avatar"),
-                display_name: text(user, "artist_name"),
+                avatar: text(user.as_ref(), "avatar"),
+                display_name: text(user.as_ref(), "artist_name"),
                 decay_sum: row
                     .get("decay_sum")
                     .and_then(|v| v.get().parse().ok())
                     .unwrap_or(0.0),
-            }
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// A leaderboard page: the kept rows, with the points live as of now,
@@ -137,7 +149,7 @@ fn leaderboard_answer(
     offset: u64,
 ) -> Result<Response, ItemsError> {
     let page = PAGES.get_or_try(ctx, &(limit, offset), || {
-        page_rows(items, limit, offset).map(Arc::new)
+        page_rows(ctx, items, limit, offset).map(Arc::new)
     })?;
     let (anchor, now) = (current_anchor(ctx, items)?, now_ms());
     let mut out = JsonOut::with_capacity(64 + page.len() * 256);

@@ -12,6 +12,10 @@
 //! [`LEVELS`] bytes and whose sum is greater (a range of the `decay_sum`
 //! index over sums that agree in their first 32 bits: ties, in practice).
 //!
+//! The same tree finds where a leaderboard page at a deep offset starts
+//! ([`page_start`]): a walk down the levels, then a short offset inside
+//! one leaf, instead of a walk of every row above.
+//!
 //! The in-transaction hook on `user_stats` moves the tree with every write
 //! of a sum, whatever path made it, in the writing transaction. A database
 //! made before the tree existed (or loaded behind the platform's back) is
@@ -269,6 +273,80 @@ pub fn users_above(ctx: &Context<'_>, items: &Items<'_>, sum: f64) -> Result<u64
     Ok(u64::try_from(above).unwrap_or(0) + in_leaf)
 }
 
+/// Offsets from which a leaderboard page starts from the tree: below,
+/// walking the index row by row is as cheap.
+pub const DEEP_OFFSET: u64 = 1_000;
+
+/// Where the rows at `offset` in the leaderboard's order start: among the
+/// rows whose sum is at most `ceiling`, after `skip` of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PageStart {
+    pub ceiling: f64,
+    pub skip: u64,
+}
+
+/// Descends one level: among `children` (node → users, any order), the
+/// one holding position `remaining` counted from the greatest, and the
+/// position inside it; `None` past the last user.
+pub fn descend(children: &BTreeMap<i64, i64>, remaining: u64) -> Option<(i64, u64)> {
+    let mut left = remaining;
+    for (node, users) in children.iter().rev() {
+        let users = u64::try_from(*users).unwrap_or(0);
+        if left < users {
+            return Some((*node, left));
+        }
+        left -= users;
+    }
+    None
+}
+
+/// The leaf of a level-[`LEVELS`] node: the greatest sum it can hold.
+fn ceiling_of(leaf: i64) -> f64 {
+    let prefix = (leaf as u64) & 0xFFFF_FFFF;
+    sum_of(prefix << (64 - 8 * LEVELS) | u64::MAX >> (8 * LEVELS))
+}
+
+/// The nodes under `parent` (a node one level up; `None` for the top).
+fn children(
+    items: &Items<'_>,
+    level: u32,
+    parent: Option<i64>,
+) -> Result<BTreeMap<i64, i64>, ItemsError> {
+    let first = ((level as i64) << 32) | parent.map_or(0, |p| (p & 0xFFFF_FFFF) << 8);
+    let rows = items.read_by_query(
+        COUNTS,
+        &Query::new()
+            .fields(&["node", "users"])
+            .filter(json!({"node": {"_gte": first, "_lte": first | 0xFF}}))
+            .limit(-1),
+    )?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| Some((r.get("node")?.as_i64()?, number(r.get("users")))))
+        .collect())
+}
+
+/// Where the leaderboard's rows at `offset` start (see [`PageStart`]);
+/// `None` when there are not that many users.
+pub fn page_start(
+    ctx: &Context<'_>,
+    items: &Items<'_>,
+    offset: u64,
+) -> Result<Option<PageStart>, ItemsError> {
+    ensure_counted(ctx)?;
+    let (mut parent, mut remaining) = (None, offset);
+    for level in 1..=LEVELS {
+        match descend(&children(items, level, parent)?, remaining) {
+            Some((node, inside)) => (parent, remaining) = (Some(node), inside),
+            None => return Ok(None),
+        }
+    }
+    Ok(parent.map(|leaf| PageStart {
+        ceiling: ceiling_of(leaf),
+        skip: remaining,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,6 +391,51 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The page start found in a tree, as [`page_start`] finds it.
+    fn start_in(tree: &BTreeMap<i64, i64>, offset: u64) -> Option<PageStart> {
+        let (mut parent, mut remaining) = (None::<i64>, offset);
+        for level in 1..=LEVELS {
+            let first = ((level as i64) << 32) | parent.map_or(0, |p| (p & 0xFFFF_FFFF) << 8);
+            let level_nodes: BTreeMap<i64, i64> = tree
+                .range(first..=first | 0xFF)
+                .map(|(n, u)| (*n, *u))
+                .collect();
+            let (node, inside) = descend(&level_nodes, remaining)?;
+            (parent, remaining) = (Some(node), inside);
+        }
+        parent.map(|leaf| PageStart {
+            ceiling: ceiling_of(leaf),
+            skip: remaining,
+        })
+    }
+
+    /// Property: the row at every offset, found from the tree, is the row
+    /// at that offset of the sums sorted greatest first.
+    #[test]
+    fn the_tree_finds_the_row_at_any_offset() {
+        let pool = [0.0, 1.0, 10.0, 10.5, 1234.5678, 1e9, 3.3e12];
+        let mut rng = Lcg(11);
+        let mut sums: Vec<f64> = (0..3000).map(|_| rng.sum(&pool)).collect();
+        let tree = count_of(&sums);
+        sums.sort_by(|a, b| b.total_cmp(a));
+        for offset in 0..sums.len() as u64 {
+            let start = start_in(&tree, offset).expect("a start inside the rows");
+            let below: Vec<f64> = sums
+                .iter()
+                .copied()
+                .filter(|s| *s <= start.ceiling)
+                .collect();
+            let found = below[start.skip as usize];
+            assert_eq!(found, sums[offset as usize], "offset {offset}");
+            assert_eq!(
+                sums.len() - below.len() + start.skip as usize,
+                offset as usize,
+                "offset {offset}: the rows above the start"
+            );
+        }
+        assert_eq!(start_in(&tree, sums.len() as u64), None);
     }
 
     #[test]

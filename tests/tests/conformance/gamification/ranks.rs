@@ -100,7 +100,8 @@ fn ranks_follow_every_write_of_a_score() {
 }
 
 /// An import of many stats rows at once moves the tree in one write per
-/// batch, and ranks stay the rule's.
+/// batch: ranks stay the rule's, and leaderboard pages at deep offsets
+/// (found from the tree) hold the rows of the order itself, ties included.
 #[test]
 fn ranks_follow_a_bulk_import_of_stats_rows() {
     let host = Host::in_process_svc();
@@ -124,4 +125,30 @@ fn ranks_follow_a_bulk_import_of_stats_rows() {
     host.admin_create_many("user_stats", &rows);
     let probes: Vec<String> = ids.iter().step_by(97).cloned().collect();
     check_ranks(&host, &probes, 1);
+
+    let mut order: Vec<(f64, String)> = host
+        .admin_all("user_stats", "user_id,decay_sum")
+        .iter()
+        .filter_map(|r| Some((r["decay_sum"].as_f64()?, r["user_id"].as_str()?.to_string())))
+        .collect();
+    order.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    for offset in [0, 999, 1000, 1001, 1150, 1199, 1200, 5000] {
+        let r = host.get(
+            &format!("/svc/gamification/leaderboard?limit=60&offset={offset}"),
+            None,
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        let page = r.json()["data"].as_array().cloned().unwrap_or_default();
+        let expected: Vec<&String> = order.iter().skip(offset).take(60).map(|(_, u)| u).collect();
+        let served: Vec<&str> = page
+            .iter()
+            .filter_map(|row| row["user_id"].as_str())
+            .collect();
+        assert_eq!(served, expected, "the page at offset {offset}");
+        let ranks: Vec<u64> = page.iter().filter_map(|row| row["rank"].as_u64()).collect();
+        let positions: Vec<u64> = (1..=served.len() as u64)
+            .map(|p| offset as u64 + p)
+            .collect();
+        assert_eq!(ranks, positions, "ranks on the page at offset {offset}");
+    }
 }
