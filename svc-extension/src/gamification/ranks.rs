@@ -23,7 +23,6 @@
 //! state row's `ranks_counted` says it was.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use host_sdk::{Context, Items, ItemsError, Query};
 use serde_json::{json, Value};
@@ -152,10 +151,6 @@ pub fn apply(items: &Items<'_>, changes: &BTreeMap<i64, i64>) -> Result<(), Item
     Ok(())
 }
 
-/// Set once this process has seen the tree counted: it stays so (every
-/// later write moves it).
-static SEEN_COUNTED: AtomicBool = AtomicBool::new(false);
-
 fn counted(items: &Items<'_>) -> Result<bool, ItemsError> {
     let row = items.read_one_with::<Value>(
         "gamification_state",
@@ -200,11 +195,71 @@ pub fn count_of(sums: &[f64]) -> BTreeMap<i64, i64> {
     tree
 }
 
-/// Counts the tree from every stats row, in one transaction, unless it is
-/// counted already; the nodes written before it was are replaced.
+/// Every node as stored: node → (row id, users), read in chunks of the
+/// nodes' order.
+fn every_node(items: &Items<'_>) -> Result<BTreeMap<i64, (String, i64)>, ItemsError> {
+    let mut nodes = BTreeMap::new();
+    let mut after: Option<i64> = None;
+    loop {
+        let mut query = Query::new()
+            .fields(&["id", "node", "users"])
+            .sort(&["node"])
+            .limit(READ_CHUNK);
+        if let Some(last) = after {
+            query = query.filter(json!({"node": {"_gt": last}}));
+        }
+        let rows = items.read_by_query(COUNTS, &query)?;
+        for row in &rows {
+            if let (Some(id), Some(node)) = (
+                str_field(row, "id"),
+                row.get("node").and_then(Value::as_i64),
+            ) {
+                nodes.insert(node, (id.to_string(), number(row.get("users"))));
+            }
+        }
+        match rows
+            .last()
+            .and_then(|r| r.get("node"))
+            .and_then(Value::as_i64)
+        {
+            Some(last) if rows.len() as i64 == READ_CHUNK => after = Some(last),
+            _ => return Ok(nodes),
+        }
+    }
+}
+
+/// Makes the stored tree `tree`, writing only the nodes that differ.
+fn write_tree(items: &Items<'_>, tree: &BTreeMap<i64, i64>) -> Result<usize, ItemsError> {
+    let mut stored = every_node(items)?;
+    let mut created = Vec::new();
+    let mut written = 0;
+    for (node, users) in tree {
+        match stored.remove(node) {
+            Some((_, kept)) if kept == *users => {}
+            Some((id, _)) => {
+                items.update_one(COUNTS, &id, &json!({"users": users}))?;
+                written += 1;
+            }
+            None => created.push(json!({"node": node, "users": users})),
+        }
+    }
+    for chunk in created.chunks(WRITE_CHUNK) {
+        items.create_many(COUNTS, chunk)?;
+    }
+    for (id, _) in stored.values() {
+        items.delete_one(COUNTS, id)?;
+    }
+    Ok(written + created.len() + stored.len())
+}
+
+/// Makes sure the tree counts every stats row, once per database, in one
+/// transaction. A tree kept by the hook since the collection was made
+/// (its users add up to the rows) is marked as it is; otherwise (rows
+/// that predate it) it is counted from every row.
 fn ensure_counted(ctx: &Context<'_>) -> Result<(), ItemsError> {
-    if SEEN_COUNTED.load(Ordering::Acquire) || counted(&ctx.as_admin())? {
-        SEEN_COUNTED.store(true, Ordering::Release);
+    // Read each time (one row by key): a process may serve several
+    // databases (the test kit), and another host may count it meanwhile.
+    if counted(&ctx.as_admin())? {
         return Ok(());
     }
     ctx.transaction(|tx| {
@@ -213,41 +268,36 @@ fn ensure_counted(ctx: &Context<'_>) -> Result<(), ItemsError> {
             return Ok(());
         }
         let started = std::time::Instant::now();
-        let sums = every_sum(&items)?;
-        let tree = count_of(&sums);
-        let stale = items.read_by_query(COUNTS, &Query::new().fields(&["id"]).limit(-1))?;
-        for id in stale.iter().filter_map(|r| str_field(r, "id")) {
-            items.delete_one(COUNTS, id)?;
-        }
-        let rows: Vec<Value> = tree
-            .iter()
-            .map(|(node, users)| json!({"node": node, "users": users}))
-            .collect();
-        for chunk in rows.chunks(WRITE_CHUNK) {
-            items.create_many(COUNTS, chunk)?;
+        let top = (node(1, 0), node(1, 0) | 0xFF);
+        let kept = users_in(&items, &[top])?;
+        let rows = items.count("user_stats", Some(json!({"decay_sum": {"_nnull": true}})))?;
+        if u64::try_from(kept).ok() == Some(rows) {
+            log::info!("ranks: the kept tree counts every one of the {rows} users");
+        } else {
+            let sums = every_sum(&items)?;
+            let tree = count_of(&sums);
+            let written = write_tree(&items, &tree)?;
+            log::info!(
+                "ranks: counted {} users into {} nodes ({written} written) in {:.1} s",
+                sums.len(),
+                tree.len(),
+                started.elapsed().as_secs_f64()
+            );
         }
         items.update_one("gamification_state", STATE_ID, &json!({COUNTED: true}))?;
-        log::info!(
-            "ranks: counted {} users into {} nodes in {:.1} s",
-            sums.len(),
-            rows.len(),
-            started.elapsed().as_secs_f64()
-        );
         Ok(())
-    })?;
-    SEEN_COUNTED.store(true, Ordering::Release);
-    Ok(())
+    })
 }
 
-/// The users under the sibling nodes after `sum`'s, on every level.
-fn users_in_siblings(items: &Items<'_>, sum: f64) -> Result<i64, ItemsError> {
-    let ranges: Vec<Value> = siblings_above(sum)
-        .into_iter()
-        .map(|(own, last)| json!({"node": {"_gt": own, "_lte": last}}))
-        .collect();
+/// The users under the nodes of these ranges (both ends included).
+fn users_in(items: &Items<'_>, ranges: &[(i64, i64)]) -> Result<i64, ItemsError> {
     if ranges.is_empty() {
         return Ok(0);
     }
+    let ranges: Vec<Value> = ranges
+        .iter()
+        .map(|(first, last)| json!({"node": {"_gte": first, "_lte": last}}))
+        .collect();
     let rows = items.aggregate(
         COUNTS,
         &Query::new()
@@ -269,7 +319,11 @@ pub fn users_above(ctx: &Context<'_>, items: &Items<'_>, sum: f64) -> Result<u64
         "user_stats",
         Some(json!({"_and": [{"decay_sum": {"_gt": low}}, {"decay_sum": {"_lte": high}}]})),
     )?;
-    let above = users_in_siblings(items, sum)?;
+    let siblings: Vec<(i64, i64)> = siblings_above(sum)
+        .into_iter()
+        .map(|(own, last)| (own + 1, last))
+        .collect();
+    let above = users_in(items, &siblings)?;
     Ok(u64::try_from(above).unwrap_or(0) + in_leaf)
 }
 

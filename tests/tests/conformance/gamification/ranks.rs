@@ -152,3 +152,45 @@ fn ranks_follow_a_bulk_import_of_stats_rows() {
         assert_eq!(ranks, positions, "ranks on the page at offset {offset}");
     }
 }
+
+/// A database whose tree does not count every row (rows that predate it,
+/// or nodes written behind the service's back) and is not marked counted
+/// is counted again from the rows by the first rank asked for: stale,
+/// wrong and missing nodes alike.
+#[test]
+fn a_tree_that_does_not_add_up_is_counted_again() {
+    let host = Host::in_process_svc();
+    let mut rng = Rng(7);
+    let users: Vec<String> = (0..8)
+        .map(|i| host.user(None, &format!("recount-{i}")))
+        .collect();
+    for user in &users {
+        host.admin_create(
+            "user_stats",
+            &json!({"user_id": user, "decay_sum": a_sum(&mut rng)}),
+        );
+    }
+    check_ranks(&host, &users, 0);
+    let nodes = host.admin_all("user_rank_counts", "id,node,users");
+    assert!(!nodes.is_empty(), "the tree has nodes");
+    let id = |n: &Value| n["id"].as_str().expect("node id").to_string();
+    host.admin_delete("user_rank_counts", &id(&nodes[0]));
+    host.admin_patch(
+        "user_rank_counts",
+        &id(&nodes[nodes.len() - 1]),
+        &json!({"users": 40}),
+    );
+    host.admin_create(
+        "user_rank_counts",
+        &json!({"node": (4i64 << 32) | 0x7FF0_0000, "users": 3}),
+    );
+    let state = host.admin_all("gamification_state", "id");
+    host.admin_patch(
+        "gamification_state",
+        state[0]["id"].as_str().expect("state id"),
+        &json!({"ranks_counted": false}),
+    );
+    check_ranks(&host, &users, 1);
+    let state = host.admin_all("gamification_state", "ranks_counted");
+    assert_eq!(state[0]["ranks_counted"], json!(true));
+}
