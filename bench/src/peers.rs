@@ -401,11 +401,12 @@ fn figure(outcome: &Outcome, records: Option<f64>, peak_rss_kib: Option<u64>) ->
     }
 }
 
-fn say(line: &Line, side: Side, f: &Figure) {
+/// A progress line: one row's figure on one side (or data).
+fn say(id: &str, side: &str, f: &Figure) {
     eprintln!(
         "  {:<17} {:<22} {:>9.1} req/s  p50 {:>8.2} ms  {:>9.1} KB/answer  peak RSS {:>5.0} MB  errors {}{}",
-        line.id,
-        side.name(),
+        id,
+        side,
         f.throughput,
         f.p50_ms,
         f.mean_bytes / 1000.0,
@@ -442,7 +443,7 @@ fn measure_host(
     let records = probe(&host.base, line, side, fx)?;
     let outcome = drive(&host.base, line, side, fx, opts)?;
     let f = figure(&outcome, records, host.peak_rss_kib());
-    say(line, side, &f);
+    say(line.id, &side.name(), &f);
     Ok((f, host.stop()))
 }
 
@@ -456,7 +457,7 @@ fn measure_pocketbase(
     let records = probe(&pb.base, line, Side::PocketBase, fx)?;
     let outcome = drive(&pb.base, line, Side::PocketBase, fx, opts)?;
     let f = figure(&outcome, records, pb.peak_rss_kib());
-    say(line, Side::PocketBase, &f);
+    say(line.id, &Side::PocketBase.name(), &f);
     pb.stop();
     Ok(f)
 }
@@ -907,15 +908,7 @@ fn print_results(
         .iter()
         .map(|m| m.pb.errors + m.hosts.iter().map(|f| f.errors).sum::<u64>())
         .sum();
-    checks.push(Check::at_most(
-        "errors (every row, both sides)",
-        errors as f64,
-        0.0,
-    ));
-    println!("\nGoals");
-    for check in &checks {
-        println!("{}", check.line());
-    }
+    crate::report::print_goals(checks, errors, "every row, both sides");
 }
 
 #[cfg(test)]

@@ -221,6 +221,20 @@ pub fn growth(small: &[Row], large: &[Row], factor: f64, concurrency: usize) -> 
     checks
 }
 
+/// Adds the check that no request failed (`where_`: over which rows and
+/// sides) and prints every check under "Goals".
+pub fn print_goals(mut checks: Vec<Check>, errors: u64, where_: &str) {
+    checks.push(Check::at_most(
+        format!("errors ({where_})"),
+        errors as f64,
+        0.0,
+    ));
+    println!("\nGoals");
+    for check in &checks {
+        println!("{}", check.line());
+    }
+}
+
 pub fn total_errors(rows: &[Row]) -> u64 {
     rows.iter().map(|r| r.errors).sum()
 }

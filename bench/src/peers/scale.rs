@@ -307,20 +307,7 @@ fn measure(
     })();
     column.data = Some(host.stop());
     let f = measured?;
-    eprintln!(
-        "  {:<17} {:<8} {:>9.1} req/s  p50 {:>8.2} ms  {:>9.1} KB/answer  peak RSS {:>5.0} MB  errors {}{}",
-        line.id,
-        column.name,
-        f.throughput,
-        f.p50_ms,
-        f.mean_bytes / 1000.0,
-        f.peak_rss_kib.map(mb).unwrap_or(0.0),
-        f.errors,
-        f.first_error
-            .as_deref()
-            .map(|e| format!(" ({e})"))
-            .unwrap_or_default()
-    );
+    super::say(line.id, &column.name, &f);
     Ok(f)
 }
 
@@ -479,15 +466,7 @@ fn print_results(
         .iter()
         .flat_map(|(_, f)| f.iter().map(|f| f.errors))
         .sum();
-    checks.push(Check::at_most(
-        "errors (every row, both data)",
-        errors as f64,
-        0.0,
-    ));
-    println!("\nGoals");
-    for check in &checks {
-        println!("{}", check.line());
-    }
+    crate::report::print_goals(checks, errors, "every row, both data");
 }
 
 #[cfg(test)]
