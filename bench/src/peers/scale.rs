@@ -311,6 +311,19 @@ fn measure(
     Ok(f)
 }
 
+/// The figure of a row that failed: nothing served, one error.
+fn failed(error: String) -> Figure {
+    Figure {
+        throughput: 0.0,
+        p50_ms: 0.0,
+        mean_bytes: 0.0,
+        records: None,
+        peak_rss_kib: None,
+        errors: 1,
+        first_error: Some(error),
+    }
+}
+
 fn describe(s: &Sizes) -> String {
     format!(
         "{} videos, {} users with stats, {} video plays, {} likes, {} models, {} recordings x {} events, {} point actions",
@@ -381,7 +394,13 @@ pub fn run(opts: &Options, factor: f64) -> Result<(), String> {
     for line in order {
         let mut figures = Vec::new();
         for column in columns.iter_mut() {
-            figures.push(measure(line, column, &fx, backend, opts)?);
+            // A row the host refuses (or that fails) is reported and the
+            // run goes on: the data took long to make.
+            let figure = measure(line, column, &fx, backend, opts).unwrap_or_else(|e| {
+                eprintln!("  {:<17} {:<22} FAILED: {e}", line.id, column.name);
+                failed(e)
+            });
+            figures.push(figure);
         }
         measured.push((line, figures));
     }
