@@ -77,14 +77,6 @@ pub fn by_id_text(
     items.read_by_query_raw(collection, &query.filter(json!({"id": {"_in": ids}})))
 }
 
-/// The filter of a batch read of the records whose `field` is one of
-/// `values`: `None` past [`LOOKUPS_AT_MOST`] values, where reading every
-/// record and picking the wanted ones costs less than a lookup per value
-/// (and a filter of them to send and check).
-pub fn lookup_filter(field: &str, values: &[String]) -> Option<Value> {
-    (values.len() <= LOOKUPS_AT_MOST).then(|| json!({ field: {"_in": values} }))
-}
-
 /// Each record's own text by its `id`, from the host's text of a list.
 pub fn texts_by_id<'t>(
     what: &str,
@@ -147,11 +139,6 @@ pub fn expand_file(record: &mut Value, field: &str, files: &HashMap<String, Valu
     }
 }
 
-/// How many values a batch read looks up one by one (`_in`); past it, one
-/// pass over the whole collection costs less, and the wanted records are
-/// picked from it.
-const LOOKUPS_AT_MOST: usize = 256;
-
 /// Counts of `collection` records per value of `field`, for the given values.
 pub fn counts_by(
     items: &Items<'_>,
@@ -173,13 +160,9 @@ pub fn counts_by_filtered(
     if values.is_empty() {
         return Ok(HashMap::new());
     }
-    // Without a lookup filter every group is counted and the wanted ones kept.
-    let lookup = lookup_filter(field, values);
-    let whole = lookup.is_none();
-    let filter = match lookup {
-        Some(lookup) => json!({"_and": [lookup, extra]}),
-        None => extra,
-    };
+    // Looked up by value, however many: counting every group of the
+    // collection instead would cost what the whole collection holds.
+    let filter = json!({"_and": [{ field: {"_in": values} }, extra]});
     let text = items.aggregate_raw(
         collection,
         &Query::new()
@@ -187,16 +170,11 @@ pub fn counts_by_filtered(
             .aggregate("count", &["*"])
             .group_by(&[field]),
     )?;
-    let wanted: Option<HashSet<&str>> = whole.then(|| values.iter().map(String::as_str).collect());
     Ok(raw_list("aggregate", &text)?
         .iter()
         .filter_map(|row| {
-            let key = row.str(field)?;
-            if wanted.as_ref().is_some_and(|w| !w.contains(key.as_ref())) {
-                return None;
-            }
             Some((
-                key.into_owned(),
+                row.str(field)?.into_owned(),
                 row.i64("count").unwrap_or(0).max(0) as u64,
             ))
         })

@@ -1166,3 +1166,43 @@ fn iso_helper_formats_known_instants() {
     assert_eq!(iso_at(1_709_337_599), "2024-03-01T23:59:59.000Z");
     assert_eq!(iso_at(951_782_400), "2000-02-29T00:00:00.000Z");
 }
+
+/// A model's videos read their own links and counts, however many: the
+/// rest of the catalogue's links and plays are never read (a model with
+/// hundreds of videos among many more used to read every link).
+#[test]
+fn a_models_videos_read_only_their_own_links() {
+    let host = Host::in_process_svc();
+    let (ours, theirs) = (model(&host, "many-videos"), model(&host, "other-videos"));
+    let videos = |prefix: &str, n: usize| -> Vec<String> {
+        let rows: Vec<Value> = (0..n)
+            .map(|i| json!({"slug": format!("{prefix}-{i}"), "title": format!("T {i}"), "upload_date": from_now(-3600)}))
+            .collect();
+        host.admin_create_many("videos", &rows)
+            .iter()
+            .map(|v| v["id"].as_str().expect("video id").to_string())
+            .collect()
+    };
+    let link = |videos: &[String], model: &Value| {
+        let rows: Vec<Value> = videos
+            .iter()
+            .map(|v| json!({"videos_id": v, "platform_users_id": model["id"]}))
+            .collect();
+        host.admin_create_many("videos_models", &rows);
+    };
+    let (our_videos, their_videos) = (videos("ours", 300), videos("theirs", 1200));
+    link(&our_videos, &ours);
+    link(&their_videos, &theirs);
+    let path = format!(
+        "/svc/videos?model_id={}",
+        ours["id"].as_str().expect("model id")
+    );
+    let before = host.metric("database_rows_read");
+    let r = host.get(&path, None);
+    let read = host.metric("database_rows_read") - before;
+    assert_eq!(array(&r, "videos").len(), 300);
+    assert!(
+        read < their_videos.len() as u64,
+        "{read} rows read for a model's 300 videos beside 1,200 others"
+    );
+}
