@@ -144,6 +144,15 @@ pub fn host_command(binary: &Path, data_dir: &Path) -> Command {
     cmd
 }
 
+/// What a finished process printed: stdout, then stderr.
+pub fn printed(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// `example-host <args>` on the database and extensions of a host's data
 /// folder ([`host_command`] with the debug host): how it exited, and what
 /// it printed (stdout, then stderr).
@@ -152,11 +161,7 @@ pub fn run_host(dir: &Path, args: &[&str]) -> (std::process::Output, String) {
         .args(args)
         .output()
         .expect("the host runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = printed(&out);
     (out, text)
 }
 

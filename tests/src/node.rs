@@ -49,10 +49,9 @@ fn install_locked(dir: &Path) {
         });
     assert!(
         out.status.success(),
-        "npm ci in {} failed:\n{}{}",
+        "npm ci in {} failed:\n{}",
         dir.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        crate::printed(&out)
     );
 }
 
@@ -89,11 +88,7 @@ pub fn chromium() -> &'static str {
 /// (a file that fails to load reports no test at all), printing its report,
 /// and the host's log when it failed.
 pub fn assert_passed(out: &Output, passed: usize, host: &crate::Host) {
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report = crate::printed(out);
     println!("{report}");
     assert!(
         out.status.success(),

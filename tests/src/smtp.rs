@@ -41,9 +41,8 @@ pub fn python() -> PathBuf {
                 });
                 assert!(
                     out.status.success(),
-                    "{what} failed:\n{}{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
+                    "{what} failed:\n{}",
+                    crate::printed(&out)
                 );
             };
             if !python.exists() {

@@ -74,9 +74,8 @@ fn the_embedded_admin_app_is_its_rebuild_from_the_lockfile() {
         });
     assert!(
         out.status.success(),
-        "the admin app's build failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        "the admin app's build failed:\n{}",
+        platform_tests::printed(&out)
     );
     let built = files_under(out_dir.path());
     let embedded = files_under(&dist());
@@ -113,11 +112,7 @@ fn the_admin_app_type_checks() {
         .unwrap_or_else(|e| {
             panic!("npm could not run ({e}): the admin app checks with Node.js 20")
         });
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report = platform_tests::printed(&out);
     println!("{report}");
     assert!(
         out.status.success(),

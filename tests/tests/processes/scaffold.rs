@@ -15,12 +15,7 @@ fn a_scaffolded_extension_builds_and_is_served() {
         .arg(dir.path())
         .output()
         .expect("run example-host new-extension");
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", platform_tests::printed(&out));
     let crate_dir = dir.path().join("scaffolded-notes");
 
     // Into the checkout's target folder (the crate's .cargo/config.toml,

@@ -635,6 +635,42 @@ mod tests {
         (dir, store)
     }
 
+    /// Makes a collection of one field (and its id); its definition.
+    fn one_field(
+        store: &SqliteStore,
+        collection: &str,
+        field: Field,
+    ) -> Arc<crate::schema::CollectionDef> {
+        let steps = vec![Collection::new(collection).field(field).build()];
+        store
+            .migrate("test", "0001", &steps, &SchemaStepsOnly)
+            .expect("migrate");
+        store
+            .schema()
+            .get(collection)
+            .expect("the collection")
+            .clone()
+    }
+
+    /// Inserts one row, `id` and one field, in a transaction of its own.
+    fn write_row(
+        store: &SqliteStore,
+        def: &crate::schema::CollectionDef,
+        id: String,
+        field: &str,
+        value: crate::storage::codec::Scalar,
+    ) {
+        use crate::storage::codec::Scalar;
+        store
+            .write(&mut |conn| {
+                let mut row = crate::storage::Columns::new();
+                row.insert("id".into(), Scalar::Text(id.clone()));
+                row.insert(field.into(), value.clone());
+                conn.insert(def, &row).map(|_| ())
+            })
+            .expect("a write");
+    }
+
     /// The store's own connections leave checkpoints to its thread: a
     /// commit never copies the WAL into the file on its caller's time; and
     /// what was committed reads back after the store closes and opens.
@@ -652,20 +688,9 @@ mod tests {
                 })
                 .expect("the setting");
             assert_eq!(auto, 0);
-            let steps = vec![Collection::new("things").field(Field::integer("n")).build()];
-            store
-                .migrate("test", "0001", &steps, &SchemaStepsOnly)
-                .expect("migrate");
-            let def = store.schema().get("things").expect("things").clone();
+            let def = one_field(&store, "things", Field::integer("n"));
             for n in 0..300 {
-                store
-                    .write(&mut |conn| {
-                        let mut row = crate::storage::Columns::new();
-                        row.insert("id".into(), Scalar::Text(format!("row-{n}")));
-                        row.insert("n".into(), Scalar::Int(n));
-                        conn.insert(&def, &row).map(|_| ())
-                    })
-                    .expect("a write");
+                write_row(&store, &def, format!("row-{n}"), "n", Scalar::Int(n));
             }
             std::thread::sleep(checkpoint::INTERVAL * 2);
         }
@@ -689,25 +714,15 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("t.db");
         let store = SqliteStore::open(&path, None).expect("open");
-        let steps = vec![Collection::new("blobs").field(Field::text("body")).build()];
-        store
-            .migrate("test", "0001", &steps, &SchemaStepsOnly)
-            .expect("migrate");
-        let def = store.schema().get("blobs").expect("blobs").clone();
+        let def = one_field(&store, "blobs", Field::text("body"));
         let wal = dir.path().join("t.db-wal");
         let wal_size = || std::fs::metadata(&wal).map_or(0, |m| m.len());
         let body = "x".repeat(1000);
         let started = std::time::Instant::now();
         let (mut written, mut largest, mut shrank) = (0u64, 0u64, false);
         while started.elapsed() < checkpoint::INTERVAL * 10 && !shrank {
-            store
-                .write(&mut |conn| {
-                    let mut row = crate::storage::Columns::new();
-                    row.insert("id".into(), Scalar::Text(format!("row-{written}")));
-                    row.insert("body".into(), Scalar::Text(body.clone()));
-                    conn.insert(&def, &row).map(|_| ())
-                })
-                .expect("a write");
+            let text = Scalar::Text(body.clone());
+            write_row(&store, &def, format!("row-{written}"), "body", text);
             written += 1;
             let now = wal_size();
             shrank = now < largest;
