@@ -79,20 +79,25 @@ fn path(key: u64) -> impl Iterator<Item = i64> {
 
 /// The nodes whose users' sums are all greater than `sum`'s and agree with
 /// it above their level: per level, the siblings after the sum's node, as
-/// (exclusive, inclusive) bounds; none when it is the last child.
+/// a range of nodes (both ends included); none when it is the last child.
 pub fn siblings_above(sum: f64) -> Vec<(i64, i64)> {
     let k = key(sum);
     (1..=LEVELS)
-        .map(|level| (node(level, k), node(level, k) | 0xFF))
-        .filter(|(own, last)| own < last)
+        .map(|level| (node(level, k) + 1, node(level, k) | 0xFF))
+        .filter(|(first, last)| first <= last)
         .collect()
+}
+
+/// The greatest sum of the leaf `key` is in (keys sharing its first
+/// [`LEVELS`] bytes).
+fn leaf_ceiling(key: u64) -> f64 {
+    sum_of(key | u64::MAX >> (8 * LEVELS))
 }
 
 /// The sums that share the first [`LEVELS`] bytes of `sum`'s key and are
 /// greater: (exclusive, inclusive) bounds.
 pub fn greater_in_leaf(sum: f64) -> (f64, f64) {
-    let low_bits = u64::MAX >> (8 * LEVELS);
-    (sum, sum_of(key(sum) | low_bits))
+    (sum, leaf_ceiling(key(sum)))
 }
 
 /// How the tree's nodes move when a user's sum goes from `before` to
@@ -165,28 +170,40 @@ fn counted(items: &Items<'_>) -> Result<bool, ItemsError> {
     Ok(row.and_then(|r| r.get(COUNTED).and_then(Value::as_bool)) == Some(true))
 }
 
-/// Every stats row's sum, read in chunks of the primary key's order.
+/// Every row of `collection` (with `fields`), [`READ_CHUNK`] at a time
+/// in the order of its unique `key`, handed to `each` chunk by chunk.
+fn each_chunk(
+    items: &Items<'_>,
+    collection: &str,
+    fields: &[&str],
+    key: &str,
+    mut each: impl FnMut(&[Value]),
+) -> Result<(), ItemsError> {
+    let mut after: Option<Value> = None;
+    loop {
+        let mut query = Query::new().fields(fields).sort(&[key]).limit(READ_CHUNK);
+        if let Some(last) = &after {
+            query = query.filter(json!({ key: {"_gt": last} }));
+        }
+        let rows = items.read_by_query(collection, &query)?;
+        each(&rows);
+        match rows.last().and_then(|r| r.get(key)) {
+            Some(last) if rows.len() as i64 == READ_CHUNK => after = Some(last.clone()),
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// Every stats row's sum.
 fn every_sum(items: &Items<'_>) -> Result<Vec<f64>, ItemsError> {
     let mut sums = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let mut query = Query::new()
-            .fields(&["id", "decay_sum"])
-            .sort(&["id"])
-            .limit(READ_CHUNK);
-        if let Some(last) = &after {
-            query = query.filter(json!({"id": {"_gt": last}}));
-        }
-        let rows = items.read_by_query("user_stats", &query)?;
+    each_chunk(items, "user_stats", &["id", "decay_sum"], "id", |rows| {
         sums.extend(
             rows.iter()
                 .filter_map(|r| r.get("decay_sum").and_then(Value::as_f64)),
         );
-        match rows.last().and_then(|r| str_field(r, "id")) {
-            Some(last) if rows.len() as i64 == READ_CHUNK => after = Some(last.to_string()),
-            _ => return Ok(sums),
-        }
-    }
+    })?;
+    Ok(sums)
 }
 
 /// The tree as counted from `sums`: node → users.
@@ -200,21 +217,11 @@ pub fn count_of(sums: &[f64]) -> BTreeMap<i64, i64> {
     tree
 }
 
-/// Every node as stored: node → (row id, users), read in chunks of the
-/// nodes' order.
+/// Every node as stored: node → (row id, users).
 fn every_node(items: &Items<'_>) -> Result<BTreeMap<i64, (String, i64)>, ItemsError> {
     let mut nodes = BTreeMap::new();
-    let mut after: Option<i64> = None;
-    loop {
-        let mut query = Query::new()
-            .fields(&["id", "node", "users"])
-            .sort(&["node"])
-            .limit(READ_CHUNK);
-        if let Some(last) = after {
-            query = query.filter(json!({"node": {"_gt": last}}));
-        }
-        let rows = items.read_by_query(COUNTS, &query)?;
-        for row in &rows {
+    each_chunk(items, COUNTS, &["id", "node", "users"], "node", |rows| {
+        for row in rows {
             if let (Some(id), Some(node)) = (
                 str_field(row, "id"),
                 row.get("node").and_then(Value::as_i64),
@@ -222,15 +229,8 @@ fn every_node(items: &Items<'_>) -> Result<BTreeMap<i64, (String, i64)>, ItemsEr
                 nodes.insert(node, (id.to_string(), number(row.get("users"))));
             }
         }
-        match rows
-            .last()
-            .and_then(|r| r.get("node"))
-            .and_then(Value::as_i64)
-        {
-            Some(last) if rows.len() as i64 == READ_CHUNK => after = Some(last),
-            _ => return Ok(nodes),
-        }
-    }
+    })?;
+    Ok(nodes)
 }
 
 /// Makes the stored tree `tree`, writing only the nodes that differ.
@@ -273,8 +273,7 @@ fn ensure_counted(ctx: &Context<'_>) -> Result<(), ItemsError> {
             return Ok(());
         }
         let started = std::time::Instant::now();
-        let top = (node(1, 0), node(1, 0) | 0xFF);
-        let kept = users_in(&items, &[top])?;
+        let kept = users_in(&items, &[children_range(1, None)])?;
         let rows = items.count("user_stats", Some(json!({"decay_sum": {"_nnull": true}})))?;
         if u64::try_from(kept).ok() == Some(rows) {
             log::info!("ranks: the kept tree counts every one of the {rows} users");
@@ -324,11 +323,7 @@ pub fn users_above(ctx: &Context<'_>, items: &Items<'_>, sum: f64) -> Result<u64
         "user_stats",
         Some(json!({"_and": [{"decay_sum": {"_gt": low}}, {"decay_sum": {"_lte": high}}]})),
     )?;
-    let siblings: Vec<(i64, i64)> = siblings_above(sum)
-        .into_iter()
-        .map(|(own, last)| (own + 1, last))
-        .collect();
-    let above = users_in(items, &siblings)?;
+    let above = users_in(items, &siblings_above(sum))?;
     Ok(u64::try_from(above).unwrap_or(0) + in_leaf)
 }
 
@@ -359,30 +354,53 @@ pub fn descend(children: &BTreeMap<i64, i64>, remaining: u64) -> Option<(i64, u6
     None
 }
 
-/// The leaf of a level-[`LEVELS`] node: the greatest sum it can hold.
+/// The greatest sum under a level-[`LEVELS`] node.
 fn ceiling_of(leaf: i64) -> f64 {
-    let prefix = (leaf as u64) & 0xFFFF_FFFF;
-    sum_of(prefix << (64 - 8 * LEVELS) | u64::MAX >> (8 * LEVELS))
+    leaf_ceiling(((leaf as u64) & 0xFFFF_FFFF) << (64 - 8 * LEVELS))
 }
 
-/// The nodes under `parent` (a node one level up; `None` for the top).
-fn children(
-    items: &Items<'_>,
-    level: u32,
-    parent: Option<i64>,
-) -> Result<BTreeMap<i64, i64>, ItemsError> {
+/// The nodes at `level` under `parent` (the whole top level for `None`),
+/// as a range of nodes (both ends included).
+fn children_range(level: u32, parent: Option<i64>) -> (i64, i64) {
     let first = ((level as i64) << 32) | parent.map_or(0, |p| (p & 0xFFFF_FFFF) << 8);
+    (first, first | 0xFF)
+}
+
+/// The stored nodes of a range: node → users.
+fn nodes_in(
+    items: &Items<'_>,
+    (first, last): (i64, i64),
+) -> Result<BTreeMap<i64, i64>, ItemsError> {
     let rows = items.read_by_query(
         COUNTS,
         &Query::new()
             .fields(&["node", "users"])
-            .filter(json!({"node": {"_gte": first, "_lte": first | 0xFF}}))
+            .filter(json!({"node": {"_gte": first, "_lte": last}}))
             .limit(-1),
     )?;
     Ok(rows
         .iter()
         .filter_map(|r| Some((r.get("node")?.as_i64()?, number(r.get("users")))))
         .collect())
+}
+
+/// Walks down the tree to the rows at `offset`, reading each level's
+/// children with `nodes` (a range of nodes → node → users).
+pub fn start_at<E>(
+    offset: u64,
+    mut nodes: impl FnMut((i64, i64)) -> Result<BTreeMap<i64, i64>, E>,
+) -> Result<Option<PageStart>, E> {
+    let (mut parent, mut remaining) = (None, offset);
+    for level in 1..=LEVELS {
+        match descend(&nodes(children_range(level, parent))?, remaining) {
+            Some((node, inside)) => (parent, remaining) = (Some(node), inside),
+            None => return Ok(None),
+        }
+    }
+    Ok(parent.map(|leaf| PageStart {
+        ceiling: ceiling_of(leaf),
+        skip: remaining,
+    }))
 }
 
 /// Where the leaderboard's rows at `offset` start (see [`PageStart`]);
@@ -393,17 +411,7 @@ pub fn page_start(
     offset: u64,
 ) -> Result<Option<PageStart>, ItemsError> {
     ensure_counted(ctx)?;
-    let (mut parent, mut remaining) = (None, offset);
-    for level in 1..=LEVELS {
-        match descend(&children(items, level, parent)?, remaining) {
-            Some((node, inside)) => (parent, remaining) = (Some(node), inside),
-            None => return Ok(None),
-        }
-    }
-    Ok(parent.map(|leaf| PageStart {
-        ceiling: ceiling_of(leaf),
-        skip: remaining,
-    }))
+    start_at(offset, |range| nodes_in(items, range))
 }
 
 #[cfg(test)]
@@ -419,7 +427,7 @@ mod tests {
     fn from_tree(tree: &BTreeMap<i64, i64>, sums: &[f64], sum: f64) -> u64 {
         let siblings: i64 = siblings_above(sum)
             .iter()
-            .map(|(own, last)| tree.range(own + 1..=*last).map(|(_, n)| n).sum::<i64>())
+            .map(|(first, last)| tree.range(first..=last).map(|(_, n)| n).sum::<i64>())
             .sum();
         let (low, high) = greater_in_leaf(sum);
         let leaf = sums.iter().filter(|s| **s > low && **s <= high).count() as u64;
@@ -452,22 +460,11 @@ mod tests {
         }
     }
 
-    /// The page start found in a tree, as [`page_start`] finds it.
+    /// The page start found in an in-memory tree, by [`page_start`]'s walk.
     fn start_in(tree: &BTreeMap<i64, i64>, offset: u64) -> Option<PageStart> {
-        let (mut parent, mut remaining) = (None::<i64>, offset);
-        for level in 1..=LEVELS {
-            let first = ((level as i64) << 32) | parent.map_or(0, |p| (p & 0xFFFF_FFFF) << 8);
-            let level_nodes: BTreeMap<i64, i64> = tree
-                .range(first..=first | 0xFF)
-                .map(|(n, u)| (*n, *u))
-                .collect();
-            let (node, inside) = descend(&level_nodes, remaining)?;
-            (parent, remaining) = (Some(node), inside);
-        }
-        parent.map(|leaf| PageStart {
-            ceiling: ceiling_of(leaf),
-            skip: remaining,
-        })
+        let nodes =
+            |(first, last)| Ok::<_, ()>(tree.range(first..=last).map(|(n, u)| (*n, *u)).collect());
+        start_at(offset, nodes).ok().flatten()
     }
 
     /// Property: the row at every offset, found from the tree, is the row
