@@ -235,11 +235,14 @@ impl Reloader {
             "watching {} for new and rebuilt extension libraries (EXTENSIONS_AUTO_RELOAD)",
             self.dir.display()
         );
+        // Read before the host answers its first request: a library
+        // changed once the host is up is always a change, however late the
+        // thread starts.
+        let mut state = FolderState::new(read_folder(&self.dir));
         let spawned = std::thread::Builder::new()
             .name("extensions-reload".into())
             .spawn(move || {
                 let _runtime = runtime.enter();
-                let mut state = FolderState::new(read_folder(&self.dir));
                 while !*shutdown.borrow() {
                     std::thread::sleep(POLL);
                     for change in state.changes(&read_folder(&self.dir)) {
