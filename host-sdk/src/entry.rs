@@ -11,8 +11,8 @@ use once_cell::sync::OnceCell;
 
 use crate::abi::{
     ExtensionModule, ExtensionModuleRef, FfiBodyRule, FfiContext, FfiError, FfiEventInterest,
-    FfiInit, FfiItemEvent, FfiManifest, FfiMigration, FfiRequest, FfiRequirement, FfiResponse,
-    FfiSchedule, FfiScheduleSpec, FfiSharedResponse, HostRuntime_TO,
+    FfiHookFields, FfiInit, FfiItemEvent, FfiManifest, FfiMigration, FfiRequest, FfiRequirement,
+    FfiResponse, FfiSchedule, FfiScheduleSpec, FfiSharedResponse, HostRuntime_TO,
 };
 use crate::context::{Accountability, Context};
 use crate::error::ApiError;
@@ -56,6 +56,7 @@ pub fn root_module(build: fn() -> Extension) -> ExtensionModuleRef {
         before_write_interest,
         before_write,
         requires,
+        hook_fields,
     }
     .leak_into_prefix()
 }
@@ -300,6 +301,20 @@ extern "C" fn requires() -> RVec<FfiRequirement> {
             .map(|(id, versions)| FfiRequirement {
                 id: id.as_str().into(),
                 versions: versions.as_str().into(),
+            })
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+extern "C" fn hook_fields() -> RVec<FfiHookFields> {
+    catch_unwind(|| {
+        extension()
+            .hook_fields()
+            .iter()
+            .map(|(collection, fields)| FfiHookFields {
+                collection: collection.as_str().into(),
+                fields: fields.iter().map(|f| f.as_str().into()).collect(),
             })
             .collect()
     })

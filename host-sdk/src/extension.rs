@@ -1,6 +1,7 @@
 //! The description of an extension: identity, migrations, routes, hooks,
 //! schedules and init, assembled with a builder.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::context::Context;
@@ -141,6 +142,8 @@ pub struct Extension {
     pub(crate) before_write: Vec<WriteHook>,
     /// The extensions needed first: (id, semver requirement) (1.9).
     pub(crate) requires: Vec<(String, String)>,
+    /// Per collection, the only fields the item hooks read (1.14).
+    pub(crate) hook_fields: BTreeMap<String, BTreeSet<String>>,
     pub(crate) schedules: Vec<ScheduledJob>,
     pub(crate) init: Option<Job>,
 }
@@ -158,6 +161,7 @@ impl Extension {
             before_commit: Vec::new(),
             before_write: Vec::new(),
             requires: Vec::new(),
+            hook_fields: BTreeMap::new(),
             schedules: Vec::new(),
             init: None,
         }
@@ -184,6 +188,28 @@ impl Extension {
     #[doc(hidden)]
     pub fn requirements(&self) -> &[(String, String)] {
         &self.requires
+    }
+
+    /// Promises that this extension's item hooks (in-transaction and
+    /// after-commit, parsed and raw) read only `fields` of `collection`'s
+    /// payloads and records: the host may then pass them with only those
+    /// members and the primary key, and skip building, copying and
+    /// parsing the rest (a recording's thousands of events, say). Called
+    /// again for the same collection, the fields add up. Before-write
+    /// hooks still get the whole payload, since they may change it.
+    /// Hosts of earlier minor versions pass whole records (1.14).
+    pub fn hooks_read(mut self, collection: &str, fields: &[&str]) -> Self {
+        self.hook_fields
+            .entry(collection.to_string())
+            .or_default()
+            .extend(fields.iter().map(|f| f.to_string()));
+        self
+    }
+
+    /// Per collection, the only fields the item hooks read
+    /// ([`Extension::hooks_read`]); collections not named get whole records.
+    pub fn hook_fields(&self) -> &BTreeMap<String, BTreeSet<String>> {
+        &self.hook_fields
     }
 
     /// Adds a schema migration. Ids are applied once each, in the order added.

@@ -79,7 +79,7 @@ pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// minor for fields appended to the root module, a major for a break
 /// (`tests/abi_version.rs` fails when `abi/` changes and it does not).
 /// Same major as [`SDK_VERSION`], and never a newer minor.
-pub const ABI_VERSION: &str = "1.9.0";
+pub const ABI_VERSION: &str = "1.14.0";
 
 /// Everything an extension module usually needs.
 pub mod prelude {

@@ -22,6 +22,10 @@ const RELEASED: &[(&str, &str)] = &[
         "1.9.0",
         "09e9ee27a5932994eca7460be8a42ca039c01b35dd36d99809071c1524a3011e",
     ),
+    (
+        "1.14.0",
+        "f83698d6701953732eaa389e624d730c07cd92d4740afe8d4afae8b349f6b2ea",
+    ),
 ];
 
 /// `src/abi/*.rs` without comments and whitespace, hashed.

@@ -81,6 +81,7 @@ pub fn extension() -> Extension {
             &gamification::hooks::WATCHED,
             gamification::hooks::before_commit,
         )
+        .hooks_read("recordings", &gamification::hooks::RECORDING_FIELDS)
         .schedule(
             "recalculate-stats",
             Schedule::Every(Duration::from_secs(3600)),

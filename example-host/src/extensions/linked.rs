@@ -71,6 +71,7 @@ impl Registry {
             interest: super::Interest::from_list(ext.event_collections()),
             before_commit: super::Interest::from_list(ext.before_commit_collections()),
             before_write: super::Interest::from_list(ext.before_write_collections()),
+            hook_fields: ext.hook_fields().clone(),
             id,
             name: ext.name().to_string(),
             version: ext.version().to_string(),

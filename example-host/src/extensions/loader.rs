@@ -500,10 +500,22 @@ pub fn mount(
         _ => super::Interest::none(),
     };
 
+    // 1.14: the fields its item hooks read; earlier libraries get whole
+    // records.
+    let hook_fields = module.hook_fields().map_or_else(Default::default, |f| {
+        f().into_iter()
+            .map(|c| {
+                let fields = c.fields.into_iter().map(|f| f.into_string()).collect();
+                (c.collection.into_string(), fields)
+            })
+            .collect()
+    });
+
     Ok(LoadedExtension {
         interest,
         before_commit,
         before_write,
+        hook_fields,
         id,
         name: manifest.name.to_string(),
         version: manifest.version.to_string(),

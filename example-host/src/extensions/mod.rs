@@ -24,6 +24,7 @@ pub mod schedules;
 pub mod services;
 
 use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -32,7 +33,7 @@ use serde_json::Value;
 
 use crate::accounts::CallerAccount;
 use crate::platform::Platform;
-use crate::platform::{EventSink, PlatformError, WriteEvent};
+use crate::platform::{EventFields, EventSink, PlatformError, WriteEvent};
 use platform_store::storage::Writer;
 use services::ExtServices;
 
@@ -91,6 +92,9 @@ impl Interest {
     }
 }
 
+/// Per collection, the only fields an extension's item hooks read.
+pub type HookFields = BTreeMap<String, BTreeSet<String>>;
+
 /// A library that passed every check and is mounted at `/{id}`.
 pub struct LoadedExtension {
     /// The collections whose committed writes its hooks want.
@@ -99,6 +103,9 @@ pub struct LoadedExtension {
     pub before_commit: Interest,
     /// The collections whose writes its before-write hooks watch (1.9).
     pub before_write: Interest,
+    /// Per collection, the only fields its item hooks read (1.14); whole
+    /// records for the collections not named.
+    pub hook_fields: HookFields,
     pub id: String,
     pub name: String,
     pub version: String,
@@ -383,6 +390,21 @@ impl EventSink for Registry {
 
     fn wants_before_commit(&self, collection: &str) -> bool {
         self.any_wants(collection, |e| &e.before_commit)
+    }
+
+    fn event_fields(&self, collection: &str) -> EventFields {
+        let mut fields = BTreeSet::new();
+        let seeing = self.all();
+        let seeing = seeing
+            .iter()
+            .filter(|e| e.interest.wants(collection) || e.before_commit.wants(collection));
+        for ext in seeing {
+            match ext.hook_fields.get(collection) {
+                Some(read) => fields.extend(read.iter().cloned()),
+                None => return EventFields::All,
+            }
+        }
+        EventFields::Only(fields)
     }
 
     fn before_commit(

@@ -29,6 +29,13 @@ impl Platform {
         Ok(())
     }
 
+    /// The members the item events of `collection` carry.
+    pub(super) fn event_fields(&self, collection: &str) -> EventFields {
+        self.events
+            .get()
+            .map_or(EventFields::All, |sink| sink.event_fields(collection))
+    }
+
     /// Whether a before-write hook watches writes to `collection`.
     pub(super) fn wants_before_write(&self, collection: &str) -> bool {
         self.events

@@ -25,7 +25,7 @@ mod related_filters;
 mod relations;
 mod write;
 
-use crate::platform::{EventKind, PlatformError, WriteEvent};
+use crate::platform::{EventFields, EventKind, PlatformError, WriteEvent};
 pub use read::COMMENTS;
 
 use std::sync::Arc;

@@ -64,15 +64,20 @@ impl<'a> Payload<'a> {
 
     /// The payload as hooks see it: the members as given, without the
     /// collection's secrets.
-    fn reported(&self, collection: &str) -> String {
+    fn reported(&self, collection: &str, fields: &EventFields) -> String {
         let shown: BTreeMap<&str, &RawValue> = self
             .0
             .iter()
-            .filter(|(name, _)| !is_secret(collection, name))
+            .filter(|(name, _)| !is_secret(collection, name) && carried(fields, name))
             .map(|(name, raw)| (name.as_str(), *raw))
             .collect();
         serde_json::to_string(&shown).unwrap_or_else(|_| "{}".into())
     }
+}
+
+/// Whether an event with `fields` carries this member: the key always.
+fn carried(fields: &EventFields, name: &str) -> bool {
+    name == "id" || fields.keeps(name)
 }
 
 /// Refuses text that is not one JSON value.
@@ -121,7 +126,7 @@ impl Platform {
                         EventKind::Create,
                         &def,
                         Vec::new(),
-                        item.reported(&def.name),
+                        item.reported(&def.name, &EventFields::All),
                     );
                     self.before_write(conn, events, write)?
                 } else {
@@ -183,7 +188,8 @@ impl Platform {
             _ => String::new(),
         };
         if *wanted {
-            let after = format!("[{}]", public_json(def, &row));
+            let fields = self.event_fields(&def.name);
+            let after = format!("[{}]", public_json(def, &row, &fields));
             drop(row);
             self.record_event(
                 conn,
@@ -192,7 +198,7 @@ impl Platform {
                     kind: EventKind::Create,
                     collection: def.name.clone(),
                     keys: vec![key.clone()],
-                    payload: item.reported(&def.name).into(),
+                    payload: item.reported(&def.name, &fields).into(),
                     before: None,
                     after: Some(after.into()),
                     accountability: who.accountability.clone(),
@@ -463,10 +469,18 @@ pub(super) fn update_one_json(
     let scopes_given = platform.reference_scopes(who, &def, changes.keys())?;
     let wanted = platform.wants_events(&def.name);
     let filtered = platform.wants_before_write(&def.name);
-    let reported: Arc<str> = if wanted || filtered {
-        payload.reported(&def.name).into()
+    // Before-write hooks get the whole payload (they may change it); the
+    // event, the members its hooks read.
+    let fields = platform.event_fields(&def.name);
+    let whole: Arc<str> = if filtered {
+        payload.reported(&def.name, &EventFields::All).into()
     } else {
         Arc::from("")
+    };
+    let reported: Arc<str> = match (wanted, &fields) {
+        (false, _) => Arc::from(""),
+        (true, EventFields::All) if filtered => whole.clone(),
+        (true, _) => payload.reported(&def.name, &fields).into(),
     };
     // Only before-write hooks need the payload past this point.
     let payload = filtered.then_some(payload);
@@ -479,7 +493,7 @@ pub(super) fn update_one_json(
                     EventKind::Update,
                     &def,
                     vec![key.to_string()],
-                    reported.to_string(),
+                    whole.to_string(),
                 );
                 platform
                     .before_write(conn, events, write)?
@@ -497,7 +511,7 @@ pub(super) fn update_one_json(
                 (
                     Cow::Owned(changes),
                     Some(scopes),
-                    payload.reported(&def.name).into(),
+                    payload.reported(&def.name, &fields).into(),
                 )
             }
         };
@@ -519,11 +533,11 @@ pub(super) fn update_one_json(
             platform.ensure_an_admin_remains(conn, watched)?;
             return Ok(key.to_string());
         }
-        let before = public_records_json(conn, &def, key)?;
+        let before = public_records_json(conn, &def, key, &fields)?;
         conn.update(&def, key, &changes)?;
         platform.follow_update(conn, &def, key, &changes)?;
         platform.ensure_an_admin_remains(conn, watched)?;
-        let after = public_records_json(conn, &def, key)?;
+        let after = public_records_json(conn, &def, key, &fields)?;
         platform.record_event(
             conn,
             events,
@@ -574,7 +588,8 @@ pub(super) fn delete_one(
             platform.ensure_an_admin_remains(conn, watched)?;
             return Ok(key.to_string());
         }
-        let before = public_records_json(conn, &def, key)?;
+        let fields = platform.event_fields(&def.name);
+        let before = public_records_json(conn, &def, key, &fields)?;
         conn.delete(&def, key)?;
         platform.ensure_an_admin_remains(conn, watched)?;
         platform.record_event(
@@ -698,14 +713,16 @@ fn pending(
 
 /// The record a create writes, as a read prints it (members in name
 /// order, stored JSON documents as stored), without its secrets.
-fn public_json(def: &CollectionDef, row: &Columns) -> String {
+fn public_json(def: &CollectionDef, row: &Columns, fields: &EventFields) -> String {
     let size = row.values().map(|v| match v {
         Scalar::Text(t) => t.len() + 2,
         _ => 8,
     });
     let mut out = Vec::with_capacity(size.sum::<usize>() + 64);
     out.push(b'{');
-    let shown = row.iter().filter(|(name, _)| !is_secret(&def.name, name));
+    let shown = row
+        .iter()
+        .filter(|(name, _)| !is_secret(&def.name, name) && carried(fields, name));
     for (i, (name, value)) in shown.enumerate() {
         if i > 0 {
             out.push(b',');
@@ -719,15 +736,18 @@ fn public_json(def: &CollectionDef, row: &Columns) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// The item with `key` as a JSON array of its public record (empty when
-/// it does not exist), read on the writing connection.
+/// The item with `key` as a JSON array of its public record with the
+/// members an event carries (empty when it does not exist), read on the
+/// writing connection.
 fn public_records_json(
     conn: &mut dyn Writer,
     def: &CollectionDef,
     key: &str,
+    fields: &EventFields,
 ) -> Result<String, PlatformError> {
     let mut q = ReadQuery::all_fields(def);
-    q.fields.retain(|f| !is_secret(&def.name, f));
+    q.fields
+        .retain(|f| !is_secret(&def.name, f) && carried(fields, f));
     q.filter = Some(key_filter(key));
     q.limit = Some(1);
     let out = select_json_array(conn, def, &q)?;

@@ -3,6 +3,7 @@
 //! the commit). The items service builds and delivers them (`items`); the
 //! extension registry receives them.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::{Platform, PlatformError};
@@ -23,6 +24,26 @@ impl EventKind {
             EventKind::Create => "items.create",
             EventKind::Update => "items.update",
             EventKind::Delete => "items.delete",
+        }
+    }
+}
+
+/// Which members of a collection's payloads and records its item events
+/// carry: all of them, or only the fields every hook that sees them said
+/// it reads (`Extension::hooks_read`, SDK 1.14) and the primary key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventFields {
+    All,
+    Only(BTreeSet<String>),
+}
+
+impl EventFields {
+    /// Whether an event carries this member (the primary key is always
+    /// carried, whatever this says).
+    pub fn keeps(&self, field: &str) -> bool {
+        match self {
+            EventFields::All => true,
+            EventFields::Only(fields) => fields.contains(field),
         }
     }
 }
@@ -54,6 +75,9 @@ pub trait EventSink: Send + Sync {
     fn dispatch(&self, platform: &Platform, events: Vec<WriteEvent>);
     /// Whether an in-transaction hook watches the writes of this collection.
     fn wants_before_commit(&self, collection: &str) -> bool;
+    /// The members the item events of this collection must carry for
+    /// every hook that sees them.
+    fn event_fields(&self, collection: &str) -> EventFields;
     /// Runs the in-transaction hooks on a write just made on `conn`; what
     /// they write goes through `conn` too, and their events join `events`.
     /// An error refuses the write: the caller rolls the transaction back.

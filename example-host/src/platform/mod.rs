@@ -13,7 +13,7 @@ mod error;
 mod events;
 
 pub use error::{ErrorPlace, PlatformError};
-pub use events::{EventKind, EventSink, WriteEvent};
+pub use events::{EventFields, EventKind, EventSink, WriteEvent};
 
 use crate::auth::Auth;
 use crate::permissions::Permissions;

@@ -9,9 +9,9 @@ use abi_stable::{
 };
 
 use super::types::{
-    FfiBodyRule, FfiContext, FfiError, FfiEventInterest, FfiInit, FfiItemEvent, FfiManifest,
-    FfiMigration, FfiRequest, FfiRequirement, FfiResponse, FfiSchedule, FfiSharedResponse,
-    HostRuntime_TO,
+    FfiBodyRule, FfiContext, FfiError, FfiEventInterest, FfiHookFields, FfiInit, FfiItemEvent,
+    FfiManifest, FfiMigration, FfiRequest, FfiRequirement, FfiResponse, FfiSchedule,
+    FfiSharedResponse, HostRuntime_TO,
 };
 
 /// The extension's entry points.
@@ -121,6 +121,14 @@ pub struct ExtensionModule {
     /// missing or of another version. Libraries of earlier minor versions
     /// lack it: they require nothing.
     pub requires: extern "C" fn() -> RVec<FfiRequirement>,
+
+    // ---- 1.14 ----
+    /// The fields the extension's item hooks (in-transaction and
+    /// after-commit) read of some collections' records: the host may pass
+    /// those collections' payloads and records with only these fields and
+    /// the primary key. A collection not named here gets whole records, as
+    /// do libraries of earlier minor versions, which lack it.
+    pub hook_fields: extern "C" fn() -> RVec<FfiHookFields>,
 }
 
 impl RootModule for ExtensionModuleRef {

@@ -144,6 +144,17 @@ pub struct FfiRequirement {
     pub versions: RString,
 }
 
+/// The fields an extension's item hooks read of one collection's records
+/// (1.14).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct FfiHookFields {
+    /// The collection.
+    pub collection: RString,
+    /// The fields read (the primary key always comes too).
+    pub fields: RVec<RString>,
+}
+
 /// Which item events an extension's hooks want (SDK 1.2).
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]

@@ -32,6 +32,10 @@ fn is_true(record: Option<&Value>, name: &str) -> bool {
     field(record, name).and_then(Value::as_bool) == Some(true)
 }
 
+/// What [`recordings`] reads of a recording's payload and records: the
+/// host leaves the rest (the events) out of the hook's view.
+pub const RECORDING_FIELDS: [&str; 4] = ["id", "status", "featured", "user_created"];
+
 /// The collections whose writes the hook follows.
 pub const WATCHED: [&str; 6] = [
     "recordings",

@@ -612,6 +612,57 @@ fn extensions_read_as_the_caller_or_as_admin() {
     );
 }
 
+/// What the fixture's after-commit hook saw of `fixture_notes` and
+/// `fixture_pins` events: which members each payload and record carried.
+fn members_seen(host: &Host) -> Vec<String> {
+    let r = host.get("/fixture/members", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    serde_json::from_value(r.json()).expect("a list of lines")
+}
+
+#[test]
+fn hooks_that_name_the_fields_they_read_get_only_those_and_the_key() {
+    let host = Host::start(HostOptions::svc_and_fixture());
+    // The fixture's hooks read only `title` of fixture_notes.
+    let body = "a long body the hooks never read";
+    let r = host.post(
+        "/items/fixture_notes",
+        Some(ADMIN_TOKEN),
+        &json!({"title": "first", "body": body}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let note = &r.json()["data"];
+    assert_eq!(note["body"], body, "the writer's answer stays whole");
+    let path = format!("/items/fixture_notes/{}", str_of(&note["id"]));
+    let r = host.patch(&path, Some(ADMIN_TOKEN), &json!({"body": "changed"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = host.patch(
+        &path,
+        Some(ADMIN_TOKEN),
+        &json!({"title": "second", "body": "again"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["data"]["body"], "again");
+    assert_eq!(host.delete(&path, Some(ADMIN_TOKEN)).status, 204);
+    // fixture_pins named nothing: its events carry every member.
+    let r = host.post(
+        "/items/fixture_pins",
+        Some(ADMIN_TOKEN),
+        &json!({"video": null}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        members_seen(&host),
+        vec![
+            "items.create fixture_notes payload=title before= after=id,title",
+            "items.update fixture_notes payload= before=id,title after=id,title",
+            "items.update fixture_notes payload=title before=id,title after=id,title",
+            "items.delete fixture_notes payload= before=id,title after=",
+            "items.create fixture_pins payload=video before= after=id,video",
+        ]
+    );
+}
+
 #[test]
 fn extension_transactions_commit_or_roll_back_as_a_whole() {
     let host = Host::start(HostOptions::svc_and_fixture());
