@@ -127,6 +127,7 @@ contract!(
     a_nested_write_is_refused,
     versions_move_with_commits,
     a_start_costs_the_same_however_many_collections_there_are,
+    a_large_document_reads_back_whole_and_postgresql_compresses_it_with_lz4,
 );
 
 // ---- helpers ----
@@ -1246,6 +1247,38 @@ fn read_then_write_transactions_lose_no_update(db: &Db) {
     if !db.is_postgres() {
         // One writer at a time: never run again.
         assert_eq!(runs.iter().sum::<i64>(), 6 * ROUNDS);
+    }
+}
+
+// ---- large documents ----
+
+/// A document of thousands of elements (a recording's events) reads back
+/// as written; on PostgreSQL the store asks for LZ4, the cheaper of its
+/// two compressions of large values.
+fn a_large_document_reads_back_whole_and_postgresql_compresses_it_with_lz4(db: &Db) {
+    let store = seeded(db);
+    let things = def(store.as_ref(), "things");
+    let events: Vec<Value> = (0..3000)
+        .map(|i| json!({"timestamp": i * 100, "device": "Lush", "value": i % 101}))
+        .collect();
+    insert(
+        store.as_ref(),
+        &things,
+        json!({"id": id(50), "name": "large", "tags": events}),
+    )
+    .expect("insert");
+    let mut q = query(&things, json!({"filter": {"name": {"_eq": "large"}}}));
+    q.fields = vec!["tags".into()];
+    assert_eq!(
+        select(store.as_ref(), &things, &q)[0]["tags"],
+        json!(events)
+    );
+    if let Location::Postgres(url) = &db.location {
+        let method = testing::postgres::query(
+            url,
+            "SELECT pg_column_compression(tags) FROM things WHERE name = 'large'",
+        );
+        assert_eq!(method, vec![vec![Some("lz4".to_string())]]);
     }
 }
 
