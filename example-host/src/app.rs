@@ -179,7 +179,6 @@ pub(crate) fn mount(
     if cache {
         registry.attach_runtime(&platform.store);
     }
-    platform.auth.set_caching(cache);
     let registry = Arc::new(registry);
     platform.set_event_sink(registry.clone());
     (platform, registry)

@@ -3,7 +3,7 @@
 //! policies that apply, cached until access changes.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use once_cell::sync::OnceCell;
@@ -40,9 +40,6 @@ pub struct Auth {
     seen_access_version: AtomicU64,
     tokens: Mutex<HashMap<String, (u64, CallerAccount)>>,
     public: Mutex<Option<(u64, Vec<String>)>>,
-    /// Off (`--cache false`): every request starts a new generation, so
-    /// nothing cached is ever used again.
-    caching: AtomicBool,
     /// Checks access tokens, once sign-in is set up.
     signer: OnceCell<Arc<Signer>>,
     /// The name of the cookie that carries a session's access token.
@@ -67,7 +64,6 @@ impl Auth {
             seen_access_version: AtomicU64::new(u64::MAX),
             tokens: Mutex::new(HashMap::new()),
             public: Mutex::new(None),
-            caching: AtomicBool::new(true),
             signer: OnceCell::new(),
             session_cookie: OnceCell::new(),
         }
@@ -85,11 +81,6 @@ impl Auth {
         self.session_cookie.get().map(String::as_str)
     }
 
-    /// Turns the token, public-policy and permission caches on or off.
-    pub fn set_caching(&self, on: bool) {
-        self.caching.store(on, Ordering::SeqCst);
-    }
-
     /// Forgets every cached decision (after a write to users, roles,
     /// policies, access or permissions).
     pub fn invalidate(&self) {
@@ -105,10 +96,6 @@ impl Auth {
     /// data a decision is made from, so a decision made from data older
     /// than a commit is never served after it.
     pub fn epoch(&self, store: &dyn Store) -> u64 {
-        if !self.caching.load(Ordering::Relaxed) {
-            self.invalidate();
-            return self.current_epoch();
-        }
         let version = store.data_version();
         if self.seen_data_version.load(Ordering::SeqCst) != version {
             match store.tracked_version() {
