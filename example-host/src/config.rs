@@ -294,9 +294,11 @@ pub struct ServeArgs {
     /// Keep the answers of extension routes marked cacheable until the
     /// stored data changes (`--cache false` computes every answer afresh).
     ///
-    /// `false` keeps no answers of cached extension routes, no
-    /// per-data-version memos and no token, policy or permission decisions:
-    /// everything is read afresh (see [Answer cache](#answer-cache)).
+    /// `false` keeps no answers of cached extension routes and no
+    /// per-data-version memos (see [Answer cache](#answer-cache)). Token,
+    /// policy and permission decisions are kept either way, as Directus
+    /// keeps its permissions with `CACHE_ENABLED=false`. They are exact:
+    /// dropped at the next commit that changes access, through any host.
     #[arg(
         long = "cache",
         env = "CACHE_ENABLED",
