@@ -6,6 +6,7 @@ use serde_json::{value::RawValue, Map, Value};
 
 use crate::abi::{FfiAccess, FfiError};
 use crate::error::{ApiError, ItemsError};
+use crate::raw::JsonOut;
 
 /// Whose rights an items operation runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,6 +333,21 @@ impl<'a> Items<'a> {
         let raw = RawValue::from_string(out.into_string())
             .map_err(|e| ItemsError::decode("record", e))?;
         Ok((raw.get() != "null").then_some(raw))
+    }
+
+    /// The item with this key as the host's JSON text in a [`JsonOut`],
+    /// or `None`: [`Items::read_one_raw`] without checking the text again.
+    /// The host wrote it as JSON; a record holding a large document (a
+    /// recording's 120 KB of events) would cost a whole parse for nothing
+    /// when it is only passed on as the answer (SDK 1.14).
+    pub fn read_one_as_answer(
+        &self,
+        collection: &str,
+        key: &str,
+    ) -> Result<Option<JsonOut>, ItemsError> {
+        let text = self.read_one_text(collection, key, &Query::new())?;
+        let text = text.as_str().trim();
+        Ok((text != "null" && !text.is_empty()).then(|| JsonOut::of_text(text)))
     }
 
     /// Creates one item; returns its key.

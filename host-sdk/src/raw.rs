@@ -150,6 +150,14 @@ impl JsonOut {
         }
     }
 
+    /// An output holding this JSON text, trusted as [`JsonOut::raw`]
+    /// trusts it.
+    pub fn of_text(json: &str) -> Self {
+        Self {
+            bytes: json.as_bytes().to_vec(),
+        }
+    }
+
     /// Appends JSON text as it is.
     pub fn raw(&mut self, json: &str) {
         self.bytes.extend_from_slice(json.as_bytes());

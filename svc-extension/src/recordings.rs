@@ -105,11 +105,11 @@ pub fn create(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         .map_err(|e| CREATE.with_details(e))?;
     // A caller may create what they cannot read back; answer with what was
     // stored then.
-    let created = match items.read_one_raw("recordings", &id) {
+    let created = match items.read_one_as_answer("recordings", &id) {
         Ok(Some(r)) => Some(r),
         _ => ctx
             .as_admin()
-            .read_one_raw("recordings", &id)
+            .read_one_as_answer("recordings", &id)
             .map_err(|e| CREATE.with_details(e))?,
     };
     Ok(match created {
