@@ -411,6 +411,7 @@ impl TestHost {
             mount,
             rule,
             &credentials,
+            None,
             request,
         ) {
             Ok(answer) => TestResponse {

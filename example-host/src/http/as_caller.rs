@@ -9,7 +9,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, Uri};
 
 use super::query_string::parse_query_string;
-use super::{authenticate, blocking, credentials, AppState, HttpError};
+use super::{authenticate_once, blocking, credentials, AppState, HttpError, Resolved};
 use crate::items::Who;
 use crate::platform::Platform;
 use platform_store::query::WireQuery;
@@ -27,6 +27,8 @@ pub struct AsCaller {
 pub struct RequestHead {
     pub headers: HeaderMap,
     pub uri: Uri,
+    /// The caller, when a layer resolved the credentials already.
+    pub resolved: Option<Resolved>,
 }
 
 /// What a route's work is given: the platform, the caller, and the request.
@@ -63,7 +65,7 @@ impl AsCaller {
     /// The caller alone, for routes that do more than one blocking step.
     pub async fn who(&self) -> Result<Who, HttpError> {
         let (platform, head) = (self.platform.clone(), self.head.clone());
-        blocking(move || caller(&platform, &head.headers, &head.uri)).await
+        blocking(move || caller(&platform, &head)).await
     }
 
     /// Runs `work` on a blocking worker as the request's caller; bad
@@ -73,7 +75,7 @@ impl AsCaller {
         work: impl FnOnce(Call<'_>) -> Result<T, HttpError> + Send + 'static,
     ) -> Result<T, HttpError> {
         blocking(move || {
-            let who = caller(&self.platform, &self.head.headers, &self.head.uri)?;
+            let who = caller(&self.platform, &self.head)?;
             work(Call {
                 platform: &self.platform,
                 who,
@@ -93,17 +95,15 @@ impl axum::extract::FromRequestParts<AppState> for AsCaller {
             head: Arc::new(RequestHead {
                 headers: parts.headers.clone(),
                 uri: parts.uri.clone(),
+                resolved: parts.extensions.get::<Resolved>().cloned(),
             }),
         })
     }
 }
 
 /// Who the request's credentials name (anonymous without any).
-pub(super) fn caller(
-    platform: &Platform,
-    headers: &HeaderMap,
-    uri: &Uri,
-) -> Result<Who, HttpError> {
-    let accountability = authenticate(platform, &credentials(platform, headers, uri))?;
+pub(super) fn caller(platform: &Platform, head: &RequestHead) -> Result<Who, HttpError> {
+    let presented = credentials(platform, &head.headers, &head.uri);
+    let accountability = authenticate_once(platform, &presented, head.resolved.as_ref())?;
     Ok(Who::caller(accountability))
 }

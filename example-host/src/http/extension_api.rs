@@ -2,12 +2,13 @@
 //! extension's handler, off the async workers.
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
 use super::{
-    authenticate, blocking, credentials, read_body_within, AppState, Credentials, HttpError,
+    authenticate_once, blocking, credentials, read_body_within, AppState, Credentials, HttpError,
+    Resolved,
 };
 use host_sdk::BodyRule;
 use serde_json::Value;
@@ -41,6 +42,7 @@ pub async fn dispatch(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
+    resolved: Option<Extension<Resolved>>,
     body: Body,
 ) -> Result<Response, HttpError> {
     let (id, sub_path) = split_mount(uri.path());
@@ -74,7 +76,18 @@ pub async fn dispatch(
     let platform = state.platform.clone();
     let registry = state.registry.clone();
     let call = format!("[{id}] {method} {}", uri.path());
-    let work = blocking(move || call_extension(&platform, &registry, &id, rule, &token, request));
+    let resolved = resolved.map(|Extension(caller)| caller);
+    let work = blocking(move || {
+        call_extension(
+            &platform,
+            &registry,
+            &id,
+            rule,
+            &token,
+            resolved.as_ref(),
+            request,
+        )
+    });
     // A handler that runs too long is answered 504; its thread finishes
     // (or not) in the background, and the other routes keep serving.
     let answer = match tokio::time::timeout(state.limits.extension_timeout, work).await {
@@ -130,6 +143,7 @@ pub fn call_extension(
     mount: &str,
     rule: BodyRule,
     credentials: &Credentials,
+    resolved: Option<&Resolved>,
     request: ExtRequest,
 ) -> Result<Answer, HttpError> {
     if rule
@@ -138,7 +152,7 @@ pub fn call_extension(
     {
         return Err(HttpError::BodyTooDeep);
     }
-    let accountability = match authenticate(platform, credentials) {
+    let accountability = match authenticate_once(platform, credentials, resolved) {
         Ok(acc) => acc,
         Err(AuthError::InvalidToken) => return Err(HttpError::ExtensionInvalidToken),
         Err(AuthError::Store(e)) => {

@@ -331,6 +331,25 @@ fn named_credentials(headers: &HeaderMap, uri: &Uri) -> Credentials {
     }
 }
 
+/// The caller a layer resolved from this request's credentials, kept in
+/// the request's extensions: what runs after it takes this instead of
+/// resolving the same credentials again (each resolution reads the data
+/// version, a round trip on PostgreSQL).
+#[derive(Debug, Clone)]
+pub struct Resolved(pub Option<CallerAccount>);
+
+/// The request's caller: as a layer resolved it, or resolved now.
+pub fn authenticate_once(
+    platform: &Platform,
+    credentials: &Credentials,
+    resolved: Option<&Resolved>,
+) -> Result<Option<CallerAccount>, AuthError> {
+    match resolved {
+        Some(Resolved(caller)) => Ok(caller.clone()),
+        None => authenticate(platform, credentials),
+    }
+}
+
 /// Resolves credentials (blocking: may read the database).
 pub fn authenticate(
     platform: &Platform,
@@ -350,19 +369,19 @@ pub fn authenticate(
 /// user (docs/decisions.md §3: a bad token gets 401 on every route).
 pub async fn reject_bad_credentials(
     axum::extract::State(state): axum::extract::State<AppState>,
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let credentials = credentials(&state.platform, request.headers(), request.uri());
-    if credentials != Credentials::Anonymous {
+    let known = request.extensions().get::<Resolved>().is_some();
+    if credentials != Credentials::Anonymous && !known {
         let platform = state.platform.clone();
-        let checked = blocking(move || {
-            authenticate(&platform, &credentials)?;
-            Ok(())
-        })
-        .await;
-        if let Err(e) = checked {
-            return axum::response::IntoResponse::into_response(e);
+        let checked = blocking(move || Ok(authenticate(&platform, &credentials)?)).await;
+        match checked {
+            Ok(caller) => {
+                request.extensions_mut().insert(Resolved(caller));
+            }
+            Err(e) => return axum::response::IntoResponse::into_response(e),
         }
     }
     next.run(request).await

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::Limited;
 use tokio::sync::Semaphore;
 
-use super::{authenticate, blocking, credentials, AppState, Credentials, HttpError};
+use super::{authenticate, blocking, credentials, AppState, Credentials, HttpError, Resolved};
 
 /// The bounds on unauthenticated bodies.
 pub struct UnauthenticatedBodies {
@@ -65,7 +65,7 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
 /// held to the bounds above while they are served.
 pub async fn bound_unauthenticated_bodies(
     State(state): State<AppState>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     if !has_body(request.method(), request.headers()) {
@@ -74,10 +74,14 @@ pub async fn bound_unauthenticated_bodies(
     let presented = credentials(&state.platform, request.headers(), request.uri());
     if presented != Credentials::Anonymous {
         let platform = state.platform.clone();
-        let checked = blocking(move || Ok(authenticate(&platform, &presented).is_ok())).await;
+        let checked = blocking(move || Ok(authenticate(&platform, &presented).ok())).await;
         match checked {
-            Ok(true) => return next.run(request).await,
-            Ok(false) => {}
+            Ok(Some(caller)) => {
+                // The route takes the caller from here.
+                request.extensions_mut().insert(Resolved(caller));
+                return next.run(request).await;
+            }
+            Ok(None) => {}
             Err(e) => return e.into_response(),
         }
     }

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use serde_json::Value;
 
-use super::as_caller::{caller, AsCaller};
+use super::as_caller::{caller, AsCaller, RequestHead};
 use super::items_api::{data_text, json_body_text};
 use super::query_string::parse_query_string;
 use super::throttle::{mail_request, ClientAddress};
@@ -68,7 +68,13 @@ pub async fn update_me(
     }
     let sets_password = fields.contains_key("password");
     let work = move |platform: &Platform| {
-        let who = caller(platform, &headers, &uri)?;
+        let head = RequestHead {
+            headers,
+            uri,
+            resolved: None,
+        };
+        let who = caller(platform, &head)?;
+        let uri = head.uri;
         let id = me(&who)?;
         let own = Who::admin(who.accountability.clone());
         let payload = without_unchanged_email(platform, &own, &id, fields, payload)?;
