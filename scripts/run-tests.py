@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs the workspace's test binaries, several at a time.
 
-`scripts/test.sh` builds everything, then calls this. Every test binary of
+`scripts/test.sh` builds everything, then calls this; called alone, it
+builds the workspace's host and libraries first. Every test binary of
 the workspace is built once (`cargo test --workspace --no-run`, so both
 passes use the same build) and run on SQLite; the tests that start
 platforms (the integration tests, the test kit's and the storage's) run a
@@ -58,6 +59,11 @@ class Job:
 def test_binaries():
     """(package, target name, kind, executable, package folder) of every
     test binary of the workspace, built now."""
+    # The process tests start the workspace's host and load its libraries:
+    # built first, so that a run after a change never starts an older host.
+    print("==> building the workspace (cargo build --workspace)", flush=True)
+    if subprocess.run(["cargo", "build", "--workspace"], cwd=ROOT).returncode != 0:
+        sys.exit("building the workspace failed")
     print("==> building the test binaries (cargo test --workspace --no-run)", flush=True)
     out = subprocess.run(
         ["cargo", "test", "--workspace", "--no-run", "--message-format=json-render-diagnostics"],
