@@ -14,7 +14,7 @@ use super::as_caller::{caller, AsCaller, RequestHead};
 use super::items_api::{data_text, json_body_text};
 use super::query_string::parse_query_string;
 use super::throttle::{mail_request, ClientAddress};
-use super::{blocking, read_body, AppState, HttpError};
+use super::{blocking, read_body, AppState, HttpError, Resolved};
 use crate::items::{Session, Who};
 use crate::platform::Platform;
 use crate::platform::PlatformError;
@@ -51,6 +51,7 @@ pub async fn update_me(
     State(state): State<AppState>,
     headers: HeaderMap,
     uri: Uri,
+    resolved: Option<Extension<Resolved>>,
     body: Body,
 ) -> Result<Response, HttpError> {
     let bytes = read_body(body, &headers, &state.limits).await?;
@@ -71,7 +72,7 @@ pub async fn update_me(
         let head = RequestHead {
             headers,
             uri,
-            resolved: None,
+            resolved: resolved.map(|Extension(caller)| caller),
         };
         let who = caller(platform, &head)?;
         let uri = head.uri;

@@ -68,16 +68,11 @@ impl<'a> Payload<'a> {
         let shown: BTreeMap<&str, &RawValue> = self
             .0
             .iter()
-            .filter(|(name, _)| !is_secret(collection, name) && carried(fields, name))
+            .filter(|(name, _)| !is_secret(collection, name) && fields.keeps(name))
             .map(|(name, raw)| (name.as_str(), *raw))
             .collect();
         serde_json::to_string(&shown).unwrap_or_else(|_| "{}".into())
     }
-}
-
-/// Whether an event with `fields` carries this member: the key always.
-fn carried(fields: &EventFields, name: &str) -> bool {
-    name == "id" || fields.keeps(name)
 }
 
 /// Refuses text that is not one JSON value.
@@ -111,12 +106,14 @@ impl Platform {
         let scopes = self.reference_scopes(who, &def, items.iter().flat_map(|i| i.0.keys()))?;
         let filtered = self.wants_before_write(&def.name);
         let wanted = self.wants_events(&def.name);
+        let fields = self.event_fields(&def.name);
         self.run_write(session, |conn, events| {
             let target = Created {
                 who,
                 def: &def,
                 schema: self.store.schema(),
                 wanted,
+                fields: &fields,
             };
             let mut keys = Vec::with_capacity(rows.len());
             for (row, item) in rows.iter_mut().zip(&items) {
@@ -170,6 +167,7 @@ impl Platform {
             def,
             schema,
             wanted,
+            fields,
         } = target;
         if def.name == COMMENTS {
             self.ensure_comment_target(
@@ -188,8 +186,7 @@ impl Platform {
             _ => String::new(),
         };
         if *wanted {
-            let fields = self.event_fields(&def.name);
-            let after = format!("[{}]", public_json(def, &row, &fields));
+            let after = format!("[{}]", public_json(def, &row, fields));
             drop(row);
             self.record_event(
                 conn,
@@ -198,7 +195,7 @@ impl Platform {
                     kind: EventKind::Create,
                     collection: def.name.clone(),
                     keys: vec![key.clone()],
-                    payload: item.reported(&def.name, &fields).into(),
+                    payload: item.reported(&def.name, fields).into(),
                     before: None,
                     after: Some(after.into()),
                     accountability: who.accountability.clone(),
@@ -690,6 +687,8 @@ struct Created<'a> {
     schema: Arc<platform_store::schema::Schema>,
     /// Someone wants the create's events.
     wanted: bool,
+    /// The members they carry.
+    fields: &'a EventFields,
 }
 
 /// A write about to be made, as before-write hooks are given it.
@@ -722,7 +721,7 @@ fn public_json(def: &CollectionDef, row: &Columns, fields: &EventFields) -> Stri
     out.push(b'{');
     let shown = row
         .iter()
-        .filter(|(name, _)| !is_secret(&def.name, name) && carried(fields, name));
+        .filter(|(name, _)| !is_secret(&def.name, name) && fields.keeps(name));
     for (i, (name, value)) in shown.enumerate() {
         if i > 0 {
             out.push(b',');
@@ -747,7 +746,7 @@ fn public_records_json(
 ) -> Result<String, PlatformError> {
     let mut q = ReadQuery::all_fields(def);
     q.fields
-        .retain(|f| !is_secret(&def.name, f) && carried(fields, f));
+        .retain(|f| !is_secret(&def.name, f) && fields.keeps(f));
     q.filter = Some(key_filter(key));
     q.limit = Some(1);
     let out = select_json_array(conn, def, &q)?;

@@ -38,12 +38,12 @@ pub enum EventFields {
 }
 
 impl EventFields {
-    /// Whether an event carries this member (the primary key is always
-    /// carried, whatever this says).
+    /// Whether an event carries this member: the primary key (`id`, the
+    /// key of every collection) always.
     pub fn keeps(&self, field: &str) -> bool {
         match self {
             EventFields::All => true,
-            EventFields::Only(fields) => fields.contains(field),
+            EventFields::Only(fields) => field == "id" || fields.contains(field),
         }
     }
 }
