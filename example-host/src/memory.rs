@@ -1,12 +1,15 @@
 //! How the host keeps its resident memory close to what it uses, with
 //! glibc's allocator (elsewhere these are no-ops).
 //!
-//! glibc gives each thread that allocates its own malloc arena and keeps
-//! what the arenas once held: after a burst (an import, concurrent uploads
-//! of recordings) the resident size stays at the burst's peak although the
+//! The host's own Rust code allocates from mimalloc (the binaries' global
+//! allocator), which hands freed pages back by itself. glibc's allocator
+//! still serves SQLite and extension libraries that keep the system's. glibc
+//! gives each thread that allocates its own malloc arena and keeps what the
+//! arenas once held: after a burst (an import, concurrent uploads of
+//! recordings) the resident size stays at the burst's peak although the
 //! memory is free. Two arenas are plenty here, multi-megabyte buffers get
-//! pages of their own, and a background thread hands free pages back to
-//! the system every few seconds.
+//! pages of their own, and a background thread hands free pages back to the
+//! system every few seconds.
 
 use std::time::Duration;
 

@@ -28,6 +28,8 @@
 
 #[doc(hidden)]
 pub mod abi;
+#[cfg(feature = "allocator")]
+pub mod allocator;
 mod cache;
 mod context;
 #[doc(hidden)]

@@ -32,6 +32,12 @@
 //! and batch their reads, so a request costs a constant number of item
 //! calls.
 
+// The library's own allocations (parsing the host's answers, writing its
+// own) take thread-local heaps, not the C library's few locked arenas.
+#[cfg(feature = "allocator")]
+#[global_allocator]
+static ALLOCATOR: host_sdk::allocator::Allocator = host_sdk::allocator::Allocator;
+
 pub mod achievements;
 pub mod analytics;
 pub mod api;
