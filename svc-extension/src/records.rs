@@ -6,7 +6,6 @@ use std::collections::{HashMap, HashSet};
 
 use host_sdk::raw::{JsonOut, RawRecord};
 use host_sdk::{Items, ItemsError, Query};
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 /// Fields of a user record never shown by the public endpoints.
@@ -75,23 +74,6 @@ pub fn by_id_text(
         return Ok("[]".into());
     }
     items.read_by_query_raw(collection, &query.filter(json!({"id": {"_in": ids}})))
-}
-
-/// Each record's own text by its `id`, from the host's text of a list.
-pub fn texts_by_id<'t>(
-    what: &str,
-    text: &'t str,
-) -> Result<HashMap<Cow<'t, str>, &'t str>, ItemsError> {
-    let records: Vec<&RawValue> =
-        serde_json::from_str(text).map_err(|e| ItemsError::decode(what, e))?;
-    let mut by_id = HashMap::with_capacity(records.len());
-    for record in records {
-        let parsed = RawRecord::parse(record.get()).map_err(|e| ItemsError::decode(what, e))?;
-        if let Some(id) = parsed.str("id") {
-            by_id.insert(id, record.get());
-        }
-    }
-    Ok(by_id)
 }
 
 /// The string value of a field.

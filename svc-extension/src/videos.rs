@@ -11,9 +11,7 @@ use serde_json::{json, Value};
 use crate::counters;
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{
-    by_id_text, counts_by, ids_of, public_users_by_id, raw_ids_of, raw_list, texts_by_id,
-};
+use crate::records::{counts_by, ids_of, public_users_by_id, raw_ids_of, raw_list};
 use crate::upcoming;
 
 const LIST: Failure = Failure::new("Failed to fetch videos");
@@ -24,8 +22,9 @@ pub fn visible() -> Value {
     json!({"upload_date": {"_lte": "$NOW"}})
 }
 
-/// Visible videos matching `extra`, newest first, as the text of the
-/// host's list (parse it with [`raw_list`]).
+/// Visible videos matching `extra`, newest first, each with its `movie`
+/// expanded to the file record by the host (null when the file is gone), as
+/// the text of the host's list (parse it with [`raw_list`]).
 fn find_videos_text(
     items: &Items<'_>,
     extra: Option<Value>,
@@ -34,6 +33,7 @@ fn find_videos_text(
     let mut filter = vec![visible()];
     filter.extend(extra);
     let mut query = Query::new()
+        .fields(&["*", "movie.*"])
         .filter(json!({ "_and": filter }))
         .sort(&["-upload_date"]);
     if let Some(n) = limit {
@@ -53,12 +53,12 @@ pub fn videos_of(items: &Items<'_>, user: &str) -> Result<Vec<String>, ItemsErro
     Ok(ids_of(&links, "videos_id"))
 }
 
-/// Writes `videos` with `models` (public user records, in link order),
-/// `movie` replaced by its file record (null when the file is gone) and
-/// `likes_count`/`plays_count` by live counts: the counters of the videos
-/// whose counters are exact, the records counted for the others only
-/// (three to five calls for any number of videos). The records pass
-/// through as the host's text: only the replaced members are written anew.
+/// Writes `videos` (their `movie` expanded by the host) with `models`
+/// (public user records, in link order) and `likes_count`/`plays_count` by
+/// live counts: the counters of the videos whose counters are exact, the
+/// records counted for the others only (two to four calls for any number of
+/// videos). The records pass through as the host's text: only the replaced
+/// members are written anew.
 fn write_expanded(
     items: &Items<'_>,
     videos: &[RawRecord<'_>],
@@ -90,13 +90,6 @@ fn write_expanded(
             .is_some_and(|v| listed.contains(v.as_ref()))
     });
     let public_users = public_users_by_id(items, &raw_ids_of(&links, "platform_users_id"))?;
-    let files_text = by_id_text(
-        items,
-        "platform_files",
-        &raw_ids_of(videos, "movie"),
-        Query::new(),
-    )?;
-    let files = texts_by_id("files", &files_text)?;
     // Exact counters are the live counts; only the others are counted.
     let uncounted: Vec<String> = videos
         .iter()
@@ -125,7 +118,6 @@ fn write_expanded(
             true => video.get(counter).map_or("0", |v| v.get()).to_string(),
             false => counts.get(id.as_ref()).copied().unwrap_or(0).to_string(),
         };
-        let movie = video.str("movie");
         let mut members: Vec<(&str, Cow<str>)> = video
             .members()
             .filter(|(name, _)| {
@@ -134,13 +126,7 @@ fn write_expanded(
                     "models" | "likes_count" | "plays_count" | counters::EXACT
                 )
             })
-            .map(|(name, value)| {
-                let text = match (name, &movie) {
-                    ("movie", Some(file)) => files.get(file).copied().unwrap_or("null"),
-                    _ => value.get(),
-                };
-                (name, Cow::Borrowed(text))
-            })
+            .map(|(name, value)| (name, Cow::Borrowed(value.get())))
             .collect();
         members.push(("models", Cow::Owned(models.into_string())));
         members.push(("likes_count", Cow::Owned(count(&likes, "likes_count"))));
