@@ -13,7 +13,10 @@
 //! across threads, maps the largest on pages of their own (glibc's
 //! threshold, 1 MiB in the example host), grows those in place (`mremap`)
 //! and unmaps them when freed. mimalloc is built without transparent huge
-//! pages, so a thread's few small pages are not 2 MiB each.
+//! pages, so a thread's few small pages are not 2 MiB each, and with the
+//! local-dynamic TLS model, which a library the host opens at run time
+//! needs (initial-exec TLS comes from a small reserve shared by every
+//! library loaded late, and running out of it fails the load).
 //!
 //! ```ignore
 //! #[global_allocator]

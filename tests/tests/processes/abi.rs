@@ -12,7 +12,8 @@
 //! surface works against today's host (h); a 1.7 library relying on the
 //! member rules its host seeded (`sdk-1.7-members`). A panicking handler is
 //! a 500 and nothing more (e); an extension's log lines reach the host's
-//! log under its id (f).
+//! log under its id (f). svc's library needs no static TLS (k), which a
+//! library opened at run time takes from a small shared reserve.
 
 use platform_tests::{fixture_library, id_of, library, str_of, Host, HostOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
@@ -524,4 +525,39 @@ fn an_extension_loads_after_the_one_it_requires_or_is_refused_without_it() {
     );
     assert_eq!(alone.get("/bookmarks/bookmarks/mine", None).status, 404);
     assert_eq!(alone.get("/server/ping", None).status, 200);
+}
+
+/// The flags of a 64-bit little-endian ELF file's dynamic section
+/// (`DT_FLAGS`), or `None` when it has none.
+fn elf_dynamic_flags(bytes: &[u8]) -> Option<u64> {
+    let u16_at = |at: usize| u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap()) as usize;
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    assert_eq!(&bytes[..5], b"\x7fELF\x02", "a 64-bit ELF file");
+    let (phoff, phentsize, phnum) = (u64_at(0x20) as usize, u16_at(0x36), u16_at(0x38));
+    let dynamic = (0..phnum)
+        .map(|i| phoff + i * phentsize)
+        .find(|&ph| u32::from_le_bytes(bytes[ph..ph + 4].try_into().unwrap()) == 2)?; // PT_DYNAMIC
+    let (offset, size) = (u64_at(dynamic + 8) as usize, u64_at(dynamic + 32) as usize);
+    (offset..offset + size)
+        .step_by(16)
+        .map(|entry| (u64_at(entry), u64_at(entry + 8)))
+        .take_while(|&(tag, _)| tag != 0)
+        .find(|&(tag, _)| tag == 30) // DT_FLAGS
+        .map(|(_, value)| value)
+}
+
+/// A library the host opens at run time should not need static TLS: glibc
+/// gives such libraries a small reserve, shared by all of them, and a load
+/// that finds it spent fails. svc's allocator (mimalloc) is built with the
+/// local-dynamic TLS model for that reason.
+#[test]
+fn k_the_svc_library_needs_no_static_tls() {
+    const DF_STATIC_TLS: u64 = 0x10;
+    let bytes = std::fs::read(library("svc_extension")).expect("svc's library");
+    let flags = elf_dynamic_flags(&bytes).unwrap_or(0);
+    assert_eq!(
+        flags & DF_STATIC_TLS,
+        0,
+        "libsvc_extension.so is marked STATIC_TLS (DT_FLAGS {flags:#x})"
+    );
 }
