@@ -1,9 +1,10 @@
 //! How the host keeps its resident memory close to what it uses, with
 //! glibc's allocator (elsewhere these are no-ops).
 //!
-//! The host's own Rust code allocates from mimalloc (the binaries' global
-//! allocator), which hands freed pages back by itself. glibc's allocator
-//! still serves SQLite and extension libraries that keep the system's. glibc
+//! The binaries' global allocator (`host_sdk::allocator`) serves the host's
+//! small blocks from mimalloc, which hands freed pages back by itself.
+//! glibc's allocator still serves blocks of 64 KiB and more, SQLite, and
+//! extension libraries that keep the system's allocator. glibc
 //! gives each thread that allocates its own malloc arena and keeps what the
 //! arenas once held: after a burst (an import, concurrent uploads of
 //! recordings) the resident size stays at the burst's peak although the

@@ -1353,7 +1353,8 @@ fn a_request_resolves_its_credentials_once() {
         let play = || host.request_with("POST", &path, &headers, Some(body));
         assert_eq!(play().status, 200);
         let before = round_trips(&host);
-        assert_eq!(play().status, 200, "{}", play().body);
+        let played = play();
+        assert_eq!(played.status, 200, "{}", played.body);
         round_trips(&host) - before - own
     };
     // With a body, the layer bounding unauthenticated bodies resolves the
