@@ -68,6 +68,19 @@ impl<'a> RawRecord<'a> {
             .map(|(name, value)| (name.0.as_ref(), *value))
     }
 
+    /// About how many bytes the record takes written again with
+    /// [`JsonOut::object`] (SDK 1.16; exact unless a name holds escapes),
+    /// to reserve room for an answer.
+    pub fn written_len(&self) -> usize {
+        // `{}`, each `"name":value`, and the commas between them.
+        let members: usize = self
+            .members
+            .iter()
+            .map(|(name, value)| name.0.len() + value.get().len() + 3)
+            .sum();
+        2 + members + self.members.len().saturating_sub(1)
+    }
+
     /// Parses one object.
     pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
         serde_json::from_str(text)
@@ -158,6 +171,13 @@ impl JsonOut {
         }
     }
 
+    /// Makes room for at least `additional` more bytes (SDK 1.16): one
+    /// allocation for an answer whose size is known, instead of its copies
+    /// as it grows.
+    pub fn reserve(&mut self, additional: usize) {
+        self.bytes.reserve(additional);
+    }
+
     /// Appends JSON text as it is.
     pub fn raw(&mut self, json: &str) {
         self.bytes.extend_from_slice(json.as_bytes());
@@ -170,8 +190,7 @@ impl JsonOut {
 
     /// Appends `text` as a JSON string.
     pub fn string(&mut self, text: &str) {
-        // Writing a `str` into a `Vec` cannot fail.
-        let _ = serde_json::to_writer(&mut self.bytes, text);
+        write_string(&mut self.bytes, text);
     }
 
     /// Appends an object of `members`, sorted by name (as the host prints
@@ -234,6 +253,68 @@ impl JsonOut {
     }
 }
 
+/// Appends `text` to `out` as a JSON string, byte for byte as `serde_json`
+/// writes it (SDK 1.16): `"` and `\` escaped, `\b \f \n \r \t` by
+/// letter, other control characters as `\u00xx`. Text with nothing to
+/// escape, most of it, is checked eight bytes at a time and copied whole.
+pub fn write_string(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(chunk) = bytes.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            if !needs_escape(u64::from_le_bytes(word)) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = bytes[i];
+        let escape: Option<&[u8]> = match b {
+            b'"' => Some(b"\\\""),
+            b'\\' => Some(b"\\\\"),
+            b'\n' => Some(b"\\n"),
+            b'\r' => Some(b"\\r"),
+            b'\t' => Some(b"\\t"),
+            0x08 => Some(b"\\b"),
+            0x0c => Some(b"\\f"),
+            0x00..=0x1f => None,
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        match escape {
+            Some(text) => out.extend_from_slice(text),
+            None => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 0xf) as usize]);
+            }
+        }
+        i += 1;
+        start = i;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// Whether any of the eight bytes of `word` is a control character, `"` or
+/// `\` (each test is exact: it has no false positives).
+fn needs_escape(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |v: u64, n: u64| v.wrapping_sub(ONES * n) & !v & HIGH;
+    let zero = |v: u64| below(v, 1);
+    (below(word, 0x20) | zero(word ^ (ONES * b'"' as u64)) | zero(word ^ (ONES * b'\\' as u64)))
+        != 0
+}
+
 /// JSON text an answer carries as it is
 /// ([`Response::ok_raw`](crate::Response::ok_raw),
 /// [`Response::created_raw`](crate::Response::created_raw)): a record read
@@ -283,6 +364,20 @@ mod tests {
     }
 
     #[test]
+    fn a_record_written_again_takes_the_room_it_said() {
+        let text = r#"{"a":[1, 2],"bc":"x","d":{"e":null}}"#;
+        let r = RawRecord::parse(text).unwrap();
+        let mut members: Vec<(&str, Cow<str>)> = r
+            .members()
+            .map(|(n, v)| (n, Cow::Borrowed(v.get())))
+            .collect();
+        let mut out = JsonOut::default();
+        out.object(&mut members);
+        assert_eq!(r.written_len(), out.len());
+        assert_eq!(RawRecord::parse("{}").unwrap().written_len(), 2);
+    }
+
+    #[test]
     fn plain_strings_are_not_copied() {
         let text = r#"{"id":"abc"}"#;
         let r = RawRecord::parse(text).unwrap();
@@ -312,5 +407,42 @@ mod tests {
         assert!(out
             .as_str()
             .starts_with(r#"[{"a":{"k":[true]},"m\"q":7,"z":1}"#));
+    }
+    fn written(text: &str) -> String {
+        let mut out = Vec::new();
+        write_string(&mut out, text);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        for text in [
+            "",
+            "plain",
+            "exactly8",
+            "sixteen bytes ok",
+            "q\"uote and back\\slash",
+            "\u{0}\u{1}\u{8}\t\n\u{b}\u{c}\r\u{1f} \u{7f}",
+            "é ü 中文 😀 longer than eight bytes\n",
+        ] {
+            assert_eq!(
+                written(text),
+                serde_json::to_string(text).unwrap(),
+                "{text:?}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_string_is_written_as_serde_json_writes_it(
+            text in proptest::collection::vec(
+                proptest::sample::select(vec!['a', ' ', '"', '\\', '\n', '\u{1}', '\u{1f}', '\u{7f}', 'é', '😀', '!', '~']),
+                0..40,
+            )
+        ) {
+            let text: String = text.into_iter().collect();
+            proptest::prop_assert_eq!(written(&text), serde_json::to_string(&text).unwrap());
+        }
     }
 }

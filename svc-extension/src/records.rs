@@ -28,7 +28,7 @@ fn public_user_text(record: &RawRecord<'_>) -> String {
         .filter(|(name, _)| !PRIVATE_USER_FIELDS.contains(name))
         .map(|(name, value)| (name, Cow::Borrowed(value.get())))
         .collect();
-    let mut out = JsonOut::default();
+    let mut out = JsonOut::with_capacity(record.written_len());
     out.object(&mut members);
     out.into_string()
 }

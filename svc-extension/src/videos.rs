@@ -108,10 +108,15 @@ fn write_expanded(
         }
     }
 
+    // The answer's size is known: the videos' text and their models' (and
+    // a few bytes a video for its counts).
+    let models_size: usize = models_of.values().flatten().map(|t| t.len() + 1).sum();
+    out.reserve(videos.iter().map(|v| v.written_len() + 80).sum::<usize>() + models_size);
     let write_one = |out: &mut JsonOut, video: &RawRecord<'_>| {
         let id = video.str("id").unwrap_or_default();
-        let mut models = JsonOut::default();
         let linked = models_of.get(&id).map(Vec::as_slice).unwrap_or_default();
+        let mut models =
+            JsonOut::with_capacity(linked.iter().map(|t| t.len() + 1).sum::<usize>() + 2);
         models.array(linked, |o, text| o.raw(text));
         let exact = video.get(counters::EXACT).map(|x| x.get()) == Some("true");
         let count = |counts: &HashMap<String, u64>, counter: &str| match exact {
@@ -169,7 +174,7 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     };
     let text = find_videos_text(&items, extra, limit).map_err(LIST.of())?;
     let videos = raw_list("videos", &text).map_err(LIST.of())?;
-    let mut out = JsonOut::with_capacity(text.len() * 2);
+    let mut out = JsonOut::default();
     write_expanded(&items, &videos, every_visible, &mut out, Shape::List).map_err(LIST.of())?;
     Ok(Response::ok_raw(out))
 }
