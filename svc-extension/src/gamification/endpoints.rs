@@ -2,7 +2,6 @@
 //! `/gamification/achievements` (public). Weighted points are reported as
 //! of the read (docs/decisions.md §7); ordering by the anchored sum is exact.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -44,17 +43,65 @@ static ACHIEVEMENT_DEFS: Memo<Arc<HashMap<String, Value>>> = Memo::new();
 /// points are worked out at each read.
 static PAGES: MemoMap<(u64, u64), Arc<Vec<KeptRow>>> = MemoMap::new(64);
 
-/// A leaderboard row as kept: each shown value as its JSON text (copied
-/// from the host's answer), and the sum the live points come from.
+/// A leaderboard row as kept: its JSON text, members in name order, but
+/// for the two values worked out at each read, `rank` and
+/// `total_weighted_points`, which go at `holes`; and the sum the points
+/// come from.
 struct KeptRow {
-    user_id: String,
-    achievements_count: String,
-    playbacks_count: String,
-    recordings_count: String,
-    total_raw_points: String,
-    avatar: String,
-    display_name: String,
+    text: String,
+    holes: [usize; 2],
     decay_sum: f64,
+}
+
+impl KeptRow {
+    /// The row of a stats record and its user (the values copied as the
+    /// host wrote them).
+    fn new(row: &RawRecord<'_>, user: Option<&RawRecord<'_>>) -> Self {
+        fn value<'t>(record: Option<&RawRecord<'t>>, name: &str) -> &'t str {
+            record.and_then(|r| r.get(name)).map_or("null", |v| v.get())
+        }
+        // In name order, as every record is written; `None`: a hole.
+        let members = [
+            ("achievements_count", Some(value(Some(row), "achievements_count"))),
+            ("avatar", Some(value(user, "avatar"))),
+            ("display_name", Some(value(user, "artist_name"))),
+            ("playbacks_count", Some(value(Some(row), "playbacks_count"))),
+            ("rank", None),
+            ("recordings_count", Some(value(Some(row), "recordings_count"))),
+            ("total_raw_points", Some(value(Some(row), "total_raw_points"))),
+            ("total_weighted_points", None),
+            ("user_id", Some(value(user, "id"))),
+        ];
+        let mut out = JsonOut::with_capacity(256);
+        let mut holes = [0; 2];
+        let mut next_hole = 0;
+        out.byte(b'{');
+        for (n, (name, value)) in members.into_iter().enumerate() {
+            if n > 0 {
+                out.byte(b',');
+            }
+            out.string(name);
+            out.byte(b':');
+            match value {
+                Some(text) => out.raw(text),
+                None => {
+                    if let Some(at) = holes.get_mut(next_hole) {
+                        *at = out.len();
+                    }
+                    next_hole += 1;
+                }
+            }
+        }
+        out.byte(b'}');
+        KeptRow {
+            text: out.into_string(),
+            holes,
+            decay_sum: row
+                .get("decay_sum")
+                .and_then(|v| v.get().parse().ok())
+                .unwrap_or(0.0),
+        }
+    }
 }
 
 fn current_anchor(ctx: &Context<'_>, items: &Items<'_>) -> Result<DateTime<Utc>, ItemsError> {
@@ -109,12 +156,6 @@ fn page_rows(
             .offset(skip),
     )?;
     let rows = raw_list("stats", &rows_text)?;
-    let text = |record: Option<&RawRecord<'_>>, name: &str| {
-        record
-            .and_then(|r| r.get(name))
-            .map_or("null", |v| v.get())
-            .to_string()
-    };
     rows.iter()
         .map(|row| {
             let user = match row.get("user_id").map(|v| v.get()) {
@@ -123,19 +164,7 @@ fn page_rows(
                 ),
                 _ => None,
             };
-            Ok(KeptRow {
-                user_id: text(user.as_ref(), "id"),
-                achievements_count: text(Some(row), "achievements_count"),
-                playbacks_count: text(Some(row), "playbacks_count"),
-                recordings_count: text(Some(row), "recordings_count"),
-                total_raw_points: text(Some(row), "total_raw_points"),
-                avatar: text(user.as_ref(), "avatar"),
-                display_name: text(user.as_ref(), "artist_name"),
-                decay_sum: row
-                    .get("decay_sum")
-                    .and_then(|v| v.get().parse().ok())
-                    .unwrap_or(0.0),
-            })
+            Ok(KeptRow::new(row, user.as_ref()))
         })
         .collect()
 }
@@ -152,35 +181,18 @@ fn leaderboard_answer(
         page_rows(ctx, items, limit, offset).map(Arc::new)
     })?;
     let (anchor, now) = (current_anchor(ctx, items)?, now_ms());
-    let mut out = JsonOut::with_capacity(64 + page.len() * 256);
+    let size: usize = page.iter().map(|row| row.text.len() + 32).sum();
+    let mut out = JsonOut::with_capacity(16 + size);
     out.raw("{\"data\":");
     out.array(page.iter().enumerate(), |out, (position, row)| {
-        let rank = (offset + position as u64 + 1).to_string();
-        let points =
-            crate::analytics::js_number(score::weighted_at(row.decay_sum, anchor, now)).to_string();
-        out.object(&mut [
-            (
-                "achievements_count",
-                Cow::Borrowed(row.achievements_count.as_str()),
-            ),
-            ("avatar", Cow::Borrowed(row.avatar.as_str())),
-            ("display_name", Cow::Borrowed(row.display_name.as_str())),
-            (
-                "playbacks_count",
-                Cow::Borrowed(row.playbacks_count.as_str()),
-            ),
-            ("rank", Cow::Owned(rank)),
-            (
-                "recordings_count",
-                Cow::Borrowed(row.recordings_count.as_str()),
-            ),
-            (
-                "total_raw_points",
-                Cow::Borrowed(row.total_raw_points.as_str()),
-            ),
-            ("total_weighted_points", Cow::Owned(points)),
-            ("user_id", Cow::Borrowed(row.user_id.as_str())),
-        ]);
+        let [rank_at, points_at] = row.holes;
+        let rank = offset + position as u64 + 1;
+        let points = crate::analytics::js_number(score::weighted_at(row.decay_sum, anchor, now));
+        out.raw(&row.text[..rank_at]);
+        out.raw(&rank.to_string());
+        out.raw(&row.text[rank_at..points_at]);
+        out.raw(&points.to_string());
+        out.raw(&row.text[points_at..]);
     });
     out.byte(b'}');
     Ok(Response::ok_raw(out))
