@@ -3,20 +3,26 @@
 //! answer is `crate::schema_model`.
 
 use axum::response::Response;
+use serde::Serialize;
 
-use super::as_caller::AsCaller;
+use super::as_caller::{AsCaller, Call};
 use super::items_api::{data, ItemPath};
 use super::HttpError;
 use crate::platform::PlatformError;
 use crate::schema_model;
 
+/// Answers `{"data": ..}` with what `read` finds of the model, as the
+/// caller sees it.
+async fn answer<T: Serialize>(
+    call: AsCaller,
+    read: impl FnOnce(&Call<'_>) -> Result<T, HttpError> + Send + 'static,
+) -> Result<Response, HttpError> {
+    call.run(move |c| Ok(data(read(&c)?))).await
+}
+
 pub async fn collections(call: AsCaller) -> Result<Response, HttpError> {
-    call.run(|c| {
-        Ok(data(schema_model::collections(
-            c.platform,
-            &c.who,
-            &c.query()?,
-        )?))
+    answer(call, |c| {
+        Ok(schema_model::collections(c.platform, &c.who, &c.query()?)?)
     })
     .await
 }
@@ -25,18 +31,15 @@ pub async fn collection(
     ItemPath(name): ItemPath<String>,
     call: AsCaller,
 ) -> Result<Response, HttpError> {
-    call.run(move |c| Ok(data(schema_model::collection(c.platform, &c.who, &name)?)))
-        .await
+    answer(call, move |c| {
+        Ok(schema_model::collection(c.platform, &c.who, &name)?)
+    })
+    .await
 }
 
 pub async fn fields(call: AsCaller) -> Result<Response, HttpError> {
-    call.run(|c| {
-        Ok(data(schema_model::fields(
-            c.platform,
-            &c.who,
-            None,
-            &c.query()?,
-        )?))
+    answer(call, |c| {
+        Ok(schema_model::fields(c.platform, &c.who, None, &c.query()?)?)
     })
     .await
 }
@@ -45,14 +48,13 @@ pub async fn fields_of(
     ItemPath(name): ItemPath<String>,
     call: AsCaller,
 ) -> Result<Response, HttpError> {
-    call.run(move |c| {
-        let q = c.query()?;
-        Ok(data(schema_model::fields(
+    answer(call, move |c| {
+        Ok(schema_model::fields(
             c.platform,
             &c.who,
             Some(&name),
-            &q,
-        )?))
+            &c.query()?,
+        )?)
     })
     .await
 }
@@ -61,25 +63,25 @@ pub async fn field(
     ItemPath((collection, field)): ItemPath<(String, String)>,
     call: AsCaller,
 ) -> Result<Response, HttpError> {
-    call.run(move |c| {
-        Ok(data(schema_model::field(
+    answer(call, move |c| {
+        Ok(schema_model::field(
             c.platform,
             &c.who,
             &collection,
             &field,
-        )?))
+        )?)
     })
     .await
 }
 
 pub async fn relations(call: AsCaller) -> Result<Response, HttpError> {
-    call.run(|c| {
-        Ok(data(schema_model::relations(
+    answer(call, |c| {
+        Ok(schema_model::relations(
             c.platform,
             &c.who,
             None,
             &c.query()?,
-        )?))
+        )?)
     })
     .await
 }
@@ -88,14 +90,13 @@ pub async fn relations_of(
     ItemPath(name): ItemPath<String>,
     call: AsCaller,
 ) -> Result<Response, HttpError> {
-    call.run(move |c| {
-        let q = c.query()?;
-        Ok(data(schema_model::relations(
+    answer(call, move |c| {
+        Ok(schema_model::relations(
             c.platform,
             &c.who,
             Some(&name),
-            &q,
-        )?))
+            &c.query()?,
+        )?)
     })
     .await
 }
@@ -104,13 +105,13 @@ pub async fn relation(
     ItemPath((collection, field)): ItemPath<(String, String)>,
     call: AsCaller,
 ) -> Result<Response, HttpError> {
-    call.run(move |c| {
-        Ok(data(schema_model::relation(
+    answer(call, move |c| {
+        Ok(schema_model::relation(
             c.platform,
             &c.who,
             &collection,
             &field,
-        )?))
+        )?)
     })
     .await
 }

@@ -60,15 +60,19 @@ impl KeptRow {
         fn value<'t>(record: Option<&RawRecord<'t>>, name: &str) -> &'t str {
             record.and_then(|r| r.get(name)).map_or("null", |v| v.get())
         }
+        let stats = Some(row);
         // In name order, as every record is written; `None`: a hole.
         let members = [
-            ("achievements_count", Some(value(Some(row), "achievements_count"))),
+            (
+                "achievements_count",
+                Some(value(stats, "achievements_count")),
+            ),
             ("avatar", Some(value(user, "avatar"))),
             ("display_name", Some(value(user, "artist_name"))),
-            ("playbacks_count", Some(value(Some(row), "playbacks_count"))),
+            ("playbacks_count", Some(value(stats, "playbacks_count"))),
             ("rank", None),
-            ("recordings_count", Some(value(Some(row), "recordings_count"))),
-            ("total_raw_points", Some(value(Some(row), "total_raw_points"))),
+            ("recordings_count", Some(value(stats, "recordings_count"))),
+            ("total_raw_points", Some(value(stats, "total_raw_points"))),
             ("total_weighted_points", None),
             ("user_id", Some(value(user, "id"))),
         ];
