@@ -408,6 +408,7 @@ mod tests {
             .as_str()
             .starts_with(r#"[{"a":{"k":[true]},"m\"q":7,"z":1}"#));
     }
+
     fn written(text: &str) -> String {
         let mut out = Vec::new();
         write_string(&mut out, text);
