@@ -138,12 +138,23 @@ fn set_up_connection(c: &mut Connection) -> rusqlite::Result<()> {
     // marks `LIMIT ?` as plan-relevant and recompiles a cached
     // statement every time a limit is bound, i.e. on every read.
     c.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-    c.execute_batch(
+    c.execute_batch(&format!(
         "PRAGMA synchronous = NORMAL;
          PRAGMA foreign_keys = OFF;
-         PRAGMA temp_store = MEMORY;",
-    )
+         PRAGMA temp_store = MEMORY;
+         PRAGMA cache_size = -{PAGE_CACHE_KIB};"
+    ))
 }
+
+/// Each connection's page cache, in KiB. SQLite's default (2,000 KiB, 500
+/// pages) is less than one read of a hundred rows with their users touches
+/// on a large file (a million users: each row a few random pages deep in
+/// two tables). The cache, cycled through in the same order every time,
+/// then misses nearly every page, and each read copies them in again from
+/// the system's cache: the stats page ran at 0.43 of its speed on small
+/// data. 8 MiB holds such a read; pages are allocated as they are read, so
+/// a small database costs no more.
+const PAGE_CACHE_KIB: u32 = 8 * 1024;
 
 /// The settings of the store's connections when its checkpoint thread
 /// runs: no checkpoint on a writer's commit (see `checkpoint`).
