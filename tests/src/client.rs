@@ -75,15 +75,22 @@ pub fn send(
     token: Option<&str>,
     body: Option<&[u8]>,
 ) -> Result<ureq::Response, String> {
-    let auth = token.map(|t| format!("Bearer {t}"));
-    let mut headers = Vec::new();
-    if let Some(a) = &auth {
-        headers.push(("Authorization", a.as_str()));
-    }
-    if body.is_some() {
-        headers.push(("Content-Type", "application/json"));
-    }
+    let headers = request_headers(token, body.is_some());
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
     send_with(agent, base, method, path, &headers, body)
+}
+
+/// The headers of a request: the bearer token if any, and the JSON
+/// content type when it carries a JSON body.
+pub fn request_headers(token: Option<&str>, json_body: bool) -> Vec<(&'static str, String)> {
+    let mut headers = Vec::new();
+    if let Some(t) = token {
+        headers.push(("Authorization", format!("Bearer {t}")));
+    }
+    if json_body {
+        headers.push(("Content-Type", "application/json".to_string()));
+    }
+    headers
 }
 
 /// A request with exactly `headers`; the response whatever its status.

@@ -743,13 +743,7 @@ impl Host {
         token: Option<&str>,
         body: Option<&[u8]>,
     ) -> Resp {
-        let mut headers = Vec::new();
-        if let Some(t) = token {
-            headers.push(("Authorization", format!("Bearer {t}")));
-        }
-        if body.is_some() {
-            headers.push(("Content-Type", "application/json".to_string()));
-        }
+        let headers = client::request_headers(token, body.is_some());
         let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
         self.request_with(method, path, &headers, body)
     }
@@ -804,12 +798,8 @@ impl Host {
         token: Option<&str>,
         form: &multipart::Form,
     ) -> Resp {
-        let auth = token.map(|t| format!("Bearer {t}"));
-        let headers: Vec<(&str, &str)> = auth
-            .as_deref()
-            .map(|a| ("Authorization", a))
-            .into_iter()
-            .collect();
+        let headers = client::request_headers(token, false);
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
         self.send_form_with(method, path, &headers, form)
     }
 
@@ -942,11 +932,8 @@ impl Host {
         let r = self.get("/files?limit=-1", token);
         assert_eq!(r.status, 200, "{}", r.body);
         let records = r.json()["data"].as_array().cloned().unwrap_or_default();
-        let bearer = token.map(|t| format!("Bearer {t}"));
-        let headers: Vec<(&str, &str)> = bearer
-            .iter()
-            .map(|b| ("Authorization", b.as_str()))
-            .collect();
+        let headers = client::request_headers(token, false);
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
         for record in &records {
             let id = id_of(record);
             let got = self.get_bytes(&format!("/assets/{id}"), &headers);
