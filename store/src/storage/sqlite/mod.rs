@@ -620,6 +620,18 @@ mod tests {
         assert_eq!(mode, "wal");
     }
 
+    #[test]
+    fn a_stores_connections_keep_a_page_cache_of_their_own_size() {
+        let (_dir, store) = store();
+        let kib: i64 = store
+            .with_conn(|c| {
+                c.query_row("PRAGMA cache_size", [], |r| r.get(0))
+                    .map_err(map_sql_error)
+            })
+            .expect("cache size");
+        assert_eq!(kib, -i64::from(PAGE_CACHE_KIB));
+    }
+
     fn store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = SqliteStore::open(&dir.path().join("t.db"), None).expect("open");
