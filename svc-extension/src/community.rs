@@ -1,9 +1,13 @@
-//! `GET /community-recordings`: published, public recordings, newest first,
-//! with the owner reduced to `{id, first_name, last_name, avatar}`.
+//! `GET /community-recordings`: published, public recordings, newest first
+//! (then by id, so that pages follow one order on every backend), with the
+//! owner reduced to `{id, first_name, last_name, avatar}`. A deep page starts
+//! where [`community_positions`] says, not after a walk of every recording
+//! above it.
 
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
 use serde_json::{json, Value};
 
+use crate::community_positions::{self, listed, DEEP_OFFSET};
 use crate::failure::Failure;
 use crate::params;
 use crate::records::{by_id, ids_of, str_field};
@@ -21,15 +25,31 @@ const FIELDS: [&str; 8] = [
     "user_created",
 ];
 
-pub fn find(items: &Items<'_>, limit: u64, offset: u64) -> Result<Vec<Value>, ItemsError> {
+pub fn find(
+    ctx: &Context<'_>,
+    items: &Items<'_>,
+    limit: u64,
+    offset: u64,
+) -> Result<Vec<Value>, ItemsError> {
+    let (mut filter, mut skip) = (listed(), offset);
+    if offset >= DEEP_OFFSET {
+        let Some((at_or_below, inside)) = community_positions::page_start(ctx, items, offset)?
+        else {
+            return Ok(Vec::new());
+        };
+        if let Some(bound) = at_or_below {
+            filter = json!({"_and": [filter, bound]});
+        }
+        skip = inside;
+    }
     let recordings = items.read_by_query(
         "recordings",
         &Query::new()
-            .filter(json!({"_and": [{"status": {"_eq": "published"}}, {"public": {"_eq": true}}]}))
+            .filter(filter)
             .fields(&FIELDS)
-            .sort(&["-date_created"])
+            .sort(&["-date_created", "-id"])
             .limit(limit.min(i64::MAX as u64) as i64)
-            .offset(offset),
+            .offset(skip),
     )?;
     let owners = by_id(
         items,
@@ -57,6 +77,6 @@ pub fn find(items: &Items<'_>, limit: u64, offset: u64) -> Result<Vec<Value>, It
 pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let limit = params::limit(req).unwrap_or(50);
     let offset = params::offset(req).unwrap_or(0);
-    let data = find(&ctx.as_admin(), limit, offset).map_err(LIST.of())?;
+    let data = find(ctx, &ctx.as_admin(), limit, offset).map_err(LIST.of())?;
     Ok(Response::ok(&json!({ "data": data })))
 }

@@ -15,8 +15,9 @@
 //! * [`play_input`]: the play-update bodies shared by video and recording
 //!   plays.
 //! * [`recordings`], [`recording_input`], [`slug`], [`community`],
-//!   [`recording_plays`]: recordings under the caller's permissions,
-//!   their validation, duplication, the community list and plays.
+//!   [`community_positions`], [`recording_plays`]: recordings under the
+//!   caller's permissions, their validation, duplication, the community
+//!   list (its deep pages from a kept count tree) and plays.
 //! * [`gamification`]: scores, achievements, the leaderboard and the hooks
 //!   that keep a user's stats row.
 //! * [`records`], [`params`], [`failure`]: batch reads and expansions
@@ -27,6 +28,7 @@
 //! * [`upcoming`]: when a cached public list next changes by the clock
 //!   alone, so its answer expires then.
 //! * [`duration`]: durations, finite and non-negative.
+//! * [`count_tree`]: the kept count trees behind ranks and deep pages.
 //!
 //! Each endpoint is a thin handler over plain functions that take `Items`
 //! and batch their reads, so a request costs a constant number of item
@@ -44,6 +46,8 @@ pub mod api;
 pub mod articles;
 mod caller;
 pub mod community;
+pub mod community_positions;
+pub mod count_tree;
 pub mod counters;
 pub mod duration;
 pub mod failure;

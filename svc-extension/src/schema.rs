@@ -51,6 +51,8 @@ pub const LEADERBOARD_ORDER_MIGRATION: &str = "0013_leaderboard_order";
 pub const EXACT_COUNTS_MIGRATION: &str = "0014_video_counts_exact";
 /// The rank tree (see `gamification::ranks`).
 pub const RANK_COUNTS_MIGRATION: &str = "0015_rank_counts";
+/// The community list's position tree (see `community_positions`).
+pub const COMMUNITY_COUNTS_MIGRATION: &str = "0016_community_counts";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -268,6 +270,7 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (LEADERBOARD_ORDER_MIGRATION, leaderboard_order()),
         (EXACT_COUNTS_MIGRATION, video_counts_exact()),
         (RANK_COUNTS_MIGRATION, rank_counts()),
+        (COMMUNITY_COUNTS_MIGRATION, community_counts()),
     ]
 }
 
@@ -287,6 +290,35 @@ pub fn rank_counts() -> Vec<Step> {
                 icon: Some("leaderboard".into()),
                 note: Some(
                     "Users per leading bytes of their score: kept by the service for ranks".into(),
+                ),
+                hidden: Some(true),
+                ..CollectionMeta::default()
+            },
+        ),
+        Step::AddField {
+            collection: "gamification_state".into(),
+            field: flag(COUNTED).not_null(),
+        },
+    ]
+}
+
+/// The community list's position tree, and whether it counts every listed
+/// recording: not yet on a database that has recordings already (the first
+/// deep page asked for counts it).
+pub fn community_counts() -> Vec<Step> {
+    use crate::community_positions::{COUNTED, COUNTS};
+    vec![
+        Collection::new(COUNTS)
+            .field(Field::integer("node").not_null().unique())
+            .field(counter("recordings"))
+            .build(),
+        collection_meta(
+            COUNTS,
+            CollectionMeta {
+                icon: Some("format_list_numbered".into()),
+                note: Some(
+                    "Community recordings per span of creation dates: kept by the service for deep pages"
+                        .into(),
                 ),
                 hidden: Some(true),
                 ..CollectionMeta::default()
@@ -912,7 +944,8 @@ mod tests {
                 "0012_model_meta",
                 "0013_leaderboard_order",
                 "0014_video_counts_exact",
-                "0015_rank_counts"
+                "0015_rank_counts",
+                "0016_community_counts"
             ]
         );
     }

@@ -32,9 +32,17 @@ fn is_true(record: Option<&Value>, name: &str) -> bool {
     field(record, name).and_then(Value::as_bool) == Some(true)
 }
 
-/// What [`recordings`] reads of a recording's payload and records: the
-/// host leaves the rest (the events) out of the hook's view.
-pub const RECORDING_FIELDS: [&str; 4] = ["id", "status", "featured", "user_created"];
+/// What [`recordings`] and the community list's tree read of a recording's
+/// payload and records: the host leaves the rest (the events) out of the
+/// hook's view.
+pub const RECORDING_FIELDS: [&str; 6] = [
+    "id",
+    "status",
+    "featured",
+    "user_created",
+    "public",
+    "date_created",
+];
 
 /// The collections whose writes the hook follows.
 pub const WATCHED: [&str; 6] = [
@@ -51,6 +59,7 @@ pub const WATCHED: [&str; 6] = [
 /// other collections' small records are parsed.
 pub fn before_commit(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), BoxError> {
     if event.collection == "recordings" {
+        crate::community_positions::follow(event, ctx)?;
         return recordings(event, ctx).map_err(BoxError::from);
     }
     let event = event.parse();

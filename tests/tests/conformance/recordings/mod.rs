@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use platform_tests::{
-    assert_error, assert_error_for, encode, id_of, keys_of, Host, HostOptions, Resp, ADMIN_TOKEN,
+    assert_error, assert_error_for, encode, id_of, keys_of, Host, HostOptions, Resp, Rng,
+    ADMIN_TOKEN,
 };
 use serde_json::{json, Value};
 

@@ -1,0 +1,262 @@
+//! Where a deep page of the community list starts, in constant work: a kept
+//! count tree ([`crate::count_tree`]) of the listed recordings (published
+//! and public) by creation date.
+//!
+//! A date maps to its milliseconds since 1970 (42 bits last until 2109),
+//! shifted to the key's top bits: the tree's top level splits the dates in
+//! spans of about 199 days, its leaves in spans of 2^18 ms (4.4 minutes).
+//! Dates before 1970, and recordings without a date (last in the list's
+//! order), count in the first leaf; dates past 2109 in the last.
+//!
+//! The recordings' hook moves the tree with every write that lists,
+//! unlists, moves or deletes a recording, in the writing transaction. A
+//! database whose recordings predate the tree is counted once, in one
+//! transaction, by the first deep page asked for; the state row's
+//! `community_counted` says it was.
+
+use host_sdk::raw::RawRecord;
+use host_sdk::{Context, EventKind, Items, ItemsError, Query, RawItemEvent};
+use serde_json::{json, Value};
+
+use crate::count_tree::{self, Tree};
+use crate::gamification::ledger::STATE_ID;
+use crate::gamification::time::{format_time, parse_time};
+
+/// The collection of the tree's nodes.
+pub const COUNTS: &str = "community_recording_counts";
+/// Whether the tree counts every listed recording (on `gamification_state`).
+pub const COUNTED: &str = "community_counted";
+
+const TREE: Tree = Tree {
+    nodes: COUNTS,
+    count: "recordings",
+};
+
+/// Offsets from which a page starts from the tree: below, walking the
+/// index row by row is as cheap.
+pub const DEEP_OFFSET: u64 = 1_000;
+
+/// Bits below a date's milliseconds in its key.
+const SHIFT: u32 = 22;
+/// The greatest milliseconds a key holds (2109-05-15).
+const MAX_MS: i64 = (1 << (64 - SHIFT)) - 1;
+
+/// The filter of the listed recordings.
+pub fn listed() -> Value {
+    json!({"_and": [{"status": {"_eq": "published"}}, {"public": {"_eq": true}}]})
+}
+
+/// The key of a creation date: ordered as the dates are, with no date
+/// and dates before 1970 at 0.
+pub fn key(date: Option<&str>) -> u64 {
+    let ms = date
+        .and_then(parse_time)
+        .map_or(0, |t| t.timestamp_millis());
+    (ms.clamp(0, MAX_MS) as u64) << SHIFT
+}
+
+/// The recordings at or below a leaf whose greatest key is `leaf_top`: an
+/// exclusive bound on the date (the first millisecond of the next leaf),
+/// with the recordings without a date; no bound for the last leaf.
+pub fn at_or_below(leaf_top: u64) -> Option<Value> {
+    let next = leaf_top.checked_add(1)? >> SHIFT;
+    let first_of_next = chrono::DateTime::from_timestamp_millis(next as i64)?;
+    Some(json!({"_or": [
+        {"date_created": {"_lt": format_time(first_of_next)}},
+        {"date_created": {"_null": true}},
+    ]}))
+}
+
+/// Where a page of the list at `offset` starts: the filter of the rows at
+/// or below its leaf, and how many of those to skip. `None` when there are
+/// not that many recordings.
+pub fn page_start(
+    ctx: &Context<'_>,
+    items: &Items<'_>,
+    offset: u64,
+) -> Result<Option<(Option<Value>, u64)>, ItemsError> {
+    ensure_counted(ctx)?;
+    Ok(TREE
+        .position(items, offset)?
+        .map(|at| (at_or_below(at.leaf_top), at.skip)))
+}
+
+/// The key a recording has in the tree, if it is listed.
+fn listed_key(record: Option<&RawRecord<'_>>) -> Option<u64> {
+    let record = record?;
+    let published = record.str("status").as_deref() == Some("published");
+    let public = record.get("public").map(|v| v.get()) == Some("true");
+    (published && public).then(|| key(record.str("date_created").as_deref()))
+}
+
+/// Moves the tree by a write of recordings (in the writing transaction).
+pub fn follow(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), ItemsError> {
+    let mut changes = std::collections::BTreeMap::new();
+    for id in &event.keys {
+        let before = event
+            .before_of(id)
+            .filter(|_| event.kind != EventKind::Create);
+        let after = event
+            .after_of(id)
+            .filter(|_| event.kind != EventKind::Delete);
+        for (node, change) in
+            count_tree::moves(listed_key(before.as_ref()), listed_key(after.as_ref()))
+        {
+            *changes.entry(node).or_insert(0) += change;
+        }
+    }
+    changes.retain(|_, change| *change != 0);
+    TREE.apply(&ctx.as_admin(), &changes)
+}
+
+fn counted(items: &Items<'_>) -> Result<bool, ItemsError> {
+    let row = items.read_one_with::<Value>(
+        "gamification_state",
+        STATE_ID,
+        &Query::new().fields(&[COUNTED]),
+    )?;
+    Ok(row.and_then(|r| r.get(COUNTED).and_then(Value::as_bool)) == Some(true))
+}
+
+/// Makes sure the tree counts every listed recording, once per database,
+/// in one transaction: a tree kept by the hook since its collection was
+/// made (it counts as many as are listed) is marked as it is; otherwise it
+/// is counted from every listed recording.
+fn ensure_counted(ctx: &Context<'_>) -> Result<(), ItemsError> {
+    // Read each time (one row by key): a process may serve several
+    // databases, and another host may count it meanwhile.
+    if counted(&ctx.as_admin())? {
+        return Ok(());
+    }
+    ctx.transaction(|tx| {
+        let items = tx.as_admin();
+        if counted(&items)? {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let kept = TREE.total(&items)?;
+        let rows = items.count("recordings", Some(listed()))?;
+        if u64::try_from(kept).ok() == Some(rows) {
+            log::info!("community: the kept tree counts every one of the {rows} recordings");
+        } else {
+            let mut keys = Vec::new();
+            count_tree::each_chunk(
+                &items,
+                "recordings",
+                &["id", "date_created"],
+                Some(listed()),
+                "id",
+                |rows| {
+                    keys.extend(
+                        rows.iter()
+                            .map(|r| key(r.get("date_created").and_then(Value::as_str))),
+                    );
+                },
+            )?;
+            let tree = count_tree::count_of(keys.iter().copied());
+            let written = TREE.write(&items, &tree)?;
+            log::info!(
+                "community: counted {} recordings into {} nodes ({written} written) in {:.1} s",
+                keys.len(),
+                tree.len(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+        items.update_one("gamification_state", STATE_ID, &json!({COUNTED: true}))?;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// A date `ms` milliseconds after 1970, as the platform writes it.
+    fn date(ms: i64) -> String {
+        format_time(chrono::DateTime::from_timestamp_millis(ms).expect("a date"))
+    }
+
+    #[test]
+    fn keys_order_as_the_dates() {
+        let dates = [
+            "1969-12-31T23:59:59.999Z",
+            "1970-01-01T00:00:00.000Z",
+            "1970-01-01T00:00:00.001Z",
+            "2026-11-28T01:02:03.456Z",
+            "2026-11-28T01:02:03.457Z",
+            "2109-05-15T07:35:11.103Z",
+        ];
+        assert_eq!(key(None), 0);
+        assert_eq!(key(Some(dates[0])), 0, "before 1970 counts with 1970");
+        for pair in dates[1..].windows(2) {
+            assert!(key(Some(pair[0])) < key(Some(pair[1])), "{pair:?}");
+        }
+        assert_eq!(
+            key(Some("2200-01-01T00:00:00.000Z")),
+            key(Some(&date(MAX_MS)))
+        );
+    }
+
+    /// Property: for every offset, the page found from the tree (the rows
+    /// the leaf's filter keeps, newest first, after the skip) starts with
+    /// the row at that offset of the whole list, ties, missing dates and
+    /// dates out of range included.
+    #[test]
+    fn the_tree_finds_the_row_at_any_offset() {
+        let mut seed = 3u64;
+        let mut next = move |below: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 11) % below
+        };
+        let now = 1_795_000_000_000i64;
+        // (date, id): the list's order is the date newest first (no date
+        // last), then the id.
+        let mut rows: Vec<(Option<String>, u64)> = (0..3000)
+            .map(|id| {
+                let date = match next(6) {
+                    0 => None,
+                    1 => Some(date(now)),
+                    2 => Some(date(-(next(1_000_000) as i64))),
+                    3 => Some("2300-01-01T00:00:00.000Z".to_string()),
+                    4 => Some(date(now - next(300_000) as i64)),
+                    _ => Some(date(now - next(365 * 86_400_000) as i64)),
+                };
+                (date, id)
+            })
+            .collect();
+        let order = |a: &(Option<String>, u64), b: &(Option<String>, u64)| {
+            let at = |r: &(Option<String>, u64)| r.0.as_deref().and_then(parse_time);
+            (at(b), b.1).cmp(&(at(a), a.1))
+        };
+        rows.sort_by(order);
+        let tree: BTreeMap<i64, i64> =
+            count_tree::count_of(rows.iter().map(|r| key(r.0.as_deref())));
+        let nodes =
+            |(first, last)| Ok::<_, ()>(tree.range(first..=last).map(|(n, u)| (*n, *u)).collect());
+        for offset in 0..rows.len() as u64 {
+            let at = count_tree::position(offset, nodes)
+                .expect("no read fails")
+                .expect("a position inside the rows");
+            let kept: Vec<&(Option<String>, u64)> = match at_or_below(at.leaf_top) {
+                None => rows.iter().collect(),
+                Some(filter) => {
+                    let [before, without] = [0, 1].map(|i| &filter["_or"][i]["date_created"]);
+                    let bound = before["_lt"].as_str().and_then(parse_time);
+                    rows.iter()
+                        .filter(|r| match r.0.as_deref().and_then(parse_time) {
+                            Some(t) => bound.is_some_and(|b| t < b),
+                            None => without["_null"] == json!(true),
+                        })
+                        .collect()
+                }
+            };
+            assert_eq!(
+                kept[at.skip as usize], &rows[offset as usize],
+                "offset {offset}"
+            );
+        }
+    }
+}
