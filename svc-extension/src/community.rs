@@ -2,7 +2,8 @@
 //! (then by id, so that pages follow one order on every backend), with the
 //! owner reduced to `{id, first_name, last_name, avatar}`. A deep page starts
 //! where [`community_positions`] says, not after a walk of every recording
-//! above it.
+//! above it (a page read while recordings change may then start a row early
+//! or late, as two pages read one after the other may).
 
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
 use serde_json::{json, Value};
