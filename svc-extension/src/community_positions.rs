@@ -5,8 +5,14 @@
 //! A date maps to its milliseconds since 1970 (42 bits last until 2109),
 //! shifted to the key's top bits: the tree's top level splits the dates in
 //! spans of about 199 days, its leaves in spans of 2^18 ms (4.4 minutes).
-//! Dates before 1970, and recordings without a date (last in the list's
-//! order), count in the first leaf; dates past 2109 in the last.
+//! Recordings without a date (last in the list's order) are alone in the
+//! first leaf; dates before the second leaf's first (1970-01-01T00:04:22.144Z)
+//! count with it, and dates past 2109 in the last leaf.
+//!
+//! A page that starts in a dated leaf is read among the recordings dated
+//! before the next leaf (one range of the `(status, public, date_created)`
+//! index; a filter that also kept the undated ones would walk it all), and
+//! topped up with undated ones when it reaches past the dated ones.
 //!
 //! The recordings' hook moves the tree with every write that lists,
 //! unlists, moves or deletes a recording, in the writing transaction. A
@@ -40,45 +46,126 @@ pub const DEEP_OFFSET: u64 = 1_000;
 const SHIFT: u32 = 22;
 /// The greatest milliseconds a key holds (2109-05-15).
 const MAX_MS: i64 = (1 << (64 - SHIFT)) - 1;
+/// The least key of a date: the second leaf's first (the first leaf holds
+/// the recordings without a date).
+const FIRST_DATED: u64 = 1 << (64 - 8 * count_tree::LEVELS);
 
-/// The filter of the listed recordings.
-pub fn listed() -> Value {
-    json!({"_and": [{"status": {"_eq": "published"}}, {"public": {"_eq": true}}]})
-}
-
-/// The key of a creation date: ordered as the dates are, with no date
-/// and dates before 1970 at 0.
+/// The key of a creation date: ordered as the dates are; 0 for no date.
 pub fn key(date: Option<&str>) -> u64 {
-    let ms = date
-        .and_then(parse_time)
-        .map_or(0, |t| t.timestamp_millis());
-    (ms.clamp(0, MAX_MS) as u64) << SHIFT
+    match date.and_then(parse_time) {
+        None => 0,
+        Some(t) => ((t.timestamp_millis().clamp(0, MAX_MS) as u64) << SHIFT).max(FIRST_DATED),
+    }
 }
 
-/// The recordings at or below a leaf whose greatest key is `leaf_top`: an
-/// exclusive bound on the date (the first millisecond of the next leaf),
-/// with the recordings without a date; no bound for the last leaf.
-pub fn at_or_below(leaf_top: u64) -> Option<Value> {
-    let next = leaf_top.checked_add(1)? >> SHIFT;
-    let first_of_next = chrono::DateTime::from_timestamp_millis(next as i64)?;
-    Some(json!({"_or": [
-        {"date_created": {"_lt": format_time(first_of_next)}},
-        {"date_created": {"_null": true}},
-    ]}))
+/// Where a deep page starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageStart {
+    /// Among the recordings without a date, after `skip` of them.
+    Undated { skip: u64 },
+    /// Among the recordings dated before `before` (every one for `None`,
+    /// undated included), after `skip` of them, then the undated ones.
+    Dated { before: Option<String>, skip: u64 },
 }
 
-/// Where a page of the list at `offset` starts: the filter of the rows at
-/// or below its leaf, and how many of those to skip. `None` when there are
-/// not that many recordings.
+/// The page start of a tree position.
+fn start_of(at: count_tree::Position) -> PageStart {
+    if at.leaf_top < FIRST_DATED {
+        return PageStart::Undated { skip: at.skip };
+    }
+    let before = at
+        .leaf_top
+        .checked_add(1)
+        .and_then(|next| chrono::DateTime::from_timestamp_millis((next >> SHIFT) as i64))
+        .map(format_time);
+    PageStart::Dated {
+        before,
+        skip: at.skip,
+    }
+}
+
+/// Where a page of the list at `offset` starts (see [`PageStart`]); `None`
+/// when there are not that many recordings.
 pub fn page_start(
     ctx: &Context<'_>,
     items: &Items<'_>,
     offset: u64,
-) -> Result<Option<(Option<Value>, u64)>, ItemsError> {
+) -> Result<Option<PageStart>, ItemsError> {
     ensure_counted(ctx)?;
-    Ok(TREE
-        .position(items, offset)?
-        .map(|at| (at_or_below(at.leaf_top), at.skip)))
+    Ok(TREE.position(items, offset)?.map(start_of))
+}
+
+/// The filter of the listed recordings.
+fn listed() -> Value {
+    json!({"_and": [{"status": {"_eq": "published"}}, {"public": {"_eq": true}}]})
+}
+
+/// A part of the list, read in the list's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part<'a> {
+    /// Every listed recording.
+    Every,
+    /// The listed recordings dated before this date.
+    Before(&'a str),
+    /// The listed recordings without a date.
+    Undated,
+}
+
+impl Part<'_> {
+    pub fn filter(&self) -> Value {
+        match self {
+            Part::Every => listed(),
+            Part::Before(date) => json!({"_and": [listed(), {"date_created": {"_lt": date}}]}),
+            Part::Undated => json!({"_and": [listed(), {"date_created": {"_null": true}}]}),
+        }
+    }
+
+    /// The list's order: newest first (no date last), then by id.
+    pub fn sort(&self) -> &'static [&'static str] {
+        match self {
+            Part::Undated => &["-id"],
+            _ => &["-date_created", "-id"],
+        }
+    }
+}
+
+impl PageStart {
+    /// The start of the list's page at a shallow `offset`.
+    pub fn shallow(offset: u64) -> Self {
+        PageStart::Dated {
+            before: None,
+            skip: offset,
+        }
+    }
+
+    /// The page's first read: a part of the list, and how many of it to
+    /// skip.
+    pub fn first(&self) -> (Part<'_>, u64) {
+        match self {
+            PageStart::Undated { skip } => (Part::Undated, *skip),
+            PageStart::Dated { before: None, skip } => (Part::Every, *skip),
+            PageStart::Dated {
+                before: Some(before),
+                skip,
+            } => (Part::Before(before), *skip),
+        }
+    }
+
+    /// The page's second read, when its first brought `got` of `limit`
+    /// recordings from before a date: the undated ones that follow
+    /// (a part, how many to skip, how many to take).
+    pub fn top_up(&self, got: u64, limit: u64) -> Option<(Part<'static>, u64, u64)> {
+        let dated = matches!(
+            self,
+            PageStart::Dated {
+                before: Some(_),
+                ..
+            }
+        );
+        // An empty first read (rows gone since the tree was read) cannot
+        // say where the undated ones would start: the page stays empty.
+        (dated && got > 0 && got < limit).then_some((Part::Undated, 0, limit - got))
+    }
 }
 
 /// The key a recording has in the tree, if it is listed.
@@ -180,16 +267,18 @@ mod tests {
     #[test]
     fn keys_order_as_the_dates() {
         let dates = [
-            "1969-12-31T23:59:59.999Z",
-            "1970-01-01T00:00:00.000Z",
-            "1970-01-01T00:00:00.001Z",
+            "1970-01-01T00:04:22.144Z",
+            "1970-01-01T00:04:22.145Z",
             "2026-11-28T01:02:03.456Z",
             "2026-11-28T01:02:03.457Z",
             "2109-05-15T07:35:11.103Z",
         ];
-        assert_eq!(key(None), 0);
-        assert_eq!(key(Some(dates[0])), 0, "before 1970 counts with 1970");
-        for pair in dates[1..].windows(2) {
+        assert_eq!(key(None), 0, "no date: the first leaf, alone");
+        assert_eq!(key(Some(dates[0])), FIRST_DATED);
+        for early in ["1969-12-31T23:59:59.999Z", "1970-01-01T00:04:22.143Z"] {
+            assert_eq!(key(Some(early)), FIRST_DATED, "{early}");
+        }
+        for pair in dates.windows(2) {
             assert!(key(Some(pair[0])) < key(Some(pair[1])), "{pair:?}");
         }
         assert_eq!(
@@ -198,9 +287,9 @@ mod tests {
         );
     }
 
-    /// Property: for every offset, the page found from the tree (the rows
-    /// the leaf's filter keeps, newest first, after the skip) starts with
-    /// the row at that offset of the whole list, ties, missing dates and
+    /// Property: for every offset, the page read from where the tree says
+    /// it starts is the whole list's page at that offset, ties, missing
+    /// dates and
     /// dates out of range included.
     #[test]
     fn the_tree_finds_the_row_at_any_offset() {
@@ -236,27 +325,36 @@ mod tests {
             count_tree::count_of(rows.iter().map(|r| key(r.0.as_deref())));
         let nodes =
             |(first, last)| Ok::<_, ()>(tree.range(first..=last).map(|(n, u)| (*n, *u)).collect());
+        let read = |part: Part<'_>, skip: u64, take: u64| {
+            let bound = match part {
+                Part::Before(date) => parse_time(date),
+                _ => None,
+            };
+            Ok::<_, ()>(
+                rows.iter()
+                    .filter(|r| match (part, r.0.as_deref().and_then(parse_time)) {
+                        (Part::Every, _) => true,
+                        (Part::Before(_), Some(t)) => bound.is_some_and(|b| t < b),
+                        (Part::Undated, None) => true,
+                        _ => false,
+                    })
+                    .skip(skip as usize)
+                    .take(take as usize)
+                    .collect::<Vec<_>>(),
+            )
+        };
         for offset in 0..rows.len() as u64 {
             let at = count_tree::position(offset, nodes)
                 .expect("no read fails")
                 .expect("a position inside the rows");
-            let kept: Vec<&(Option<String>, u64)> = match at_or_below(at.leaf_top) {
-                None => rows.iter().collect(),
-                Some(filter) => {
-                    let [before, without] = [0, 1].map(|i| &filter["_or"][i]["date_created"]);
-                    let bound = before["_lt"].as_str().and_then(parse_time);
-                    rows.iter()
-                        .filter(|r| match r.0.as_deref().and_then(parse_time) {
-                            Some(t) => bound.is_some_and(|b| t < b),
-                            None => without["_null"] == json!(true),
-                        })
-                        .collect()
-                }
-            };
-            assert_eq!(
-                kept[at.skip as usize], &rows[offset as usize],
-                "offset {offset}"
-            );
+            let start = start_of(at);
+            let (part, skip) = start.first();
+            let mut page = read(part, skip, 7).expect("no read fails");
+            if let Some((part, skip, take)) = start.top_up(page.len() as u64, 7) {
+                page.extend(read(part, skip, take).expect("no read fails"));
+            }
+            let expected: Vec<_> = rows.iter().skip(offset as usize).take(7).collect();
+            assert_eq!(page, expected, "offset {offset}");
         }
     }
 }

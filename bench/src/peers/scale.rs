@@ -129,9 +129,10 @@ const EXTRA: [Line; 6] = [
     },
     Line {
         id: "community-deep",
-        label: "`/svc/community-recordings` at a deep offset, 50",
+        label:
+            "`/svc/community-recordings` at a deep offset, 50 (per record: the default data has 20)",
         goal: None,
-        full_list: false,
+        full_list: true,
     },
     Line {
         id: "leaderboard-deep",

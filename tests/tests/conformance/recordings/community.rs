@@ -156,7 +156,19 @@ fn listed_order(host: &Host) -> Vec<String> {
 fn check_deep_pages(host: &Host, step: usize) {
     let order = listed_order(host);
     let n = order.len();
-    for offset in [0, 998, 999, 1000, 1001, 1037, n.saturating_sub(7), n, n + 3] {
+    let from_end = |k: usize| n.saturating_sub(k);
+    for offset in [
+        0,
+        998,
+        999,
+        1000,
+        1001,
+        1037,
+        from_end(20),
+        from_end(7),
+        n,
+        n + 3,
+    ] {
         let page = community(host, &format!("?limit=40&offset={offset}"));
         let served: Vec<&str> = page
             .as_array()
@@ -223,6 +235,14 @@ fn deep_community_pages_follow_every_write() {
         .iter()
         .map(|r| r["id"].as_str().expect("id").to_string())
         .collect();
+    // Some without a date, more than the last page's few rows: a page can
+    // start among them, or reach them from the dated ones.
+    for id in ids.iter().step_by(97) {
+        host.admin_patch("recordings", id, &json!({"date_created": null}));
+    }
+    let undated = json!({"date_created": {"_null": true}});
+    assert_eq!(host.admin_count("recordings", Some(&undated)), 14);
+    check_deep_pages(&host, 0);
     let mut gone = BTreeSet::new();
     for step in 1..=60 {
         let id = &ids[rng.below(ids.len())];
@@ -238,6 +258,10 @@ fn deep_community_pages_follow_every_write() {
             ),
             2 => host.admin_patch("recordings", id, &json!({"public": rng.below(2) == 0})),
             3 => host.admin_patch("recordings", id, &json!({"date_created": a_date(&mut rng)})),
+            // Without a date: last in the list's order.
+            4 if rng.below(2) == 0 => {
+                host.admin_patch("recordings", id, &json!({"date_created": null}))
+            }
             4 => {
                 host.admin_delete("recordings", id);
                 gone.insert(id.clone());
