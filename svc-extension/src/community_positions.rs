@@ -21,11 +21,10 @@
 //! `community_counted` says it was.
 
 use host_sdk::raw::RawRecord;
-use host_sdk::{Context, EventKind, Items, ItemsError, Query, RawItemEvent};
+use host_sdk::{Context, EventKind, Items, ItemsError, RawItemEvent};
 use serde_json::{json, Value};
 
 use crate::count_tree::{self, Tree};
-use crate::gamification::ledger::STATE_ID;
 use crate::gamification::time::{format_time, parse_time};
 
 /// The collection of the tree's nodes.
@@ -36,6 +35,11 @@ pub const COUNTED: &str = "community_counted";
 const TREE: Tree = Tree {
     nodes: COUNTS,
     count: "recordings",
+    counted: COUNTED,
+    rows: "recordings",
+    counts: listed,
+    field: "date_created",
+    key_of: |date| Some(key(date.and_then(Value::as_str))),
 };
 
 /// Offsets from which a page starts from the tree: below, walking the
@@ -91,8 +95,7 @@ pub fn page_start(
     items: &Items<'_>,
     offset: u64,
 ) -> Result<Option<PageStart>, ItemsError> {
-    ensure_counted(ctx)?;
-    Ok(TREE.position(items, offset)?.map(start_of))
+    Ok(TREE.position(ctx, items, offset)?.map(start_of))
 }
 
 /// The filter of the listed recordings.
@@ -194,64 +197,6 @@ pub fn follow(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), ItemsEr
     }
     changes.retain(|_, change| *change != 0);
     TREE.apply(&ctx.as_admin(), &changes)
-}
-
-fn counted(items: &Items<'_>) -> Result<bool, ItemsError> {
-    let row = items.read_one_with::<Value>(
-        "gamification_state",
-        STATE_ID,
-        &Query::new().fields(&[COUNTED]),
-    )?;
-    Ok(row.and_then(|r| r.get(COUNTED).and_then(Value::as_bool)) == Some(true))
-}
-
-/// Makes sure the tree counts every listed recording, once per database,
-/// in one transaction: a tree kept by the hook since its collection was
-/// made (it counts as many as are listed) is marked as it is; otherwise it
-/// is counted from every listed recording.
-fn ensure_counted(ctx: &Context<'_>) -> Result<(), ItemsError> {
-    // Read each time (one row by key): a process may serve several
-    // databases, and another host may count it meanwhile.
-    if counted(&ctx.as_admin())? {
-        return Ok(());
-    }
-    ctx.transaction(|tx| {
-        let items = tx.as_admin();
-        if counted(&items)? {
-            return Ok(());
-        }
-        let started = std::time::Instant::now();
-        let kept = TREE.total(&items)?;
-        let rows = items.count("recordings", Some(listed()))?;
-        if u64::try_from(kept).ok() == Some(rows) {
-            log::info!("community: the kept tree counts every one of the {rows} recordings");
-        } else {
-            let mut keys = Vec::new();
-            count_tree::each_chunk(
-                &items,
-                "recordings",
-                &["id", "date_created"],
-                Some(listed()),
-                "id",
-                |rows| {
-                    keys.extend(
-                        rows.iter()
-                            .map(|r| key(r.get("date_created").and_then(Value::as_str))),
-                    );
-                },
-            )?;
-            let tree = count_tree::count_of(keys.iter().copied());
-            let written = TREE.write(&items, &tree)?;
-            log::info!(
-                "community: counted {} recordings into {} nodes ({written} written) in {:.1} s",
-                keys.len(),
-                tree.len(),
-                started.elapsed().as_secs_f64()
-            );
-        }
-        items.update_one("gamification_state", STATE_ID, &json!({COUNTED: true}))?;
-        Ok(())
-    })
 }
 
 #[cfg(test)]

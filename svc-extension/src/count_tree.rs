@@ -16,10 +16,15 @@
 
 use std::collections::BTreeMap;
 
-use host_sdk::{Items, ItemsError, Query};
+use host_sdk::{Context, Items, ItemsError, Query};
 use serde_json::{json, Value};
 
+use crate::gamification::ledger::STATE_ID;
 use crate::records::str_field;
+
+/// svc's state row's collection (its flags say which trees count every
+/// row).
+const STATE: &str = "gamification_state";
 
 /// Levels of a tree: one byte of the key each. Three: a write usually moves
 /// the lowest one or two, and a leaf is a 2^-24 sliver of the keys.
@@ -180,11 +185,21 @@ pub fn each_chunk(
     }
 }
 
-/// A tree as stored: the collection of its nodes (a unique integer `node`
-/// and a counter) and the counter's name.
+/// A tree: where its nodes are stored, and the rows it counts.
 pub struct Tree {
+    /// The collection of its nodes: a unique integer `node` and a counter.
     pub nodes: &'static str,
+    /// The counter's name.
     pub count: &'static str,
+    /// The flag on svc's state row that says the tree counts every row.
+    pub counted: &'static str,
+    /// The collection of the rows it counts.
+    pub rows: &'static str,
+    /// Which of them it counts.
+    pub counts: fn() -> Value,
+    /// The field a row's key is made of, and its key (`None`: not counted).
+    pub field: &'static str,
+    pub key_of: fn(Option<&Value>) -> Option<u64>,
 }
 
 impl Tree {
@@ -270,8 +285,15 @@ impl Tree {
     }
 
     /// Where the row at `offset` is (see [`position`]), read from the
-    /// stored tree: three reads of at most 256 nodes.
-    pub fn position(&self, items: &Items<'_>, offset: u64) -> Result<Option<Position>, ItemsError> {
+    /// stored tree (counted first if it is not yet): three reads of at
+    /// most 256 nodes.
+    pub fn position(
+        &self,
+        ctx: &Context<'_>,
+        items: &Items<'_>,
+        offset: u64,
+    ) -> Result<Option<Position>, ItemsError> {
+        self.ensure_counted(ctx)?;
         position(offset, |range| self.nodes_in(items, range))
     }
 
@@ -321,6 +343,70 @@ impl Tree {
             items.delete_one(self.nodes, id)?;
         }
         Ok(written + created.len() + stored.len())
+    }
+
+    fn is_counted(&self, items: &Items<'_>) -> Result<bool, ItemsError> {
+        let row =
+            items.read_one_with::<Value>(STATE, STATE_ID, &Query::new().fields(&[self.counted]))?;
+        Ok(row.and_then(|r| r.get(self.counted).and_then(Value::as_bool)) == Some(true))
+    }
+
+    /// Every counted row's key.
+    fn every_key(&self, items: &Items<'_>) -> Result<Vec<u64>, ItemsError> {
+        let mut keys = Vec::new();
+        let fields = ["id", self.field];
+        each_chunk(
+            items,
+            self.rows,
+            &fields,
+            Some((self.counts)()),
+            "id",
+            |rows| {
+                keys.extend(rows.iter().filter_map(|r| (self.key_of)(r.get(self.field))));
+            },
+        )?;
+        Ok(keys)
+    }
+
+    /// Makes sure the tree counts every row, once per database, in one
+    /// transaction. A tree kept by the hook since its collection was made
+    /// (its top level adds up to the rows) is marked as it is; otherwise
+    /// (rows that predate it) it is counted from every row.
+    pub fn ensure_counted(&self, ctx: &Context<'_>) -> Result<(), ItemsError> {
+        // Read each time (one row by key): a process may serve several
+        // databases (the test kit), and another host may count it meanwhile.
+        if self.is_counted(&ctx.as_admin())? {
+            return Ok(());
+        }
+        ctx.transaction(|tx| {
+            let items = tx.as_admin();
+            if self.is_counted(&items)? {
+                return Ok(());
+            }
+            let started = std::time::Instant::now();
+            let kept = self.total(&items)?;
+            let rows = items.count(self.rows, Some((self.counts)()))?;
+            if u64::try_from(kept).ok() == Some(rows) {
+                log::info!(
+                    "{}: the kept tree counts every one of the {rows} rows",
+                    self.nodes
+                );
+            } else {
+                let keys = self.every_key(&items)?;
+                let tree = count_of(keys.iter().copied());
+                let written = self.write(&items, &tree)?;
+                log::info!(
+                    "{}: counted {} rows of {} into {} nodes ({written} written) in {:.1} s",
+                    self.nodes,
+                    keys.len(),
+                    self.rows,
+                    tree.len(),
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            items.update_one(STATE, STATE_ID, &json!({ self.counted: true }))?;
+            Ok(())
+        })
     }
 }
 

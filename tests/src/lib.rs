@@ -12,6 +12,7 @@
 //! both backends take.
 
 mod client;
+pub mod count_trees;
 pub mod database;
 pub mod multipart;
 pub mod node;

@@ -6,7 +6,7 @@
 //! flipped as usual). The users above a sum are then, for each level, the
 //! users under the siblings that follow the sum's own node (at most 255
 //! nodes, one range of the `node` index each), plus the users whose key
-//! shares all [`LEVELS`] bytes and whose sum is greater (a range of the
+//! shares all [`count_tree::LEVELS`] bytes and whose sum is greater (a range of the
 //! `decay_sum` index over sums that agree in their first 24 bits: a
 //! sliver of the scores, ties included).
 //!
@@ -22,12 +22,9 @@
 
 use std::collections::BTreeMap;
 
-use host_sdk::{Context, Items, ItemsError, Query};
+use host_sdk::{Context, Items, ItemsError};
 use serde_json::{json, Value};
 
-use super::ledger::STATE_ID;
-#[cfg(test)]
-use crate::count_tree::LEVELS;
 use crate::count_tree::{self, Tree};
 
 /// The collection of the tree's nodes.
@@ -39,6 +36,11 @@ pub const COUNTED: &str = "ranks_counted";
 const TREE: Tree = Tree {
     nodes: COUNTS,
     count: "users",
+    counted: COUNTED,
+    rows: "user_stats",
+    counts: || json!({"decay_sum": {"_nnull": true}}),
+    field: "decay_sum",
+    key_of: |sum| counted_key(sum.and_then(Value::as_f64)),
 };
 
 /// The key of a sum: ordered as the sums are (`-0.0` is `0.0`).
@@ -71,7 +73,7 @@ pub fn siblings_above(sum: f64) -> Vec<(i64, i64)> {
     count_tree::siblings_after(key(sum))
 }
 
-/// The sums that share the first [`LEVELS`] bytes of `sum`'s key and are
+/// The sums that share the first [`count_tree::LEVELS`] bytes of `sum`'s key and are
 /// greater: (exclusive, inclusive) bounds.
 pub fn greater_in_leaf(sum: f64) -> (f64, f64) {
     (sum, sum_of(count_tree::leaf_top(key(sum))))
@@ -88,78 +90,9 @@ pub fn apply(items: &Items<'_>, changes: &BTreeMap<i64, i64>) -> Result<(), Item
     TREE.apply(items, changes)
 }
 
-fn counted(items: &Items<'_>) -> Result<bool, ItemsError> {
-    let row = items.read_one_with::<Value>(
-        "gamification_state",
-        STATE_ID,
-        &Query::new().fields(&[COUNTED]),
-    )?;
-    Ok(row.and_then(|r| r.get(COUNTED).and_then(Value::as_bool)) == Some(true))
-}
-
-/// Every stats row's sum.
-fn every_sum(items: &Items<'_>) -> Result<Vec<f64>, ItemsError> {
-    let mut sums = Vec::new();
-    count_tree::each_chunk(
-        items,
-        "user_stats",
-        &["id", "decay_sum"],
-        None,
-        "id",
-        |rows| {
-            sums.extend(
-                rows.iter()
-                    .filter_map(|r| r.get("decay_sum").and_then(Value::as_f64)),
-            );
-        },
-    )?;
-    Ok(sums)
-}
-
-/// The tree as counted from `sums`: node → users.
-pub fn count_of(sums: &[f64]) -> BTreeMap<i64, i64> {
-    count_tree::count_of(sums.iter().filter_map(|s| counted_key(Some(*s))))
-}
-
-/// Makes sure the tree counts every stats row, once per database, in one
-/// transaction. A tree kept by the hook since the collection was made
-/// (its users add up to the rows) is marked as it is; otherwise (rows
-/// that predate it) it is counted from every row.
-fn ensure_counted(ctx: &Context<'_>) -> Result<(), ItemsError> {
-    // Read each time (one row by key): a process may serve several
-    // databases (the test kit), and another host may count it meanwhile.
-    if counted(&ctx.as_admin())? {
-        return Ok(());
-    }
-    ctx.transaction(|tx| {
-        let items = tx.as_admin();
-        if counted(&items)? {
-            return Ok(());
-        }
-        let started = std::time::Instant::now();
-        let kept = TREE.total(&items)?;
-        let rows = items.count("user_stats", Some(json!({"decay_sum": {"_nnull": true}})))?;
-        if u64::try_from(kept).ok() == Some(rows) {
-            log::info!("ranks: the kept tree counts every one of the {rows} users");
-        } else {
-            let sums = every_sum(&items)?;
-            let tree = count_of(&sums);
-            let written = TREE.write(&items, &tree)?;
-            log::info!(
-                "ranks: counted {} users into {} nodes ({written} written) in {:.1} s",
-                sums.len(),
-                tree.len(),
-                started.elapsed().as_secs_f64()
-            );
-        }
-        items.update_one("gamification_state", STATE_ID, &json!({COUNTED: true}))?;
-        Ok(())
-    })
-}
-
 /// The number of users whose decay sum is greater than `sum`.
 pub fn users_above(ctx: &Context<'_>, items: &Items<'_>, sum: f64) -> Result<u64, ItemsError> {
-    ensure_counted(ctx)?;
+    TREE.ensure_counted(ctx)?;
     let (low, high) = greater_in_leaf(sum);
     let in_leaf = items.count(
         "user_stats",
@@ -195,13 +128,17 @@ pub fn page_start(
     items: &Items<'_>,
     offset: u64,
 ) -> Result<Option<PageStart>, ItemsError> {
-    ensure_counted(ctx)?;
-    Ok(TREE.position(items, offset)?.map(page_start_of))
+    Ok(TREE.position(ctx, items, offset)?.map(page_start_of))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tree as counted from `sums`: node → users.
+    fn count_of(sums: &[f64]) -> BTreeMap<i64, i64> {
+        count_tree::count_of(sums.iter().filter_map(|s| counted_key(Some(*s))))
+    }
 
     /// The rule itself: users with a strictly greater sum.
     fn greater(sums: &[f64], sum: f64) -> u64 {
@@ -315,19 +252,12 @@ mod tests {
     }
 
     #[test]
-    fn moves_touch_only_the_nodes_that_change() {
-        assert!(moves(Some(3.0), Some(3.0)).is_empty());
-        let created = moves(None, Some(3.0));
-        assert_eq!(created.len(), LEVELS as usize);
-        assert!(created.values().all(|c| *c == 1));
+    fn sums_move_the_nodes_of_their_keys() {
         // Sums apart in their last bits only share every node.
         assert!(moves(Some(3.0), Some(f64::from_bits(3.0f64.to_bits() + 1))).is_empty());
-        let moved = moves(Some(3.0), Some(-3.0));
-        assert_eq!(
-            moved.values().filter(|c| **c == -1).count(),
-            LEVELS as usize
-        );
-        assert_eq!(moved.values().sum::<i64>(), 0);
+        assert_eq!(moves(None, Some(3.0)), count_of(&[3.0]));
+        // Sums that are not numbers count nowhere.
+        assert!(moves(Some(f64::NAN), Some(f64::INFINITY)).is_empty());
     }
 
     /// Property: a tree kept by moves through creates, updates and deletes

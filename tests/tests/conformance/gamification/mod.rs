@@ -14,6 +14,7 @@ use platform_tests::time::{days_ago, iso, now_ms, ts_ms};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
+use platform_tests::count_trees;
 use platform_tests::score::{seeded_achievements, weighted, Seeded};
 use platform_tests::{int_of, keys_of, rec_body, user_email, Host, HostOptions, Rng, ADMIN_TOKEN};
 use serde_json::{json, Value};

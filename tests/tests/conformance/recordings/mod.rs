@@ -4,6 +4,7 @@
 //! §7): listing, reading, creating, updating, archiving, duplicating, community
 //! listing and plays.
 
+use platform_tests::count_trees;
 use platform_tests::time::{now_ms, ts_ms};
 use std::collections::BTreeSet;
 use std::time::Duration;
