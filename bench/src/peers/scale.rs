@@ -130,7 +130,7 @@ const EXTRA: [Line; 6] = [
     Line {
         id: "community-deep",
         label:
-            "`/svc/community-recordings` at a deep offset, 50 (per record: the default data has 20)",
+            "`/svc/community-recordings` at a deep offset, 50 (per record: the default data lists fewer)",
         goal: None,
         full_list: true,
     },
