@@ -9,17 +9,7 @@ use host_sdk::{Items, ItemsError, Query};
 use serde_json::{json, Value};
 
 /// Fields of a user record never shown by the public endpoints.
-const PRIVATE_USER_FIELDS: [&str; 3] = ["email", "password", "token"];
-
-/// A user record as the public endpoints show it.
-pub fn public_user(mut record: Value) -> Value {
-    if let Some(map) = record.as_object_mut() {
-        for field in PRIVATE_USER_FIELDS {
-            map.remove(field);
-        }
-    }
-    record
-}
+pub const PRIVATE_USER_FIELDS: [&str; 3] = ["email", "password", "token"];
 
 /// The text of a user record as the public endpoints show it.
 fn public_user_text(record: &RawRecord<'_>) -> String {
@@ -111,16 +101,6 @@ pub fn keyed_by_id(records: Vec<Value>) -> HashMap<String, Value> {
         .collect()
 }
 
-/// Replaces the file id in `field` by its file record (null when the file
-/// is gone); leaves null as null.
-pub fn expand_file(record: &mut Value, field: &str, files: &HashMap<String, Value>) {
-    if let Some(slot) = record.get_mut(field) {
-        if let Some(id) = slot.as_str() {
-            *slot = files.get(id).cloned().unwrap_or(Value::Null);
-        }
-    }
-}
-
 /// Counts of `collection` records per value of `field`, for the given values.
 pub fn counts_by(
     items: &Items<'_>,
@@ -166,28 +146,6 @@ pub fn counts_by_filtered(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn public_users_lose_private_fields_only() {
-        let u = public_user(
-            json!({"id": "u", "email": "e", "password": "p", "token": "t", "slug": "s"}),
-        );
-        assert_eq!(u, json!({"id": "u", "slug": "s"}));
-    }
-
-    #[test]
-    fn files_expand_in_place() {
-        let files: HashMap<String, Value> =
-            [("f1".to_string(), json!({"id": "f1", "type": "video/mp4"}))].into();
-        let mut v = json!({"movie": "f1", "image": null, "other": "gone"});
-        expand_file(&mut v, "movie", &files);
-        expand_file(&mut v, "image", &files);
-        expand_file(&mut v, "other", &files);
-        assert_eq!(
-            v,
-            json!({"movie": {"id": "f1", "type": "video/mp4"}, "image": null, "other": null})
-        );
-    }
 
     #[test]
     fn ids_are_distinct_and_ordered() {
