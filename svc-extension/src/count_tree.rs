@@ -156,7 +156,7 @@ fn number(value: Option<&Value>) -> i64 {
 }
 
 /// Every row of `collection` (with `fields`, and `filter` if any),
-/// [`READ_CHUNK`] at a time in the order of its unique `key`, handed to
+/// `READ_CHUNK` (50,000) at a time in the order of its unique `key`, handed to
 /// `each` chunk by chunk.
 pub fn each_chunk(
     items: &Items<'_>,

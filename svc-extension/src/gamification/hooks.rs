@@ -32,7 +32,7 @@ fn is_true(record: Option<&Value>, name: &str) -> bool {
     field(record, name).and_then(Value::as_bool) == Some(true)
 }
 
-/// What [`recordings`] and the community list's tree read of a recording's
+/// What the recordings' hook and the community list's tree read of a recording's
 /// payload and records: the host leaves the rest (the events) out of the
 /// hook's view.
 pub const RECORDING_FIELDS: [&str; 6] = [
