@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use host_sdk::raw::{JsonOut, RawRecord};
+use host_sdk::raw::{string_of, JsonOut, RawRecord};
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
 
 use crate::community_positions::{self, PageStart, Part, DEEP_OFFSET};
@@ -108,16 +108,14 @@ pub fn write_page(
     out.array(&recordings, |out, recording| {
         let mut members: Vec<(&str, Cow<str>)> = recording
             .members()
-            .map(|(name, value)| (name, Cow::Borrowed(value.get())))
-            .collect();
-        if let Some(owner) = recording.str("user_created") {
-            let shown = owners.get(owner.as_ref()).map_or("null", String::as_str);
-            for (name, value) in members.iter_mut() {
-                if *name == "user_created" {
-                    *value = Cow::Borrowed(shown);
+            .map(|(name, value)| match string_of(value) {
+                Some(owner) if name == "user_created" => {
+                    let shown = owners.get(owner.as_ref()).map_or("null", String::as_str);
+                    (name, Cow::Borrowed(shown))
                 }
-            }
-        }
+                _ => (name, Cow::Borrowed(value.get())),
+            })
+            .collect();
         out.object(&mut members);
     });
     out.byte(b'}');

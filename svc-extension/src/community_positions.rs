@@ -181,22 +181,16 @@ fn listed_key(record: Option<&RawRecord<'_>>) -> Option<u64> {
 
 /// Moves the tree by a write of recordings (in the writing transaction).
 pub fn follow(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), ItemsError> {
-    let mut changes = std::collections::BTreeMap::new();
-    for id in &event.keys {
+    let keys = event.keys.iter().map(|id| {
         let before = event
             .before_of(id)
             .filter(|_| event.kind != EventKind::Create);
         let after = event
             .after_of(id)
             .filter(|_| event.kind != EventKind::Delete);
-        for (node, change) in
-            count_tree::moves(listed_key(before.as_ref()), listed_key(after.as_ref()))
-        {
-            *changes.entry(node).or_insert(0) += change;
-        }
-    }
-    changes.retain(|_, change| *change != 0);
-    TREE.apply(&ctx.as_admin(), &changes)
+        (listed_key(before.as_ref()), listed_key(after.as_ref()))
+    });
+    TREE.follow(&ctx.as_admin(), keys)
 }
 
 #[cfg(test)]

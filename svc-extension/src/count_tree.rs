@@ -203,9 +203,26 @@ pub struct Tree {
 }
 
 impl Tree {
+    /// Moves the tree by a write's rows, each from its key before to its
+    /// key after (`None`: not counted), in one [`Tree::apply`].
+    pub fn follow(
+        &self,
+        items: &Items<'_>,
+        rows: impl IntoIterator<Item = (Option<u64>, Option<u64>)>,
+    ) -> Result<(), ItemsError> {
+        let mut changes = BTreeMap::new();
+        for (before, after) in rows {
+            for (node, change) in moves(before, after) {
+                *changes.entry(node).or_insert(0) += change;
+            }
+        }
+        changes.retain(|_, change| *change != 0);
+        self.apply(items, &changes)
+    }
+
     /// Applies node changes: one read of the nodes named, then one write
     /// per node (a node left with no row goes).
-    pub fn apply(&self, items: &Items<'_>, changes: &BTreeMap<i64, i64>) -> Result<(), ItemsError> {
+    fn apply(&self, items: &Items<'_>, changes: &BTreeMap<i64, i64>) -> Result<(), ItemsError> {
         if changes.is_empty() {
             return Ok(());
         }

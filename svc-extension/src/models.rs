@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use host_sdk::raw::{JsonOut, RawRecord};
+use host_sdk::raw::{string_of, JsonOut, RawRecord};
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -110,7 +110,7 @@ impl Expansions {
         let mut members: Vec<(&str, Cow<str>)> = user
             .members()
             .filter(|(name, _)| !PRIVATE_USER_FIELDS.contains(name) && *name != "photos")
-            .map(|(name, value)| match user.str(name) {
+            .map(|(name, value)| match string_of(value) {
                 Some(banner) if name == "banner" => {
                     (name, Cow::Borrowed(file_of(&self.files, Some(banner))))
                 }

@@ -83,16 +83,12 @@ pub fn before_commit(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), 
 /// Moves the rank tree by the sums the write changed.
 fn ranks_follow(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
     let sum = |record: Option<&Value>| field(record, "decay_sum").and_then(Value::as_f64);
-    let mut changes = std::collections::BTreeMap::new();
-    for key in &event.keys {
+    let sums = event.keys.iter().map(|key| {
         let before = sum(event.before_of(key)).filter(|_| event.kind != EventKind::Create);
         let after = sum(event.after_of(key)).filter(|_| event.kind != EventKind::Delete);
-        for (node, change) in ranks::moves(before, after) {
-            *changes.entry(node).or_insert(0) += change;
-        }
-    }
-    changes.retain(|_, change| *change != 0);
-    ranks::apply(&ctx.as_admin(), &changes)
+        (before, after)
+    });
+    ranks::follow(&ctx.as_admin(), sums)
 }
 
 /// The users named by `field` before and after the write, once each.

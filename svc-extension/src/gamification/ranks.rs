@@ -20,8 +20,6 @@
 //! counted once, in one transaction, by the first rank asked for; the
 //! state row's `ranks_counted` says it was.
 
-use std::collections::BTreeMap;
-
 use host_sdk::{Context, Items, ItemsError};
 use serde_json::{json, Value};
 
@@ -79,15 +77,16 @@ pub fn greater_in_leaf(sum: f64) -> (f64, f64) {
     (sum, sum_of(count_tree::leaf_top(key(sum))))
 }
 
-/// How the tree's nodes move when a user's sum goes from `before` to
-/// `after` (`None`: no row): node → change, without the unchanged nodes.
-pub fn moves(before: Option<f64>, after: Option<f64>) -> BTreeMap<i64, i64> {
-    count_tree::moves(counted_key(before), counted_key(after))
-}
-
-/// Applies node changes (see [`Tree::apply`]).
-pub fn apply(items: &Items<'_>, changes: &BTreeMap<i64, i64>) -> Result<(), ItemsError> {
-    TREE.apply(items, changes)
+/// Moves the tree by a write's users, each from their sum before to their
+/// sum after (`None`: no row), in the writing transaction.
+pub fn follow(
+    items: &Items<'_>,
+    sums: impl IntoIterator<Item = (Option<f64>, Option<f64>)>,
+) -> Result<(), ItemsError> {
+    let keys = sums
+        .into_iter()
+        .map(|(before, after)| (counted_key(before), counted_key(after)));
+    TREE.follow(items, keys)
 }
 
 /// The number of users whose decay sum is greater than `sum`.
@@ -134,6 +133,13 @@ pub fn page_start(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    /// How the tree's nodes move when a user's sum goes from `before` to
+    /// `after` (`None`: no row): node → change, without the unchanged nodes.
+    fn moves(before: Option<f64>, after: Option<f64>) -> BTreeMap<i64, i64> {
+        count_tree::moves(counted_key(before), counted_key(after))
+    }
 
     /// The tree as counted from `sums`: node → users.
     fn count_of(sums: &[f64]) -> BTreeMap<i64, i64> {
