@@ -6,8 +6,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use host_sdk::raw::{JsonOut, RawRecord};
+use host_sdk::raw::JsonOut;
 use host_sdk::{ApiError, Context, Items, ItemsError, Memo, MemoMap, Query, Request, Response};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::ledger::anchor;
@@ -15,7 +17,7 @@ use super::time::now_ms;
 use super::{ranks, score};
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{keyed_by_id, raw_list, str_field};
+use crate::records::{keyed_by_id, str_field};
 
 const LEADERBOARD: Failure = Failure::new("Failed to get leaderboard");
 const USER: Failure = Failure::new("Failed to get user gamification data");
@@ -53,39 +55,68 @@ struct KeptRow {
     decay_sum: f64,
 }
 
+/// A stats row of the leaderboard's read, as the host wrote it: each value
+/// borrowed as its text (`None`: null), the user's fields inside it. Read
+/// in one pass over the page's text, nothing built per member.
+#[derive(Deserialize)]
+struct StatsRow<'t> {
+    #[serde(borrow, default)]
+    decay_sum: Option<&'t RawValue>,
+    #[serde(borrow, default)]
+    total_raw_points: Option<&'t RawValue>,
+    #[serde(borrow, default)]
+    recordings_count: Option<&'t RawValue>,
+    #[serde(borrow, default)]
+    playbacks_count: Option<&'t RawValue>,
+    #[serde(borrow, default)]
+    achievements_count: Option<&'t RawValue>,
+    #[serde(borrow, default)]
+    user_id: Option<UserOfRow<'t>>,
+}
+
+/// The user of a [`StatsRow`]: the fields the leaderboard shows.
+#[derive(Deserialize)]
+struct UserOfRow<'t> {
+    #[serde(borrow, default)]
+    id: Option<&'t RawValue>,
+    #[serde(borrow, default)]
+    avatar: Option<&'t RawValue>,
+    #[serde(borrow, default)]
+    artist_name: Option<&'t RawValue>,
+}
+
 impl KeptRow {
     /// The row of a stats record and its user (the values copied as the
     /// host wrote them).
-    fn new(row: &RawRecord<'_>, user: Option<&RawRecord<'_>>) -> Self {
-        fn value<'t>(record: Option<&RawRecord<'t>>, name: &str) -> &'t str {
-            record.and_then(|r| r.get(name)).map_or("null", |v| v.get())
+    fn new(row: &StatsRow<'_>) -> Self {
+        fn text<'t>(value: Option<&'t RawValue>) -> &'t str {
+            value.map_or("null", RawValue::get)
         }
-        let stats = Some(row);
-        // In name order, as every record is written; `None`: a hole.
+        let user = row.user_id.as_ref();
+        // In name order, as every record is written, each name with the
+        // punctuation before it; `None`: a hole.
         let members = [
             (
-                "achievements_count",
-                Some(value(stats, "achievements_count")),
+                "{\"achievements_count\":",
+                Some(text(row.achievements_count)),
             ),
-            ("avatar", Some(value(user, "avatar"))),
-            ("display_name", Some(value(user, "artist_name"))),
-            ("playbacks_count", Some(value(stats, "playbacks_count"))),
-            ("rank", None),
-            ("recordings_count", Some(value(stats, "recordings_count"))),
-            ("total_raw_points", Some(value(stats, "total_raw_points"))),
-            ("total_weighted_points", None),
-            ("user_id", Some(value(user, "id"))),
+            (",\"avatar\":", Some(text(user.and_then(|u| u.avatar)))),
+            (
+                ",\"display_name\":",
+                Some(text(user.and_then(|u| u.artist_name))),
+            ),
+            (",\"playbacks_count\":", Some(text(row.playbacks_count))),
+            (",\"rank\":", None),
+            (",\"recordings_count\":", Some(text(row.recordings_count))),
+            (",\"total_raw_points\":", Some(text(row.total_raw_points))),
+            (",\"total_weighted_points\":", None),
+            (",\"user_id\":", Some(text(user.and_then(|u| u.id)))),
         ];
         let mut out = JsonOut::with_capacity(256);
         let mut holes = [0; 2];
         let mut next_hole = 0;
-        out.byte(b'{');
-        for (n, (name, value)) in members.into_iter().enumerate() {
-            if n > 0 {
-                out.byte(b',');
-            }
-            out.string(name);
-            out.byte(b':');
+        for (name, value) in members {
+            out.raw(name);
             match value {
                 Some(text) => out.raw(text),
                 None => {
@@ -101,7 +132,7 @@ impl KeptRow {
             text: out.into_string(),
             holes,
             decay_sum: row
-                .get("decay_sum")
+                .decay_sum
                 .and_then(|v| v.get().parse().ok())
                 .unwrap_or(0.0),
         }
@@ -159,18 +190,9 @@ fn page_rows(
             .limit(limit as i64)
             .offset(skip),
     )?;
-    let rows = raw_list("stats", &rows_text)?;
-    rows.iter()
-        .map(|row| {
-            let user = match row.get("user_id").map(|v| v.get()) {
-                Some(object) if object.starts_with('{') => Some(
-                    RawRecord::parse(object).map_err(|e| ItemsError::decode("stats' user", e))?,
-                ),
-                _ => None,
-            };
-            Ok(KeptRow::new(row, user.as_ref()))
-        })
-        .collect()
+    let rows: Vec<StatsRow<'_>> =
+        serde_json::from_str(&rows_text).map_err(|e| ItemsError::decode("stats", e))?;
+    Ok(rows.iter().map(KeptRow::new).collect())
 }
 
 /// A leaderboard page: the kept rows, with the points live as of now,
