@@ -89,7 +89,7 @@ impl KeptRow {
     /// The row of a stats record and its user (the values copied as the
     /// host wrote them).
     fn new(row: &StatsRow<'_>) -> Self {
-        fn text<'t>(value: Option<&'t RawValue>) -> &'t str {
+        fn text(value: Option<&RawValue>) -> &str {
             value.map_or("null", RawValue::get)
         }
         let user = row.user_id.as_ref();
