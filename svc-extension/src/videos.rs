@@ -22,24 +22,113 @@ pub fn visible() -> Value {
     json!({"upload_date": {"_lte": "$NOW"}})
 }
 
-/// Visible videos matching `extra`, newest first, each with its `movie`
-/// expanded to the file record by the host (null when the file is gone), as
-/// the text of the host's list (parse it with [`raw_list`]).
-fn find_videos_text(
+/// Videos asked of the host in one read. Each read expands one `movie` a
+/// video and is written whole by the host, within the bounds it sets on
+/// one answer (`MAX_RELATED_RECORDS`, 50,000 related records by default,
+/// and `MAX_RESPONSE_BYTES`): 5,000 stay far below them however large the
+/// catalogue, and the default data's whole list is still one read.
+const VIDEOS_PER_READ: u64 = 5_000;
+
+/// Where the next read of a list resumes: after `ties` videos dated `date`,
+/// the last date read (every video of that date read so far came last).
+#[derive(Debug, Clone, PartialEq)]
+struct Resume {
+    date: String,
+    ties: u64,
+}
+
+/// The resume point after a read from `from` gave videos with these upload
+/// dates, in list order (`None` when it gave none).
+fn resume_after(from: Option<&Resume>, dates: &[&str]) -> Option<Resume> {
+    let last = *dates.last()?;
+    let same = dates.iter().rev().take_while(|d| **d == last).count();
+    // A read all of one date continues the run of the read before it.
+    let carried = match from {
+        Some(before) if before.date == last && same == dates.len() => before.ties,
+        _ => 0,
+    };
+    Some(Resume {
+        date: last.to_string(),
+        ties: carried + same as u64,
+    })
+}
+
+/// Visible videos matching `extra`, newest first (ties by id, descending),
+/// at most `limit`, each with its `movie` expanded to the file record by
+/// the host (null when the file is gone): the texts of the host's lists,
+/// in order (parse each with [`raw_list`]), read [`VIDEOS_PER_READ`] at a
+/// time (see [`read_in_parts`]).
+fn find_videos_texts(
     items: &Items<'_>,
     extra: Option<Value>,
     limit: Option<u64>,
-) -> Result<String, ItemsError> {
-    let mut filter = vec![visible()];
-    filter.extend(extra);
-    let mut query = Query::new()
-        .fields(&["*", "movie.*"])
-        .filter(json!({ "_and": filter }))
-        .sort(&["-upload_date"]);
-    if let Some(n) = limit {
-        query = query.limit(n as i64);
+) -> Result<Vec<String>, ItemsError> {
+    read_in_parts(VIDEOS_PER_READ, limit, |resume, wanted| {
+        let mut filter = vec![visible()];
+        filter.extend(extra.clone());
+        let mut query = Query::new().fields(&["*", "movie.*"]);
+        if let Some(at) = resume {
+            filter.push(json!({"upload_date": {"_lte": at.date}}));
+            query = query.offset(at.ties);
+        }
+        items.read_by_query_raw(
+            "videos",
+            &query
+                .filter(json!({ "_and": filter }))
+                .sort(&["-upload_date", "-id"])
+                .limit(wanted as i64),
+        )
+    })
+}
+
+/// A list in `-upload_date, -id` order read `per_read` videos at a time,
+/// at most `limit`: `read(resume, wanted)` gives the text of the next
+/// `wanted` videos, those dated at or before `resume.date` past its
+/// `ties` (all when `None`). Each read resumes at the last date read, at
+/// the few videos of that date already read, so no read walks the ones
+/// before it. The reads are not one snapshot: a video whose date changes
+/// in between may be listed twice or not at all.
+fn read_in_parts(
+    per_read: u64,
+    limit: Option<u64>,
+    mut read: impl FnMut(Option<&Resume>, u64) -> Result<String, ItemsError>,
+) -> Result<Vec<String>, ItemsError> {
+    let mut texts = Vec::new();
+    let mut left = limit;
+    let mut resume: Option<Resume> = None;
+    loop {
+        let wanted = left.map_or(per_read, |n| n.min(per_read));
+        if wanted == 0 {
+            return Ok(texts);
+        }
+        let text = read(resume.as_ref(), wanted)?;
+        let videos = raw_list("videos", &text)?;
+        let count = videos.len() as u64;
+        left = left.map(|n| n.saturating_sub(count));
+        // A short read is the end of the list, a read of all that was
+        // left the end of the answer.
+        let more = count == wanted && left != Some(0);
+        if more {
+            // Every listed video has a date (the visible filter says so).
+            let dates: Option<Vec<Cow<str>>> =
+                videos.iter().map(|v| v.str("upload_date")).collect();
+            let dates: Vec<&str> = dates.iter().flatten().map(AsRef::as_ref).collect();
+            resume = match resume_after(resume.as_ref(), &dates) {
+                Some(at) if dates.len() == videos.len() => Some(at),
+                _ => {
+                    return Err(ItemsError::Other {
+                        code: "INTERNAL".into(),
+                        message: "a listed video has no upload date".into(),
+                    })
+                }
+            };
+        }
+        drop(videos);
+        texts.push(text);
+        if !more {
+            return Ok(texts);
+        }
     }
-    items.read_by_query_raw("videos", &query)
 }
 
 /// Ids of the videos linked to a user through `videos_models`.
@@ -172,8 +261,11 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         }
         None => None,
     };
-    let text = find_videos_text(&items, extra, limit).map_err(LIST.of())?;
-    let videos = raw_list("videos", &text).map_err(LIST.of())?;
+    let texts = find_videos_texts(&items, extra, limit).map_err(LIST.of())?;
+    let mut videos = Vec::new();
+    for text in &texts {
+        videos.extend(raw_list("videos", text).map_err(LIST.of())?);
+    }
     let mut out = JsonOut::default();
     write_expanded(&items, &videos, every_visible, &mut out, Shape::List).map_err(LIST.of())?;
     Ok(Response::ok_raw(out))
@@ -185,12 +277,108 @@ pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let filter = json!({"slug": {"_eq": req.path_param("slug").unwrap_or_default()}});
     // Only this video's own date can change the answer by the clock.
     upcoming::mark(ctx, &items, "videos", "upload_date", Some(filter.clone())).map_err(ONE.of())?;
-    let text = find_videos_text(&items, Some(filter), Some(1)).map_err(ONE.of())?;
-    let found = raw_list("videos", &text).map_err(ONE.of())?;
+    let texts = find_videos_texts(&items, Some(filter), Some(1)).map_err(ONE.of())?;
+    let found = match texts.first() {
+        Some(text) => raw_list("videos", text).map_err(ONE.of())?,
+        None => Vec::new(),
+    };
     if found.is_empty() {
         return Err(ApiError::not_found("Video not found"));
     }
     let mut out = JsonOut::default();
     write_expanded(&items, &found, false, &mut out, Shape::First).map_err(ONE.of())?;
     Ok(Response::ok_raw(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `videos` (date, id) in list order, as the host would read them
+    /// after `resume`: at or before its date, past its ties.
+    fn read_from(videos: &[(String, String)], resume: Option<&Resume>, wanted: u64) -> String {
+        let mut skip = resume.map_or(0, |r| r.ties);
+        let mut out = Vec::new();
+        for (date, id) in videos {
+            if resume.is_some_and(|r| date.as_str() > r.date.as_str()) {
+                continue;
+            }
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            if out.len() as u64 == wanted {
+                break;
+            }
+            out.push(json!({"id": id, "upload_date": date}));
+        }
+        Value::Array(out).to_string()
+    }
+
+    fn ids(texts: &[String]) -> Vec<String> {
+        texts
+            .iter()
+            .flat_map(|t| raw_list("videos", t).expect("a list"))
+            .map(|v| v.str("id").expect("an id").into_owned())
+            .collect()
+    }
+
+    /// Lists with long runs of one date, read a few at a time with every
+    /// limit, are the list's first videos, each once, in order.
+    #[test]
+    fn a_list_read_in_parts_is_the_list() {
+        for days in [1, 2, 3, 7, 40] {
+            let mut videos: Vec<(String, String)> = (0..40)
+                .map(|n| {
+                    (
+                        format!("2025-01-{:02}", 1 + (n * 7 % days)),
+                        format!("v{n:02}"),
+                    )
+                })
+                .collect();
+            videos.sort_by(|a, b| b.cmp(a));
+            let every: Vec<String> = videos.iter().map(|(_, id)| id.clone()).collect();
+            for per_read in [1, 2, 3, 5, 40, 41] {
+                for limit in [None, Some(0), Some(1), Some(4), Some(5), Some(39), Some(60)] {
+                    let mut reads = 0;
+                    let texts = read_in_parts(per_read, limit, |resume, wanted| {
+                        reads += 1;
+                        // A read that does not move on would read for ever.
+                        assert!(reads <= 41, "{reads} reads");
+                        assert!(wanted <= per_read);
+                        Ok(read_from(&videos, resume, wanted))
+                    })
+                    .expect("read");
+                    let n = limit.map_or(40, |l| l.min(40)) as usize;
+                    assert_eq!(
+                        ids(&texts),
+                        every[..n],
+                        "{days} days, {per_read} a read, {limit:?}"
+                    );
+                    assert!(reads as u64 <= n as u64 / per_read + 1, "{reads} reads");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_all_of_one_date_carries_the_run_before_it() {
+        let first = resume_after(None, &["b", "a", "a"]).expect("a resume");
+        assert_eq!(
+            first,
+            Resume {
+                date: "a".into(),
+                ties: 2
+            }
+        );
+        let next = resume_after(Some(&first), &["a", "a"]).expect("a resume");
+        assert_eq!(
+            next,
+            Resume {
+                date: "a".into(),
+                ties: 4
+            }
+        );
+        assert_eq!(resume_after(Some(&next), &[]), None);
+    }
 }
