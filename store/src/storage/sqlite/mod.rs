@@ -142,8 +142,7 @@ fn set_up_connection(c: &mut Connection) -> rusqlite::Result<()> {
         "PRAGMA synchronous = NORMAL;
          PRAGMA foreign_keys = OFF;
          PRAGMA temp_store = MEMORY;
-         PRAGMA cache_size = -{PAGE_CACHE_KIB};
-         PRAGMA mmap_size = {MAPPED_BYTES};"
+         PRAGMA cache_size = -{PAGE_CACHE_KIB};"
     ))
 }
 
@@ -156,17 +155,6 @@ fn set_up_connection(c: &mut Connection) -> rusqlite::Result<()> {
 /// data. 8 MiB holds such a read; pages are allocated as they are read, so
 /// a small database costs no more.
 const PAGE_CACHE_KIB: u32 = 8 * 1024;
-
-/// How much of the file each connection reads through a memory mapping
-/// instead of copying pages into its own cache: all of it. The mapped
-/// pages are the system's cache, shared by every connection and process,
-/// so a page read once is read without a copy by every connection after;
-/// a connection's own cache then keeps only the pages it changes. SQLite
-/// caps this at its build's `SQLITE_MAX_MMAP_SIZE`, 2 GiB unless the
-/// build raises it (`.cargo/config.toml` does, to this). The mapped pages
-/// count in the process's resident memory while they are in the system's
-/// cache; they are the file's, not the process's (docs/operations.md).
-const MAPPED_BYTES: u64 = 1 << 40;
 
 /// The settings of the store's connections when its checkpoint thread
 /// runs: no checkpoint on a writer's commit (see `checkpoint`).
@@ -646,14 +634,6 @@ mod tests {
     fn a_stores_connections_keep_a_page_cache_of_their_own_size() {
         let (_dir, store) = store();
         assert_eq!(setting(&store, "cache_size"), -i64::from(PAGE_CACHE_KIB));
-    }
-
-    /// The build's cap on the mapping is raised: SQLite answers the cap
-    /// instead when a setting asks for more.
-    #[test]
-    fn a_stores_connections_map_the_whole_file() {
-        let (_dir, store) = store();
-        assert_eq!(setting(&store, "mmap_size"), MAPPED_BYTES as i64);
     }
 
     fn store() -> (tempfile::TempDir, SqliteStore) {
