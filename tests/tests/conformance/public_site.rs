@@ -533,6 +533,43 @@ fn videos_are_the_uploaded_ones_newest_first() {
     assert_eq!(slugs(&list), ["just-now", "newer", "mid", "oldest"]);
 }
 
+/// A list longer than svc reads at once (5,000 videos), with a run of one
+/// date across the reads' boundary: every video once, newest first, ties
+/// by id, descending; and a limit past the boundary cuts the same order.
+#[test]
+fn a_list_longer_than_one_read_is_every_video_once_in_order() {
+    let host = Host::in_process_svc();
+    // Runs of 1,000 videos a date: the first read ends 950 videos into
+    // the oldest run.
+    let rows: Vec<Value> = (0..5_050)
+        .map(|i| {
+            json!({"slug": format!("v{i:05}"), "title": "t",
+                   "upload_date": format!("2020-01-{:02}T00:00:00.000Z", 1 + i / 1_000)})
+        })
+        .collect();
+    let mut made: Vec<(String, String)> = host
+        .admin_create_many("videos", &rows)
+        .iter()
+        .map(|v| {
+            let date = v["upload_date"].as_str().expect("a date").to_string();
+            (date, id_of(v))
+        })
+        .collect();
+    made.sort_by(|a, b| b.cmp(a));
+    let want: Vec<String> = made.into_iter().map(|(_, id)| id).collect();
+    let list = array(&host.get("/svc/videos", None), "videos");
+    assert_eq!(list.len(), want.len());
+    assert!(
+        ids(&list) == want,
+        "the whole list is not every video once, in order"
+    );
+    let cut = array(&host.get("/svc/videos?limit=5003", None), "videos");
+    assert!(
+        ids(&cut) == want[..5_003],
+        "a limit past one read cuts another order"
+    );
+}
+
 #[test]
 fn videos_filter_by_model_id() {
     let host = Host::in_process_svc();
