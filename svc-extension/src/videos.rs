@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use host_sdk::raw::{JsonOut, RawRecord};
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
 use serde_json::{json, Value};
+use typed_arena::Arena;
 
 use crate::counters;
 use crate::failure::Failure;
@@ -55,15 +56,16 @@ fn resume_after(from: Option<&Resume>, dates: &[&str]) -> Option<Resume> {
 
 /// Visible videos matching `extra`, newest first (ties by id, descending),
 /// at most `limit`, each with its `movie` expanded to the file record by
-/// the host (null when the file is gone): the texts of the host's lists,
-/// in order (parse each with [`raw_list`]), read [`VIDEOS_PER_READ`] at a
-/// time (see [`read_in_parts`]).
-fn find_videos_texts(
+/// the host (null when the file is gone): as the host wrote them, their
+/// texts kept in `texts`; read [`VIDEOS_PER_READ`] at a time (see
+/// [`read_in_parts`]).
+fn find_videos<'t>(
+    texts: &'t Arena<String>,
     items: &Items<'_>,
     extra: Option<Value>,
     limit: Option<u64>,
-) -> Result<Vec<String>, ItemsError> {
-    read_in_parts(VIDEOS_PER_READ, limit, |resume, wanted| {
+) -> Result<Vec<RawRecord<'t>>, ItemsError> {
+    read_in_parts(texts, VIDEOS_PER_READ, limit, |resume, wanted| {
         let mut filter = vec![visible()];
         filter.extend(extra.clone());
         let mut query = Query::new().fields(&["*", "movie.*"]);
@@ -84,37 +86,38 @@ fn find_videos_texts(
 /// A list in `-upload_date, -id` order read `per_read` videos at a time,
 /// at most `limit`: `read(resume, wanted)` gives the text of the next
 /// `wanted` videos, those dated at or before `resume.date` past its
-/// `ties` (all when `None`). Each read resumes at the last date read, at
-/// the few videos of that date already read, so no read walks the ones
-/// before it. The reads are not one snapshot: a video whose date changes
-/// in between may be listed twice or not at all.
-fn read_in_parts(
+/// `ties` (all when `None`), kept in `texts` while its records are. Each
+/// read resumes at the last date read, at the few videos of that date
+/// already read, so no read walks the ones before it. The reads are not
+/// one snapshot: a video whose date changes in between may be listed
+/// twice or not at all.
+fn read_in_parts<'t>(
+    texts: &'t Arena<String>,
     per_read: u64,
     limit: Option<u64>,
     mut read: impl FnMut(Option<&Resume>, u64) -> Result<String, ItemsError>,
-) -> Result<Vec<String>, ItemsError> {
-    let mut texts = Vec::new();
+) -> Result<Vec<RawRecord<'t>>, ItemsError> {
+    let mut videos = Vec::new();
     let mut left = limit;
     let mut resume: Option<Resume> = None;
     loop {
         let wanted = left.map_or(per_read, |n| n.min(per_read));
         if wanted == 0 {
-            return Ok(texts);
+            return Ok(videos);
         }
-        let text = read(resume.as_ref(), wanted)?;
-        let videos = raw_list("videos", &text)?;
-        let count = videos.len() as u64;
+        let text: &'t str = texts.alloc(read(resume.as_ref(), wanted)?);
+        let part = raw_list("videos", text)?;
+        let count = part.len() as u64;
         left = left.map(|n| n.saturating_sub(count));
         // A short read is the end of the list, a read of all that was
         // left the end of the answer.
         let more = count == wanted && left != Some(0);
         if more {
             // Every listed video has a date (the visible filter says so).
-            let dates: Option<Vec<Cow<str>>> =
-                videos.iter().map(|v| v.str("upload_date")).collect();
+            let dates: Option<Vec<Cow<str>>> = part.iter().map(|v| v.str("upload_date")).collect();
             let dates: Vec<&str> = dates.iter().flatten().map(AsRef::as_ref).collect();
             resume = match resume_after(resume.as_ref(), &dates) {
-                Some(at) if dates.len() == videos.len() => Some(at),
+                Some(at) if dates.len() == part.len() => Some(at),
                 _ => {
                     return Err(ItemsError::Other {
                         code: "INTERNAL".into(),
@@ -123,10 +126,9 @@ fn read_in_parts(
                 }
             };
         }
-        drop(videos);
-        texts.push(text);
+        videos.extend(part);
         if !more {
-            return Ok(texts);
+            return Ok(videos);
         }
     }
 }
@@ -261,11 +263,8 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         }
         None => None,
     };
-    let texts = find_videos_texts(&items, extra, limit).map_err(LIST.of())?;
-    let mut videos = Vec::new();
-    for text in &texts {
-        videos.extend(raw_list("videos", text).map_err(LIST.of())?);
-    }
+    let texts = Arena::new();
+    let videos = find_videos(&texts, &items, extra, limit).map_err(LIST.of())?;
     let mut out = JsonOut::default();
     write_expanded(&items, &videos, every_visible, &mut out, Shape::List).map_err(LIST.of())?;
     Ok(Response::ok_raw(out))
@@ -277,11 +276,8 @@ pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let filter = json!({"slug": {"_eq": req.path_param("slug").unwrap_or_default()}});
     // Only this video's own date can change the answer by the clock.
     upcoming::mark(ctx, &items, "videos", "upload_date", Some(filter.clone())).map_err(ONE.of())?;
-    let texts = find_videos_texts(&items, Some(filter), Some(1)).map_err(ONE.of())?;
-    let found = match texts.first() {
-        Some(text) => raw_list("videos", text).map_err(ONE.of())?,
-        None => Vec::new(),
-    };
+    let texts = Arena::new();
+    let found = find_videos(&texts, &items, Some(filter), Some(1)).map_err(ONE.of())?;
     if found.is_empty() {
         return Err(ApiError::not_found("Video not found"));
     }
@@ -315,10 +311,9 @@ mod tests {
         Value::Array(out).to_string()
     }
 
-    fn ids(texts: &[String]) -> Vec<String> {
-        texts
+    fn ids(videos: &[RawRecord<'_>]) -> Vec<String> {
+        videos
             .iter()
-            .flat_map(|t| raw_list("videos", t).expect("a list"))
             .map(|v| v.str("id").expect("an id").into_owned())
             .collect()
     }
@@ -341,7 +336,8 @@ mod tests {
             for per_read in [1, 2, 3, 5, 40, 41] {
                 for limit in [None, Some(0), Some(1), Some(4), Some(5), Some(39), Some(60)] {
                     let mut reads = 0;
-                    let texts = read_in_parts(per_read, limit, |resume, wanted| {
+                    let texts = Arena::new();
+                    let read = read_in_parts(&texts, per_read, limit, |resume, wanted| {
                         reads += 1;
                         // A read that does not move on would read for ever.
                         assert!(reads <= 41, "{reads} reads");
@@ -351,7 +347,7 @@ mod tests {
                     .expect("read");
                     let n = limit.map_or(40, |l| l.min(40)) as usize;
                     assert_eq!(
-                        ids(&texts),
+                        ids(&read),
                         every[..n],
                         "{days} days, {per_read} a read, {limit:?}"
                     );
