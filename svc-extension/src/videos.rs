@@ -114,17 +114,19 @@ fn read_in_parts<'t>(
         let more = count == wanted && left != Some(0);
         if more {
             // Every listed video has a date (the visible filter says so).
-            let dates: Option<Vec<Cow<str>>> = part.iter().map(|v| v.str("upload_date")).collect();
-            let dates: Vec<&str> = dates.iter().flatten().map(AsRef::as_ref).collect();
-            resume = match resume_after(resume.as_ref(), &dates) {
-                Some(at) if dates.len() == part.len() => Some(at),
-                _ => {
-                    return Err(ItemsError::Other {
-                        code: "INTERNAL".into(),
-                        message: "a listed video has no upload date".into(),
-                    })
-                }
+            let Some(dates) = part
+                .iter()
+                .map(|v| v.str("upload_date"))
+                .collect::<Option<Vec<Cow<str>>>>()
+            else {
+                return Err(ItemsError::Other {
+                    code: "INTERNAL".into(),
+                    message: "a listed video has no upload date".into(),
+                });
             };
+            let dates: Vec<&str> = dates.iter().map(AsRef::as_ref).collect();
+            // A full read is not empty, so it has a last date.
+            resume = resume_after(resume.as_ref(), &dates);
         }
         videos.extend(part);
         if !more {
