@@ -658,8 +658,43 @@ fn tables_with_trigger(
     Ok(found)
 }
 
+/// The pool of clients, closed on a thread of its own when dropped.
+/// Closing a client blocks on the driver's own runtime, which panics on a
+/// thread that drives async tasks; a host drops its store wherever its
+/// last user goes (at the end of its serving task, say), and such a panic
+/// inside a destructor aborts the process.
+struct ClientPool(Option<r2d2::Pool<Manager>>);
+
+impl ClientPool {
+    fn get(&self) -> Result<r2d2::PooledConnection<Manager>, StoreError> {
+        match &self.0 {
+            Some(pool) => pooled(pool),
+            None => Err(backend("the store is closed")),
+        }
+    }
+}
+
+impl Drop for ClientPool {
+    fn drop(&mut self) {
+        let Some(pool) = self.0.take() else {
+            return;
+        };
+        let closing = std::thread::Builder::new()
+            .name("postgres-close".into())
+            .spawn(move || drop(pool));
+        match closing {
+            Ok(thread) => {
+                if thread.join().is_err() {
+                    log::warn!("closing the PostgreSQL clients failed");
+                }
+            }
+            Err(e) => log::warn!("no thread to close the PostgreSQL clients on: {e}"),
+        }
+    }
+}
+
 pub struct PgStore {
-    pool: r2d2::Pool<Manager>,
+    pool: ClientPool,
     /// Write transactions of this process take turns, as on SQLite: they
     /// never conflict with each other, only with other processes' (which
     /// `SERIALIZABLE` detects), and a transaction body an extension runs
@@ -698,7 +733,7 @@ impl PgStore {
             })
             .map_err(|e| backend(format!("cannot connect to {}: {e}", redacted(url))))?;
         let store = Self {
-            pool,
+            pool: ClientPool(Some(pool)),
             write_lock: Mutex::new(()),
             schema: RwLock::new(Arc::new(Schema::default())),
             commits: Mutex::new(CommitWatch {
@@ -725,7 +760,7 @@ impl PgStore {
         &self,
         f: impl FnOnce(&mut PgClient) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut client = pooled(&self.pool)?;
+        let mut client = self.pool.get()?;
         f(&mut client)
     }
 
