@@ -22,8 +22,9 @@ pub trait Dialect: Sync {
     fn column_type(&self, kind: FieldType) -> &'static str;
     /// A boolean literal (column defaults).
     fn bool_literal(&self, b: bool) -> &'static str;
-    /// `col` is (`negated`: is not) among the list bound to `list`.
-    fn in_list(&self, col: &str, negated: bool, list: &str) -> String;
+    /// `col`, a column of kind `kind`, is (`negated`: is not) among the
+    /// list bound to `list`.
+    fn in_list(&self, col: &str, kind: FieldType, negated: bool, list: &str) -> String;
     /// The JSON array in `col` has an element equal to `element`.
     fn has_element(&self, col: &str, element: &Value, p: &mut Params<'_>) -> String;
     /// A text match on `col` (a column of any type, matched as text).
@@ -187,7 +188,7 @@ fn condition(
                 .filter(|s| !matches!(s, Scalar::Text(t) if t.contains('\0')))
                 .collect();
             let mark = p.push(Scalar::List(list));
-            sql.push_str(&d.in_list(&col, *negated, &mark));
+            sql.push_str(&d.in_list(&col, field_def.kind, *negated, &mark));
         }
         Filter::IsNull { field, null } => {
             def(field)?;

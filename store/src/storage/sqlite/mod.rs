@@ -209,7 +209,7 @@ impl Dialect for SqliteDialect {
         }
     }
 
-    fn in_list(&self, col: &str, negated: bool, list: &str) -> String {
+    fn in_list(&self, col: &str, _kind: FieldType, negated: bool, list: &str) -> String {
         // The list is bound as one JSON array (see `bind`).
         format!(
             "{col} {}IN (SELECT value FROM json_each({list}))",
