@@ -306,7 +306,14 @@ impl Platform {
         wire: &WireQuery,
         default_limit: Option<u64>,
     ) -> Result<Vec<u8>, PlatformError> {
-        let level = self.read_level(session, readers, collection, wire, default_limit, None)?;
+        let level = self.read_level(
+            session,
+            readers,
+            collection,
+            Cow::Borrowed(wire),
+            default_limit,
+            None,
+        )?;
         let limits = self.relational_limits;
         let max_len = limits.max_len();
         let mut out = Vec::with_capacity(level.written_size_hint().min(max_len));
@@ -335,7 +342,14 @@ impl Platform {
         collection: &str,
         wire: &WireQuery,
     ) -> Result<Option<Vec<u8>>, PlatformError> {
-        let level = self.read_level(session, readers, collection, wire, None, None)?;
+        let level = self.read_level(
+            session,
+            readers,
+            collection,
+            Cow::Borrowed(wire),
+            None,
+            None,
+        )?;
         if level.rows.is_empty() {
             return Ok(None);
         }
@@ -358,15 +372,19 @@ impl Platform {
         session: &mut Session<'_>,
         readers: Readers<'_>,
         collection: &str,
-        wire: &WireQuery,
+        wire: Cow<'_, WireQuery>,
         default_limit: Option<u64>,
         key: Option<(&str, bool)>,
     ) -> Result<Level, PlatformError> {
-        let limits = self.relational_limits;
-        limits.check_depth(wire)?;
         // Conditions through references are read as the caller, whoever
-        // reads the root.
-        let wire = self.resolve_related_filters(session, readers.related, collection, wire)?;
+        // reads the root (which checks the query's depth). A nested level's
+        // query is its own, and its list of keys is not copied again.
+        let resolved =
+            match self.resolve_related_filters(session, readers.related, collection, &wire)? {
+                Cow::Owned(resolved) => Some(resolved),
+                Cow::Borrowed(_) => None,
+            };
+        let wire = resolved.unwrap_or_else(|| wire.into_owned());
         let def = self.collection(readers.root, collection)?;
         let fields = wire
             .fields
@@ -406,7 +424,7 @@ impl Platform {
         }
         let root = WireQuery {
             fields: Some(ListParam::List(local)),
-            ..wire.into_owned()
+            ..wire
         };
         let rows = self.read_by_query_text(
             session,
@@ -431,7 +449,7 @@ impl Platform {
                     };
                     let ids = string_cells(&rows, column);
                     let (records, keys) = self
-                        .read_related(session, related, &target, below, "id", &ids, None, false)?;
+                        .read_related(session, related, &target, below, "id", ids, None, false)?;
                     let by_id = keys.into_iter().zip(0..).collect();
                     to_one.insert(name, (column, ToOne { records, by_id }));
                 }
@@ -444,7 +462,7 @@ impl Platform {
                         &alias.related,
                         below,
                         &alias.field,
-                        &ids,
+                        ids,
                         Some(sort),
                         ids_only,
                     )?;
@@ -520,7 +538,7 @@ impl Platform {
         collection: &str,
         fields: &[String],
         key: &str,
-        keys: &[Value],
+        keys: Vec<Value>,
         sort: Option<&str>,
         ids_only: bool,
     ) -> Result<(WrittenRecords, Vec<String>), PlatformError> {
@@ -547,7 +565,7 @@ impl Platform {
         // one parameter.
         let nested = WireQuery {
             fields: Some(ListParam::List(wanted)),
-            filter: Some(json!({ key: {"_in": keys} })),
+            filter: Some(in_list(key, keys)),
             // Ties broken by id, so the order is the same every time.
             sort: sort.map(|s| {
                 let mut by = vec![s.to_string()];
@@ -564,7 +582,7 @@ impl Platform {
             session,
             readers,
             collection,
-            &nested,
+            Cow::Owned(nested),
             None,
             Some((key, keep_key)),
         )?;
@@ -646,6 +664,16 @@ fn members(
             (prefix, member)
         })
         .collect()
+}
+
+/// The filter `{key: {"_in": keys}}`, the keys moved into it (`json!`
+/// would copy them).
+fn in_list(key: &str, keys: Vec<Value>) -> Value {
+    let condition = serde_json::Map::from_iter([("_in".to_string(), Value::Array(keys))]);
+    Value::Object(serde_json::Map::from_iter([(
+        key.to_string(),
+        Value::Object(condition),
+    )]))
 }
 
 /// The string a cell's JSON text holds, `None` when it holds no string.
