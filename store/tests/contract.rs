@@ -712,6 +712,11 @@ fn filters_answer_the_same_items(db: &Db) {
         (json!({"name": {"_in": []}}), vec![]),
         (json!({"name": {"_nin": ["apple"]}}), vec![2, 3, 5]),
         (json!({"n": {"_in": [1, 10]}}), vec![1, 5]),
+        // Each kind's list is bound as its own type.
+        (json!({"x": {"_in": [1.5, 1e10]}}), vec![1, 5]),
+        (json!({"ok": {"_in": [false]}}), vec![2, 5]),
+        // Null is among nothing, and outside nothing.
+        (json!({"n": {"_nin": [1, 10]}}), vec![2, 3]),
         (json!({"name": {"_null": true}}), vec![4]),
         (json!({"name": {"_nnull": true}}), vec![1, 2, 3, 5]),
         (json!({"name": {"_contains": "an"}}), vec![2]),
