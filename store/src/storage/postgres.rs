@@ -118,6 +118,19 @@ fn map_pg_error(e: postgres::Error) -> StoreError {
 /// PostgreSQL's SQL.
 struct PgDialect;
 
+/// The type of a field kind's values (a column's is this, with byte-wise
+/// order for text; a bound list's is an array of it).
+fn value_type(kind: FieldType) -> &'static str {
+    match kind {
+        FieldType::Integer => "BIGINT",
+        FieldType::Boolean => "BOOLEAN",
+        FieldType::Float => "DOUBLE PRECISION",
+        _ => TEXT,
+    }
+}
+
+const TEXT: &str = "TEXT";
+
 static DIALECT: PgDialect = PgDialect;
 
 impl Dialect for PgDialect {
@@ -126,12 +139,10 @@ impl Dialect for PgDialect {
     }
 
     fn column_type(&self, kind: FieldType) -> &'static str {
-        match kind {
-            FieldType::Integer => "BIGINT",
-            FieldType::Boolean => "BOOLEAN",
-            FieldType::Float => "DOUBLE PRECISION",
+        match value_type(kind) {
             // Byte-wise order and comparison, as on SQLite.
-            _ => "TEXT COLLATE \"C\"",
+            TEXT => "TEXT COLLATE \"C\"",
+            other => other,
         }
     }
 
@@ -150,15 +161,10 @@ impl Dialect for PgDialect {
         // array's length, scans small tables so: 500 files against 50 ids
         // took longer than the page's other reads together. The set is
         // hashed, or its elements looked up in an index.
-        let array = match kind {
-            FieldType::Integer => "BIGINT[]",
-            FieldType::Float => "DOUBLE PRECISION[]",
-            FieldType::Boolean => "BOOLEAN[]",
-            _ => "TEXT[]",
-        };
         format!(
-            "{col} {}IN (SELECT unnest(CAST({list} AS {array})))",
-            if negated { "NOT " } else { "" }
+            "{col} {}IN (SELECT unnest(CAST({list} AS {}[])))",
+            if negated { "NOT " } else { "" },
+            value_type(kind)
         )
     }
 
