@@ -161,6 +161,18 @@ pub fn type_error(field: &Field) -> String {
     format!("\"{}\" must be {expected}", field.field)
 }
 
+/// Whether `s` holds a whitespace character: bytes compared for ASCII
+/// text (a key list's hundreds of UUIDs), characters otherwise.
+fn has_whitespace(s: &str) -> bool {
+    if s.is_ascii() {
+        // `char::is_whitespace` on ASCII: tab, line feed, vertical tab,
+        // form feed, carriage return and space.
+        s.bytes().any(|b| matches!(b, b'\t'..=b'\r' | b' '))
+    } else {
+        s.contains(char::is_whitespace)
+    }
+}
+
 /// Normalises a value written to `field`. `lenient` accepts the string forms
 /// a query string carries (`"true"`, `"42"`), for filter values.
 pub fn normalize(field: &Field, value: &Value, lenient: bool) -> Result<Value, String> {
@@ -191,9 +203,7 @@ pub fn normalize(field: &Field, value: &Value, lenient: bool) -> Result<Value, S
         FieldType::Uuid => match value {
             // Keys are UUIDs, but references imported from elsewhere may not
             // be: accept any non-empty string without spaces.
-            Value::String(s) if !s.is_empty() && !s.contains(char::is_whitespace) => {
-                Ok(value.clone())
-            }
+            Value::String(s) if !s.is_empty() && !has_whitespace(s) => Ok(value.clone()),
             Value::String(_) if lenient => Ok(value.clone()),
             _ => bad(),
         },
@@ -241,6 +251,19 @@ pub fn normalize(field: &Field, value: &Value, lenient: bool) -> Result<Value, S
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The byte test agrees with `char::is_whitespace` on every ASCII
+    /// character and on text that is not ASCII.
+    #[test]
+    fn whitespace_is_found_as_characters_would_find_it() {
+        for b in 0u8..128 {
+            let s = format!("ab{}cd", b as char);
+            assert_eq!(has_whitespace(&s), s.contains(char::is_whitespace), "{b}");
+        }
+        for s in ["é\u{a0}x", "é x", "éx", "\u{2003}", "日本"] {
+            assert_eq!(has_whitespace(s), s.contains(char::is_whitespace), "{s}");
+        }
+    }
 
     #[test]
     fn json_documents_are_stored_compact_as_written() {

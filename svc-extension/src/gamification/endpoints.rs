@@ -153,6 +153,17 @@ fn achievement_defs(
     })
 }
 
+/// The stats values a leaderboard page reads, its order first: the
+/// fields of the index that serves it (`schema::leaderboard_rows`).
+pub const PAGE_STATS: [&str; 6] = [
+    "-decay_sum",
+    "user_id",
+    "total_raw_points",
+    "recordings_count",
+    "playbacks_count",
+    "achievements_count",
+];
+
 /// A leaderboard page: the stats rows in rank order with the two fields
 /// shown of each user, in one read (the user comes with its row); read as
 /// text, nothing built into trees. A deep page starts where the rank tree
@@ -173,20 +184,18 @@ fn page_rows(
         query = query.filter(json!({"decay_sum": {"_lte": start.ceiling}}));
         skip = start.skip;
     }
+    // The index's fields, `user_id` read through its expansion.
+    let mut fields: Vec<&str> = PAGE_STATS
+        .iter()
+        .map(|f| f.trim_start_matches('-'))
+        .filter(|f| *f != "user_id")
+        .collect();
+    fields.extend(["user_id.id", "user_id.avatar", "user_id.artist_name"]);
     let rows_text = items.read_by_query_raw(
         "user_stats",
         &query
-            .fields(&[
-                "decay_sum",
-                "total_raw_points",
-                "recordings_count",
-                "playbacks_count",
-                "achievements_count",
-                "user_id.id",
-                "user_id.avatar",
-                "user_id.artist_name",
-            ])
-            .sort(&["-decay_sum", "user_id"])
+            .fields(&fields)
+            .sort(&PAGE_STATS[..2])
             .limit(limit as i64)
             .offset(skip),
     )?;
