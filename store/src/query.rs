@@ -4,6 +4,8 @@
 //! Only fields the schema knows can appear in a filter, sort, field list or
 //! group-by, so nothing a caller sends ever reaches the database as SQL text.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -258,7 +260,17 @@ impl Vars {
         self
     }
 
-    fn resolve(&self, v: &Value) -> Value {
+    /// `v` with the variables it names replaced, borrowed when it names
+    /// none (a related read's hundreds of keys are not copied for this).
+    fn resolve<'v>(&self, v: &'v Value) -> Cow<'v, Value> {
+        if names_a_variable(v) {
+            Cow::Owned(self.resolved(v))
+        } else {
+            Cow::Borrowed(v)
+        }
+    }
+
+    fn resolved(&self, v: &Value) -> Value {
         match v {
             Value::String(s) if s == "$CURRENT_USER" => self
                 .current_user
@@ -278,9 +290,21 @@ impl Vars {
                     .collect(),
             ),
             Value::String(s) if s == "$NOW" => Value::String(self.now.clone()),
-            Value::Array(items) => Value::Array(items.iter().map(|i| self.resolve(i)).collect()),
+            Value::Array(items) => Value::Array(items.iter().map(|i| self.resolved(i)).collect()),
             other => other.clone(),
         }
+    }
+}
+
+/// Whether [`Vars::resolve`] would replace anything in `v`.
+fn names_a_variable(v: &Value) -> bool {
+    match v {
+        Value::String(s) => matches!(
+            s.as_str(),
+            "$CURRENT_USER" | "$CURRENT_ROLE" | "$CURRENT_POLICIES" | "$NOW"
+        ),
+        Value::Array(items) => items.iter().any(names_a_variable),
+        _ => false,
     }
 }
 
@@ -498,7 +522,7 @@ fn parse_conditions(
         let resolved = vars.resolve(raw);
         let condition = match op {
             Op::Null | Op::NNull => {
-                let asked = match &resolved {
+                let asked = match &*resolved {
                     Value::Bool(b) => *b,
                     Value::String(s) => s != "false" && s != "0",
                     Value::Null => false,
@@ -510,12 +534,14 @@ fn parse_conditions(
                 }
             }
             Op::In | Op::Nin => {
-                let items = match resolved {
+                let split: Vec<Value>;
+                let items: &[Value] = match &*resolved {
                     Value::Array(items) => items,
                     Value::String(s) => {
-                        s.split(',').map(|p| Value::String(p.to_string())).collect()
+                        split = s.split(',').map(|p| Value::String(p.to_string())).collect();
+                        &split
                     }
-                    other => vec![other],
+                    other => std::slice::from_ref(other),
                 };
                 Filter::In {
                     field: field.to_string(),
@@ -531,11 +557,11 @@ fn parse_conditions(
                 Filter::HasElement {
                     field: field.to_string(),
                     negated: op == Op::NContains,
-                    element: resolved,
+                    element: resolved.into_owned(),
                 }
             }
             Op::Contains | Op::NContains | Op::IContains | Op::StartsWith | Op::EndsWith => {
-                let text = match (&resolved, def.kind) {
+                let text = match (&*resolved, def.kind) {
                     (Value::String(s), _) => s.clone(),
                     (Value::Number(n), _) => n.to_string(),
                     // A JSON field's text, matched as stored.

@@ -283,19 +283,37 @@ fn bind(s: &Scalar) -> ToSqlOutput<'_> {
         Scalar::Real(f) => ToSqlOutput::Owned(SqlValue::Real(*f)),
         Scalar::Bool(b) => ToSqlOutput::Owned(SqlValue::Integer(*b as i64)),
         Scalar::Text(t) => ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes())),
-        Scalar::List(items) => {
-            let list: Vec<Value> = items
-                .iter()
-                .map(|i| match i {
-                    Scalar::Int(n) => Value::from(*n),
-                    Scalar::Real(f) => Value::from(*f),
-                    Scalar::Bool(b) => Value::from(*b as i64),
-                    Scalar::Text(s) => Value::String(s.clone()),
-                    _ => Value::Null,
-                })
-                .collect();
-            ToSqlOutput::Owned(SqlValue::Text(Value::Array(list).to_string()))
+        Scalar::List(items) => ToSqlOutput::Owned(SqlValue::Text(json_array(items))),
+    }
+}
+
+/// A list's JSON text, written from the scalars themselves: a related
+/// read binds hundreds of keys, which a tree of copies would hold first.
+fn json_array(items: &[Scalar]) -> String {
+    let mut out = Vec::with_capacity(2 + items.iter().map(|i| 3 + written_len(i)).sum::<usize>());
+    out.push(b'[');
+    for (n, item) in items.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
         }
+        let _ = match item {
+            Scalar::Int(i) => serde_json::to_writer(&mut out, i),
+            Scalar::Real(f) => serde_json::to_writer(&mut out, &Value::from(*f)),
+            Scalar::Bool(b) => serde_json::to_writer(&mut out, &(*b as i64)),
+            Scalar::Text(t) => serde_json::to_writer(&mut out, t),
+            Scalar::Null | Scalar::List(_) => serde_json::to_writer(&mut out, &()),
+        };
+    }
+    out.push(b']');
+    // serde_json writes UTF-8 only.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// About the bytes a scalar takes in a list (to reserve room).
+fn written_len(item: &Scalar) -> usize {
+    match item {
+        Scalar::Text(t) => t.len(),
+        _ => 20,
     }
 }
 
@@ -586,6 +604,24 @@ mod tests {
     use crate::storage::{Record, SchemaStepsOnly};
     use host_sdk::schema::{Collection, Field, Index};
     use serde_json::json;
+
+    /// A list is the JSON a tree of its values would print.
+    #[test]
+    fn lists_bind_as_the_json_of_their_values() {
+        let items = vec![
+            Scalar::Text("a\"b\\c\u{1}é".into()),
+            Scalar::Int(-7),
+            Scalar::Real(2.5),
+            Scalar::Real(f64::NAN),
+            Scalar::Bool(true),
+            Scalar::Bool(false),
+            Scalar::Null,
+            Scalar::Text(String::new()),
+        ];
+        let tree = serde_json::json!(["a\"b\\c\u{1}é", -7, 2.5, null, 1, 0, null, ""]);
+        assert_eq!(json_array(&items), tree.to_string());
+        assert_eq!(json_array(&[]), "[]");
+    }
 
     #[test]
     fn connections_set_up_at_once_on_a_new_database_never_fail() {
