@@ -25,6 +25,19 @@ pub fn js_number(x: f64) -> Value {
     }
 }
 
+/// Appends [`js_number`]'s text of `x` to `out`, building no value: a
+/// leaderboard page writes a hundred.
+pub fn write_js_number(out: &mut Vec<u8>, x: f64) {
+    // Writing into a `Vec` cannot fail.
+    let _ = if x.is_finite() && x.fract() == 0.0 && x.abs() < 9.0e15 {
+        serde_json::to_writer(out, &(x as i64))
+    } else if x.is_finite() {
+        serde_json::to_writer(out, &x)
+    } else {
+        serde_json::to_writer(out, &0)
+    };
+}
+
 /// JavaScript's `Math.round`: halves round towards +∞.
 pub fn js_round(x: f64) -> i64 {
     (x + 0.5).floor() as i64
@@ -177,6 +190,37 @@ mod tests {
         assert_eq!(js_number(100.0 / 3.0).to_string(), "33.333333333333336");
         assert_eq!(completion_rate(1, 2), json!(50));
         assert_eq!(completion_rate(3, 0), json!(0));
+    }
+
+    /// The writer prints what the value would.
+    #[test]
+    fn numbers_are_written_as_their_values_print() {
+        let mut x = 1.0e-9_f64;
+        let mut samples = vec![
+            0.0,
+            -0.0,
+            50.0,
+            -3.0,
+            100.0 / 3.0,
+            8.9e15,
+            9.1e15,
+            1e300,
+            f64::NAN,
+            f64::INFINITY,
+        ];
+        while x < 1e20 {
+            samples.extend([x, -x, x * 1.37, x.round()]);
+            x *= 3.3;
+        }
+        for x in samples {
+            let mut out = Vec::new();
+            write_js_number(&mut out, x);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                js_number(x).to_string(),
+                "{x}"
+            );
+        }
     }
 
     #[test]

@@ -219,14 +219,21 @@ fn leaderboard_answer(
     let size: usize = page.iter().map(|row| row.text.len() + 32).sum();
     let mut out = JsonOut::with_capacity(16 + size);
     out.raw("{\"data\":");
+    // Each row's two numbers, written in one buffer over and over.
+    let mut number = Vec::with_capacity(32);
     out.array(page.iter().enumerate(), |out, (position, row)| {
         let [rank_at, points_at] = row.holes;
         let rank = offset + position as u64 + 1;
-        let points = crate::analytics::js_number(score::weighted_at(row.decay_sum, anchor, now));
         out.raw(&row.text[..rank_at]);
-        out.raw(&rank.to_string());
+        number.clear();
+        // Writing into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut number, &rank);
+        out.raw(std::str::from_utf8(&number).unwrap_or("0"));
         out.raw(&row.text[rank_at..points_at]);
-        out.raw(&points.to_string());
+        number.clear();
+        let points = score::weighted_at(row.decay_sum, anchor, now);
+        crate::analytics::write_js_number(&mut number, points);
+        out.raw(std::str::from_utf8(&number).unwrap_or("0"));
         out.raw(&row.text[points_at..]);
     });
     out.byte(b'}');
