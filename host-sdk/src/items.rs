@@ -57,6 +57,10 @@ pub struct Query {
     #[serde(rename = "groupBy", skip_serializing_if = "Vec::is_empty")]
     /// Group aggregates by these fields.
     pub group_by: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// Fields left out of those `fields` names (SDK 1.17; see
+    /// [`Query::without`]).
+    pub without: Vec<String>,
 }
 
 impl Query {
@@ -109,6 +113,19 @@ impl Query {
     /// Sets the fields aggregates are grouped by.
     pub fn group_by<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
         self.group_by = fields.iter().map(|s| s.as_ref().to_string()).collect();
+        self
+    }
+
+    /// Leaves these fields of the collection out of those read (SDK 1.17):
+    /// out of `*` (the default) or out of a list. They are not read, not
+    /// written into the answer, not followed through a relation. So a
+    /// public answer asks for "every field but the private ones" without
+    /// knowing every field an administrator may add, and passes the host's
+    /// text through as it is. The key (`id`) cannot be left out, nor a
+    /// field the collection does not have (`INVALID_QUERY`); a host older
+    /// than 1.17 refuses such a query the same way.
+    pub fn without<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
+        self.without = fields.iter().map(|s| s.as_ref().to_string()).collect();
         self
     }
 

@@ -778,6 +778,12 @@ pub struct WireQuery {
     pub aggregate: Option<Map<String, Value>>,
     #[serde(default, rename = "groupBy")]
     pub group_by: Option<ListParam>,
+    /// Fields of the collection left out of what `fields` names (its `*`
+    /// above all): not read, not written, not followed. Extensions' JSON
+    /// queries only (SDK 1.17), so that a record's private fields are never
+    /// read for a public answer; the key cannot be left out.
+    #[serde(default)]
+    pub without: Option<Vec<String>>,
 }
 
 /// A list given either as a JSON array or a comma-separated string.
@@ -848,7 +854,10 @@ impl WireQuery {
             (None, Some(p)) => (p as u64 - 1).saturating_mul(limit.unwrap_or(0)),
             (None, None) => 0,
         };
-        let fields = resolve_fields(c, self.fields.as_ref())?;
+        let mut fields = resolve_fields(c, self.fields.as_ref())?;
+        if let Some(without) = &self.without {
+            leave_out(c, &mut fields, without)?;
+        }
         Ok(ReadQuery {
             filter,
             sort,
@@ -963,6 +972,28 @@ fn resolve_fields(
     Ok(out)
 }
 
+/// Removes `without` from `fields`: fields of `c` all, and never its key.
+fn leave_out(
+    c: &CollectionDef,
+    fields: &mut Vec<String>,
+    without: &[String],
+) -> Result<(), QueryError> {
+    at_most("fields left out", without.len(), limits::FIELDS)?;
+    for name in without {
+        if name == "id" {
+            return err("the key \"id\" cannot be left out");
+        }
+        if !c.has(name) {
+            return err(format!(
+                "unknown field \"{name}\" in collection \"{}\"",
+                c.name
+            ));
+        }
+    }
+    fields.retain(|f| !without.contains(f));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -980,6 +1011,42 @@ mod tests {
                 Field::timestamp("date_created"),
             ],
         )
+    }
+
+    /// `without` takes fields out of `*` and out of a list, refuses the
+    /// key and names the collection does not have.
+    #[test]
+    fn fields_are_left_out() {
+        let c = recordings();
+        let vars = Vars::new(None);
+        let read = |q: serde_json::Value| {
+            WireQuery::from_json(&q.to_string())
+                .and_then(|w| w.to_read(&c, &vars, None))
+                .map(|r| r.fields)
+        };
+        let all: Vec<String> = c.fields.iter().map(|f| f.field.clone()).collect();
+        assert!(all.contains(&"tags".to_string()) && all.contains(&"public".to_string()));
+        let expected: Vec<String> = all
+            .iter()
+            .filter(|f| *f != "tags" && *f != "public")
+            .cloned()
+            .collect();
+        assert_eq!(
+            read(json!({"without": ["tags", "public"]})).unwrap(),
+            expected
+        );
+        assert_eq!(
+            read(json!({"fields": ["*"], "without": ["tags", "public"]})).unwrap(),
+            expected
+        );
+        assert_eq!(
+            read(json!({"fields": ["title", "tags"], "without": ["tags"]})).unwrap(),
+            ["title"]
+        );
+        assert_eq!(read(json!({"without": []})).unwrap(), all);
+        let refused = |q| read(q).unwrap_err().0;
+        assert!(refused(json!({"without": ["id"]})).contains("cannot be left out"));
+        assert!(refused(json!({"without": ["nope"]})).contains("unknown field \"nope\""));
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub fn write_articles(
                 let author = (name == "author")
                     .then(|| article.str("author"))
                     .flatten()
-                    .map(|id| authors.get(id.as_ref()).map_or("null", String::as_str));
+                    .map(|id| authors.get(&id).unwrap_or("null"));
                 (name, Cow::Borrowed(author.unwrap_or(value.get())))
             })
             .collect();

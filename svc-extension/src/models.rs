@@ -43,6 +43,7 @@ fn find_models_text(
     filter.extend(extra);
     let mut query = Query::new()
         .filter(json!({ "_and": filter }))
+        .without(&PRIVATE_USER_FIELDS)
         .sort(&["-id"]);
     if let Some(n) = limit {
         query = query.limit(n as i64);
@@ -104,12 +105,13 @@ impl Expansions {
         Ok(Self { files, photos })
     }
 
-    /// Writes `user` without its private fields, with `photos` and its
-    /// `banner` replaced by its file record (null when the file is gone).
+    /// Writes `user` (read without its private fields) with `photos` and
+    /// its `banner` replaced by its file record (null when the file is
+    /// gone).
     fn write(&self, out: &mut JsonOut, user: &RawRecord<'_>) {
         let mut members: Vec<(&str, Cow<str>)> = user
             .members()
-            .filter(|(name, _)| !PRIVATE_USER_FIELDS.contains(name) && *name != "photos")
+            .filter(|(name, _)| *name != "photos")
             .map(|(name, value)| match string_of(value) {
                 Some(banner) if name == "banner" => {
                     (name, Cow::Borrowed(file_of(&self.files, Some(banner))))

@@ -3,36 +3,61 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 
-use host_sdk::raw::{JsonOut, RawRecord};
+use host_sdk::raw::RawRecord;
 use host_sdk::{Items, ItemsError, Query};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-/// Fields of a user record never shown by the public endpoints.
+/// Fields of a user record never shown by the public endpoints: left out
+/// of every read of users for them (`Query::without`), so never read.
 pub const PRIVATE_USER_FIELDS: [&str; 3] = ["email", "password", "token"];
 
-/// The text of a user record as the public endpoints show it.
-fn public_user_text(record: &RawRecord<'_>) -> String {
-    let mut members: Vec<(&str, Cow<str>)> = record
-        .members()
-        .filter(|(name, _)| !PRIVATE_USER_FIELDS.contains(name))
-        .map(|(name, value)| (name, Cow::Borrowed(value.get())))
-        .collect();
-    let mut out = JsonOut::with_capacity(record.written_len());
-    out.object(&mut members);
-    out.into_string()
+/// Users as the public endpoints show them, each record's text as the host
+/// wrote it (read without the private fields), found by id.
+pub struct PublicUsers {
+    text: String,
+    /// Where each user's record is in `text`.
+    spans: HashMap<String, Range<usize>>,
 }
 
-/// The public text of each of these users, by id: one call.
-pub fn public_users_by_id(
-    items: &Items<'_>,
-    ids: &[String],
-) -> Result<HashMap<String, String>, ItemsError> {
-    let text = by_id_text(items, "platform_users", ids, Query::new())?;
-    Ok(raw_list("users", &text)?
-        .iter()
-        .filter_map(|u| Some((u.str("id")?.into_owned(), public_user_text(u))))
-        .collect())
+impl PublicUsers {
+    /// The record of the user with this id.
+    pub fn get(&self, id: &str) -> Option<&str> {
+        self.spans
+            .get(id)
+            .and_then(|span| self.text.get(span.clone()))
+    }
+}
+
+/// A record's key, the rest of it skipped.
+#[derive(Deserialize)]
+struct Keyed<'t> {
+    #[serde(borrow)]
+    id: Option<Cow<'t, str>>,
+}
+
+/// The public users with these ids: one call.
+pub fn public_users_by_id(items: &Items<'_>, ids: &[String]) -> Result<PublicUsers, ItemsError> {
+    let without = Query::new().without(&PRIVATE_USER_FIELDS);
+    let text = by_id_text(items, "platform_users", ids, without)?;
+    let decode = |e| ItemsError::decode("users", e);
+    let records: Vec<&RawValue> = serde_json::from_str(&text).map_err(decode)?;
+    let mut spans = HashMap::with_capacity(records.len());
+    for record in records {
+        let Some(id) = serde_json::from_str::<Keyed<'_>>(record.get())
+            .map_err(decode)?
+            .id
+        else {
+            continue;
+        };
+        // The record borrows its text from `text`: its place there.
+        let start = record.get().as_ptr() as usize - text.as_ptr() as usize;
+        spans.insert(id.into_owned(), start..start + record.get().len());
+    }
+    Ok(PublicUsers { text, spans })
 }
 
 /// Distinct non-null string values of `field` over raw `records`, in order.

@@ -195,7 +195,7 @@ fn write_expanded(
     let mut models_of: HashMap<Cow<str>, Vec<&str>> = HashMap::new();
     for link in &links {
         if let (Some(video), Some(user)) = (link.str("videos_id"), link.str("platform_users_id")) {
-            if let Some(text) = public_users.get(user.as_ref()) {
+            if let Some(text) = public_users.get(&user) {
                 models_of.entry(video).or_default().push(text);
             }
         }
