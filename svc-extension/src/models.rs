@@ -163,8 +163,10 @@ pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
 mod tests {
     use super::*;
 
+    /// Its private fields are left out by the read (`without`), which the
+    /// conformance tests check on both databases.
     #[test]
-    fn a_model_is_written_without_private_fields_with_its_files() {
+    fn a_model_is_written_with_its_files() {
         let files = HashMap::from([(
             "f1".to_string(),
             r#"{"id":"f1","type":"image/png"}"#.to_string(),
@@ -181,7 +183,7 @@ mod tests {
         };
         assert_eq!(
             write(
-                r#"{"slug":"a","id":"u1","email":"e","password":"p","token":"t","banner":"f1","photos":[1]}"#
+                r#"{"slug":"a","id":"u1","banner":"f1","photos":[1]}"#
             ),
             r#"{"banner":{"id":"f1","type":"image/png"},"id":"u1","photos":[{"platform_files_id":null}],"slug":"a"}"#
         );
