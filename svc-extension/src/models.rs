@@ -182,9 +182,7 @@ mod tests {
             out.into_string()
         };
         assert_eq!(
-            write(
-                r#"{"slug":"a","id":"u1","banner":"f1","photos":[1]}"#
-            ),
+            write(r#"{"slug":"a","id":"u1","banner":"f1","photos":[1]}"#),
             r#"{"banner":{"id":"f1","type":"image/png"},"id":"u1","photos":[{"platform_files_id":null}],"slug":"a"}"#
         );
         assert_eq!(
