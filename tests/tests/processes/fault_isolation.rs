@@ -272,13 +272,12 @@ fn a_handler_that_never_returns_does_not_hold_the_host() {
     }
     // Stopping the host must not wait on the handlers it abandoned.
     let started = Instant::now();
-    let clean = host.stop_gracefully();
+    let stopped = host.stop_gracefully();
     let took = started.elapsed();
-    println!("fault isolation: SIGTERM with 3 stuck handlers: clean exit {clean} after {took:?}");
-    assert!(
-        clean,
-        "the host did not exit cleanly within 10 s of SIGTERM while abandoned handlers were still running ({took:?})"
-    );
+    println!("fault isolation: SIGTERM with 3 stuck handlers: {stopped:?} after {took:?}");
+    if let Err(e) = stopped {
+        panic!("abandoned handlers still running, the host did not stop cleanly ({took:?}): {e}");
+    }
 }
 
 #[test]
