@@ -263,48 +263,38 @@ impl Vars {
     /// `v` with the variables it names replaced, borrowed when it names
     /// none (a related read's hundreds of keys are not copied for this).
     fn resolve<'v>(&self, v: &'v Value) -> Cow<'v, Value> {
-        if names_a_variable(v) {
-            Cow::Owned(self.resolved(v))
-        } else {
-            Cow::Borrowed(v)
+        match v {
+            Value::String(s) => self.variable(s).map_or(Cow::Borrowed(v), Cow::Owned),
+            Value::Array(items) => {
+                let resolved: Vec<Cow<'v, Value>> = items.iter().map(|i| self.resolve(i)).collect();
+                if resolved.iter().all(|r| matches!(r, Cow::Borrowed(_))) {
+                    Cow::Borrowed(v)
+                } else {
+                    Cow::Owned(Value::Array(
+                        resolved.into_iter().map(Cow::into_owned).collect(),
+                    ))
+                }
+            }
+            _ => Cow::Borrowed(v),
         }
     }
 
-    fn resolved(&self, v: &Value) -> Value {
-        match v {
-            Value::String(s) if s == "$CURRENT_USER" => self
-                .current_user
-                .clone()
-                .map(Value::String)
-                .unwrap_or(Value::Null),
-            Value::String(s) if s == "$CURRENT_ROLE" => self
-                .current_role
-                .clone()
-                .map(Value::String)
-                .unwrap_or(Value::Null),
-            Value::String(s) if s == "$CURRENT_POLICIES" => Value::Array(
+    /// The value of the variable `name`, if it is one.
+    fn variable(&self, name: &str) -> Option<Value> {
+        let text = |t: &Option<String>| t.clone().map(Value::String).unwrap_or(Value::Null);
+        match name {
+            "$CURRENT_USER" => Some(text(&self.current_user)),
+            "$CURRENT_ROLE" => Some(text(&self.current_role)),
+            "$CURRENT_POLICIES" => Some(Value::Array(
                 self.current_policies
                     .iter()
                     .cloned()
                     .map(Value::String)
                     .collect(),
-            ),
-            Value::String(s) if s == "$NOW" => Value::String(self.now.clone()),
-            Value::Array(items) => Value::Array(items.iter().map(|i| self.resolved(i)).collect()),
-            other => other.clone(),
+            )),
+            "$NOW" => Some(Value::String(self.now.clone())),
+            _ => None,
         }
-    }
-}
-
-/// Whether [`Vars::resolve`] would replace anything in `v`.
-fn names_a_variable(v: &Value) -> bool {
-    match v {
-        Value::String(s) => matches!(
-            s.as_str(),
-            "$CURRENT_USER" | "$CURRENT_ROLE" | "$CURRENT_POLICIES" | "$NOW"
-        ),
-        Value::Array(items) => items.iter().any(names_a_variable),
-        _ => false,
     }
 }
 
@@ -1078,6 +1068,21 @@ mod tests {
             Filter::IsNull {
                 field: "user_created".into(),
                 null: true
+            }
+        );
+        // Inside a list, a variable is replaced and the rest kept.
+        let f = parse_filter(
+            &recordings(),
+            &json!({"user_created": {"_in": ["x", "$CURRENT_USER"]}}),
+            &vars,
+        )
+        .unwrap();
+        assert_eq!(
+            f,
+            Filter::In {
+                field: "user_created".into(),
+                negated: false,
+                values: vec![json!("x"), json!("u1")]
             }
         );
     }
