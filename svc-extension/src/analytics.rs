@@ -14,14 +14,12 @@ use crate::videos::videos_of;
 
 const ANALYTICS: Failure = Failure::new("Failed to get analytics");
 
-/// A number as JavaScript prints it: integral values without a fraction.
+/// A number as JavaScript prints it: integral values without a fraction
+/// (not finite: 0).
 pub fn js_number(x: f64) -> Value {
-    if x.is_finite() && x.fract() == 0.0 && x.abs() < 9.0e15 {
-        json!(x as i64)
-    } else {
-        serde_json::Number::from_f64(x)
-            .map(Value::Number)
-            .unwrap_or(json!(0))
+    match js_form(x) {
+        JsForm::Integer(i) => json!(i),
+        JsForm::Fraction(f) => serde_json::Number::from_f64(f).map_or(json!(0), Value::Number),
     }
 }
 
@@ -29,13 +27,27 @@ pub fn js_number(x: f64) -> Value {
 /// leaderboard page writes a hundred.
 pub fn write_js_number(out: &mut Vec<u8>, x: f64) {
     // Writing into a `Vec` cannot fail.
-    let _ = if x.is_finite() && x.fract() == 0.0 && x.abs() < 9.0e15 {
-        serde_json::to_writer(out, &(x as i64))
-    } else if x.is_finite() {
-        serde_json::to_writer(out, &x)
-    } else {
-        serde_json::to_writer(out, &0)
+    let _ = match js_form(x) {
+        JsForm::Integer(i) => serde_json::to_writer(out, &i),
+        JsForm::Fraction(f) => serde_json::to_writer(out, &f),
     };
+}
+
+/// How [`js_number`] prints a number.
+enum JsForm {
+    Integer(i64),
+    /// Finite.
+    Fraction(f64),
+}
+
+fn js_form(x: f64) -> JsForm {
+    if !x.is_finite() {
+        JsForm::Integer(0)
+    } else if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        JsForm::Integer(x as i64)
+    } else {
+        JsForm::Fraction(x)
+    }
 }
 
 /// JavaScript's `Math.round`: halves round towards +∞.
