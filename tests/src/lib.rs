@@ -710,9 +710,9 @@ impl Host {
             .status();
     }
 
-    /// Waits up to `limit` for the process to exit.
-    fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = Instant::now() + limit;
+    /// Waits up to 10 s for the process to exit.
+    fn wait_exit(&mut self) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.process().try_wait() {
                 return Some(status);
@@ -724,18 +724,18 @@ impl Host {
 
     fn terminate(&mut self) {
         self.send_term();
-        if self.wait_exit(Duration::from_secs(10)).is_none() {
+        if self.wait_exit().is_none() {
             let child = self.process();
             let _ = child.kill();
             let _ = child.wait();
         }
     }
 
-    /// Sends SIGTERM and waits up to 20 s for the host to exit 0; what
+    /// Sends SIGTERM and waits up to 10 s for the host to exit 0; what
     /// happened instead, with the end of its log, when it does not.
     pub fn stop_gracefully(mut self) -> Result<(), String> {
         self.send_term();
-        let status = self.wait_exit(Duration::from_secs(20));
+        let status = self.wait_exit();
         if status.is_some_and(|s| s.success()) {
             return Ok(());
         }
@@ -746,7 +746,7 @@ impl Host {
             "{}; the log's end:\n{}",
             match status {
                 Some(status) => format!("exited with {status}"),
-                None => "still running 20 s after SIGTERM".to_string(),
+                None => "still running 10 s after SIGTERM".to_string(),
             },
             tail.join("\n")
         ))
