@@ -58,8 +58,8 @@ pub struct Query {
     /// Group aggregates by these fields.
     pub group_by: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    /// Fields left out of those `fields` names (SDK 1.17; see
-    /// [`Query::without`]).
+    /// Fields left out of those `fields` names (SDK 1.17; paths through
+    /// relations, 1.18; see [`Query::without`]).
     pub without: Vec<String>,
 }
 
@@ -124,6 +124,12 @@ impl Query {
     /// text through as it is. The key (`id`) cannot be left out, nor a
     /// field the collection does not have (`INVALID_QUERY`); a host older
     /// than 1.17 refuses such a query the same way.
+    ///
+    /// A path leaves a field out of the records a relation leads to (SDK
+    /// 1.18): `fields(&["*", "author.*"]).without(&["author.email"])`. The
+    /// relation must be one `fields` follows; a host older than 1.18
+    /// refuses the path (`INVALID_QUERY`), so nothing private is read by
+    /// mistake there either.
     pub fn without<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
         self.without = fields.iter().map(|s| s.as_ref().to_string()).collect();
         self

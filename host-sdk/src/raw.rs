@@ -124,9 +124,18 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawRecord<'a> {
     }
 }
 
-/// A member's name: borrowed from the text unless it holds escapes.
-#[derive(Debug, Clone)]
-struct Name<'a>(Cow<'a, str>);
+/// A member's name: borrowed from the text unless it holds escapes
+/// (public since SDK 1.18, for visitors that write a record as they read
+/// it).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Name<'a>(Cow<'a, str>);
+
+impl Name<'_> {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
 
 impl<'de> Deserialize<'de> for Name<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -223,6 +232,13 @@ impl JsonOut {
             each(self, element);
         }
         self.byte(b']');
+    }
+
+    /// Drops what was written after the first `len` bytes (SDK 1.18): a
+    /// part written and then given up is taken back. `len` must be a
+    /// length this output had (a [`JsonOut::len`] read earlier).
+    pub fn truncate(&mut self, len: usize) {
+        self.bytes.truncate(len);
     }
 
     /// How many bytes are written.

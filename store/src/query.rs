@@ -771,7 +771,10 @@ pub struct WireQuery {
     /// Fields of the collection left out of what `fields` names (its `*`
     /// above all): not read, not written, not followed. Extensions' JSON
     /// queries only (SDK 1.17), so that a record's private fields are never
-    /// read for a public answer; the key cannot be left out.
+    /// read for a public answer; the key cannot be left out. A path
+    /// (`author.email`, SDK 1.18) leaves a field out of the records a
+    /// relation `fields` follows leads to: the relational reader hands it
+    /// down, so a dotted name reaching this level is one nothing follows.
     #[serde(default)]
     pub without: Option<Vec<String>>,
 }
@@ -973,6 +976,11 @@ fn leave_out(
         if name == "id" {
             return err("the key \"id\" cannot be left out");
         }
+        if let Some((head, _)) = name.split_once('.') {
+            return err(format!(
+                "\"{head}\" is not followed by \"fields\": nothing below it can be left out"
+            ));
+        }
         if !c.has(name) {
             return err(format!(
                 "unknown field \"{name}\" in collection \"{}\"",
@@ -1037,6 +1045,9 @@ mod tests {
         let refused = |q| read(q).unwrap_err().0;
         assert!(refused(json!({"without": ["id"]})).contains("cannot be left out"));
         assert!(refused(json!({"without": ["nope"]})).contains("unknown field \"nope\""));
+        // A path is the relational reader's to hand down; here nothing
+        // follows it.
+        assert!(refused(json!({"without": ["tags.x"]})).contains("\"tags\" is not followed"));
     }
 
     #[test]

@@ -9,14 +9,18 @@ use serde_json::json;
 
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{public_users_by_id, raw_ids_of, raw_list};
+use crate::records::{
+    public_users_by_id, raw_ids_of, raw_list, refused_as_one_read, PRIVATE_USER_FIELDS,
+};
 use crate::upcoming;
 
 const LIST: Failure = Failure::new("Failed to fetch articles");
 
 /// Writes the featured articles published by now, newest first, with
 /// `author` replaced by the public user record (null when the user is
-/// gone): the records pass through as the host's text.
+/// gone): one read whose text is the answer, or, where the host refuses
+/// that read ([`refused_as_one_read`]), the articles and then their
+/// authors.
 pub fn write_articles(
     items: &Items<'_>,
     limit: Option<u64>,
@@ -28,7 +32,28 @@ pub fn write_articles(
     if let Some(n) = limit {
         query = query.limit(n as i64);
     }
-    let articles_text = items.read_by_query_raw("articles", &query)?;
+    let private: Vec<String> = PRIVATE_USER_FIELDS
+        .iter()
+        .map(|field| format!("author.{field}"))
+        .collect();
+    let expanded = query.clone().fields(&["*", "author.*"]).without(&private);
+    match items.read_by_query_raw("articles", &expanded) {
+        Ok(text) => {
+            out.raw(&text);
+            Ok(())
+        }
+        Err(e) if refused_as_one_read(&e) => write_authors_apart(items, &query, out),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`write_articles`] in two reads: the articles, then their authors.
+fn write_authors_apart(
+    items: &Items<'_>,
+    query: &Query,
+    out: &mut JsonOut,
+) -> Result<(), ItemsError> {
+    let articles_text = items.read_by_query_raw("articles", query)?;
     let articles = raw_list("articles", &articles_text)?;
     let authors = public_users_by_id(items, &raw_ids_of(&articles, "author"))?;
     out.array(&articles, |out, article| {

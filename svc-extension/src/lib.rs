@@ -66,6 +66,7 @@ pub mod slug;
 pub mod stats;
 pub mod upcoming;
 pub mod video_plays;
+pub mod video_text;
 pub mod videos;
 
 use std::time::Duration;

@@ -60,6 +60,16 @@ pub fn public_users_by_id(items: &Items<'_>, ids: &[String]) -> Result<PublicUse
     Ok(PublicUsers { text, spans })
 }
 
+/// Whether a read that follows relations was refused for what it would
+/// hold (past the host's bound on related records or bytes in one answer)
+/// or for leaving fields out below a relation (a host older than SDK
+/// 1.18): either way the same records can be read without following the
+/// relation, in more calls. svc's own queries are otherwise valid, so the
+/// host's `INVALID_QUERY` says one of these.
+pub fn refused_as_one_read(e: &ItemsError) -> bool {
+    matches!(e, ItemsError::InvalidQuery(_))
+}
+
 /// Distinct non-null string values of `field` over raw `records`, in order.
 pub fn raw_ids_of(records: &[RawRecord<'_>], field: &str) -> Vec<String> {
     let mut seen = HashSet::new();

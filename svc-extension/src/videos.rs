@@ -2,18 +2,21 @@
 //! or before now), newest first, with `models`, `movie` and live counts.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::cell::Cell;
+use std::collections::HashMap;
 
 use host_sdk::raw::{JsonOut, RawRecord};
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
 use serde_json::{json, Value};
-use typed_arena::Arena;
 
-use crate::counters;
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{counts_by, ids_of, public_users_by_id, raw_ids_of, raw_list};
+use crate::records::{
+    counts_by, ids_of, public_users_by_id, raw_ids_of, raw_list, refused_as_one_read,
+    PRIVATE_USER_FIELDS,
+};
 use crate::upcoming;
+use crate::video_text::{self, Counted, Part};
 
 const LIST: Failure = Failure::new("Failed to fetch videos");
 const ONE: Failure = Failure::new("Failed to fetch video");
@@ -23,12 +26,38 @@ pub fn visible() -> Value {
     json!({"upload_date": {"_lte": "$NOW"}})
 }
 
-/// Videos asked of the host in one read. Each read expands one `movie` a
-/// video and is written whole by the host, within the bounds it sets on
-/// one answer (`MAX_RELATED_RECORDS`, 50,000 related records by default,
-/// and `MAX_RESPONSE_BYTES`): 5,000 stay far below them however large the
-/// catalogue, and the default data's whole list is still one read.
+/// Videos asked of the host in one read. Each read expands a video's
+/// `movie` and its models (a link record and a user each) and is written
+/// whole by the host, within the bounds it sets on one answer
+/// (`MAX_RELATED_RECORDS`, 50,000 related records by default, and
+/// `MAX_RESPONSE_BYTES`): 5,000 stay below them with up to four models a
+/// video on average, and the default data's whole list is one read. A read
+/// past them is refused, and the list goes on with the models read apart
+/// ([`Models::Apart`]).
 const VIDEOS_PER_READ: u64 = 5_000;
+
+/// What a listed video is read with: its own fields, its movie's record,
+/// and its models' public records through the `videos_models` links.
+const VIDEO_FIELDS: [&str; 3] = ["*", "movie.*", "models.platform_users_id.*"];
+
+/// Where a list's models come from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Models {
+    /// The read of the videos expands them (SDK 1.18: the users'
+    /// private fields left out below the links).
+    Expanded,
+    /// Read apart, the links and then the users: the host refused a read
+    /// that expands them ([`refused_as_one_read`]).
+    Apart,
+}
+
+/// The users' private fields, left out where the models lead to them.
+fn private_model_fields() -> Vec<String> {
+    PRIVATE_USER_FIELDS
+        .iter()
+        .map(|field| format!("models.platform_users_id.{field}"))
+        .collect()
+}
 
 /// Where the next read of a list resumes: after `ties` videos dated `date`,
 /// the last date read (every video of that date read so far came last).
@@ -38,99 +67,185 @@ struct Resume {
     ties: u64,
 }
 
-/// The resume point after a read from `from` gave videos with these upload
-/// dates, in list order (`None` when it gave none).
-fn resume_after(from: Option<&Resume>, dates: &[&str]) -> Option<Resume> {
-    let last = *dates.last()?;
-    let same = dates.iter().rev().take_while(|d| **d == last).count();
+/// The resume point after a read from `from` gave `part` (`None` when it
+/// gave no video, or one without a date).
+fn resume_after(from: Option<&Resume>, part: &Part) -> Option<Resume> {
+    let last = part.last.as_ref()?;
     // A read all of one date continues the run of the read before it.
     let carried = match from {
-        Some(before) if before.date == last && same == dates.len() => before.ties,
+        Some(before) if before.date == last.date && last.len == part.count => before.ties,
         _ => 0,
     };
     Some(Resume {
-        date: last.to_string(),
-        ties: carried + same as u64,
+        date: last.date.clone(),
+        ties: carried + last.len,
     })
 }
 
-/// Visible videos matching `extra`, newest first (ties by id, descending),
-/// at most `limit`, each with its `movie` expanded to the file record by
-/// the host (null when the file is gone): as the host wrote them, their
-/// texts kept in `texts`; read [`VIDEOS_PER_READ`] at a time (see
-/// [`read_in_parts`]).
-fn find_videos<'t>(
-    texts: &'t Arena<String>,
+/// Writes the visible videos matching `extra` into `out` as the answer's
+/// elements (no brackets), newest first (ties by id, descending), at most
+/// `limit`, each with its `movie` (null when the file is gone), `models`
+/// and live counts; gives how many. Read [`VIDEOS_PER_READ`] at a time
+/// (see [`read_in_parts`]), each read's text written as it comes.
+fn write_videos(
     items: &Items<'_>,
     extra: Option<Value>,
     limit: Option<u64>,
-) -> Result<Vec<RawRecord<'t>>, ItemsError> {
-    read_in_parts(texts, VIDEOS_PER_READ, limit, |resume, wanted| {
+    out: &mut JsonOut,
+) -> Result<u64, ItemsError> {
+    let private = private_model_fields();
+    let models = Cell::new(Models::Expanded);
+    let read = |resume: Option<&Resume>, wanted: u64| {
         let mut filter = vec![visible()];
         filter.extend(extra.clone());
-        let mut query = Query::new().fields(&["*", "movie.*"]);
+        let mut query = Query::new();
         if let Some(at) = resume {
             filter.push(json!({"upload_date": {"_lte": at.date}}));
             query = query.offset(at.ties);
         }
-        items.read_by_query_raw(
-            "videos",
-            &query
-                .filter(json!({ "_and": filter }))
-                .sort(&["-upload_date", "-id"])
-                .limit(wanted as i64),
-        )
+        let query = query
+            .filter(json!({ "_and": filter }))
+            .sort(&["-upload_date", "-id"])
+            .limit(wanted as i64);
+        if models.get() == Models::Expanded {
+            let expanded = query.clone().fields(&VIDEO_FIELDS).without(&private);
+            match items.read_by_query_raw("videos", &expanded) {
+                Err(e) if refused_as_one_read(&e) => models.set(Models::Apart),
+                read => return read,
+            }
+        }
+        items.read_by_query_raw("videos", &query.fields(&["*", "movie.*"]))
+    };
+    let mut written = 0;
+    read_in_parts(VIDEOS_PER_READ, limit, read, |text| {
+        let comma = written > 0;
+        let part = match models.get() {
+            Models::Expanded => write_part(items, text, out, comma)?,
+            Models::Apart => write_part_apart(items, text, out, comma)?,
+        };
+        written += part.count;
+        Ok(part)
+    })?;
+    Ok(written)
+}
+
+/// Writes one read's videos (a comma first when `comma`): the host's text
+/// in one pass when every counter in it is exact, else after counting the
+/// records of the videos whose counters are not (two calls).
+fn write_part(
+    items: &Items<'_>,
+    text: &str,
+    out: &mut JsonOut,
+    comma: bool,
+) -> Result<Part, ItemsError> {
+    let decode = |e| ItemsError::decode("videos", e);
+    out.reserve(text.len());
+    if let Some(part) = video_text::write_exact(text, out, comma).map_err(decode)? {
+        return Ok(part);
+    }
+    let videos = raw_list("videos", text)?;
+    let counted = live_counts(items, &videos)?;
+    video_text::write_counted(&videos, video_text::linked_users, &counted, out, comma)
+        .map_err(decode)?;
+    Ok(video_text::part_of(&videos))
+}
+
+/// [`write_part`] of videos read without their models: their links and
+/// then their users read apart (two calls more).
+fn write_part_apart(
+    items: &Items<'_>,
+    text: &str,
+    out: &mut JsonOut,
+    comma: bool,
+) -> Result<Part, ItemsError> {
+    let videos = raw_list("videos", text)?;
+    let ids = raw_ids_of(&videos, "id");
+    let links_text = match ids.is_empty() {
+        true => "[]".to_string(),
+        false => items.read_by_query_raw(
+            "videos_models",
+            &Query::new()
+                .fields(&["videos_id", "platform_users_id"])
+                .filter(json!({"videos_id": {"_in": ids}}))
+                .sort(&["id"])
+                .limit(-1),
+        )?,
+    };
+    let links = raw_list("links", &links_text)?;
+    let users = public_users_by_id(items, &raw_ids_of(&links, "platform_users_id"))?;
+    let mut models_of: HashMap<Cow<str>, Vec<&str>> = HashMap::new();
+    for link in &links {
+        if let (Some(video), Some(user)) = (link.str("videos_id"), link.str("platform_users_id")) {
+            if let Some(text) = users.get(&user) {
+                models_of.entry(video).or_default().push(text);
+            }
+        }
+    }
+    let counted = live_counts(items, &videos)?;
+    let models = |video: &RawRecord<'_>| {
+        let linked = video
+            .str("id")
+            .and_then(|id| models_of.get(&id))
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let mut models = JsonOut::default();
+        models.array(linked, |o, text| o.raw(text));
+        Ok(models.into_string())
+    };
+    video_text::write_counted(&videos, models, &counted, out, comma)
+        .map_err(|e| ItemsError::decode("videos", e))?;
+    Ok(video_text::part_of(&videos))
+}
+
+/// The likes and plays counted of the videos whose counters are not
+/// exact (none to two calls).
+fn live_counts(items: &Items<'_>, videos: &[RawRecord<'_>]) -> Result<Counted, ItemsError> {
+    let uncounted: Vec<String> = videos
+        .iter()
+        .filter(|v| !video_text::is_exact(v))
+        .filter_map(|v| v.str("id").map(String::from))
+        .collect();
+    Ok(Counted {
+        likes: counts_by(items, "video_likes", "video_id", &uncounted)?,
+        plays: counts_by(items, "video_plays", "video_id", &uncounted)?,
     })
 }
 
 /// A list in `-upload_date, -id` order read `per_read` videos at a time,
 /// at most `limit`: `read(resume, wanted)` gives the text of the next
 /// `wanted` videos, those dated at or before `resume.date` past its
-/// `ties` (all when `None`), kept in `texts` while its records are. Each
-/// read resumes at the last date read, at the few videos of that date
-/// already read, so no read walks the ones before it. The reads are not
-/// one snapshot: a video whose date changes in between may be listed
-/// twice or not at all.
-fn read_in_parts<'t>(
-    texts: &'t Arena<String>,
+/// `ties` (all when `None`), and `take` uses it up. Each read resumes at
+/// the last date read, at the few videos of that date already read, so
+/// no read walks the ones before it. The reads are not one snapshot: a
+/// video whose date changes in between may be listed twice or not at all.
+fn read_in_parts(
     per_read: u64,
     limit: Option<u64>,
     mut read: impl FnMut(Option<&Resume>, u64) -> Result<String, ItemsError>,
-) -> Result<Vec<RawRecord<'t>>, ItemsError> {
-    let mut videos = Vec::new();
+    mut take: impl FnMut(&str) -> Result<Part, ItemsError>,
+) -> Result<(), ItemsError> {
     let mut left = limit;
     let mut resume: Option<Resume> = None;
     loop {
         let wanted = left.map_or(per_read, |n| n.min(per_read));
         if wanted == 0 {
-            return Ok(videos);
+            return Ok(());
         }
-        let text: &'t str = texts.alloc(read(resume.as_ref(), wanted)?);
-        let part = raw_list("videos", text)?;
-        let count = part.len() as u64;
-        left = left.map(|n| n.saturating_sub(count));
+        let part = take(&read(resume.as_ref(), wanted)?)?;
+        left = left.map(|n| n.saturating_sub(part.count));
         // A short read is the end of the list, a read of all that was
         // left the end of the answer.
-        let more = count == wanted && left != Some(0);
-        if more {
-            // Every listed video has a date (the visible filter says so).
-            let Some(dates) = part
-                .iter()
-                .map(|v| v.str("upload_date"))
-                .collect::<Option<Vec<Cow<str>>>>()
-            else {
-                return Err(ItemsError::Other {
-                    code: "INTERNAL".into(),
-                    message: "a listed video has no upload date".into(),
-                });
-            };
-            let dates: Vec<&str> = dates.iter().map(AsRef::as_ref).collect();
-            // A full read is not empty, so it has a last date.
-            resume = resume_after(resume.as_ref(), &dates);
+        if part.count < wanted || left == Some(0) {
+            return Ok(());
         }
-        videos.extend(part);
-        if !more {
-            return Ok(videos);
+        // A full read is not empty, and every listed video has a date
+        // (the visible filter says so).
+        resume = resume_after(resume.as_ref(), &part);
+        if resume.is_none() {
+            return Err(ItemsError::Other {
+                code: "INTERNAL".into(),
+                message: "a listed video has no upload date".into(),
+            });
         }
     }
 }
@@ -146,115 +261,11 @@ pub fn videos_of(items: &Items<'_>, user: &str) -> Result<Vec<String>, ItemsErro
     Ok(ids_of(&links, "videos_id"))
 }
 
-/// Writes `videos` (their `movie` expanded by the host) with `models`
-/// (public user records, in link order) and `likes_count`/`plays_count` by
-/// live counts: the counters of the videos whose counters are exact, the
-/// records counted for the others only (two to four calls for any number of
-/// videos). The records pass through as the host's text: only the replaced
-/// members are written anew.
-fn write_expanded(
-    items: &Items<'_>,
-    videos: &[RawRecord<'_>],
-    every_visible: bool,
-    out: &mut JsonOut,
-    shape: Shape,
-) -> Result<(), ItemsError> {
-    let ids = raw_ids_of(videos, "id");
-    let links_text = if ids.is_empty() {
-        "[]".to_string()
-    } else {
-        let mut query = Query::new()
-            .fields(&["videos_id", "platform_users_id"])
-            .sort(&["id"]);
-        // Every visible video's links are nearly every link: one read of
-        // them all costs less than a lookup per video. Any narrower list
-        // (a model's videos, a page, one video) looks its own links up,
-        // whatever the size of the catalogue.
-        if !every_visible {
-            query = query.filter(json!({"videos_id": {"_in": ids}}));
-        }
-        items.read_by_query_raw("videos_models", &query)?
-    };
-    let mut links = raw_list("links", &links_text)?;
-    // Reading every link brings those of videos not listed too.
-    let listed: HashSet<&str> = ids.iter().map(String::as_str).collect();
-    links.retain(|link| {
-        link.str("videos_id")
-            .is_some_and(|v| listed.contains(v.as_ref()))
-    });
-    let public_users = public_users_by_id(items, &raw_ids_of(&links, "platform_users_id"))?;
-    // Exact counters are the live counts; only the others are counted.
-    let uncounted: Vec<String> = videos
-        .iter()
-        .filter(|v| v.get(counters::EXACT).map(|x| x.get()) != Some("true"))
-        .filter_map(|v| v.str("id").map(String::from))
-        .collect();
-    let likes = counts_by(items, "video_likes", "video_id", &uncounted)?;
-    let plays = counts_by(items, "video_plays", "video_id", &uncounted)?;
-
-    let mut models_of: HashMap<Cow<str>, Vec<&str>> = HashMap::new();
-    for link in &links {
-        if let (Some(video), Some(user)) = (link.str("videos_id"), link.str("platform_users_id")) {
-            if let Some(text) = public_users.get(&user) {
-                models_of.entry(video).or_default().push(text);
-            }
-        }
-    }
-
-    // The answer's size is known: the videos' text and their models' (and
-    // a few bytes a video for its counts).
-    let models_size: usize = models_of.values().flatten().map(|t| t.len() + 1).sum();
-    out.reserve(videos.iter().map(|v| v.written_len() + 80).sum::<usize>() + models_size);
-    let write_one = |out: &mut JsonOut, video: &RawRecord<'_>| {
-        let id = video.str("id").unwrap_or_default();
-        let linked = models_of.get(&id).map(Vec::as_slice).unwrap_or_default();
-        let mut models =
-            JsonOut::with_capacity(linked.iter().map(|t| t.len() + 1).sum::<usize>() + 2);
-        models.array(linked, |o, text| o.raw(text));
-        let exact = video.get(counters::EXACT).map(|x| x.get()) == Some("true");
-        let count = |counts: &HashMap<String, u64>, counter: &str| match exact {
-            true => video.get(counter).map_or("0", |v| v.get()).to_string(),
-            false => counts.get(id.as_ref()).copied().unwrap_or(0).to_string(),
-        };
-        let mut members: Vec<(&str, Cow<str>)> = video
-            .members()
-            .filter(|(name, _)| {
-                !matches!(
-                    *name,
-                    "models" | "likes_count" | "plays_count" | counters::EXACT
-                )
-            })
-            .map(|(name, value)| (name, Cow::Borrowed(value.get())))
-            .collect();
-        members.push(("models", Cow::Owned(models.into_string())));
-        members.push(("likes_count", Cow::Owned(count(&likes, "likes_count"))));
-        members.push(("plays_count", Cow::Owned(count(&plays, "plays_count"))));
-        out.object(&mut members);
-    };
-    match shape {
-        Shape::List => out.array(videos, write_one),
-        Shape::First => {
-            if let Some(video) = videos.first() {
-                write_one(out, video);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// What [`write_expanded`] writes: every video as a list, or the first.
-#[derive(Clone, Copy)]
-enum Shape {
-    List,
-    First,
-}
-
 /// `GET /videos`: `model_id` keeps the videos linked to that user; `limit`.
 pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let items = ctx.as_admin();
     upcoming::mark(ctx, &items, "videos", "upload_date", None).map_err(LIST.of())?;
     let limit = params::limit(req);
-    let every_visible = req.query("model_id").is_none() && limit.is_none();
     let extra = match req.query("model_id") {
         Some(model) => {
             let ids = videos_of(&items, model).map_err(LIST.of())?;
@@ -265,10 +276,10 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         }
         None => None,
     };
-    let texts = Arena::new();
-    let videos = find_videos(&texts, &items, extra, limit).map_err(LIST.of())?;
     let mut out = JsonOut::default();
-    write_expanded(&items, &videos, every_visible, &mut out, Shape::List).map_err(LIST.of())?;
+    out.byte(b'[');
+    write_videos(&items, extra, limit, &mut out).map_err(LIST.of())?;
+    out.byte(b']');
     Ok(Response::ok_raw(out))
 }
 
@@ -278,13 +289,10 @@ pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let filter = json!({"slug": {"_eq": req.path_param("slug").unwrap_or_default()}});
     // Only this video's own date can change the answer by the clock.
     upcoming::mark(ctx, &items, "videos", "upload_date", Some(filter.clone())).map_err(ONE.of())?;
-    let texts = Arena::new();
-    let found = find_videos(&texts, &items, Some(filter), Some(1)).map_err(ONE.of())?;
-    if found.is_empty() {
+    let mut out = JsonOut::default();
+    if write_videos(&items, Some(filter), Some(1), &mut out).map_err(ONE.of())? == 0 {
         return Err(ApiError::not_found("Video not found"));
     }
-    let mut out = JsonOut::default();
-    write_expanded(&items, &found, false, &mut out, Shape::First).map_err(ONE.of())?;
     Ok(Response::ok_raw(out))
 }
 
@@ -313,13 +321,6 @@ mod tests {
         Value::Array(out).to_string()
     }
 
-    fn ids(videos: &[RawRecord<'_>]) -> Vec<String> {
-        videos
-            .iter()
-            .map(|v| v.str("id").expect("an id").into_owned())
-            .collect()
-    }
-
     /// Lists with long runs of one date, read a few at a time with every
     /// limit, are the list's first videos, each once, in order.
     #[test]
@@ -338,18 +339,26 @@ mod tests {
             for per_read in [1, 2, 3, 5, 40, 41] {
                 for limit in [None, Some(0), Some(1), Some(4), Some(5), Some(39), Some(60)] {
                     let mut reads = 0;
-                    let texts = Arena::new();
-                    let read = read_in_parts(&texts, per_read, limit, |resume, wanted| {
+                    let mut read = Vec::new();
+                    let from = |resume: Option<&Resume>, wanted| {
                         reads += 1;
                         // A read that does not move on would read for ever.
                         assert!(reads <= 41, "{reads} reads");
                         assert!(wanted <= per_read);
                         Ok(read_from(&videos, resume, wanted))
+                    };
+                    read_in_parts(per_read, limit, from, |text| {
+                        let part = raw_list("videos", text)?;
+                        read.extend(
+                            part.iter()
+                                .map(|v| v.str("id").expect("an id").into_owned()),
+                        );
+                        Ok(video_text::part_of(&part))
                     })
                     .expect("read");
                     let n = limit.map_or(40, |l| l.min(40)) as usize;
                     assert_eq!(
-                        ids(&read),
+                        read,
                         every[..n],
                         "{days} days, {per_read} a read, {limit:?}"
                     );
@@ -361,7 +370,13 @@ mod tests {
 
     #[test]
     fn a_read_all_of_one_date_carries_the_run_before_it() {
-        let first = resume_after(None, &["b", "a", "a"]).expect("a resume");
+        /// The part of videos dated so, in list order.
+        fn part(dates: &[&str]) -> Part {
+            let text =
+                Value::Array(dates.iter().map(|d| json!({"upload_date": d})).collect()).to_string();
+            video_text::part_of(&raw_list("videos", &text).expect("a list"))
+        }
+        let first = resume_after(None, &part(&["b", "a", "a"])).expect("a resume");
         assert_eq!(
             first,
             Resume {
@@ -369,7 +384,7 @@ mod tests {
                 ties: 2
             }
         );
-        let next = resume_after(Some(&first), &["a", "a"]).expect("a resume");
+        let next = resume_after(Some(&first), &part(&["a", "a"])).expect("a resume");
         assert_eq!(
             next,
             Resume {
@@ -377,6 +392,14 @@ mod tests {
                 ties: 4
             }
         );
-        assert_eq!(resume_after(Some(&next), &[]), None);
+        let after = resume_after(Some(&next), &part(&["a", "b"])).expect("a resume");
+        assert_eq!(
+            after,
+            Resume {
+                date: "b".into(),
+                ties: 1
+            }
+        );
+        assert_eq!(resume_after(Some(&next), &part(&[])), None);
     }
 }

@@ -3,7 +3,7 @@
 //! whichever way a write comes in.
 
 use example_host::testkit::{TestHost, TestUser};
-use host_sdk::Query;
+use host_sdk::{ItemsError, Query};
 use serde_json::{json, Value};
 
 fn svc() -> TestHost {
@@ -95,6 +95,61 @@ fn a_like_written_outside_the_route_keeps_the_counter_exact() {
     host.context(None, |ctx| ctx.as_admin().delete_one("video_likes", &like))
         .expect("the like is deleted");
     assert_eq!(stored_likes_count(&host, &video), json!(0));
+}
+
+/// `Query::without` paths (SDK 1.18): a field left out below a relation
+/// `fields` follows is neither read nor written; a path nothing follows,
+/// or to a field the related collection lacks, is refused.
+#[test]
+fn fields_are_left_out_below_the_relations_a_read_follows() {
+    let host = svc();
+    let video = video(&host, "linked");
+    let ann = member(&host, "ann@example.com");
+    host.context(None, |ctx| {
+        ctx.as_admin().create_one(
+            "videos_models",
+            &json!({"videos_id": video, "platform_users_id": ann.id}),
+        )
+    })
+    .expect("the model is linked");
+    let read = |fields: &[&str], without: &[&str]| {
+        host.context(None, |ctx| {
+            ctx.as_admin()
+                .read_by_query("videos", &Query::new().fields(fields).without(without))
+        })
+    };
+    let private = [
+        "models.platform_users_id.email",
+        "models.platform_users_id.password",
+        "models.platform_users_id.token",
+    ];
+    let videos = read(&["*", "models.platform_users_id.*"], &private).expect("the read");
+    let user = &videos[0]["models"][0]["platform_users_id"];
+    assert_eq!(user["id"], json!(ann.id), "{videos:?}");
+    assert!(user.get("role").is_some(), "{user}");
+    for field in ["email", "password", "token"] {
+        assert!(user.get(field).is_none(), "{field} in {user}");
+    }
+    // Without the path, the administrator's read has the email.
+    let videos = read(&["*", "models.platform_users_id.*"], &[]).expect("the read");
+    assert_eq!(
+        videos[0]["models"][0]["platform_users_id"]["email"],
+        json!(ann.email)
+    );
+
+    let refused = |fields: &[&str], without: &[&str]| match read(fields, without) {
+        Err(ItemsError::InvalidQuery(message)) => message,
+        other => panic!("{fields:?} without {without:?}: {other:?}"),
+    };
+    assert!(
+        refused(&["*"], &["models.platform_users_id.email"]).contains("\"models\" is not followed")
+    );
+    assert!(refused(&["*", "movie.*"], &["models.email"]).contains("\"models\" is not followed"));
+    assert!(refused(
+        &["*", "models.platform_users_id.*"],
+        &["models.platform_users_id.nope"]
+    )
+    .contains("\"nope\""));
 }
 
 #[test]

@@ -27,8 +27,8 @@ use platform_store::query::ListParam;
 use platform_store::schema::Alias;
 use platform_store::storage::codec;
 
-/// A `fields` list split at the first dot: the collection's own fields,
-/// and per reference the paths below it.
+/// A list of field paths split at the first dot: the collection's own
+/// fields, and per reference the paths below it.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct FieldTree {
     local: Vec<String>,
@@ -50,6 +50,27 @@ impl FieldTree {
         }
         tree
     }
+}
+
+/// The query's `without` split as its `fields` are: what it leaves out of
+/// the collection, and per relation what it leaves out of the records that
+/// relation leads to. A path through a relation `fields` does not follow
+/// leaves nothing out of anything read: refused, as a name the collection
+/// lacks is.
+fn split_without(
+    without: Option<&Vec<String>>,
+    followed: &BTreeMap<String, Vec<String>>,
+) -> Result<Option<FieldTree>, PlatformError> {
+    let Some(without) = without else {
+        return Ok(None);
+    };
+    let tree = FieldTree::split(without);
+    if let Some(head) = tree.related.keys().find(|h| !followed.contains_key(*h)) {
+        return Err(PlatformError::InvalidQuery(format!(
+            "\"{head}\" is not followed by \"fields\": nothing below it can be left out"
+        )));
+    }
+    Ok(Some(tree))
 }
 
 /// One head of a relational path.
@@ -404,16 +425,22 @@ impl Platform {
         for name in ids_only {
             tree.related.entry(name).or_default();
         }
+        let (without, mut without_below) =
+            match split_without(wire.without.as_ref(), &tree.related)? {
+                Some(left_out) => (Some(left_out.local), left_out.related),
+                None => (None, BTreeMap::new()),
+            };
         let mut relations = Vec::with_capacity(tree.related.len());
         for (name, below) in &tree.related {
             let relation = self.relation(readers.root, &def, name, below, readers.path)?;
-            relations.push((name.as_str(), relation, below));
+            let left_out = without_below.remove(name).unwrap_or_default();
+            relations.push((name.as_str(), relation, below, left_out));
         }
         // The root, with the columns the relations start from.
         let mut local = tree.local.clone();
         let all = local.iter().any(|f| f == "*");
         let asked_id = all || local.iter().any(|f| f == "id");
-        for (name, relation, _) in &relations {
+        for (name, relation, _, _) in &relations {
             let column = match relation {
                 Relation::ToOne { .. } => *name,
                 Relation::ToMany { .. } => "id",
@@ -424,6 +451,7 @@ impl Platform {
         }
         let root = WireQuery {
             fields: Some(ListParam::List(local)),
+            without,
             ..wire
         };
         let rows = self.read_by_query_text(
@@ -437,7 +465,7 @@ impl Platform {
         let id = rows.column("id");
         let mut to_one = HashMap::new();
         let mut to_many = Vec::new();
-        for (name, relation, below) in relations {
+        for (name, relation, below, left_out) in relations {
             let path = path_below(readers.path, name);
             let related = readers.below(&path);
             match relation {
@@ -448,8 +476,19 @@ impl Platform {
                         continue;
                     };
                     let ids = string_cells(&rows, column);
-                    let (records, keys) = self
-                        .read_related(session, related, &target, below, "id", ids, None, false)?;
+                    let (records, keys) = self.read_related(
+                        session,
+                        related,
+                        &target,
+                        Asked {
+                            fields: below,
+                            without: left_out,
+                        },
+                        "id",
+                        ids,
+                        None,
+                        false,
+                    )?;
                     let by_id = keys.into_iter().zip(0..).collect();
                     to_one.insert(name, (column, ToOne { records, by_id }));
                 }
@@ -460,7 +499,10 @@ impl Platform {
                         session,
                         related,
                         &alias.related,
-                        below,
+                        Asked {
+                            fields: below,
+                            without: left_out,
+                        },
                         &alias.field,
                         ids,
                         Some(sort),
@@ -525,7 +567,7 @@ impl Platform {
     }
 
     /// The records of `collection` whose `key` is one of `keys`, with the
-    /// `fields` asked for (followed further where they have dots), read
+    /// fields asked for (followed further where they have dots), read
     /// under the caller's permissions and written as JSON text (with
     /// `ids_only`, each as its id alone); with each its key, which is left
     /// out of it unless asked for. More than the answer may hold is
@@ -536,7 +578,7 @@ impl Platform {
         session: &mut Session<'_>,
         readers: Readers<'_>,
         collection: &str,
-        fields: &[String],
+        asked: Asked<'_>,
         key: &str,
         keys: Vec<Value>,
         sort: Option<&str>,
@@ -550,7 +592,7 @@ impl Platform {
         let fields = if ids_only {
             vec!["id".to_string()]
         } else {
-            fields.to_vec()
+            asked.fields.to_vec()
         };
         // Asked for as itself, or followed further.
         let keep_key = fields.iter().any(|f| {
@@ -576,6 +618,7 @@ impl Platform {
             }),
             // One more than the answer may hold tells that it would not fit.
             limit: Some(i64::try_from(limits.max_records).unwrap_or(i64::MAX - 1) + 1),
+            without: (!asked.without.is_empty()).then_some(asked.without),
             ..Default::default()
         };
         let level = self.read_level(
@@ -618,6 +661,13 @@ impl Platform {
         }
         Ok((records, found_keys))
     }
+}
+
+/// What a relation's records are read with: the paths below it in
+/// `fields` and in `without`.
+struct Asked<'a> {
+    fields: &'a [String],
+    without: Vec<String>,
 }
 
 /// The fields read only to find related records, left out of the

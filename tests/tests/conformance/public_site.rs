@@ -1196,6 +1196,35 @@ fn articles_expand_the_author_without_secrets() {
     assert_hidden(&r, &["writer@secret-mail.test", "token-writer"]);
 }
 
+/// Past the host's bound on the related records of one answer, the
+/// articles read their authors apart, and answer the same.
+#[test]
+fn articles_past_the_bound_on_related_records_expand_the_same() {
+    let mut options = HostOptions::svc();
+    options.env.push(("MAX_RELATED_RECORDS".into(), "1".into()));
+    let host = Host::start(options);
+    let author = model(&host, "writer");
+    for (slug, date) in [("one", "2012-01-01T00:00:00Z"), ("two", "2011-01-01T00:00:00Z")] {
+        article(&host, slug, Some(date), true, Some(&id_of(&author)));
+    }
+    article(&host, "anonymous", Some("2010-01-01T00:00:00Z"), true, None);
+    let r = host.get("/svc/articles", None);
+    let list = array(&r, "articles");
+    assert_eq!(slugs(&list), ["one", "two", "anonymous"]);
+    for shown in &list[..2] {
+        assert_contains(
+            &shown["author"],
+            &public_user(&host, &id_of(&author)),
+            "author",
+        );
+    }
+    assert_eq!(list[2]["author"], Value::Null, "{}", list[2]);
+    assert_hidden(&r, &["writer@secret-mail.test", "token-writer"]);
+    // The bound holds: the generic read of the same relation is refused.
+    let r = host.get("/items/articles?fields=*,author.*", Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 400, "{}", r.body);
+}
+
 #[test]
 fn iso_helper_formats_known_instants() {
     assert_eq!(iso_at(0), "1970-01-01T00:00:00.000Z");
