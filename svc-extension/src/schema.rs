@@ -56,6 +56,8 @@ pub const COMMUNITY_COUNTS_MIGRATION: &str = "0016_community_counts";
 /// Id of the migration indexing the leaderboard's order with every stats
 /// value a page shows.
 pub const LEADERBOARD_ROWS_MIGRATION: &str = "0017_leaderboard_rows";
+/// Id of the migration indexing the video list's order.
+pub const VIDEO_ORDER_MIGRATION: &str = "0018_video_list_order";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -275,6 +277,7 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (RANK_COUNTS_MIGRATION, rank_counts()),
         (COMMUNITY_COUNTS_MIGRATION, community_counts()),
         (LEADERBOARD_ROWS_MIGRATION, leaderboard_rows()),
+        (VIDEO_ORDER_MIGRATION, video_list_order()),
     ]
 }
 
@@ -380,6 +383,23 @@ pub fn leaderboard_rows() -> Vec<Step> {
         collection: "user_stats".into(),
         index: Index {
             fields: PAGE_STATS.iter().map(|f| f.to_string()).collect(),
+            unique: false,
+        },
+    }]
+}
+
+/// The public video list's order, ties by id
+/// ([`crate::videos::LIST_ORDER`]): a page is a walk of this index from
+/// the newest video shown, where the date's own index left every video of
+/// the visible dates to sort for the tie-break.
+pub fn video_list_order() -> Vec<Step> {
+    vec![Step::CreateIndex {
+        collection: "videos".into(),
+        index: Index {
+            fields: crate::videos::LIST_ORDER
+                .iter()
+                .map(|f| f.to_string())
+                .collect(),
             unique: false,
         },
     }]
@@ -966,7 +986,8 @@ mod tests {
                 "0014_video_counts_exact",
                 "0015_rank_counts",
                 "0016_community_counts",
-                "0017_leaderboard_rows"
+                "0017_leaderboard_rows",
+                "0018_video_list_order"
             ]
         );
     }

@@ -40,6 +40,11 @@ const VIDEOS_PER_READ: u64 = 5_000;
 /// and its models' public records through the `videos_models` links.
 const VIDEO_FIELDS: [&str; 3] = ["*", "movie.*", "models.platform_users_id.*"];
 
+/// The list's order: newest first, ties by id (so that a read resumes
+/// where the last one stopped), served by an index
+/// (`schema::video_list_order`).
+pub const LIST_ORDER: [&str; 2] = ["-upload_date", "-id"];
+
 /// Where a list's models come from.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Models {
@@ -105,7 +110,7 @@ fn write_videos(
         }
         let query = query
             .filter(json!({ "_and": filter }))
-            .sort(&["-upload_date", "-id"])
+            .sort(&LIST_ORDER)
             .limit(wanted as i64);
         if models.get() == Models::Expanded {
             let expanded = query.clone().fields(&VIDEO_FIELDS).without(&private);

@@ -1204,7 +1204,10 @@ fn articles_past_the_bound_on_related_records_expand_the_same() {
     options.env.push(("MAX_RELATED_RECORDS".into(), "1".into()));
     let host = Host::start(options);
     let author = model(&host, "writer");
-    for (slug, date) in [("one", "2012-01-01T00:00:00Z"), ("two", "2011-01-01T00:00:00Z")] {
+    for (slug, date) in [
+        ("one", "2012-01-01T00:00:00Z"),
+        ("two", "2011-01-01T00:00:00Z"),
+    ] {
         article(&host, slug, Some(date), true, Some(&id_of(&author)));
     }
     article(&host, "anonymous", Some("2010-01-01T00:00:00Z"), true, None);
