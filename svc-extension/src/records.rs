@@ -67,7 +67,11 @@ pub fn public_users_by_id(items: &Items<'_>, ids: &[String]) -> Result<PublicUse
 /// relation, in more calls. svc's own queries are otherwise valid, so the
 /// host's `INVALID_QUERY` says one of these.
 pub fn refused_as_one_read(e: &ItemsError) -> bool {
-    matches!(e, ItemsError::InvalidQuery(_))
+    let refused = matches!(e, ItemsError::InvalidQuery(_));
+    if refused {
+        log::debug!("a read following relations was refused, read apart: {e}");
+    }
+    refused
 }
 
 /// Distinct non-null string values of `field` over raw `records`, in order.

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use host_sdk::raw::{JsonOut, RawRecord};
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
@@ -52,8 +52,16 @@ enum Models {
     /// private fields left out below the links).
     Expanded,
     /// Read apart, the links and then the users: the host refused a read
-    /// that expands them ([`refused_as_one_read`]).
+    /// that expands them ([`refused_as_one_read`]), or the list is every
+    /// visible video ([`Models::EveryLink`]).
     Apart,
+    /// Read apart, every link at once: the list is every visible video,
+    /// whose links are nearly every link, so one read of them all costs
+    /// less than looking each video's up (the host's expansion would pass
+    /// every video's key in a list). Any narrower list (a model's videos,
+    /// a page, one video) looks its own links up, whatever the size of the
+    /// catalogue.
+    EveryLink,
 }
 
 /// The users' private fields, left out where the models lead to them.
@@ -91,15 +99,17 @@ fn resume_after(from: Option<&Resume>, part: &Part) -> Option<Resume> {
 /// elements (no brackets), newest first (ties by id, descending), at most
 /// `limit`, each with its `movie` (null when the file is gone), `models`
 /// and live counts; gives how many. Read [`VIDEOS_PER_READ`] at a time
-/// (see [`read_in_parts`]), each read's text written as it comes.
+/// (see [`read_in_parts`]), each read's text written as it comes, the
+/// models as `models` says to begin with.
 fn write_videos(
     items: &Items<'_>,
     extra: Option<Value>,
     limit: Option<u64>,
+    models: Models,
     out: &mut JsonOut,
 ) -> Result<u64, ItemsError> {
     let private = private_model_fields();
-    let models = Cell::new(Models::Expanded);
+    let models = Cell::new(models);
     let read = |resume: Option<&Resume>, wanted: u64| {
         let mut filter = vec![visible()];
         filter.extend(extra.clone());
@@ -126,7 +136,8 @@ fn write_videos(
         let comma = written > 0;
         let part = match models.get() {
             Models::Expanded => write_part(items, text, out, comma)?,
-            Models::Apart => write_part_apart(items, text, out, comma)?,
+            Models::Apart => write_part_apart(items, text, false, out, comma)?,
+            Models::EveryLink => write_part_apart(items, text, true, out, comma)?,
         };
         written += part.count;
         Ok(part)
@@ -155,11 +166,13 @@ fn write_part(
     Ok(video_text::part_of(&videos))
 }
 
-/// [`write_part`] of videos read without their models: their links and
-/// then their users read apart (two calls more).
+/// [`write_part`] of videos read without their models: their links (with
+/// `every_link`, all of them) and then their users read apart (two calls
+/// more).
 fn write_part_apart(
     items: &Items<'_>,
     text: &str,
+    every_link: bool,
     out: &mut JsonOut,
     comma: bool,
 ) -> Result<Part, ItemsError> {
@@ -167,16 +180,24 @@ fn write_part_apart(
     let ids = raw_ids_of(&videos, "id");
     let links_text = match ids.is_empty() {
         true => "[]".to_string(),
-        false => items.read_by_query_raw(
-            "videos_models",
-            &Query::new()
+        false => {
+            let mut query = Query::new()
                 .fields(&["videos_id", "platform_users_id"])
-                .filter(json!({"videos_id": {"_in": ids}}))
                 .sort(&["id"])
-                .limit(-1),
-        )?,
+                .limit(-1);
+            if !every_link {
+                query = query.filter(json!({"videos_id": {"_in": ids}}));
+            }
+            items.read_by_query_raw("videos_models", &query)?
+        }
     };
-    let links = raw_list("links", &links_text)?;
+    let mut links = raw_list("links", &links_text)?;
+    // Every link brings those of videos not listed too.
+    let listed: HashSet<&str> = ids.iter().map(String::as_str).collect();
+    links.retain(|link| {
+        link.str("videos_id")
+            .is_some_and(|v| listed.contains(v.as_ref()))
+    });
     let users = public_users_by_id(items, &raw_ids_of(&links, "platform_users_id"))?;
     let mut models_of: HashMap<Cow<str>, Vec<&str>> = HashMap::new();
     for link in &links {
@@ -281,9 +302,13 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         }
         None => None,
     };
+    let models = match extra.is_none() && limit.is_none() {
+        true => Models::EveryLink,
+        false => Models::Expanded,
+    };
     let mut out = JsonOut::default();
     out.byte(b'[');
-    write_videos(&items, extra, limit, &mut out).map_err(LIST.of())?;
+    write_videos(&items, extra, limit, models, &mut out).map_err(LIST.of())?;
     out.byte(b']');
     Ok(Response::ok_raw(out))
 }
@@ -295,7 +320,8 @@ pub fn one(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     // Only this video's own date can change the answer by the clock.
     upcoming::mark(ctx, &items, "videos", "upload_date", Some(filter.clone())).map_err(ONE.of())?;
     let mut out = JsonOut::default();
-    if write_videos(&items, Some(filter), Some(1), &mut out).map_err(ONE.of())? == 0 {
+    let found = write_videos(&items, Some(filter), Some(1), Models::Expanded, &mut out);
+    if found.map_err(ONE.of())? == 0 {
         return Err(ApiError::not_found("Video not found"));
     }
     Ok(Response::ok_raw(out))
