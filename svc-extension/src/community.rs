@@ -4,18 +4,20 @@
 //! where [`community_positions`] says, not after a walk of every recording
 //! above it (a page read while recordings change may then start a row early
 //! or late, as two pages read one after the other may). The recordings pass
-//! through as the host's text: only the owner is written anew.
+//! through as the host's text, their owners expanded in the same read (read
+//! apart and written in where the host refuses that).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 use host_sdk::raw::{string_of, JsonOut, RawRecord};
 use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
+use serde_json::value::RawValue;
 
 use crate::community_positions::{self, PageStart, Part, DEEP_OFFSET};
 use crate::failure::Failure;
 use crate::params;
-use crate::records::{by_id_text, raw_ids_of, raw_list};
+use crate::records::{by_id_text, raw_ids_of, raw_list, refused_as_one_read};
 
 const LIST: Failure = Failure::new("Failed to list community recordings");
 
@@ -33,18 +35,40 @@ const FIELDS: [&str; 8] = [
 /// The owner's fields shown on a community recording.
 const OWNER_FIELDS: [&str; 4] = ["id", "first_name", "last_name", "avatar"];
 
-/// The text of one part of the list: `take` recordings after `skip`.
+/// How a page's owners are read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owners {
+    /// In the read of the recordings: the host writes each owner with the
+    /// fields shown, and the host's text is the answer's.
+    Expanded,
+    /// Apart, by id, and written into each recording: the host refused a
+    /// read that expands them ([`refused_as_one_read`]).
+    Apart,
+}
+
+/// The text of one part of the list: `take` recordings after `skip`,
+/// their owners as `owners` says.
 fn read_part(
     items: &Items<'_>,
     part: Part<'_>,
     skip: u64,
     take: u64,
+    owners: Owners,
 ) -> Result<String, ItemsError> {
+    let fields: Vec<String> = match owners {
+        Owners::Apart => FIELDS.iter().map(|f| f.to_string()).collect(),
+        Owners::Expanded => FIELDS
+            .iter()
+            .filter(|f| **f != "user_created")
+            .map(|f| f.to_string())
+            .chain(OWNER_FIELDS.iter().map(|f| format!("user_created.{f}")))
+            .collect(),
+    };
     items.read_by_query_raw(
         "recordings",
         &Query::new()
             .filter(part.filter())
-            .fields(&FIELDS)
+            .fields(&fields)
             .sort(part.sort())
             .limit(take.min(i64::MAX as u64) as i64)
             .offset(skip),
@@ -90,16 +114,50 @@ pub fn write_page(
     } else {
         Some(PageStart::shallow(offset))
     };
-    let (first, top_up);
-    let mut recordings = Vec::new();
-    if let Some(start) = &start {
-        let (part, skip) = start.first();
-        first = read_part(items, part, skip, limit)?;
-        recordings = raw_list("recordings", &first)?;
-        if let Some((part, skip, take)) = start.top_up(recordings.len() as u64, limit) {
-            top_up = read_part(items, part, skip, take)?;
-            recordings.extend(raw_list("recordings", &top_up)?);
+    let Some(start) = &start else {
+        return Ok(JsonOut::of_text("{\"data\":[]}"));
+    };
+    let (part, skip) = start.first();
+    let (first, owners) = match read_part(items, part, skip, limit, Owners::Expanded) {
+        Err(e) if refused_as_one_read(&e) => (
+            read_part(items, part, skip, limit, Owners::Apart)?,
+            Owners::Apart,
+        ),
+        read => (read?, Owners::Expanded),
+    };
+    let decode = |e| ItemsError::decode("recordings", e);
+    let mut texts = vec![first];
+    let got: Vec<&RawValue> = serde_json::from_str(&texts[0]).map_err(decode)?;
+    if let Some((part, skip, take)) = start.top_up(got.len() as u64, limit) {
+        texts.push(read_part(items, part, skip, take, owners)?);
+    }
+    if owners == Owners::Apart {
+        return write_with_owners(items, &texts);
+    }
+    // The host's text, each part's recordings one after the other.
+    let mut out = JsonOut::with_capacity(16 + texts.iter().map(String::len).sum::<usize>());
+    out.raw("{\"data\":[");
+    let mut first = true;
+    for text in &texts {
+        let recordings: Vec<&RawValue> = serde_json::from_str(text).map_err(decode)?;
+        for recording in recordings {
+            if !first {
+                out.byte(b',');
+            }
+            first = false;
+            out.raw(recording.get());
         }
+    }
+    out.raw("]}");
+    Ok(out)
+}
+
+/// The page of the recordings of `texts` (read without their owners),
+/// each owner read apart and written in.
+fn write_with_owners(items: &Items<'_>, texts: &[String]) -> Result<JsonOut, ItemsError> {
+    let mut recordings = Vec::new();
+    for text in texts {
+        recordings.extend(raw_list("recordings", text)?);
     }
     let owners = owners_by_id(items, &recordings)?;
     let size: usize = recordings.iter().map(|r| r.written_len() + 96).sum();

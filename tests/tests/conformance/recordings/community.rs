@@ -75,8 +75,27 @@ fn community_invalid_limit_and_offset_fall_back_to_defaults() {
 
 #[test]
 fn community_items_have_exactly_the_public_fields() {
-    let host = Host::in_process_svc();
-    let (a, b) = community_fixture(&host);
+    items_have_exactly_the_public_fields(&Host::in_process_svc());
+}
+
+/// Past the host's bound on the related records of one answer, the page
+/// reads its owners apart, and answers the same.
+#[test]
+fn community_past_the_bound_on_related_records_answers_the_same() {
+    let mut options = HostOptions::svc();
+    options.env.push(("MAX_RELATED_RECORDS".into(), "1".into()));
+    let host = Host::start(options);
+    items_have_exactly_the_public_fields(&host);
+    // The bound holds: the generic read of the same relation is refused.
+    let r = host.get(
+        "/items/recordings?fields=id,user_created.id&limit=-1",
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+}
+
+fn items_have_exactly_the_public_fields(host: &Host) {
+    let (a, b) = community_fixture(host);
     let avatar = host.admin_create(
         "platform_files",
         &json!({"storage": "local", "filename_disk": "a.png", "filename_download": "a.png", "type": "image/png"}),
@@ -88,7 +107,7 @@ fn community_items_have_exactly_the_public_fields() {
         &json!({"avatar": avatar, "first_name": "Ada", "last_name": "Lovelace"}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    let data = community(&host, "?limit=1000");
+    let data = community(host, "?limit=1000");
     let expected_keys: BTreeSet<&str> = [
         "id",
         "title",
