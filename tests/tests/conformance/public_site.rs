@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use platform_tests::{assert_error_for, id_of, int_of, Host, HostOptions, Resp, ADMIN_TOKEN};
+use platform_tests::{assert_error_for, id_of, int_of, Host, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------
@@ -645,9 +645,7 @@ fn videos_expand_models_and_movie() {
 /// answer the same.
 #[test]
 fn videos_past_the_bound_on_related_records_expand_the_same() {
-    let mut options = HostOptions::svc();
-    options.env.push(("MAX_RELATED_RECORDS".into(), "2".into()));
-    let host = Host::start(options);
+    let host = Host::start_svc_with(&[("MAX_RELATED_RECORDS", "2")]);
     expands_models_and_movie(&host);
     // The bound holds: the generic read of the same relations is refused.
     let r = host.get(
@@ -1201,9 +1199,7 @@ fn articles_expand_the_author_without_secrets() {
 /// articles read their authors apart, and answer the same.
 #[test]
 fn articles_past_the_bound_on_related_records_expand_the_same() {
-    let mut options = HostOptions::svc();
-    options.env.push(("MAX_RELATED_RECORDS".into(), "1".into()));
-    let host = Host::start(options);
+    let host = Host::start_svc_with(&[("MAX_RELATED_RECORDS", "1")]);
     let author = model(&host, "writer");
     for (slug, date) in [
         ("one", "2012-01-01T00:00:00Z"),

@@ -82,9 +82,7 @@ fn community_items_have_exactly_the_public_fields() {
 /// reads its owners apart, and answers the same.
 #[test]
 fn community_past_the_bound_on_related_records_answers_the_same() {
-    let mut options = HostOptions::svc();
-    options.env.push(("MAX_RELATED_RECORDS".into(), "1".into()));
-    let host = Host::start(options);
+    let host = Host::start_svc_with(&[("MAX_RELATED_RECORDS", "1")]);
     items_have_exactly_the_public_fields(&host);
     // The bound holds: the generic read of the same relation is refused.
     let r = host.get(
