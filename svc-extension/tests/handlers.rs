@@ -130,6 +130,12 @@ fn fields_are_left_out_below_the_relations_a_read_follows() {
     for field in ["email", "password", "token"] {
         assert!(user.get(field).is_none(), "{field} in {user}");
     }
+    // The links' key to their video can be left out of them: they are
+    // still found by it.
+    let videos = read(&["*", "models.*"], &["models.videos_id"]).expect("the read");
+    let link = &videos[0]["models"][0];
+    assert_eq!(link["platform_users_id"], json!(ann.id), "{videos:?}");
+    assert!(link.get("videos_id").is_none(), "{link}");
     // Without the path, the administrator's read has the email.
     let videos = read(&["*", "models.platform_users_id.*"], &[]).expect("the read");
     assert_eq!(

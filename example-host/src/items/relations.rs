@@ -594,10 +594,15 @@ impl Platform {
         } else {
             asked.fields.to_vec()
         };
+        // The key links the records to their parents: left out, it is still
+        // read, and only left out of the records written.
+        let key_left_out = asked.without.iter().any(|f| f == key);
+        let without: Vec<String> = asked.without.into_iter().filter(|f| f != key).collect();
         // Asked for as itself, or followed further.
-        let keep_key = fields.iter().any(|f| {
-            f == "*" || f == key || f.strip_prefix(key).is_some_and(|r| r.starts_with('.'))
-        });
+        let keep_key = !key_left_out
+            && fields.iter().any(|f| {
+                f == "*" || f == key || f.strip_prefix(key).is_some_and(|r| r.starts_with('.'))
+            });
         let mut wanted = fields;
         if !keep_key {
             wanted.push(key.to_string());
@@ -618,7 +623,7 @@ impl Platform {
             }),
             // One more than the answer may hold tells that it would not fit.
             limit: Some(i64::try_from(limits.max_records).unwrap_or(i64::MAX - 1) + 1),
-            without: (!asked.without.is_empty()).then_some(asked.without),
+            without: (!without.is_empty()).then_some(without),
             ..Default::default()
         };
         let level = self.read_level(
