@@ -126,7 +126,8 @@ test('an administrator signs in, creates a video with two models and an uploaded
 		const choice = tab.locator('[data-field=models] button', { hasText: `Choose ${name}` }).first();
 		await choice.click();
 	}
-	assert.equal(await tab.locator('[data-field=models] li.added').count(), 2);
+	// Each choice shows once the search it came from has answered.
+	await tab.waitForFunction(() => document.querySelectorAll('[data-field=models] li.added').length === 2);
 
 	await tab.click('form.item button[type=submit]');
 	await tab.waitForURL(/\/admin\/content\/videos\/[0-9a-f-]{36}$/);
