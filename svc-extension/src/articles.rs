@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::failure::Failure;
 use crate::params;
 use crate::records::{
-    public_users_by_id, raw_ids_of, raw_list, refused_as_one_read, PRIVATE_USER_FIELDS,
+    private_user_fields_below, public_users_by_id, raw_ids_of, raw_list, refused_as_one_read,
 };
 use crate::upcoming;
 
@@ -32,10 +32,7 @@ pub fn write_articles(
     if let Some(n) = limit {
         query = query.limit(n as i64);
     }
-    let private: Vec<String> = PRIVATE_USER_FIELDS
-        .iter()
-        .map(|field| format!("author.{field}"))
-        .collect();
+    let private = private_user_fields_below("author");
     let expanded = query.clone().fields(&["*", "author.*"]).without(&private);
     match items.read_by_query_raw("articles", &expanded) {
         Ok(text) => {

@@ -126,35 +126,36 @@ pub fn write_page(
         read => (read?, Owners::Expanded),
     };
     let decode = |e| ItemsError::decode("recordings", e);
-    let mut texts = vec![first];
-    let got: Vec<&RawValue> = serde_json::from_str(&texts[0]).map_err(decode)?;
-    if let Some((part, skip, take)) = start.top_up(got.len() as u64, limit) {
-        texts.push(read_part(items, part, skip, take, owners)?);
-    }
+    let first_part: Vec<&RawValue> = serde_json::from_str(&first).map_err(decode)?;
+    let top_up = match start.top_up(first_part.len() as u64, limit) {
+        Some((part, skip, take)) => Some(read_part(items, part, skip, take, owners)?),
+        None => None,
+    };
     if owners == Owners::Apart {
+        let texts: Vec<&String> = [Some(&first), top_up.as_ref()]
+            .into_iter()
+            .flatten()
+            .collect();
         return write_with_owners(items, &texts);
     }
+    let top_up_part: Vec<&RawValue> = match &top_up {
+        Some(text) => serde_json::from_str(text).map_err(decode)?,
+        None => Vec::new(),
+    };
     // The host's text, each part's recordings one after the other.
-    let mut out = JsonOut::with_capacity(16 + texts.iter().map(String::len).sum::<usize>());
-    out.raw("{\"data\":[");
-    let mut first = true;
-    for text in &texts {
-        let recordings: Vec<&RawValue> = serde_json::from_str(text).map_err(decode)?;
-        for recording in recordings {
-            if !first {
-                out.byte(b',');
-            }
-            first = false;
-            out.raw(recording.get());
-        }
-    }
-    out.raw("]}");
+    let size = first.len() + top_up.as_ref().map_or(0, String::len);
+    let mut out = JsonOut::with_capacity(16 + size);
+    out.raw("{\"data\":");
+    out.array(first_part.iter().chain(&top_up_part), |out, recording| {
+        out.raw(recording.get())
+    });
+    out.byte(b'}');
     Ok(out)
 }
 
 /// The page of the recordings of `texts` (read without their owners),
 /// each owner read apart and written in.
-fn write_with_owners(items: &Items<'_>, texts: &[String]) -> Result<JsonOut, ItemsError> {
+fn write_with_owners(items: &Items<'_>, texts: &[&String]) -> Result<JsonOut, ItemsError> {
     let mut recordings = Vec::new();
     for text in texts {
         recordings.extend(raw_list("recordings", text)?);

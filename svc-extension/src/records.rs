@@ -15,6 +15,15 @@ use serde_json::{json, Value};
 /// of every read of users for them (`Query::without`), so never read.
 pub const PRIVATE_USER_FIELDS: [&str; 3] = ["email", "password", "token"];
 
+/// [`PRIVATE_USER_FIELDS`] as paths below a relation that leads to users
+/// (`author` gives `author.email`, ...), for `Query::without`.
+pub fn private_user_fields_below(relation: &str) -> Vec<String> {
+    PRIVATE_USER_FIELDS
+        .iter()
+        .map(|field| format!("{relation}.{field}"))
+        .collect()
+}
+
 /// Users as the public endpoints show them, each record's text as the host
 /// wrote it (read without the private fields), found by id.
 pub struct PublicUsers {

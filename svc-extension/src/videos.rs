@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use crate::failure::Failure;
 use crate::params;
 use crate::records::{
-    counts_by, ids_of, public_users_by_id, raw_ids_of, raw_list, refused_as_one_read,
-    PRIVATE_USER_FIELDS,
+    counts_by, ids_of, private_user_fields_below, public_users_by_id, raw_ids_of, raw_list,
+    refused_as_one_read,
 };
 use crate::upcoming;
 use crate::video_text::{self, Counted, Part};
@@ -64,14 +64,6 @@ enum Models {
     EveryLink,
 }
 
-/// The users' private fields, left out where the models lead to them.
-fn private_model_fields() -> Vec<String> {
-    PRIVATE_USER_FIELDS
-        .iter()
-        .map(|field| format!("models.platform_users_id.{field}"))
-        .collect()
-}
-
 /// Where the next read of a list resumes: after `ties` videos dated `date`,
 /// the last date read (every video of that date read so far came last).
 #[derive(Debug, Clone, PartialEq)]
@@ -108,7 +100,7 @@ fn write_videos(
     models: Models,
     out: &mut JsonOut,
 ) -> Result<u64, ItemsError> {
-    let private = private_model_fields();
+    let private = private_user_fields_below("models.platform_users_id");
     let models = Cell::new(models);
     let read = |resume: Option<&Resume>, wanted: u64| {
         let mut filter = vec![visible()];
