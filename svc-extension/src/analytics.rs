@@ -1,15 +1,15 @@
 //! `GET /analytics`: the caller's videos (linked through `models`), their
 //! counters, plays and likes per UTC day, and per-video completion.
-//! A constant number of calls: aggregation happens in the database.
+//! A constant number of calls: aggregation happens in the database, over
+//! the sums kept per video and day ([`crate::video_days`]).
 
-use std::collections::{BTreeMap, HashMap};
-
-use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
+use host_sdk::{ApiError, Context, ItemsError, Query, Request, Response};
 use serde_json::{json, Map, Value};
 
 use crate::caller::require_user;
 use crate::failure::Failure;
 use crate::records::{ids_of, str_field};
+use crate::video_days;
 use crate::videos::videos_of;
 
 const ANALYTICS: Failure = Failure::new("Failed to get analytics");
@@ -68,67 +68,12 @@ fn number(v: Option<&Value>) -> f64 {
     v.and_then(Value::as_f64).unwrap_or(0.0)
 }
 
-/// Counts of records per UTC day of `date_created`.
-fn by_date(
-    items: &Items<'_>,
-    collection: &str,
-    videos: &[String],
-) -> Result<BTreeMap<String, u64>, ItemsError> {
-    let rows = items.aggregate(
-        collection,
-        &Query::new()
-            .filter(json!({"video_id": {"_in": videos}}))
-            .aggregate("count", &["*"])
-            .group_by(&["date(date_created)"]),
-    )?;
-    Ok(rows
-        .iter()
-        .filter_map(|r| {
-            let day = str_field(r, "date(date_created)")?.to_string();
-            Some((day, r.get("count").and_then(Value::as_u64).unwrap_or(0)))
-        })
-        .collect())
-}
-
-/// Per video id: the mean `duration_watched`, and the completed plays.
-struct PlayStats {
-    average_watch: HashMap<String, f64>,
-    completed: HashMap<String, u64>,
-}
-
-fn play_stats(items: &Items<'_>, videos: &[String]) -> Result<PlayStats, ItemsError> {
-    let rows = items.aggregate(
-        "video_plays",
-        &Query::new()
-            .filter(json!({"video_id": {"_in": videos}}))
-            .aggregate("avg", &["duration_watched"])
-            .group_by(&["video_id"]),
-    )?;
-    let average_watch = rows
-        .iter()
-        .filter_map(|r| {
-            let id = str_field(r, "video_id")?.to_string();
-            Some((
-                id,
-                number(r.get("avg").and_then(|a| a.get("duration_watched"))),
-            ))
-        })
-        .collect();
-    let completed = crate::records::counts_by_filtered(
-        items,
-        "video_plays",
-        "video_id",
-        videos,
-        json!({"completed": {"_eq": true}}),
-    )?;
-    Ok(PlayStats {
-        average_watch,
-        completed,
-    })
-}
-
-pub fn summary(items: &Items<'_>, user: &str) -> Result<Value, ItemsError> {
-    let ids = videos_of(items, user)?;
+/// The caller's analytics. The videos' rows of `video_days` are counted
+/// first where they are not kept yet (once per video, in a transaction);
+/// then two aggregates of those rows give every sum.
+pub fn summary(ctx: &Context<'_>, user: &str) -> Result<Value, ItemsError> {
+    let items = ctx.as_admin();
+    let ids = videos_of(&items, user)?;
     if ids.is_empty() {
         return Ok(json!({"total_videos": 0, "total_likes": 0, "total_plays": 0, "videos": []}));
     }
@@ -147,9 +92,8 @@ pub fn summary(items: &Items<'_>, user: &str) -> Result<Value, ItemsError> {
             .sort(&["-upload_date"]),
     )?;
     let ids = ids_of(&videos, "id");
-    let plays_by_date = by_date(items, "video_plays", &ids)?;
-    let likes_by_date = by_date(items, "video_likes", &ids)?;
-    let stats = play_stats(items, &ids)?;
+    video_days::ensure_kept(ctx, &ids)?;
+    let sums = video_days::summary(&items, &ids)?;
 
     let mut total_likes = 0.0;
     let mut total_plays = 0.0;
@@ -161,7 +105,7 @@ pub fn summary(items: &Items<'_>, user: &str) -> Result<Value, ItemsError> {
             let plays = number(v.get("plays_count"));
             total_likes += likes;
             total_plays += plays;
-            let completed_plays = stats.completed.get(id).copied().unwrap_or(0);
+            let (completed_plays, mean_watch) = sums.per_video.get(id).copied().unwrap_or_default();
             json!({
                 "id": id,
                 "title": v.get("title"),
@@ -171,7 +115,7 @@ pub fn summary(items: &Items<'_>, user: &str) -> Result<Value, ItemsError> {
                 "plays": js_number(plays),
                 "completed_plays": completed_plays,
                 "completion_rate": completion_rate(completed_plays, plays.max(0.0) as u64),
-                "avg_watch_time": stats.average_watch.get(id).map(|a| js_round(*a)).unwrap_or(0),
+                "avg_watch_time": mean_watch.map(js_round).unwrap_or(0),
             })
         })
         .collect();
@@ -179,8 +123,8 @@ pub fn summary(items: &Items<'_>, user: &str) -> Result<Value, ItemsError> {
     out.insert("total_videos".into(), json!(videos.len()));
     out.insert("total_likes".into(), js_number(total_likes));
     out.insert("total_plays".into(), js_number(total_plays));
-    out.insert("plays_by_date".into(), json!(plays_by_date));
-    out.insert("likes_by_date".into(), json!(likes_by_date));
+    out.insert("plays_by_date".into(), json!(sums.plays_by_date));
+    out.insert("likes_by_date".into(), json!(sums.likes_by_date));
     out.insert("videos".into(), Value::Array(per_video));
     Ok(Value::Object(out))
 }
@@ -188,7 +132,7 @@ pub fn summary(items: &Items<'_>, user: &str) -> Result<Value, ItemsError> {
 /// `GET /analytics` (auth).
 pub fn handler(_req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
     let user = require_user(ctx)?;
-    let body = summary(&ctx.as_admin(), user).map_err(ANALYTICS.of())?;
+    let body = summary(ctx, user).map_err(ANALYTICS.of())?;
     Ok(Response::ok(&body))
 }
 

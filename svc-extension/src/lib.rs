@@ -11,7 +11,8 @@
 //! * [`models`], [`videos`], [`articles`]: the public reads.
 //! * [`likes`], [`video_plays`]: likes and plays of videos; [`counters`]:
 //!   their counters, kept by an in-transaction hook on every write.
-//! * [`analytics`]: the creator's summary.
+//! * [`analytics`]: the creator's summary, from [`video_days`]: plays,
+//!   likes and watch time per video and day, kept by a hook.
 //! * [`play_input`]: the play-update bodies shared by video and recording
 //!   plays.
 //! * [`recordings`], [`recording_input`], [`slug`], [`community`],
@@ -65,6 +66,7 @@ pub mod schema;
 pub mod slug;
 pub mod stats;
 pub mod upcoming;
+pub mod video_days;
 pub mod video_plays;
 pub mod video_text;
 pub mod videos;
@@ -88,6 +90,8 @@ pub fn extension() -> Extension {
     }
     ext.before_commit_in(&counters::WATCHED, counters::before_commit)
         .before_write_in(&counters::VIDEOS, counters::before_write)
+        .before_commit_in(&video_days::WATCHED, video_days::before_commit)
+        .before_commit_in(&[video_days::DAYS], video_days::foreign_write)
         .before_commit_raw_in(
             &gamification::hooks::WATCHED,
             gamification::hooks::before_commit,

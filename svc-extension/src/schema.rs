@@ -58,6 +58,8 @@ pub const COMMUNITY_COUNTS_MIGRATION: &str = "0016_community_counts";
 pub const LEADERBOARD_ROWS_MIGRATION: &str = "0017_leaderboard_rows";
 /// Id of the migration indexing the video list's order.
 pub const VIDEO_ORDER_MIGRATION: &str = "0018_video_list_order";
+/// Id of the migration creating the analytics' sums per video and day.
+pub const VIDEO_DAYS_MIGRATION: &str = "0019_video_days";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -278,6 +280,7 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (COMMUNITY_COUNTS_MIGRATION, community_counts()),
         (LEADERBOARD_ROWS_MIGRATION, leaderboard_rows()),
         (VIDEO_ORDER_MIGRATION, video_list_order()),
+        (VIDEO_DAYS_MIGRATION, video_days()),
     ]
 }
 
@@ -403,6 +406,40 @@ pub fn video_list_order() -> Vec<Step> {
             unique: false,
         },
     }]
+}
+
+/// The analytics' sums per video and UTC day (`video_days`), kept by the
+/// service; empty until a creator's analytics are first read (see
+/// `video_days`). They go with their video.
+pub fn video_days() -> Vec<Step> {
+    use crate::video_days::{COMPLETE, DAYS};
+    let mut steps = vec![
+        Collection::new(DAYS)
+            .field(Field::reference("video_id", "videos").not_null())
+            .field(Field::string("day"))
+            .field(counter("plays"))
+            .field(counter("likes"))
+            .field(counter("completed"))
+            .field(Field::float("watch_sum").not_null().default(json!(0)))
+            .field(counter("watch_count"))
+            .field(flag(COMPLETE).not_null())
+            .unique(&["video_id", "day"])
+            .build(),
+        collection_meta(
+            DAYS,
+            CollectionMeta {
+                icon: Some("calendar_month".into()),
+                note: Some(
+                    "Plays, likes and watch time per video and day: kept by the service for analytics"
+                        .into(),
+                ),
+                hidden: Some(true),
+                ..CollectionMeta::default()
+            },
+        ),
+    ];
+    steps.extend(on_delete(OnDelete::Cascade, &[(DAYS, "video_id")]));
+    steps
 }
 
 /// What clients (an admin app, a generic editor) show of the service's
@@ -987,7 +1024,8 @@ mod tests {
                 "0015_rank_counts",
                 "0016_community_counts",
                 "0017_leaderboard_rows",
-                "0018_video_list_order"
+                "0018_video_list_order",
+                "0019_video_days"
             ]
         );
     }

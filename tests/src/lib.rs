@@ -11,6 +11,7 @@
 //! reach a host's database only through [`Host::sql`] and its kin, in SQL
 //! both backends take.
 
+pub mod analytics;
 mod client;
 pub mod count_trees;
 pub mod database;

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Barrier;
 
-use platform_tests::{assert_error, id_of, keys_of, Host, Resp, ADMIN_TOKEN};
+use platform_tests::{analytics, assert_error, id_of, keys_of, Host, Resp, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------
@@ -658,6 +658,109 @@ fn analytics_sums_counters_and_groups_records_by_utc_day() {
     assert!((rate - 1.0 / 3.0 * 100.0).abs() < 1e-9, "1/3*100: {vb}");
 }
 
+/// The caller's analytics against the same figures computed from the
+/// records (the harness's `analytics::expected`).
+fn assert_analytics_follow_records(host: &Host, token: &str, user: &str, after: &str) {
+    let got = analytics::keyed(&analytics(host, token));
+    let want = analytics::expected(host, user);
+    assert_eq!(got, want, "after {after}");
+}
+
+/// The sums analytics read are kept per video and day from the first
+/// read on; every later write of a play or a like, through `/svc` or the
+/// items API, of any field, moves them; a write of the sums themselves
+/// makes them counted again; a video deleted takes its sums along.
+#[test]
+fn analytics_follow_every_write_once_their_sums_are_kept() {
+    let host = Host::in_process_svc();
+    let me = host.user(Some("Model"), "me");
+    let fans = host.users(Some("Viewer"), &["f1".into(), "f2".into()]);
+    let a = video_at(&host, "a", "2020-01-01T00:00:00Z");
+    let b = video_at(&host, "b", "2021-01-01T00:00:00Z");
+    host.link_model(&a, &me);
+    host.link_model(&b, &me);
+    play_record(&host, &a, "2024-03-01T10:00:00Z", 10.0, true);
+    play_record(&host, &a, "2024-03-02T10:00:00Z", 21.0, false);
+    like_record(&host, &a, &fans[0], "2024-03-01T12:00:00Z");
+    // The first read counts the sums.
+    assert_analytics_follow_records(&host, "me", &me, "the first read");
+    assert_eq!(
+        host.admin_count("video_days", Some(&json!({"day": {"_null": true}}))),
+        2,
+        "a header per video once kept"
+    );
+
+    // Creates through the items API: a new day, an undated play, no
+    // duration.
+    play_record(&host, &b, "2024-03-05T00:00:00Z", 7.0, true);
+    host.admin_create(
+        "video_plays",
+        &json!({"video_id": a, "date_created": null, "duration_watched": 3, "completed": true}),
+    );
+    host.admin_create(
+        "video_plays",
+        &json!({"video_id": a, "date_created": "2024-03-01T11:00:00Z",
+                "duration_watched": null}),
+    );
+    assert_analytics_follow_records(&host, "me", &me, "creates through the items API");
+
+    // Updates of every field a sum reads, and a move to another video.
+    let plays_of_a = host.admin_find("video_plays", &json!({"video_id": {"_eq": a}}));
+    let first = plays_of_a[0]["id"].as_str().unwrap_or_default().to_string();
+    let second = plays_of_a[1]["id"].as_str().unwrap_or_default().to_string();
+    host.admin_patch(
+        "video_plays",
+        &first,
+        &json!({"duration_watched": 40, "completed": false}),
+    );
+    host.admin_patch(
+        "video_plays",
+        &second,
+        &json!({"date_created": "2024-04-01T00:00:00Z"}),
+    );
+    assert_analytics_follow_records(&host, "me", &me, "updates of duration, completion and day");
+    host.admin_patch("video_plays", &second, &json!({"video_id": b}));
+    assert_analytics_follow_records(&host, "me", &me, "a play moved to another video");
+
+    // Through /svc: a like, a play and its update, an unlike.
+    ok(&like(&host, &b, Some("f2")), "like");
+    let p = new_play(&host, &b);
+    ok(
+        &patch_play(
+            &host,
+            &b,
+            &p,
+            &json!({"duration_watched": 30, "completed": true}),
+        ),
+        "patch",
+    );
+    assert_analytics_follow_records(&host, "me", &me, "a like and a play through /svc");
+    ok(&unlike(&host, &b, Some("f2")), "unlike");
+    host.admin_delete("video_plays", &first);
+    assert_analytics_follow_records(&host, "me", &me, "an unlike and a play deleted");
+
+    // A fan deleted: their likes go, their plays stay without a player.
+    host.admin_delete("platform_users", &fans[0]);
+    assert_analytics_follow_records(&host, "me", &me, "a fan deleted");
+
+    // Someone else writes the sums: they are counted again.
+    let row = host.admin_find(
+        "video_days",
+        &json!({"_and": [{"video_id": {"_eq": b}}, {"day": {"_nnull": true}}]}),
+    );
+    let row = row[0]["id"].as_str().unwrap_or_default().to_string();
+    host.admin_patch("video_days", &row, &json!({"plays": 999}));
+    assert_analytics_follow_records(&host, "me", &me, "a row of the sums written by hand");
+
+    // A video deleted takes its sums along.
+    host.admin_delete("videos", &b);
+    assert_eq!(
+        host.admin_count("video_days", Some(&json!({"video_id": {"_eq": b}}))),
+        0
+    );
+    assert_analytics_follow_records(&host, "me", &me, "a video deleted");
+}
+
 #[test]
 fn analytics_integral_rates_are_json_integers() {
     let host = Host::in_process_svc();
@@ -850,11 +953,15 @@ fn concurrent_likes_keep_the_counter_equal_to_the_records() {
 }
 
 /// 200 parallel plays, half anonymous: every one is recorded, the counter
-/// ends at 200 and each caller saw a different count.
+/// ends at 200 and each caller saw a different count; the analytics' kept
+/// sums of that day count every one.
 #[test]
 fn concurrent_plays_are_all_counted() {
     let host = Host::in_process_svc();
     let v = video(&host, "popular");
+    let owner = host.user(Some("Model"), "owner");
+    host.link_model(&v, &owner);
+    analytics(&host, "owner");
     let tokens: Vec<String> = (0..10).map(|i| format!("player-{i}")).collect();
     host.users(Some("Viewer"), &tokens);
     const N: usize = 200;
@@ -911,6 +1018,7 @@ fn concurrent_plays_are_all_counted() {
         Some(&json!({"video_id": {"_eq": v}, "user_id": {"_null": true}})),
     );
     assert_eq!(anonymous, (N / 2) as u64);
+    assert_analytics_follow_records(&host, "owner", &owner, "200 concurrent plays");
 }
 
 // ---------------------------------------------------------------------------

@@ -14,7 +14,8 @@ use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 
 use platform_tests::{
-    id_of, int_of, rec_body, workspace_root, Backend, Database, Host, HostOptions, ADMIN_TOKEN,
+    analytics, id_of, int_of, rec_body, workspace_root, Backend, Database, Host, HostOptions,
+    ADMIN_TOKEN,
 };
 use serde_json::{json, Value};
 
@@ -363,6 +364,50 @@ fn assert_derived_data_exact(host: &Host, commit: &str) {
     }
 }
 
+/// The demo model's analytics equal what the records give, on the first
+/// read (which counts the sums a database of an earlier release does not
+/// have yet) and after a play is written to the sums it keeps.
+fn assert_analytics_match_records(host: &Host, commit: &str) {
+    let token = "demo-model-token";
+    let me = host.get("/users/me", Some(token)).json()["data"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{commit}: the demo model's token signs in"))
+        .to_string();
+    let check = |when: &str| {
+        let r = host.get("/svc/analytics", Some(token));
+        assert_eq!(r.status, 200, "{commit}: {}", r.body);
+        let got = analytics::keyed(&r.json());
+        assert!(
+            got["total_videos"].as_u64().unwrap_or(0) > 0,
+            "{commit}: {got}"
+        );
+        assert_eq!(
+            got,
+            analytics::expected(host, &me),
+            "{commit}: analytics {when}"
+        );
+    };
+    check("on the first read");
+    let video = analytics::keyed(&host.get("/svc/analytics", Some(token)).json())["videos"]
+        .as_object()
+        .and_then(|v| v.keys().next().cloned())
+        .unwrap_or_default();
+    let r = host.post(
+        &format!("/svc/videos/{video}/play"),
+        None,
+        &json!({"session_id": "upgrade"}),
+    );
+    assert_eq!(r.status, 200, "{commit}: {}", r.body);
+    let play = r.json()["play_id"].as_str().unwrap_or_default().to_string();
+    let r = host.patch(
+        &format!("/svc/videos/{video}/play/{play}"),
+        None,
+        &json!({"duration_watched": 12, "completed": true}),
+    );
+    assert_eq!(r.status, 200, "{commit}: {}", r.body);
+    check("after a play");
+}
+
 /// A handful of svc's reads and writes on the upgraded platform.
 fn assert_svc_serves_and_writes(host: &Host, commit: &str) {
     let r = host.get("/svc/videos?limit=20", None);
@@ -473,6 +518,7 @@ fn upgrade(commit: &str, ran_on_postgres: bool) {
     );
     assert_credentials_sign_in(&host, commit);
     assert_derived_data_exact(&host, commit);
+    assert_analytics_match_records(&host, commit);
     assert_svc_serves_and_writes(&host, commit);
     // The administrator of the suite is the release's.
     assert_eq!(host.get("/users/me", Some(ADMIN_TOKEN)).status, 200);

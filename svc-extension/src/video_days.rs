@@ -1,0 +1,584 @@
+//! What `GET /analytics` sums, kept per video and UTC day of
+//! `date_created` (`video_days`): plays, likes, completed plays, and the
+//! watch time of the plays that have one. A creator's analytics then read a
+//! row per video and day instead of every play and like, so their cost
+//! follows the calendar, not the audience.
+//!
+//! A video's rows are *kept* when its header row (the row whose `day` is
+//! null: it also sums the records that have no date) says `complete`.
+//! Only kept videos are followed: an in-transaction hook moves their rows
+//! with every write of a play or a like, whatever path made it. A video is
+//! kept from the first analytics read that covers it ([`ensure_kept`]
+//! counts its records once, in one transaction), so a database made by an
+//! earlier release needs no step of its own. Any write of `video_days` by
+//! someone else than this module makes the videos it touches unkept again:
+//! their rows are counted afresh at the next read.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use host_sdk::{BoxError, Context, EventKind, ItemEvent, Items, ItemsError, Query};
+use serde_json::{json, Value};
+
+use crate::own_writes;
+use crate::records::{raw_list, str_field};
+
+/// The collection.
+pub const DAYS: &str = "video_days";
+/// The collections whose records it sums.
+pub const WATCHED: [&str; 2] = ["video_plays", "video_likes"];
+/// On a video's header row: its rows sum every play and like of it.
+pub const COMPLETE: &str = "complete";
+/// The summed fields, in the order [`Sums`] holds them.
+pub const SUMS: [&str; 5] = ["plays", "likes", "completed", "watch_sum", "watch_count"];
+
+/// The most rows one create call writes while counting.
+const WRITE_CHUNK: usize = 1_000;
+
+/// The sums of one video and day (or of its undated records).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sums {
+    pub plays: i64,
+    pub likes: i64,
+    pub completed: i64,
+    /// The sum of the plays' `duration_watched` that are not null.
+    pub watch_sum: f64,
+    /// How many plays have a `duration_watched`.
+    pub watch_count: i64,
+}
+
+impl Sums {
+    fn add(&mut self, other: &Sums, sign: i64) {
+        self.plays += sign * other.plays;
+        self.likes += sign * other.likes;
+        self.completed += sign * other.completed;
+        self.watch_sum += sign as f64 * other.watch_sum;
+        self.watch_count += sign * other.watch_count;
+    }
+
+    fn is_zero(&self) -> bool {
+        *self == Sums::default()
+    }
+
+    fn of_row(row: &Value) -> Sums {
+        let int = |f: &str| row.get(f).and_then(Value::as_i64).unwrap_or(0);
+        Sums {
+            plays: int("plays"),
+            likes: int("likes"),
+            completed: int("completed"),
+            watch_sum: row.get("watch_sum").and_then(Value::as_f64).unwrap_or(0.0),
+            watch_count: int("watch_count"),
+        }
+    }
+
+    fn to_row(self) -> Value {
+        json!({
+            "plays": self.plays,
+            "likes": self.likes,
+            "completed": self.completed,
+            "watch_sum": self.watch_sum,
+            "watch_count": self.watch_count,
+        })
+    }
+}
+
+/// The UTC day a timestamp falls on, as the host's `date(field)` groups
+/// it (the stored text's first ten characters); `None` without one.
+pub fn day_of(timestamp: Option<&Value>) -> Option<String> {
+    let text = timestamp?.as_str()?;
+    Some(text.chars().take(10).collect())
+}
+
+/// A row's place: a video, and a day (`None`: the header).
+type Place = (String, Option<String>);
+
+/// What one record adds to its video's rows; `None` when it names no video.
+fn share(collection: &str, record: &Value) -> Option<(Place, Sums)> {
+    let video = str_field(record, "video_id")?.to_string();
+    let day = day_of(record.get("date_created"));
+    let sums = if collection == "video_likes" {
+        Sums {
+            likes: 1,
+            ..Sums::default()
+        }
+    } else {
+        let watched = record.get("duration_watched").and_then(Value::as_f64);
+        Sums {
+            plays: 1,
+            likes: 0,
+            completed: i64::from(record.get("completed").and_then(Value::as_bool) == Some(true)),
+            watch_sum: watched.unwrap_or(0.0),
+            watch_count: i64::from(watched.is_some()),
+        }
+    };
+    Some(((video, day), sums))
+}
+
+/// The change a write makes to each place's sums.
+pub fn changes(event: &ItemEvent) -> BTreeMap<Place, Sums> {
+    let mut out: BTreeMap<Place, Sums> = BTreeMap::new();
+    for key in &event.keys {
+        let before = event
+            .before_of(key)
+            .filter(|_| event.kind != EventKind::Create)
+            .and_then(|r| share(&event.collection, r));
+        let after = event
+            .after_of(key)
+            .filter(|_| event.kind != EventKind::Delete)
+            .and_then(|r| share(&event.collection, r));
+        if before == after {
+            continue;
+        }
+        for (share, sign) in [(before, -1), (after, 1)] {
+            if let Some((place, sums)) = share {
+                out.entry(place).or_default().add(&sums, sign);
+            }
+        }
+    }
+    out.retain(|_, sums| !sums.is_zero());
+    out
+}
+
+/// The ids of the header rows of `videos` that say complete, by video.
+fn headers(items: &Items<'_>, videos: &[String]) -> Result<HashMap<String, String>, ItemsError> {
+    if videos.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let text = items.read_by_query_raw(
+        DAYS,
+        &Query::new()
+            .filter(json!({"_and": [
+                {"video_id": {"_in": videos}},
+                {"day": {"_null": true}},
+                {COMPLETE: {"_eq": true}},
+            ]}))
+            .fields(&["id", "video_id"])
+            .limit(-1),
+    )?;
+    Ok(raw_list(DAYS, &text)?
+        .iter()
+        .filter_map(|r| Some((r.str("video_id")?.into_owned(), r.str("id")?.into_owned())))
+        .collect())
+}
+
+/// In the writing transaction of a play or a like: moves the rows of the
+/// kept videos it changes (two reads and a write per row changed).
+pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
+    let changes = changes(event);
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let items = ctx.as_admin();
+    let videos: Vec<String> = changes
+        .keys()
+        .map(|(v, _)| v.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let kept = headers(&items, &videos)?;
+    let changes: Vec<(Place, Sums)> = changes
+        .into_iter()
+        .filter(|((video, _), _)| kept.contains_key(video))
+        .collect();
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let mut rows = rows_at(&items, &changes)?;
+    own_writes::run(|| -> Result<(), ItemsError> {
+        for ((video, day), change) in &changes {
+            match rows.remove(&(video.clone(), day.clone())) {
+                Some((id, mut sums)) => {
+                    sums.add(change, 1);
+                    if day.is_some() && sums.is_zero() {
+                        items.delete_one(DAYS, &id)?;
+                    } else {
+                        items.update_one(DAYS, &id, &sums.to_row())?;
+                    }
+                }
+                // A kept video always has its header; a day it has no row
+                // for starts at zero.
+                None => {
+                    let mut row = Sums::default();
+                    row.add(change, 1);
+                    let mut row = row.to_row();
+                    row["video_id"] = json!(video);
+                    row["day"] = json!(day);
+                    items.create_one(DAYS, &row)?;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// The stored rows at the places changed: place → (id, sums).
+fn rows_at(
+    items: &Items<'_>,
+    changes: &[(Place, Sums)],
+) -> Result<HashMap<Place, (String, Sums)>, ItemsError> {
+    let videos: BTreeSet<&str> = changes.iter().map(|((v, _), _)| v.as_str()).collect();
+    let days: BTreeSet<&str> = changes
+        .iter()
+        .filter_map(|((_, d), _)| d.as_deref())
+        .collect();
+    let rows = items.read_by_query(
+        DAYS,
+        &Query::new()
+            .filter(json!({"_and": [
+                {"video_id": {"_in": videos}},
+                {"_or": [{"day": {"_in": days}}, {"day": {"_null": true}}]},
+            ]}))
+            .limit(-1),
+    )?;
+    Ok(rows
+        .iter()
+        .filter_map(|row| {
+            let video = str_field(row, "video_id")?.to_string();
+            let day = str_field(row, "day").map(String::from);
+            let id = str_field(row, "id")?.to_string();
+            Some(((video, day), (id, Sums::of_row(row))))
+        })
+        .collect())
+}
+
+/// In the transaction of a write of `video_days` that is not this
+/// module's: the videos it touches are no longer kept.
+pub fn foreign_write(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
+    if own_writes::active() {
+        return Ok(());
+    }
+    let videos: Vec<String> = event
+        .before
+        .iter()
+        .chain(&event.after)
+        .filter_map(|r| str_field(r, "video_id").map(String::from))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let items = ctx.as_admin();
+    let kept = headers(&items, &videos)?;
+    own_writes::run(|| -> Result<(), ItemsError> {
+        for id in kept.values() {
+            items.update_one(DAYS, id, &json!({ COMPLETE: false }))?;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// Makes sure every one of `videos` is kept: the ones that are not have
+/// their rows counted from their plays and likes, in one transaction.
+pub fn ensure_kept(ctx: &Context<'_>, videos: &[String]) -> Result<(), ItemsError> {
+    let missing = |items: &Items<'_>| -> Result<Vec<String>, ItemsError> {
+        let kept = headers(items, videos)?;
+        Ok(videos
+            .iter()
+            .filter(|v| !kept.contains_key(*v))
+            .cloned()
+            .collect())
+    };
+    if missing(&ctx.as_admin())?.is_empty() {
+        return Ok(());
+    }
+    ctx.transaction(|tx| {
+        let items = tx.as_admin();
+        let missing = missing(&items)?;
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let rows = count(&items, &missing)?;
+        own_writes::run(|| -> Result<(), ItemsError> {
+            // Whatever rows they have are a count that is no longer whole.
+            let stale = items.read_by_query(
+                DAYS,
+                &Query::new()
+                    .filter(json!({"video_id": {"_in": missing}}))
+                    .fields(&["id"])
+                    .limit(-1),
+            )?;
+            for row in &stale {
+                if let Some(id) = str_field(row, "id") {
+                    items.delete_one(DAYS, id)?;
+                }
+            }
+            let records: Vec<Value> = rows
+                .iter()
+                .map(|((video, day), sums)| {
+                    let mut row = sums.to_row();
+                    row["video_id"] = json!(video);
+                    row["day"] = json!(day);
+                    if day.is_none() {
+                        row[COMPLETE] = json!(true);
+                    }
+                    row
+                })
+                .collect();
+            for chunk in records.chunks(WRITE_CHUNK) {
+                items.create_many(DAYS, chunk)?;
+            }
+            Ok(())
+        })?;
+        log::debug!(
+            "{DAYS}: counted {} videos into {} rows in {:.3} s",
+            missing.len(),
+            rows.len(),
+            started.elapsed().as_secs_f64()
+        );
+        Ok(())
+    })
+}
+
+/// The rows of `videos` as their records give them, a header for each.
+fn count(items: &Items<'_>, videos: &[String]) -> Result<BTreeMap<Place, Sums>, ItemsError> {
+    let mut rows: BTreeMap<Place, Sums> = videos
+        .iter()
+        .map(|v| ((v.clone(), None), Sums::default()))
+        .collect();
+    let group = ["video_id", "date(date_created)"];
+    let each = |collection: &str,
+                query: Query,
+                only: Option<Value>,
+                rows: &mut BTreeMap<Place, Sums>,
+                add: &dyn Fn(&mut Sums, &Value)|
+     -> Result<(), ItemsError> {
+        let in_videos = json!({"video_id": {"_in": videos}});
+        let filter = match only {
+            Some(only) => json!({"_and": [in_videos, only]}),
+            None => in_videos,
+        };
+        let query = query.filter(filter).group_by(&group);
+        for row in items.aggregate(collection, &query)? {
+            let Some(video) = str_field(&row, "video_id") else {
+                continue;
+            };
+            let day = str_field(&row, "date(date_created)").map(String::from);
+            add(rows.entry((video.to_string(), day)).or_default(), &row);
+        }
+        Ok(())
+    };
+    let count_of = |row: &Value| row.get("count").and_then(Value::as_i64).unwrap_or(0);
+    each(
+        "video_plays",
+        Query::new()
+            .aggregate("count", &["*"])
+            .aggregate("sum", &["duration_watched"]),
+        None,
+        &mut rows,
+        &|s, row| {
+            s.plays = count_of(row);
+            s.watch_sum = row
+                .pointer("/sum/duration_watched")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+        },
+    )?;
+    each(
+        "video_plays",
+        Query::new().aggregate("count", &["duration_watched"]),
+        None,
+        &mut rows,
+        &|s, row| {
+            s.watch_count = row
+                .pointer("/count/duration_watched")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+        },
+    )?;
+    each(
+        "video_plays",
+        Query::new().aggregate("count", &["*"]),
+        Some(json!({"completed": {"_eq": true}})),
+        &mut rows,
+        &|s, row| s.completed = count_of(row),
+    )?;
+    each(
+        "video_likes",
+        Query::new().aggregate("count", &["*"]),
+        None,
+        &mut rows,
+        &|s, row| s.likes = count_of(row),
+    )?;
+    Ok(rows)
+}
+
+/// A sum of counts as a backend gives it back (an integer, or a number
+/// with no fraction); 0 for none.
+fn whole(value: Option<&Value>) -> u64 {
+    value
+        .and_then(|v| {
+            v.as_u64()
+                .or_else(|| v.as_f64().map(|f| f.max(0.0).round() as u64))
+        })
+        .unwrap_or(0)
+}
+
+/// What analytics show of some kept videos.
+#[derive(Debug, Default, PartialEq)]
+pub struct Summary {
+    pub plays_by_date: BTreeMap<String, u64>,
+    pub likes_by_date: BTreeMap<String, u64>,
+    /// Per video: completed plays, and the mean watch time (`None`: no
+    /// play has one).
+    pub per_video: HashMap<String, (u64, Option<f64>)>,
+}
+
+/// The sums of `videos`, which [`ensure_kept`] made kept: two aggregates
+/// of their rows.
+pub fn summary(items: &Items<'_>, videos: &[String]) -> Result<Summary, ItemsError> {
+    let in_videos = json!({"video_id": {"_in": videos}});
+    let mut out = Summary::default();
+    let by_day = items.aggregate(
+        DAYS,
+        &Query::new()
+            .filter(json!({"_and": [in_videos, {"day": {"_nnull": true}}]}))
+            .aggregate("sum", &["plays", "likes"])
+            .group_by(&["day"]),
+    )?;
+    for row in &by_day {
+        let Some(day) = str_field(row, "day") else {
+            continue;
+        };
+        let sum = |f: &str| whole(row.get("sum").and_then(|s| s.get(f)));
+        for (field, map) in [
+            ("plays", &mut out.plays_by_date),
+            ("likes", &mut out.likes_by_date),
+        ] {
+            let n = sum(field);
+            if n > 0 {
+                map.insert(day.to_string(), n);
+            }
+        }
+    }
+    let by_video = items.aggregate(
+        DAYS,
+        &Query::new()
+            .filter(in_videos)
+            .aggregate("sum", &["completed", "watch_sum", "watch_count"])
+            .group_by(&["video_id"]),
+    )?;
+    for row in &by_video {
+        let Some(video) = str_field(row, "video_id") else {
+            continue;
+        };
+        let sum = |f: &str| row.get("sum").and_then(|s| s.get(f));
+        let completed = whole(sum("completed"));
+        let watched = whole(sum("watch_count"));
+        let mean = (watched > 0)
+            .then(|| sum("watch_sum").and_then(Value::as_f64).unwrap_or(0.0) / watched as f64);
+        out.per_video.insert(video.to_string(), (completed, mean));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(
+        kind: EventKind,
+        collection: &str,
+        before: Vec<Value>,
+        after: Vec<Value>,
+    ) -> ItemEvent {
+        ItemEvent {
+            kind,
+            collection: collection.into(),
+            keys: vec!["p".into()],
+            payload: json!({}),
+            before,
+            after,
+            accountability: None,
+        }
+    }
+
+    fn play(video: &str, at: Option<&str>, watched: Value, completed: bool) -> Value {
+        json!({"id": "p", "video_id": video, "date_created": at,
+               "duration_watched": watched, "completed": completed})
+    }
+
+    #[test]
+    fn a_day_is_the_timestamps_first_ten_characters() {
+        assert_eq!(
+            day_of(Some(&json!("2026-11-28T23:59:59.999Z"))).as_deref(),
+            Some("2026-11-28")
+        );
+        assert_eq!(day_of(Some(&Value::Null)), None);
+        assert_eq!(day_of(None), None);
+    }
+
+    #[test]
+    fn a_play_created_adds_to_its_day() {
+        let e = event(
+            EventKind::Create,
+            "video_plays",
+            vec![],
+            vec![play("v", Some("2026-01-02T10:00:00Z"), json!(30.5), true)],
+        );
+        let c = changes(&e);
+        assert_eq!(c.len(), 1);
+        let sums = c[&("v".to_string(), Some("2026-01-02".to_string()))];
+        assert_eq!(
+            sums,
+            Sums {
+                plays: 1,
+                likes: 0,
+                completed: 1,
+                watch_sum: 30.5,
+                watch_count: 1
+            }
+        );
+    }
+
+    #[test]
+    fn an_undated_play_without_duration_goes_to_the_header() {
+        let e = event(
+            EventKind::Create,
+            "video_plays",
+            vec![],
+            vec![play("v", None, Value::Null, false)],
+        );
+        let sums = changes(&e)[&("v".to_string(), None)];
+        assert_eq!(sums.plays, 1);
+        assert_eq!(sums.watch_count, 0);
+        assert_eq!(sums.completed, 0);
+    }
+
+    #[test]
+    fn an_update_moves_between_videos_and_days_and_nothing_when_unchanged() {
+        let before = play("v", Some("2026-01-02T10:00:00Z"), json!(10), false);
+        let after = play("w", Some("2026-01-03T10:00:00Z"), json!(20), true);
+        let c = changes(&event(
+            EventKind::Update,
+            "video_plays",
+            vec![before.clone()],
+            vec![after],
+        ));
+        assert_eq!(c[&("v".to_string(), Some("2026-01-02".into()))].plays, -1);
+        assert_eq!(
+            c[&("v".to_string(), Some("2026-01-02".into()))].watch_sum,
+            -10.0
+        );
+        assert_eq!(
+            c[&("w".to_string(), Some("2026-01-03".into()))].completed,
+            1
+        );
+        // A play whose player was set null sums the same.
+        let mut same = before.clone();
+        same["user_id"] = Value::Null;
+        assert!(changes(&event(
+            EventKind::Update,
+            "video_plays",
+            vec![before],
+            vec![same]
+        ))
+        .is_empty());
+    }
+
+    #[test]
+    fn a_like_deleted_takes_one_from_its_day() {
+        let like = json!({"id": "p", "video_id": "v", "date_created": "2026-01-02T00:00:00Z"});
+        let c = changes(&event(EventKind::Delete, "video_likes", vec![like], vec![]));
+        assert_eq!(c[&("v".to_string(), Some("2026-01-02".into()))].likes, -1);
+    }
+}
