@@ -113,18 +113,16 @@ fn share(collection: &str, record: &Value) -> Option<(Place, Sums)> {
     Some(((video, day), sums))
 }
 
-/// The change a write makes to each place's sums.
+/// The change a write makes to each place's sums: each record's share
+/// before the write taken away, its share after added; a record whose
+/// share did not change is skipped (an update of other fields writes
+/// nothing, and no rounding of the watch time is left behind).
 pub fn changes(event: &ItemEvent) -> BTreeMap<Place, Sums> {
+    let share_of = |r: Option<&Value>| r.and_then(|r| share(&event.collection, r));
     let mut out: BTreeMap<Place, Sums> = BTreeMap::new();
     for key in &event.keys {
-        let before = event
-            .before_of(key)
-            .filter(|_| event.kind != EventKind::Create)
-            .and_then(|r| share(&event.collection, r));
-        let after = event
-            .after_of(key)
-            .filter(|_| event.kind != EventKind::Delete)
-            .and_then(|r| share(&event.collection, r));
+        let before = share_of(event.before_of(key)).filter(|_| event.kind != EventKind::Create);
+        let after = share_of(event.after_of(key)).filter(|_| event.kind != EventKind::Delete);
         if before == after {
             continue;
         }
