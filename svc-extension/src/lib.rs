@@ -91,7 +91,7 @@ pub fn extension() -> Extension {
     ext.before_commit_in(&counters::WATCHED, counters::before_commit)
         .before_write_in(&counters::VIDEOS, counters::before_write)
         .before_commit_in(&video_days::WATCHED, video_days::before_commit)
-        .before_commit_in(&[video_days::DAYS], video_days::foreign_write)
+        .before_write_in(&[video_days::DAYS], video_days::before_write)
         .before_commit_raw_in(
             &gamification::hooks::WATCHED,
             gamification::hooks::before_commit,

@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use host_sdk::{BoxError, Context, EventKind, ItemEvent, Items, ItemsError, Query};
+use host_sdk::{BoxError, Context, EventKind, ItemEvent, Items, ItemsError, PendingWrite, Query};
 use serde_json::{json, Value};
 
 use crate::own_writes;
@@ -159,32 +159,29 @@ fn headers(items: &Items<'_>, videos: &[String]) -> Result<HashMap<String, Strin
 }
 
 /// In the writing transaction of a play or a like: moves the rows of the
-/// kept videos it changes (two reads and a write per row changed).
+/// kept videos it changes (one read, and a write per row changed).
 pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
     let changes = changes(event);
     if changes.is_empty() {
         return Ok(());
     }
     let items = ctx.as_admin();
-    let videos: Vec<String> = changes
-        .keys()
-        .map(|(v, _)| v.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let kept = headers(&items, &videos)?;
+    let mut rows = rows_at(&items, &changes)?;
+    let kept = |video: &str| {
+        rows.get(&(video.to_string(), None))
+            .is_some_and(|row| row.complete)
+    };
     let changes: Vec<(Place, Sums)> = changes
         .into_iter()
-        .filter(|((video, _), _)| kept.contains_key(video))
+        .filter(|((video, _), _)| kept(video))
         .collect();
     if changes.is_empty() {
         return Ok(());
     }
-    let mut rows = rows_at(&items, &changes)?;
     own_writes::run(|| -> Result<(), ItemsError> {
         for ((video, day), change) in &changes {
             match rows.remove(&(video.clone(), day.clone())) {
-                Some((id, mut sums)) => {
+                Some(Row { id, mut sums, .. }) => {
                     sums.add(change, 1);
                     if day.is_some() && sums.is_zero() {
                         items.delete_one(DAYS, &id)?;
@@ -209,16 +206,22 @@ pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxErro
     Ok(())
 }
 
-/// The stored rows at the places changed: place → (id, sums).
+/// A stored row of sums.
+struct Row {
+    id: String,
+    sums: Sums,
+    /// On a header: whether its video is kept.
+    complete: bool,
+}
+
+/// The stored rows at the places changed, and the headers of their
+/// videos, in one read: place → row.
 fn rows_at(
     items: &Items<'_>,
-    changes: &[(Place, Sums)],
-) -> Result<HashMap<Place, (String, Sums)>, ItemsError> {
-    let videos: BTreeSet<&str> = changes.iter().map(|((v, _), _)| v.as_str()).collect();
-    let days: BTreeSet<&str> = changes
-        .iter()
-        .filter_map(|((_, d), _)| d.as_deref())
-        .collect();
+    changes: &BTreeMap<Place, Sums>,
+) -> Result<HashMap<Place, Row>, ItemsError> {
+    let videos: BTreeSet<&str> = changes.keys().map(|(v, _)| v.as_str()).collect();
+    let days: BTreeSet<&str> = changes.keys().filter_map(|(_, d)| d.as_deref()).collect();
     let rows = items.read_by_query(
         DAYS,
         &Query::new()
@@ -233,27 +236,50 @@ fn rows_at(
         .filter_map(|row| {
             let video = str_field(row, "video_id")?.to_string();
             let day = str_field(row, "day").map(String::from);
-            let id = str_field(row, "id")?.to_string();
-            Some(((video, day), (id, Sums::of_row(row))))
+            let found = Row {
+                id: str_field(row, "id")?.to_string(),
+                sums: Sums::of_row(row),
+                complete: row.get(COMPLETE).and_then(Value::as_bool) == Some(true),
+            };
+            Some(((video, day), found))
         })
         .collect())
 }
 
-/// In the transaction of a write of `video_days` that is not this
-/// module's: the videos it touches are no longer kept.
-pub fn foreign_write(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
+/// Before a write of `video_days` that is not this module's (an
+/// administrator's, an import's, a video's delete cascading): the videos
+/// whose rows it touches are no longer kept, and nobody else's word makes
+/// one kept (`complete` is written false). A hook before the write, not
+/// after it: the host then builds no item event for this module's own
+/// writes of the sums, which follow every play.
+pub fn before_write(write: &mut PendingWrite, ctx: &Context<'_>) -> Result<(), BoxError> {
     if own_writes::active() {
         return Ok(());
     }
-    let videos: Vec<String> = event
-        .before
-        .iter()
-        .chain(&event.after)
-        .filter_map(|r| str_field(r, "video_id").map(String::from))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
     let items = ctx.as_admin();
+    let mut videos = BTreeSet::new();
+    if !write.keys.is_empty() {
+        let rows = items.read_by_query(
+            DAYS,
+            &Query::new()
+                .filter(json!({"id": {"_in": write.keys}}))
+                .fields(&["video_id"])
+                .limit(-1),
+        )?;
+        videos.extend(
+            rows.iter()
+                .filter_map(|r| str_field(r, "video_id").map(String::from)),
+        );
+    }
+    if write.kind != EventKind::Delete {
+        if let Some(payload) = write.payload.as_object_mut() {
+            if let Some(video) = payload.get("video_id").and_then(Value::as_str) {
+                videos.insert(video.to_string());
+            }
+            payload.insert(COMPLETE.into(), Value::Bool(false));
+        }
+    }
+    let videos: Vec<String> = videos.into_iter().collect();
     let kept = headers(&items, &videos)?;
     own_writes::run(|| -> Result<(), ItemsError> {
         for id in kept.values() {
