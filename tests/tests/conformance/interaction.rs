@@ -751,6 +751,17 @@ fn analytics_follow_every_write_once_their_sums_are_kept() {
     let row = row[0]["id"].as_str().unwrap_or_default().to_string();
     host.admin_patch("video_days", &row, &json!({"plays": 999}));
     assert_analytics_follow_records(&host, "me", &me, "a row of the sums written by hand");
+    // Nobody else's word makes a video's sums complete.
+    host.admin_create(
+        "video_days",
+        &json!({"video_id": a, "day": null, "complete": true, "plays": 999, "completed": 999}),
+    );
+    let claimed = host.admin_count(
+        "video_days",
+        Some(&json!({"_and": [{"video_id": {"_eq": a}}, {"complete": {"_eq": true}}]})),
+    );
+    assert_eq!(claimed, 0, "a header written by hand is not complete");
+    assert_analytics_follow_records(&host, "me", &me, "a header written by hand");
 
     // A video deleted takes its sums along.
     host.admin_delete("videos", &b);
