@@ -28,8 +28,6 @@ pub const DAYS: &str = "video_days";
 pub const WATCHED: [&str; 2] = ["video_plays", "video_likes"];
 /// On a video's header row: its rows sum every play and like of it.
 pub const COMPLETE: &str = "complete";
-/// The summed fields, in the order [`Sums`] holds them.
-pub const SUMS: [&str; 5] = ["plays", "likes", "completed", "watch_sum", "watch_count"];
 
 /// The most rows one create call writes while counting.
 const WRITE_CHUNK: usize = 1_000;
