@@ -77,6 +77,14 @@ impl Sums {
             "watch_count": self.watch_count,
         })
     }
+
+    /// A new row holding these sums at `place`.
+    fn new_row(self, (video, day): &Place) -> Value {
+        let mut row = self.to_row();
+        row["video_id"] = json!(video);
+        row["day"] = json!(day);
+        row
+    }
 }
 
 /// The UTC day a timestamp falls on, as the host's `date(field)` groups
@@ -177,11 +185,11 @@ pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxErro
         return Ok(());
     }
     own_writes::run(|| -> Result<(), ItemsError> {
-        for ((video, day), change) in &changes {
-            match rows.remove(&(video.clone(), day.clone())) {
+        for (place, change) in &changes {
+            match rows.remove(place) {
                 Some(Row { id, mut sums, .. }) => {
                     sums.add(change, 1);
-                    if day.is_some() && sums.is_zero() {
+                    if place.1.is_some() && sums.is_zero() {
                         items.delete_one(DAYS, &id)?;
                     } else {
                         items.update_one(DAYS, &id, &sums.to_row())?;
@@ -190,12 +198,7 @@ pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxErro
                 // A kept video always has its header; a day it has no row
                 // for starts at zero.
                 None => {
-                    let mut row = Sums::default();
-                    row.add(change, 1);
-                    let mut row = row.to_row();
-                    row["video_id"] = json!(video);
-                    row["day"] = json!(day);
-                    items.create_one(DAYS, &row)?;
+                    items.create_one(DAYS, &change.new_row(place))?;
                 }
             }
         }
@@ -326,11 +329,9 @@ pub fn ensure_kept(ctx: &Context<'_>, videos: &[String]) -> Result<(), ItemsErro
             }
             let records: Vec<Value> = rows
                 .iter()
-                .map(|((video, day), sums)| {
-                    let mut row = sums.to_row();
-                    row["video_id"] = json!(video);
-                    row["day"] = json!(day);
-                    if day.is_none() {
+                .map(|(place, sums)| {
+                    let mut row = sums.new_row(place);
+                    if place.1.is_none() {
                         row[COMPLETE] = json!(true);
                     }
                     row
