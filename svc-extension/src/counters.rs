@@ -1,8 +1,8 @@
 //! The video counters `likes_count` and `plays_count`: moved by an
 //! in-transaction hook on every write of a like or a play, whatever path
 //! made it (the `/svc` endpoints, the items API, another extension), in the
-//! writing transaction. The endpoints write the records and read the
-//! counter back.
+//! writing transaction. The endpoints write the records and answer the
+//! counter the hook left ([`after_write`]).
 //!
 //! Lists and details answer *live* counts of the records (the contract),
 //! which equal the counters as long as nobody else wrote them. A video's
@@ -14,6 +14,8 @@
 //! write itself (a before-write hook), so no other write or event comes of
 //! it. Reads serve the counters of exact videos and count the records of
 //! the others only.
+
+use std::cell::RefCell;
 
 use host_sdk::{BoxError, Context, EventKind, ItemEvent, Items, ItemsError, PendingWrite, Query};
 use serde_json::{json, Value};
@@ -61,6 +63,33 @@ pub fn read(items: &Items<'_>, video: &str, field: &str) -> Result<i64, ItemsErr
     Ok(stored(items, video)?.map_or(0, |v| number(&v, field)))
 }
 
+thread_local! {
+    /// The last counter the hook wrote on this thread: (video, counter,
+    /// value). The hook runs inside the items call that wrote the record,
+    /// on the caller's thread (as [`own_writes`] relies on too).
+    static MOVED: RefCell<Option<(String, &'static str, i64)>> = const { RefCell::new(None) };
+}
+
+/// Runs `write` (a write of a like or a play of `video`, in a
+/// transaction), then answers the video's `field` as that transaction now
+/// holds it: the value the hook just wrote, without reading the row it
+/// wrote again, or a read when the hook did not move it.
+pub fn after_write<T>(
+    items: &Items<'_>,
+    video: &str,
+    field: &str,
+    write: impl FnOnce() -> Result<T, ItemsError>,
+) -> Result<(T, i64), ItemsError> {
+    MOVED.with(|m| m.borrow_mut().take());
+    let done = write()?;
+    let moved = MOVED.with(|m| m.borrow_mut().take());
+    let value = match moved {
+        Some((v, f, value)) if v == video && f == field => value,
+        _ => read(items, video, field)?,
+    };
+    Ok((done, value))
+}
+
 /// The records of `collection` naming `video`.
 fn live(items: &Items<'_>, collection: &str, video: &str) -> Result<i64, ItemsError> {
     let n = items.count(collection, Some(json!({"video_id": {"_eq": video}})))?;
@@ -71,7 +100,7 @@ fn live(items: &Items<'_>, collection: &str, video: &str) -> Result<i64, ItemsEr
 /// video does not exist (a record naming no video counts nowhere). An
 /// exact video stays exact; another becomes exact when, after the move,
 /// both its counters equal the counts of their records.
-fn bump(items: &Items<'_>, video: &str, field: &str, delta: i64) -> Result<(), ItemsError> {
+fn bump(items: &Items<'_>, video: &str, field: &'static str, delta: i64) -> Result<(), ItemsError> {
     let Some(record) = stored(items, video)? else {
         return Ok(());
     };
@@ -91,6 +120,7 @@ fn bump(items: &Items<'_>, video: &str, field: &str, delta: i64) -> Result<(), I
         equal
     };
     own_writes::run(|| items.update_one("videos", video, &json!({ field: moved, EXACT: exact })))?;
+    MOVED.with(|m| *m.borrow_mut() = Some((video.to_string(), field, moved)));
     Ok(())
 }
 

@@ -227,8 +227,8 @@ fn rows_at(
         DAYS,
         &Query::new()
             .filter(json!({"_and": [
-                {"video_id": {"_in": videos}},
-                {"_or": [{"day": {"_in": days}}, {"day": {"_null": true}}]},
+                one_of("video_id", videos),
+                {"_or": [one_of("day", days), {"day": {"_null": true}}]},
             ]}))
             .limit(-1),
     )?;
@@ -245,6 +245,16 @@ fn rows_at(
             Some(((video, day), found))
         })
         .collect())
+}
+
+/// `field` equal to one of `values`: `_eq` for the one value a play or a
+/// like names, which the database looks up directly in the unique index
+/// (an `_in` list is first made into a table of its own).
+fn one_of(field: &str, values: BTreeSet<&str>) -> Value {
+    match values.first() {
+        Some(only) if values.len() == 1 => json!({ field: { "_eq": only } }),
+        _ => json!({ field: { "_in": values } }),
+    }
 }
 
 /// Before a write of `video_days` that is not this module's (an
