@@ -92,6 +92,18 @@ pub fn extension() -> Extension {
         .before_write_in(&counters::VIDEOS, counters::before_write)
         .before_commit_in(&video_days::WATCHED, video_days::before_commit)
         .before_write_in(&[video_days::DAYS], video_days::before_write)
+        .before_commit_in(
+            &[gamification::shown_users::USERS],
+            gamification::shown_users::users_before_commit,
+        )
+        .hooks_read(
+            gamification::shown_users::USERS,
+            &gamification::shown_users::USER_FIELDS,
+        )
+        .before_write_in(
+            &[gamification::shown_users::STATS],
+            gamification::shown_users::stats_before_write,
+        )
         .before_commit_raw_in(
             &gamification::hooks::WATCHED,
             gamification::hooks::before_commit,

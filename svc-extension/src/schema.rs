@@ -60,6 +60,9 @@ pub const LEADERBOARD_ROWS_MIGRATION: &str = "0017_leaderboard_rows";
 pub const VIDEO_ORDER_MIGRATION: &str = "0018_video_list_order";
 /// Id of the migration creating the analytics' sums per video and day.
 pub const VIDEO_DAYS_MIGRATION: &str = "0019_video_days";
+/// Id of the migration adding the copies of the shown user fields to the
+/// stats rows.
+pub const SHOWN_USERS_MIGRATION: &str = "0020_stats_shown_users";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -281,6 +284,7 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (LEADERBOARD_ROWS_MIGRATION, leaderboard_rows()),
         (VIDEO_ORDER_MIGRATION, video_list_order()),
         (VIDEO_DAYS_MIGRATION, video_days()),
+        (SHOWN_USERS_MIGRATION, stats_shown_users()),
     ]
 }
 
@@ -439,6 +443,24 @@ pub fn video_days() -> Vec<Step> {
         ),
     ];
     steps.extend(on_delete(OnDelete::Cascade, &[(DAYS, "video_id")]));
+    steps
+}
+
+/// The fields of a user the leaderboard shows, copied onto the stats row
+/// (`gamification::shown_users`): rows made before start not copied.
+pub fn stats_shown_users() -> Vec<Step> {
+    use crate::gamification::shown_users::{COPIED, COPIES, STATS};
+    let mut steps: Vec<Step> = COPIES
+        .iter()
+        .map(|(copy, _)| Step::AddField {
+            collection: STATS.into(),
+            field: Field::string(copy),
+        })
+        .collect();
+    steps.push(Step::AddField {
+        collection: STATS.into(),
+        field: flag(COPIED).not_null(),
+    });
     steps
 }
 
@@ -1025,7 +1047,8 @@ mod tests {
                 "0016_community_counts",
                 "0017_leaderboard_rows",
                 "0018_video_list_order",
-                "0019_video_days"
+                "0019_video_days",
+                "0020_stats_shown_users"
             ]
         );
     }

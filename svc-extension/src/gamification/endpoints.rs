@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::ledger::anchor;
 use super::time::now_ms;
-use super::{ranks, score};
+use super::{ranks, score, shown_users};
 use crate::failure::Failure;
 use crate::params;
 use crate::records::{keyed_by_id, str_field};
@@ -56,10 +56,13 @@ struct KeptRow {
 }
 
 /// A stats row of the leaderboard's read, as the host wrote it: each value
-/// borrowed as its text (`None`: null), the user's fields inside it. Read
-/// in one pass over the page's text, nothing built per member.
+/// borrowed as its text (`None`: null), the copies of its user's fields
+/// among them. Read in one pass over the page's text, nothing built per
+/// member.
 #[derive(Deserialize)]
 struct StatsRow<'t> {
+    #[serde(borrow, default)]
+    id: Option<&'t RawValue>,
     #[serde(borrow, default)]
     decay_sum: Option<&'t RawValue>,
     #[serde(borrow, default)]
@@ -71,28 +74,58 @@ struct StatsRow<'t> {
     #[serde(borrow, default)]
     achievements_count: Option<&'t RawValue>,
     #[serde(borrow, default)]
-    user_id: Option<UserOfRow<'t>>,
-}
-
-/// The user of a [`StatsRow`]: the fields the leaderboard shows.
-#[derive(Deserialize)]
-struct UserOfRow<'t> {
+    user_id: Option<&'t RawValue>,
     #[serde(borrow, default)]
-    id: Option<&'t RawValue>,
+    display_name: Option<&'t RawValue>,
     #[serde(borrow, default)]
     avatar: Option<&'t RawValue>,
-    #[serde(borrow, default)]
-    artist_name: Option<&'t RawValue>,
+    #[serde(default)]
+    user_copied: Option<bool>,
+}
+
+impl StatsRow<'_> {
+    /// The row's id and its user's, when both are strings.
+    fn ids(&self) -> Option<(String, String)> {
+        let text = |v: Option<&RawValue>| serde_json::from_str::<String>(v?.get()).ok();
+        Some((text(self.id)?, text(self.user_id)?))
+    }
+
+    /// Whether the row's copies are its user's.
+    fn copied(&self) -> bool {
+        self.user_copied == Some(true) && self.user_id.is_some_and(|u| u.get() != "null")
+    }
+}
+
+/// What a leaderboard row shows of its user, as JSON texts.
+struct Shown<'a> {
+    id: &'a str,
+    avatar: &'a str,
+    display_name: &'a str,
+}
+
+impl Shown<'_> {
+    /// A row without a user.
+    const NONE: Shown<'static> = Shown {
+        id: "null",
+        avatar: "null",
+        display_name: "null",
+    };
+}
+
+/// A user's shown fields read apart, as JSON texts: (avatar, display name).
+type ShownTexts = HashMap<String, (String, String)>;
+
+fn json_text(value: Option<&Value>) -> String {
+    value.map_or_else(|| "null".to_string(), Value::to_string)
 }
 
 impl KeptRow {
-    /// The row of a stats record and its user (the values copied as the
-    /// host wrote them).
-    fn new(row: &StatsRow<'_>) -> Self {
+    /// The row of a stats record and what it shows of its user (the values
+    /// copied as the host wrote them).
+    fn new(row: &StatsRow<'_>, user: &Shown<'_>) -> Self {
         fn text(value: Option<&RawValue>) -> &str {
             value.map_or("null", RawValue::get)
         }
-        let user = row.user_id.as_ref();
         // In name order, as every record is written, each name with the
         // punctuation before it; `None`: a hole.
         let members = [
@@ -100,17 +133,14 @@ impl KeptRow {
                 "{\"achievements_count\":",
                 Some(text(row.achievements_count)),
             ),
-            (",\"avatar\":", Some(text(user.and_then(|u| u.avatar)))),
-            (
-                ",\"display_name\":",
-                Some(text(user.and_then(|u| u.artist_name))),
-            ),
+            (",\"avatar\":", Some(user.avatar)),
+            (",\"display_name\":", Some(user.display_name)),
             (",\"playbacks_count\":", Some(text(row.playbacks_count))),
             (",\"rank\":", None),
             (",\"recordings_count\":", Some(text(row.recordings_count))),
             (",\"total_raw_points\":", Some(text(row.total_raw_points))),
             (",\"total_weighted_points\":", None),
-            (",\"user_id\":", Some(text(user.and_then(|u| u.id)))),
+            (",\"user_id\":", Some(user.id)),
         ];
         let mut out = JsonOut::with_capacity(256);
         let mut holes = [0; 2];
@@ -164,11 +194,13 @@ pub const PAGE_STATS: [&str; 6] = [
     "achievements_count",
 ];
 
-/// A leaderboard page: the stats rows in rank order with the two fields
-/// shown of each user, in one read (the user comes with its row); read as
-/// text, nothing built into trees. A deep page starts where the rank tree
-/// says (a page read while scores change may then start a row early or
-/// late, as two pages read one after the other may).
+/// A leaderboard page: the stats rows in rank order, each with the two
+/// fields shown of its user copied onto it (`shown_users`), in one read;
+/// read as text, nothing built into trees. The users of rows not copied
+/// (rows older than the copies, or written by hand) are read apart, and
+/// copied for the next read. A deep page starts where the rank tree says
+/// (a page read while scores change may then start a row early or late, as
+/// two pages read one after the other may).
 fn page_rows(
     ctx: &Context<'_>,
     items: &Items<'_>,
@@ -184,13 +216,13 @@ fn page_rows(
         query = query.filter(json!({"decay_sum": {"_lte": start.ceiling}}));
         skip = start.skip;
     }
-    // The index's fields, `user_id` read through its expansion.
     let mut fields: Vec<&str> = PAGE_STATS
         .iter()
         .map(|f| f.trim_start_matches('-'))
-        .filter(|f| *f != "user_id")
         .collect();
-    fields.extend(["user_id.id", "user_id.avatar", "user_id.artist_name"]);
+    fields.push("id");
+    fields.extend(shown_users::COPIES.iter().map(|(copy, _)| *copy));
+    fields.push(shown_users::COPIED);
     let rows_text = items.read_by_query_raw(
         "user_stats",
         &query
@@ -201,7 +233,48 @@ fn page_rows(
     )?;
     let rows: Vec<StatsRow<'_>> =
         serde_json::from_str(&rows_text).map_err(|e| ItemsError::decode("stats", e))?;
-    Ok(rows.iter().map(KeptRow::new).collect())
+    let not_copied: Vec<(String, String)> = rows
+        .iter()
+        .filter(|row| !row.copied())
+        .filter_map(StatsRow::ids)
+        .collect();
+    let users = if not_copied.is_empty() {
+        HashMap::new()
+    } else {
+        let ids: Vec<&str> = not_copied.iter().map(|(_, user)| user.as_str()).collect();
+        shown_users::read_users(items, &ids)?
+    };
+    let texts: ShownTexts = users
+        .iter()
+        .map(|(id, user)| {
+            let avatar = json_text(user.get("avatar"));
+            (id.clone(), (avatar, json_text(user.get("artist_name"))))
+        })
+        .collect();
+    let kept = rows
+        .iter()
+        .map(|row| {
+            let shown = if row.copied() {
+                Shown {
+                    id: row.user_id.map_or("null", RawValue::get),
+                    avatar: row.avatar.map_or("null", RawValue::get),
+                    display_name: row.display_name.map_or("null", RawValue::get),
+                }
+            } else {
+                match row.ids().and_then(|(_, user)| texts.get(&user)) {
+                    Some((avatar, name)) => Shown {
+                        id: row.user_id.map_or("null", RawValue::get),
+                        avatar,
+                        display_name: name,
+                    },
+                    None => Shown::NONE,
+                }
+            };
+            KeptRow::new(row, &shown)
+        })
+        .collect();
+    shown_users::fill(ctx, &not_copied, &users);
+    Ok(kept)
 }
 
 /// A leaderboard page: the kept rows, with the points live as of now,
@@ -248,7 +321,14 @@ pub fn leaderboard(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiErro
 }
 
 /// Fields of a stats row that are bookkeeping, not part of the record.
-const INTERNAL: [&str; 3] = ["decay_sum", "completions_count", super::ledger::VERIFIED];
+const INTERNAL: [&str; 6] = [
+    "decay_sum",
+    "completions_count",
+    super::ledger::VERIFIED,
+    shown_users::COPIES[0].0,
+    shown_users::COPIES[1].0,
+    shown_users::COPIED,
+];
 
 pub fn user_summary(ctx: &Context<'_>, items: &Items<'_>, user: &str) -> Result<Value, ItemsError> {
     let (anchor, now) = (current_anchor(ctx, items)?, now_ms());

@@ -264,6 +264,11 @@ impl Ledger {
                 own_writes::run(|| items.update_one("user_stats", id, &row))?;
             }
             None => {
+                // A new row shows its user from the start.
+                let mut row = row;
+                if let Some(fields) = row.as_object_mut() {
+                    fields.extend(super::shown_users::for_new_row(items, &self.user)?);
+                }
                 self.row = Some(own_writes::run(|| items.create_one("user_stats", &row))?);
             }
         }

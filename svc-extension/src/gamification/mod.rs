@@ -13,6 +13,8 @@
 //! * `crate::own_writes`: the ledger's own writes, which those hooks let pass.
 //! * [`recalc`]: rule 6, the hourly `recalculate-stats` schedule.
 //! * [`endpoints`]: the three public endpoints.
+//! * [`shown_users`]: the fields of a user the leaderboard shows, kept on
+//!   the user's stats row.
 
 pub mod awards;
 pub mod check;
@@ -24,4 +26,5 @@ pub mod progress;
 pub mod ranks;
 pub mod recalc;
 pub mod score;
+pub mod shown_users;
 pub mod time;

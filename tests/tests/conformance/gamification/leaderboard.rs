@@ -148,3 +148,120 @@ fn leaderboard_items_carry_the_users_profile_and_stats() {
     assert_eq!(items[0]["rank"], 1);
     assert_eq!(items[1]["rank"], 2);
 }
+
+/// Every row of the leaderboard shows its user's `artist_name` and
+/// `avatar` as they are now (read as admin from `/users`).
+fn assert_shows_current_users(host: &Host, what: &str) -> Vec<Value> {
+    let items = leaderboard(host, "?limit=500");
+    for item in &items {
+        let id = item["user_id"].as_str().expect("user_id");
+        let r = host.get(&format!("/users/{id}"), Some(ADMIN_TOKEN));
+        assert_eq!(r.status, 200, "{what}: user {id}: {}", r.body);
+        let user = &r.json()["data"];
+        assert_eq!(item["display_name"], user["artist_name"], "{what}: {item}");
+        assert_eq!(item["avatar"], user["avatar"], "{what}: {item}");
+    }
+    items
+}
+
+/// The stats row of `user`, read as admin.
+fn stats_row(host: &Host, user: &str) -> Value {
+    let rows = host.admin_find("user_stats", &json!({"user_id": {"_eq": user}}));
+    assert_eq!(rows.len(), 1, "one stats row of {user}: {rows:?}");
+    rows[0].clone()
+}
+
+#[test]
+fn leaderboard_shows_each_user_as_they_are_whatever_path_changed_them() {
+    let host = Host::in_process_svc();
+    let file = |name: &str| {
+        host.admin_create(
+            "platform_files",
+            &json!({"title": name, "filename_disk": format!("{name}.jpg"),
+                    "filename_download": format!("{name}.jpg"), "type": "image/jpeg",
+                    "filesize": 10}),
+        )["id"]
+            .as_str()
+            .expect("file id")
+            .to_string()
+    };
+    let (first, second) = (file("first"), file("second"));
+    let a = host.user_with(
+        Some("Viewer"),
+        "shown-a",
+        &json!({"artist_name": "Aria", "avatar": first}),
+    );
+    let b = host.user_with(Some("Viewer"), "shown-b", &json!({"artist_name": "Bo"}));
+    let rec = create_recording(&host, "shown-a", Some("published"));
+    set_featured(&host, &rec, true);
+    host.play_recording(&rec, Some("shown-b"));
+    let items = assert_shows_current_users(&host, "at first");
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert_eq!(
+        stats_row(&host, &a)["user_copied"],
+        true,
+        "a new row is copied"
+    );
+
+    // An administrator renames a user through the users API.
+    let r = host.patch(
+        &format!("/users/{a}"),
+        Some(ADMIN_TOKEN),
+        &json!({"artist_name": "Aria Two"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_shows_current_users(&host, "after an administrator's rename");
+
+    // A user changes their own name and avatar.
+    let r = host.patch(
+        "/users/me",
+        Some("shown-b"),
+        &json!({"artist_name": "Bo Two", "avatar": second}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_shows_current_users(&host, "after a user's own change");
+
+    // Deleting a file clears the avatars that named it.
+    let r = host.delete(&format!("/files/{first}"), Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 204, "{}", r.body);
+    let items = assert_shows_current_users(&host, "after the avatar's file is deleted");
+    assert!(
+        items.iter().all(|i| i["avatar"] != json!(first)),
+        "{items:?}"
+    );
+
+    // Copies written by hand are not taken for the user's, whatever the
+    // write claims; the next page copies the user again.
+    let row = stats_row(&host, &a);
+    let row_id = row["id"].as_str().expect("row id");
+    host.admin_patch(
+        "user_stats",
+        row_id,
+        &json!({"display_name": "Forged", "avatar": second, "user_copied": true}),
+    );
+    assert_eq!(
+        stats_row(&host, &a)["user_copied"],
+        false,
+        "a write by hand"
+    );
+    assert_shows_current_users(&host, "after copies written by hand");
+    let row = stats_row(&host, &a);
+    assert_eq!(row["user_copied"], true, "copied again by the page: {row}");
+    assert_eq!(row["display_name"], "Aria Two", "{row}");
+
+    // A row whose copies are not known (a row of an earlier release) shows
+    // its user read apart.
+    host.admin_patch("user_stats", row_id, &json!({"user_copied": false}));
+    host.patch(
+        &format!("/users/{a}"),
+        Some(ADMIN_TOKEN),
+        &json!({"artist_name": "Aria Three"}),
+    );
+    assert_shows_current_users(&host, "a row not copied");
+
+    // A deleted user's row goes with them.
+    let r = host.delete(&format!("/users/{b}"), Some(ADMIN_TOKEN));
+    assert_eq!(r.status, 204, "{}", r.body);
+    let items = assert_shows_current_users(&host, "after a user's delete");
+    assert_eq!(items.len(), 1, "{items:?}");
+}
