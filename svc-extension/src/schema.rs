@@ -450,17 +450,38 @@ pub fn video_days() -> Vec<Step> {
 /// (`gamification::shown_users`): rows made before start not copied.
 pub fn stats_shown_users() -> Vec<Step> {
     use crate::gamification::shown_users::{COPIED, COPIES, STATS};
-    let mut steps: Vec<Step> = COPIES
-        .iter()
-        .map(|(copy, _)| Step::AddField {
+    // Kept by the service: read-only, out of the forms.
+    let kept = |field: &str, note: String| {
+        field_meta(
+            STATS,
+            field,
+            FieldMeta {
+                hidden: Some(true),
+                readonly: Some(true),
+                note: Some(note),
+                ..FieldMeta::default()
+            },
+        )
+    };
+    let mut steps = Vec::new();
+    for (copy, of) in COPIES {
+        steps.push(Step::AddField {
             collection: STATS.into(),
             field: Field::string(copy),
-        })
-        .collect();
+        });
+        steps.push(kept(
+            copy,
+            format!("The user's {of}, as the leaderboard shows it"),
+        ));
+    }
     steps.push(Step::AddField {
         collection: STATS.into(),
         field: flag(COPIED).not_null(),
     });
+    steps.push(kept(
+        COPIED,
+        "Whether the copies of the user's fields are the user's".into(),
+    ));
     steps
 }
 
