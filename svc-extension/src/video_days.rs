@@ -301,6 +301,10 @@ pub fn before_write(write: &mut PendingWrite, ctx: &Context<'_>) -> Result<(), B
     Ok(())
 }
 
+/// A first count that takes this long is logged at `info`, others at
+/// `debug`.
+const SLOW_COUNT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Makes sure every one of `videos` is kept: the ones that are not have
 /// their rows counted from their plays and likes, in one transaction.
 pub fn ensure_kept(ctx: &Context<'_>, videos: &[String]) -> Result<(), ItemsError> {
@@ -352,11 +356,19 @@ pub fn ensure_kept(ctx: &Context<'_>, videos: &[String]) -> Result<(), ItemsErro
             }
             Ok(())
         })?;
-        log::debug!(
+        let took = started.elapsed();
+        // A slow first read is worth an operator's eye; a quick one is not.
+        let level = if took >= SLOW_COUNT {
+            log::Level::Info
+        } else {
+            log::Level::Debug
+        };
+        log::log!(
+            level,
             "{DAYS}: counted {} videos into {} rows in {:.3} s",
             missing.len(),
             rows.len(),
-            started.elapsed().as_secs_f64()
+            took.as_secs_f64()
         );
         Ok(())
     })
