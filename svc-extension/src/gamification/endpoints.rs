@@ -273,7 +273,8 @@ fn page_rows(
             KeptRow::new(row, &shown)
         })
         .collect();
-    shown_users::fill(ctx, &not_copied, &users);
+    let not_copied: Vec<&str> = not_copied.iter().map(|(row, _)| row.as_str()).collect();
+    shown_users::fill(ctx, &not_copied);
     Ok(kept)
 }
 

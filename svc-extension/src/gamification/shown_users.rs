@@ -100,15 +100,37 @@ pub fn copy_onto(
     })
 }
 
-/// After a page read the users of rows not copied: copies them, in one
-/// transaction, so the next read needs no users. A failure (a conflict with
-/// a concurrent write) only leaves them for a later page: it is logged,
-/// and the page is answered all the same.
-pub fn fill(ctx: &Context<'_>, rows: &[(String, String)], users: &HashMap<String, Value>) {
+/// The stats rows among `filter`'s, as (row id, user id).
+fn rows_where(items: &Items<'_>, filter: Value) -> Result<Vec<(String, String)>, ItemsError> {
+    let rows = items.read_by_query(
+        STATS,
+        &Query::new()
+            .filter(filter)
+            .fields(&["id", "user_id"])
+            .limit(-1),
+    )?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| Some((str_field(r, "id")?.into(), str_field(r, "user_id")?.into())))
+        .collect())
+}
+
+/// After a page read the users of rows not copied (`rows`: their ids):
+/// copies them, so the next read needs no users. The rows and their users
+/// are read again inside the copying transaction, so what is copied is
+/// what they are when it commits, whatever changed since the page's read.
+/// A failure (a conflict with a concurrent write) only leaves them for a
+/// later page: it is logged, and the page is answered all the same.
+pub fn fill(ctx: &Context<'_>, rows: &[&str]) {
     if rows.is_empty() {
         return;
     }
-    let copied = ctx.transaction(|tx| copy_onto(&tx.as_admin(), rows, users));
+    let copied = ctx.transaction(|tx| {
+        let items = tx.as_admin();
+        let rows = rows_where(&items, json!({"id": {"_in": rows}}))?;
+        let ids: Vec<&str> = rows.iter().map(|(_, user)| user.as_str()).collect();
+        copy_onto(&items, &rows, &read_users(&items, &ids)?)
+    });
     match copied {
         Ok(()) => log::debug!("copied the users of {} stats rows", rows.len()),
         Err(e) => log::warn!("users not copied onto {} stats rows yet: {e}", rows.len()),
@@ -137,17 +159,7 @@ pub fn users_before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), B
     }
     let items = ctx.as_admin();
     let ids: Vec<&str> = changed.keys().map(String::as_str).collect();
-    let rows = items.read_by_query(
-        STATS,
-        &Query::new()
-            .filter(json!({"user_id": {"_in": ids}}))
-            .fields(&["id", "user_id"])
-            .limit(-1),
-    )?;
-    let rows: Vec<(String, String)> = rows
-        .iter()
-        .filter_map(|r| Some((str_field(r, "id")?.into(), str_field(r, "user_id")?.into())))
-        .collect();
+    let rows = rows_where(&items, json!({"user_id": {"_in": ids}}))?;
     copy_onto(&items, &rows, &changed)?;
     Ok(())
 }
