@@ -482,7 +482,17 @@ pub(super) fn update_one_json(
     // Only before-write hooks need the payload past this point.
     let payload = filtered.then_some(payload);
     platform.run_write(session, |conn, events| {
-        platform.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
+        // With an event to build and no before-write hook (the only thing
+        // that could write the item before it is read for the event), one
+        // read both finds the item in the caller's scope and is the
+        // event's `before`.
+        let found = match wanted && !filtered {
+            true => found_in_scope(conn, &def, key, scope.as_ref(), &fields)?,
+            false => None,
+        };
+        if found.is_none() {
+            platform.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
+        }
         let changed = match &payload {
             Some(payload) => {
                 let write = pending(
@@ -530,7 +540,10 @@ pub(super) fn update_one_json(
             platform.ensure_an_admin_remains(conn, watched)?;
             return Ok(key.to_string());
         }
-        let before = public_records_json(conn, &def, key, &fields)?;
+        let before = match found {
+            Some(before) => before,
+            None => public_records_json(conn, &def, key, &fields)?,
+        };
         conn.update(&def, key, &changes)?;
         platform.follow_update(conn, &def, key, &changes)?;
         platform.ensure_an_admin_remains(conn, watched)?;
@@ -738,17 +751,47 @@ fn public_json(def: &CollectionDef, row: &Columns, fields: &EventFields) -> Stri
 /// The item with `key` as a JSON array of its public record with the
 /// members an event carries (empty when it does not exist), read on the
 /// writing connection.
+/// The item's record as an event carries it (see [`public_records_json`]),
+/// when it exists within `scope`; `None` when it does not, or when the
+/// event reads no field of it (the caller then checks apart).
+fn found_in_scope(
+    conn: &mut dyn Writer,
+    def: &CollectionDef,
+    key: &str,
+    scope: Option<&Filter>,
+    fields: &EventFields,
+) -> Result<Option<String>, PlatformError> {
+    let mut q = public_query(def, key, fields);
+    if q.fields.is_empty() {
+        return Ok(None);
+    }
+    q.filter = Filter::and(q.filter.take(), scope.cloned());
+    let out = select_json_array(conn, def, &q)?;
+    if out == b"[]" {
+        return Ok(None);
+    }
+    String::from_utf8(out)
+        .map(Some)
+        .map_err(|e| PlatformError::Internal(e.to_string()))
+}
+
+/// The read of one item's record as events carry it: its fields but the
+/// secrets, those the hooks read.
+fn public_query(def: &CollectionDef, key: &str, fields: &EventFields) -> ReadQuery {
+    let mut q = ReadQuery::all_fields(def);
+    q.fields
+        .retain(|f| !is_secret(&def.name, f) && fields.keeps(f));
+    q.filter = Some(key_filter(key));
+    q.limit = Some(1);
+    q
+}
+
 fn public_records_json(
     conn: &mut dyn Writer,
     def: &CollectionDef,
     key: &str,
     fields: &EventFields,
 ) -> Result<String, PlatformError> {
-    let mut q = ReadQuery::all_fields(def);
-    q.fields
-        .retain(|f| !is_secret(&def.name, f) && fields.keeps(f));
-    q.filter = Some(key_filter(key));
-    q.limit = Some(1);
-    let out = select_json_array(conn, def, &q)?;
+    let out = select_json_array(conn, def, &public_query(def, key, fields))?;
     String::from_utf8(out).map_err(|e| PlatformError::Internal(e.to_string()))
 }
