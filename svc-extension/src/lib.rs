@@ -100,10 +100,6 @@ pub fn extension() -> Extension {
             gamification::shown_users::USERS,
             &gamification::shown_users::USER_FIELDS,
         )
-        .before_write_in(
-            &[gamification::shown_users::STATS],
-            gamification::shown_users::stats_before_write,
-        )
         .before_commit_raw_in(
             &gamification::hooks::WATCHED,
             gamification::hooks::before_commit,

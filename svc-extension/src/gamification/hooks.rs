@@ -12,12 +12,13 @@
 
 use host_sdk::raw::RawRecord;
 use host_sdk::{BoxError, Context, EventKind, ItemEvent, ItemsError, RawItemEvent};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::awards::{self, Action};
 use super::facts::PointAction;
 use super::ledger::VERIFIED;
 use super::ranks;
+use super::shown_users;
 use crate::own_writes;
 
 fn field<'a>(record: Option<&'a Value>, name: &str) -> Option<&'a Value> {
@@ -293,13 +294,22 @@ fn recount_if_moved(
 /// own: the user's next award computes it from scratch (rule 3). A row
 /// created elsewhere starts so by the field's default; a writer that sets
 /// the field itself (an import that knows its rows are exact) is believed.
+/// Its copies of its user's fields are not (`shown_users`).
 fn stats_rows(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
-    if event.kind != EventKind::Update || event.payload.get(VERIFIED).is_some() {
+    let mut not_ours = serde_json::Map::new();
+    if event.kind == EventKind::Update && event.payload.get(VERIFIED).is_none() {
+        not_ours.insert(VERIFIED.into(), Value::Bool(false));
+    }
+    if shown_users::touches_copies(event.kind, &event.payload) {
+        not_ours.insert(shown_users::COPIED.into(), Value::Bool(false));
+    }
+    if not_ours.is_empty() {
         return Ok(());
     }
     let items = ctx.as_admin();
+    let not_ours = Value::Object(not_ours);
     for key in &event.keys {
-        own_writes::run(|| items.update_one("user_stats", key, &json!({ VERIFIED: false })))?;
+        own_writes::run(|| items.update_one("user_stats", key, &not_ours))?;
     }
     Ok(())
 }

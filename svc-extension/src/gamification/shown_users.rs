@@ -9,8 +9,8 @@
 //!   writing transaction, whatever path made it (the items API, `/users/me`,
 //!   a file's delete clearing an avatar) ([`users_before_commit`]);
 //! * any other write of a row's user or copies (an administrator's, an
-//!   import's) is made with `user_copied` false ([`stats_before_write`]):
-//!   nobody else's word is taken for them.
+//!   import's) is followed, in its transaction, by `user_copied` false
+//!   ([`touches_copies`]): nobody else's word is taken for them.
 //!
 //! A page reads the users of the rows not copied apart, as it did before
 //! the copies, and copies them for the next read ([`fill`]): the rows of a
@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use host_sdk::{BoxError, Context, EventKind, ItemEvent, Items, ItemsError, PendingWrite, Query};
+use host_sdk::{BoxError, Context, EventKind, ItemEvent, Items, ItemsError, Query};
 use serde_json::{json, Map, Value};
 
 use crate::own_writes;
@@ -164,35 +164,24 @@ pub fn users_before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), B
     Ok(())
 }
 
-/// Before a write of stats rows that is not the service's own: a create,
-/// or an update that names a row's user, its copies or the flag, is made
-/// with `user_copied` false.
-pub fn stats_before_write(write: &mut PendingWrite, _ctx: &Context<'_>) -> Result<(), BoxError> {
-    if !own_writes::active() {
-        mark_not_copied(write);
-    }
-    Ok(())
-}
-
-/// Writes `user_copied` false into a write that could make a row's copies
-/// differ from its user's; whether it did.
-fn mark_not_copied(write: &mut PendingWrite) -> bool {
-    let Some(payload) = write.payload.as_object_mut() else {
-        return false;
-    };
-    let touched = match write.kind {
-        EventKind::Create => true,
+/// Whether a write of a stats row by anyone but the service could leave it
+/// claiming copies that differ from its user's: a create that sets the
+/// flag (others start with it false), or an update that names the row's
+/// user, its copies or the flag. The gamification hook then writes
+/// `user_copied` false in the same transaction: nobody else's word is
+/// taken for them.
+pub fn touches_copies(kind: EventKind, payload: &Value) -> bool {
+    match kind {
+        EventKind::Create => payload
+            .get(COPIED)
+            .is_some_and(|v| *v != Value::Bool(false)),
         EventKind::Update => {
-            payload.contains_key("user_id")
-                || payload.contains_key(COPIED)
-                || COPIES.iter().any(|(copy, _)| payload.contains_key(*copy))
+            payload.get("user_id").is_some()
+                || payload.get(COPIED).is_some()
+                || COPIES.iter().any(|(copy, _)| payload.get(*copy).is_some())
         }
         EventKind::Delete => false,
-    };
-    if touched {
-        payload.insert(COPIED.into(), Value::Bool(false));
     }
-    touched
 }
 
 #[cfg(test)]
@@ -213,33 +202,26 @@ mod tests {
         );
     }
 
-    fn write(kind: EventKind, payload: Value) -> PendingWrite {
-        PendingWrite {
-            kind,
-            collection: STATS.into(),
-            keys: Vec::new(),
-            payload,
-            accountability: None,
-        }
-    }
-
     #[test]
     fn nobody_elses_write_of_a_rows_user_or_copies_is_taken_for_copied() {
-        let mut created = write(
+        assert!(touches_copies(
             EventKind::Create,
-            json!({"user_id": "u", "user_copied": true}),
-        );
-        assert!(mark_not_copied(&mut created));
-        assert_eq!(created.payload["user_copied"], false);
+            &json!({"user_id": "u", "user_copied": true})
+        ));
+        assert!(!touches_copies(
+            EventKind::Create,
+            &json!({"user_id": "u", "display_name": "x"})
+        ));
         for named in ["user_id", "display_name", "avatar", "user_copied"] {
-            let mut updated = write(EventKind::Update, json!({ named: "x" }));
-            assert!(mark_not_copied(&mut updated), "{named}");
-            assert_eq!(updated.payload["user_copied"], false, "{named}");
+            assert!(
+                touches_copies(EventKind::Update, &json!({ named: "x" })),
+                "{named}"
+            );
         }
-        let mut counted = write(EventKind::Update, json!({"total_raw_points": 3}));
-        assert!(!mark_not_copied(&mut counted));
-        assert_eq!(counted.payload, json!({"total_raw_points": 3}));
-        let mut deleted = write(EventKind::Delete, json!(["k"]));
-        assert!(!mark_not_copied(&mut deleted));
+        assert!(!touches_copies(
+            EventKind::Update,
+            &json!({"total_raw_points": 3})
+        ));
+        assert!(!touches_copies(EventKind::Delete, &json!(["k"])));
     }
 }
