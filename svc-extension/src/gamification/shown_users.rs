@@ -37,7 +37,7 @@ pub const COPIED: &str = "user_copied";
 pub const COPIES: [(&str, &str); 2] = [("display_name", "artist_name"), ("avatar", "avatar")];
 
 /// The user's fields copied: what the hook reads of a user's writes.
-pub const USER_FIELDS: [&str; 2] = ["artist_name", "avatar"];
+pub const USER_FIELDS: [&str; 2] = [COPIES[0].1, COPIES[1].1];
 
 /// The copies of `user`'s shown fields, as a stats row's fields, with the
 /// flag that says they are its user's.
