@@ -29,6 +29,16 @@ pub fn ensure_video(items: &Items<'_>, id: &str, failure: Failure) -> Result<(),
     }
 }
 
+/// A write naming `video` was refused: 404 `Video not found` when the
+/// video is missing (the host checks a record's video in the write
+/// itself, so only a refusal asks), else `failure`'s answer to `error`.
+pub fn refused(items: &Items<'_>, video: &str, failure: Failure, error: ItemsError) -> ApiError {
+    match ensure_video(items, video, failure) {
+        Ok(()) => failure.answer(error),
+        Err(missing) => missing,
+    }
+}
+
 /// The caller's like of a video, if any.
 fn own_like(items: &Items<'_>, video: &str) -> Result<Option<String>, ItemsError> {
     let rows = items.read_by_query(
@@ -57,15 +67,10 @@ pub fn like(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
             )
         })
     });
-    // The host checks the like's video in the write itself; only a refused
-    // write asks whether it was the video that was missing.
     let likes_count = match liked {
         Ok((_, likes_count)) => likes_count,
         Err(ItemsError::NotUnique(_)) => return Err(ApiError::bad_request("Already liked")),
-        Err(e) => {
-            ensure_video(&ctx.as_admin(), video, LIKE)?;
-            return Err(LIKE.answer(e));
-        }
+        Err(e) => return Err(refused(&ctx.as_admin(), video, LIKE, e)),
     };
     Ok(Response::ok(&LikeAnswer {
         liked: true,

@@ -447,7 +447,7 @@ pub fn video_days() -> Vec<Step> {
 }
 
 /// The fields of a user the leaderboard shows, copied onto the stats row
-/// (`gamification::shown_users`): rows made before start not copied.
+/// (`gamification::shown_users`): rows made before it start not copied.
 pub fn stats_shown_users() -> Vec<Step> {
     use crate::gamification::shown_users::{COPIED, COPIES, STATS};
     // Kept by the service: read-only, out of the forms.

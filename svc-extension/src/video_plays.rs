@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use crate::api::{Success, VideoPlayStarted};
 use crate::counters;
 use crate::failure::Failure;
-use crate::likes::ensure_video;
+use crate::likes::refused;
 use crate::play_input::{body_fields, play_changes};
 
 const PLAY: Failure = Failure::new("Failed to record play");
@@ -34,15 +34,7 @@ pub fn record(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
             )
         })
     });
-    // The host checks the play's video in the write itself; only a refused
-    // write asks whether it was the video that was missing.
-    let (play_id, plays_count) = match started {
-        Ok(started) => started,
-        Err(e) => {
-            ensure_video(&ctx.as_admin(), video, PLAY)?;
-            return Err(PLAY.answer(e));
-        }
-    };
+    let (play_id, plays_count) = started.map_err(|e| refused(&ctx.as_admin(), video, PLAY, e))?;
     Ok(Response::ok(&VideoPlayStarted {
         success: true,
         play_id,

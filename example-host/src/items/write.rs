@@ -486,9 +486,10 @@ pub(super) fn update_one_json(
         // that could write the item before it is read for the event), one
         // read both finds the item in the caller's scope and is the
         // event's `before`.
-        let found = match wanted && !filtered {
-            true => found_in_scope(conn, &def, key, scope.as_ref(), &fields)?,
-            false => None,
+        let found = if wanted && !filtered {
+            found_in_scope(conn, &def, key, scope.as_ref(), &fields)?
+        } else {
+            None
         };
         if found.is_none() {
             platform.ensure_in_scope(conn, &def, key, scope.as_ref(), admin)?;
@@ -748,9 +749,6 @@ fn public_json(def: &CollectionDef, row: &Columns, fields: &EventFields) -> Stri
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// The item with `key` as a JSON array of its public record with the
-/// members an event carries (empty when it does not exist), read on the
-/// writing connection.
 /// The item's record as an event carries it (see [`public_records_json`]),
 /// when it exists within `scope`; `None` when it does not, or when the
 /// event reads no field of it (the caller then checks apart).
@@ -786,6 +784,9 @@ fn public_query(def: &CollectionDef, key: &str, fields: &EventFields) -> ReadQue
     q
 }
 
+/// The item with `key` as a JSON array of its public record with the
+/// members an event carries (empty when it does not exist), read on the
+/// writing connection.
 fn public_records_json(
     conn: &mut dyn Writer,
     def: &CollectionDef,

@@ -247,8 +247,9 @@ fn page_rows(
     let texts: ShownTexts = users
         .iter()
         .map(|(id, user)| {
-            let avatar = json_text(user.get("avatar"));
-            (id.clone(), (avatar, json_text(user.get("artist_name"))))
+            let copies = shown_users::copies_of(user);
+            let avatar = json_text(copies.get("avatar"));
+            (id.clone(), (avatar, json_text(copies.get("display_name"))))
         })
         .collect();
     let kept = rows
