@@ -353,11 +353,18 @@ fn serve(
         platform,
         cache: cli.serve.cache,
     });
-    let lease = std::time::Duration::from_secs(cli.serve.schedule_lease_secs);
+    let schedules = Schedules::of(&cli.serve);
     let result = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         log::info!("listening on http://{}", listener.local_addr()?);
-        serve_on(listener, state, lease, reloader, http::shutdown_signal()).await;
+        serve_on(
+            listener,
+            state,
+            schedules,
+            reloader,
+            http::shutdown_signal(),
+        )
+        .await;
         Ok::<(), std::io::Error>(())
     });
     // Extension calls that outlived their timeout may still be running on
@@ -422,14 +429,31 @@ pub(crate) fn app_state(
     })
 }
 
+/// How a serving host takes part in the extensions' schedules.
+pub(crate) struct Schedules {
+    /// Whether it runs them at all (`--schedules`).
+    pub enabled: bool,
+    /// How long its claim on a period holds unless renewed.
+    pub lease: std::time::Duration,
+}
+
+impl Schedules {
+    pub fn of(settings: &ServeArgs) -> Self {
+        Self {
+            enabled: settings.schedules,
+            lease: std::time::Duration::from_secs(settings.schedule_lease_secs),
+        }
+    }
+}
+
 /// Serves `state` on `listener` until `stop` completes, with the
-/// extensions' schedules running beside it (one run per period across
-/// hosts, claimed for `lease`) and, when given, hot reload watching the
+/// extensions' schedules running beside it unless they are off (one run
+/// per period across hosts) and, when given, hot reload watching the
 /// extensions' folder. Runs inside a Tokio runtime.
 pub(crate) async fn serve_on(
     listener: tokio::net::TcpListener,
     state: http::AppState,
-    lease: std::time::Duration,
+    schedules: Schedules,
     reloader: Option<extensions::reload::Reloader>,
     stop: impl std::future::Future<Output = ()>,
 ) {
@@ -437,8 +461,9 @@ pub(crate) async fn serve_on(
     let scheduler = extensions::schedules::Scheduler {
         registry: state.registry.clone(),
         platform: state.platform.clone(),
-        claims: Arc::new(extensions::Claims::new(lease)),
+        claims: Arc::new(extensions::Claims::new(schedules.lease)),
         shutdown: shutdown_rx.clone(),
+        enabled: schedules.enabled,
     };
     scheduler.spawn_all();
     if let Some(reloader) = reloader {

@@ -291,6 +291,21 @@ pub struct ServeArgs {
         help_heading = "Extensions"
     )]
     pub schedule_lease_secs: u64,
+    /// Run the extensions' schedules on this host.
+    ///
+    /// `false`: this host claims no period and takes over no lapsed run;
+    /// the other hosts on the database run them, or `example-host schedule
+    /// run` does, from cron or by hand. See [Running several
+    /// hosts](#running-several-hosts).
+    #[arg(
+        long = "schedules",
+        env = "SCHEDULES_ENABLED",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        global = true,
+        help_heading = "Extensions"
+    )]
+    pub schedules: bool,
     /// Keep the answers of extension routes marked cacheable until the
     /// stored data changes (`--cache false` computes every answer afresh).
     ///

@@ -250,8 +250,18 @@ impl TestHost {
     /// `example-host` started without options; files are kept in the
     /// host's temporary folder.
     pub fn serve(self) -> Result<ServedHost, TestKitError> {
-        let settings = <crate::config::Cli as clap::Parser>::try_parse_from(["example-host"])
-            .map_err(|e| TestKitError(format!("the host's default settings: {e}")))?;
+        self.serve_with(&[])
+    }
+
+    /// [`TestHost::serve`] with settings given as on `example-host`'s
+    /// command line, e.g. `&["--schedules", "false"]` for a host whose
+    /// schedules run only when the test asks ([`TestHost::run_schedule`]),
+    /// never at the turn of a period in the middle of the test.
+    pub fn serve_with(self, args: &[&str]) -> Result<ServedHost, TestKitError> {
+        let settings = <crate::config::Cli as clap::Parser>::try_parse_from(
+            std::iter::once("example-host").chain(args.iter().copied()),
+        )
+        .map_err(|e| TestKitError(format!("the host's settings: {e}")))?;
         let state = crate::app::app_state(
             &settings.serve,
             &self.platform,
@@ -271,7 +281,7 @@ impl TestHost {
             .build()
             .map_err(|e| TestKitError(format!("cannot start a runtime: {e}")))?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let lease = std::time::Duration::from_secs(settings.serve.schedule_lease_secs);
+        let schedules = crate::app::Schedules::of(&settings.serve);
         let thread = std::thread::Builder::new()
             .name(format!("test-host {address}"))
             .spawn(move || {
@@ -281,7 +291,7 @@ impl TestHost {
                             let stop = async {
                                 let _ = stopped.await;
                             };
-                            crate::app::serve_on(listener, state, lease, None, stop).await;
+                            crate::app::serve_on(listener, state, schedules, None, stop).await;
                         }
                         Err(e) => log::error!("the test host cannot serve: {e}"),
                     }

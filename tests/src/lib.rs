@@ -224,12 +224,16 @@ pub fn create_recordings_until(
     })
 }
 
-/// A host process with the tests' environment: the admin token, and none
-/// of the caller's database variables (`--db` alone says where the
-/// database is).
+/// A host process with the tests' environment: the admin token, none of
+/// the caller's database variables (`--db` alone says where the database
+/// is), and schedules that run only when a test asks
+/// ([`Host::run_schedule`]): svc's hourly recalculation, run at the turn
+/// of an hour in the middle of a test, would award points the test does
+/// not expect. The tests of the schedules' own running turn them on.
 fn host_process(binary: &Path) -> Command {
     let mut cmd = Command::new(binary);
     cmd.env("ADMIN_TOKEN", ADMIN_TOKEN)
+        .env("SCHEDULES_ENABLED", "false")
         .env_remove("DB_CLIENT")
         .env_remove("DB_FILENAME")
         .env_remove("DB_CONNECTION_STRING");
@@ -490,7 +494,9 @@ impl Host {
     pub fn in_process_svc() -> Host {
         let served = TestHost::start(svc_extension::extension())
             .and_then(|host| host.with_admin_token(ADMIN_TOKEN))
-            .and_then(TestHost::serve)
+            // Schedules only on demand, as in a host process
+            // ([`host_process`]).
+            .and_then(|host| host.serve_with(&["--schedules", "false"]))
             .unwrap_or_else(|e| panic!("the in-process host does not start: {e}"));
         let database = match served.database() {
             Location::File(path) => Database::Sqlite(path.clone()),

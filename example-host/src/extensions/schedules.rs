@@ -147,18 +147,29 @@ pub struct Scheduler {
     pub platform: Arc<Platform>,
     pub claims: Arc<Claims>,
     pub shutdown: watch::Receiver<bool>,
+    /// Whether this host runs schedules (`--schedules`).
+    pub enabled: bool,
 }
 
 impl Scheduler {
     /// One task per schedule of every mounted extension.
     pub fn spawn_all(&self) {
+        if !self.enabled {
+            log::info!(
+                "schedules are off on this host (--schedules false): \
+                 other hosts or `example-host schedule run` run them"
+            );
+        }
         for ext in self.registry.all().iter() {
             self.spawn_for(ext);
         }
     }
 
-    /// One task per schedule of `ext`.
+    /// One task per schedule of `ext` (none when schedules are off).
     pub fn spawn_for(&self, ext: &Arc<LoadedExtension>) {
+        if !self.enabled {
+            return;
+        }
         for (si, schedule) in ext.schedules.iter().enumerate() {
             log::info!("[{}] schedule `{}` registered", ext.id, schedule.name);
             let job = Job {

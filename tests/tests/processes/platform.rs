@@ -714,7 +714,7 @@ fn ticks(host: &Host) -> Value {
 #[test]
 fn schedules_run_in_the_background_and_on_demand() {
     let libs = vec![platform_tests::library("fixture_ext")];
-    let host = Host::start(HostOptions::with(libs.clone()));
+    let host = Host::start(HostOptions::with(libs.clone()).env_var("SCHEDULES_ENABLED", "true"));
     assert!(
         host.log().contains("[fixture] schedule `tick` registered"),
         "{}",
@@ -755,6 +755,24 @@ fn schedules_run_in_the_background_and_on_demand() {
     opts.data_dir = Some(dir);
     let host = Host::start(opts);
     assert!(ticks(&host).as_u64().unwrap_or(0) > before);
+}
+
+#[test]
+fn a_host_with_schedules_off_runs_them_only_on_demand() {
+    let libs = vec![platform_tests::library("fixture_ext")];
+    let host = Host::start(HostOptions::with(libs).env_var("SCHEDULES_ENABLED", "false"));
+    // Where schedules are on, `tick` runs every 2 s: give it two periods
+    // and a half.
+    std::thread::sleep(std::time::Duration::from_millis(5_000));
+    assert_eq!(ticks(&host), json!(0), "{}", host.log());
+    assert!(
+        host.log().contains("schedules are off on this host"),
+        "{}",
+        host.log()
+    );
+    assert!(!host.log().contains("schedule `tick` registered"));
+    host.run_schedule("fixture", "tick");
+    assert_eq!(ticks(&host), json!(1), "{}", host.log());
 }
 
 #[test]

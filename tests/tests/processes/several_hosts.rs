@@ -244,11 +244,10 @@ fn a_host_killed_mid_load_loses_nothing_it_acknowledged() {
 /// on one new database, with `env` and `args`.
 fn fixture_hosts(env: &[(&str, &str)], args: &[&str]) -> (Host, Host) {
     let opts = || {
-        let mut opts = HostOptions::with(vec![platform_tests::library("fixture_ext")]);
-        opts.env = env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let mut opts = HostOptions::with(vec![platform_tests::library("fixture_ext")])
+            .env_var("SCHEDULES_ENABLED", "true");
+        opts.env
+            .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         args.iter().fold(opts, |opts, a| opts.arg(a))
     };
     let first = Host::start(opts());
