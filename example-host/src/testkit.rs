@@ -627,6 +627,74 @@ mod tests {
         })
     }
 
+    /// An update's event carries the item as a read inside its transaction
+    /// finds it after the write, for every type of field and however a
+    /// value was given: the host lays the written values over `before`
+    /// instead of reading the item again.
+    #[test]
+    fn an_update_event_carries_the_item_as_it_was_written() {
+        // (event's after, the item read in the hook's transaction)
+        static SEEN: std::sync::Mutex<Vec<(Value, Option<Value>)>> =
+            std::sync::Mutex::new(Vec::new());
+        fn compare(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
+            if event.kind == EventKind::Update {
+                let read = ctx.as_admin().read_one("kinds", &event.keys[0])?;
+                let after = event.after.first().cloned().unwrap_or_default();
+                SEEN.lock().map_err(|e| e.to_string())?.push((after, read));
+            }
+            Ok(())
+        }
+        let ext = host_sdk::Extension::new("kinds", "Kinds", "1.0.0")
+            .migration(
+                "0001_kinds",
+                vec![Collection::new("kinds")
+                    .field(Field::string("name"))
+                    .field(Field::text("note"))
+                    .field(Field::integer("count"))
+                    .field(Field::float("ratio"))
+                    .field(Field::boolean("flag"))
+                    .field(Field::timestamp("at"))
+                    .field(Field::json("doc"))
+                    .field(Field::uuid("other"))
+                    .build()],
+            )
+            .before_commit_in(&["kinds"], compare);
+        let host = TestHost::start(ext).expect("host");
+        let updates = [
+            json!({"count": 7}),
+            json!({"ratio": 5}),
+            json!({"ratio": 0.1}),
+            json!({"flag": true}),
+            json!({"doc": {"b": "é\"\\", "n": null, "x": [1, 2.5, -0.0]}}),
+            json!({"doc": [1, 2.5, "x"]}),
+            json!({"doc": "text"}),
+            json!({"doc": null}),
+            json!({"name": "quote \" backslash \\ \u{1F600} \u{7}"}),
+            json!({"note": null, "count": 9_007_199_254_740_993_i64}),
+            json!({"at": "2026-11-29T01:02:03.004Z"}),
+            json!({"at": "2026-11-29T01:02:03Z"}),
+            json!({"other": "00000000-0000-4000-8000-000000000001", "flag": false}),
+        ];
+        let written = host.context(None, |ctx| {
+            let items = ctx.as_admin();
+            let key = items.create_one(
+                "kinds",
+                &json!({"name": "a", "note": "n", "count": 1, "ratio": 1.5, "flag": false,
+                        "at": "2026-01-01T00:00:00.000Z", "doc": {"a": [1, 2]}}),
+            )?;
+            for update in &updates {
+                items.update_one("kinds", &key, update)?;
+            }
+            Ok::<_, ItemsError>(key)
+        });
+        written.expect("the writes");
+        let seen = SEEN.lock().expect("seen").clone();
+        assert_eq!(seen.len(), updates.len(), "{seen:#?}");
+        for ((after, read), update) in seen.iter().zip(&updates) {
+            assert_eq!(Some(after), read.as_ref(), "after {update}");
+        }
+    }
+
     /// Values an extension keeps in a `static` (`host_sdk::Memo`, per data
     /// version) are the process's: several platforms in one process (tests
     /// run side by side) must never hand one of them another's data

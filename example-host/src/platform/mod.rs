@@ -38,6 +38,8 @@ pub struct Metrics {
 /// after it: what the change means to another part of the platform (a
 /// user's new credentials end their sessions). Registered at start
 /// ([`Platform::add_update_rule`]): the items service knows none of them.
+/// A rule writes other rows, never the updated item: the update's event
+/// carries the item as written without reading it again.
 pub type UpdateRule = fn(
     conn: &mut dyn Writer,
     schema: &Schema,
