@@ -246,8 +246,10 @@ impl Ledger {
     /// `total_weighted_points` as of now and `last_updated` now.
     pub fn save(&mut self, items: &Items<'_>) -> Result<(), ItemsError> {
         let s = &self.stats;
+        // The user only on a new row: an existing one was found by it, and
+        // naming it again would have the host check the reference (a
+        // statement) on every award.
         let row = json!({
-            "user_id": self.user,
             "total_raw_points": s.total_raw_points,
             "total_weighted_points": score::weighted_at(s.decay_sum, self.anchor, self.now),
             "decay_sum": s.decay_sum,
@@ -267,6 +269,7 @@ impl Ledger {
                 // A new row shows its user from the start.
                 let mut row = row;
                 if let Some(fields) = row.as_object_mut() {
+                    fields.insert("user_id".into(), json!(self.user));
                     fields.extend(super::shown_users::for_new_row(items, &self.user)?);
                 }
                 self.row = Some(own_writes::run(|| items.create_one("user_stats", &row))?);
