@@ -18,6 +18,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use host_sdk::raw::RawRecord;
 use serde_json::value::RawValue;
 
 use super::references::{check_references, ReferenceScopes};
@@ -752,32 +753,6 @@ fn public_json(def: &CollectionDef, row: &Columns, fields: &EventFields) -> Stri
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// One record's members in their order, each value as its JSON text.
-struct Members<'a>(Vec<(String, &'a RawValue)>);
-
-impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
-            type Value = Members<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a record")
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(
-                self,
-                mut map: M,
-            ) -> Result<Self::Value, M::Error> {
-                let mut members = Vec::new();
-                while let Some(member) = map.next_entry::<String, &'de RawValue>()? {
-                    members.push(member);
-                }
-                Ok(Members(members))
-            }
-        }
-        d.deserialize_map(Visit(std::marker::PhantomData))
-    }
-}
-
 /// The `after` of an update's event without reading the item again: its
 /// `before` (one record, as [`public_records_json`] reads it) with the
 /// written values laid over, each rendered as a read renders its column.
@@ -786,19 +761,16 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
 /// in-transaction hooks run after. `None` (read it then) for anything
 /// else: no single record, or a value no column holds as written (a list).
 fn after_of_update(def: &CollectionDef, before: &str, changes: &Columns) -> Option<String> {
-    let [Members(members)]: [Members; 1] = serde_json::from_str::<Vec<Members>>(before)
-        .ok()?
-        .try_into()
-        .ok()?;
+    let [record]: [RawRecord; 1] = RawRecord::parse_list(before).ok()?.try_into().ok()?;
     let mut out = Vec::with_capacity(before.len() + 64);
     out.extend_from_slice(b"[{");
-    for (i, (name, value)) in members.iter().enumerate() {
+    for (i, (name, value)) in record.members().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         codec::push_str(&mut out, name);
         out.push(b':');
-        match changes.get(name.as_str()) {
+        match changes.get(name) {
             Some(Scalar::List(_)) => return None,
             Some(written) => {
                 codec::push_written(&mut out, def.field(name).map(|f| f.kind), written)
