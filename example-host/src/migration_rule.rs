@@ -4,7 +4,9 @@
 //! serving from it, so nothing they read or write may go away: a release
 //! adds collections, fields, indexes, aliases, seed items and rules, and
 //! changes a rule only in place; removing or renaming waits a release, until
-//! no host of a release that reads it is left.
+//! no host of a release that reads it is left. The one removal allowed is a
+//! plain index that another serves (`DropIndex`): no read or write of the
+//! previous release depends on it.
 //!
 //! Every kind of [`Step`] is classified below, with no catch-all: a new
 //! kind (one that removes, say) does not compile until it is classified
@@ -35,6 +37,15 @@ pub fn breaks_previous_release(step: &Step) -> Option<String> {
         Step::ChangeGrant { .. } | Step::SetOnDelete { .. } => None,
         // Metadata for clients, changed in place: no host reads it to serve items.
         Step::SetFieldMeta { .. } | Step::SetCollectionMeta { .. } => None,
+        // A plain index only speeds reads up, which another index serves
+        // (the step's contract); a unique one is a rule the previous
+        // release's writes rely on.
+        Step::DropIndex { collection, index } => index.unique.then(|| {
+            format!(
+                "drops the unique index on `{collection}` ({}): the previous release's writes rely on it",
+                index.fields.join(", ")
+            )
+        }),
     }
 }
 
@@ -96,5 +107,24 @@ mod tests {
             ["notes/0002_required: adds `c` to `notes` as a required field with no default: the previous release's creates omit it"]
         );
         assert!(not_additive("notes", &migrations, &["0002_required"]).is_empty());
+    }
+
+    #[test]
+    fn dropping_a_unique_index_breaks_the_previous_release_a_plain_one_does_not() {
+        let drop = |unique: bool| Step::DropIndex {
+            collection: "notes".into(),
+            index: host_sdk::schema::Index {
+                fields: vec!["a".into(), "-b".into()],
+                unique,
+            },
+        };
+        let migrations = vec![
+            ("0001_plain", vec![drop(false)]),
+            ("0002_unique", vec![drop(true)]),
+        ];
+        assert_eq!(
+            not_additive("notes", &migrations, &[]),
+            ["notes/0002_unique: drops the unique index on `notes` (a, -b): the previous release's writes rely on it"]
+        );
     }
 }

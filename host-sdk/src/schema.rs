@@ -418,6 +418,18 @@ pub enum Step {
         /// The new index.
         index: Index,
     },
+    /// Drops an index an earlier step created (SDK 1.19), named by the
+    /// same collection and [`Index`]: one a later index serves every read
+    /// of (it leads with the same fields), so that each write moves one
+    /// entry fewer. Nothing happens when there is no such index. A unique
+    /// index is a rule that writes keep, not a speed: the test kit's
+    /// only-add check (`not_additive`) refuses a migration that drops one.
+    DropIndex {
+        /// The collection.
+        collection: String,
+        /// The index, as it was created.
+        index: Index,
+    },
     /// Declares what deleting the referred item does to a reference field
     /// that exists already (SDK 1.5).
     SetOnDelete {

@@ -128,7 +128,60 @@ contract!(
     versions_move_with_commits,
     a_start_costs_the_same_however_many_collections_there_are,
     a_large_document_reads_back_whole_and_postgresql_compresses_it_with_lz4,
+    a_dropped_index_is_gone_and_one_never_made_is_no_error,
 );
+
+/// `DropIndex` drops the index `CreateIndex` made of the same fields: a
+/// unique one's rule no longer holds. Dropping it again (by hand, say) is
+/// no error; naming a field the collection lacks is.
+fn a_dropped_index_is_gone_and_one_never_made_is_no_error(db: &Db) {
+    use host_sdk::schema::Index;
+    let store = seeded(db);
+    let unique = Index {
+        fields: vec!["-n".into(), "name".into()],
+        unique: true,
+    };
+    let create = Step::CreateIndex {
+        collection: "things".into(),
+        index: unique.clone(),
+    };
+    let drop = Step::DropIndex {
+        collection: "things".into(),
+        index: unique.clone(),
+    };
+    assert!(store
+        .migrate("test", "0002", &[create], &SchemaStepsOnly)
+        .expect("index"));
+    let things = def(&*store, "things");
+    let twin = |k: u32| json!({"id": id(100 + k), "name": "twin", "n": 7});
+    insert(&*store, &things, twin(1)).expect("the first twin");
+    assert!(
+        insert(&*store, &things, twin(2)).is_err(),
+        "the unique index holds"
+    );
+    assert!(store
+        .migrate(
+            "test",
+            "0003",
+            std::slice::from_ref(&drop),
+            &SchemaStepsOnly
+        )
+        .expect("drop"));
+    insert(&*store, &things, twin(2)).expect("the rule went with its index");
+    assert!(store
+        .migrate("test", "0004", &[drop], &SchemaStepsOnly)
+        .expect("an index already gone"));
+    let typo = Step::DropIndex {
+        collection: "things".into(),
+        index: Index {
+            fields: vec!["nme".into()],
+            unique: false,
+        },
+    };
+    assert!(store
+        .migrate("test", "0005", &[typo], &SchemaStepsOnly)
+        .is_err());
+}
 
 // ---- helpers ----
 

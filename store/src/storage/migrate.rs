@@ -410,6 +410,18 @@ fn apply_step(
             check_index_fields(def, index)?;
             conn.execute_batch(&sql::index(conn.dialect(), collection, index))?;
         }
+        Step::DropIndex { collection, index } => {
+            let def = schema
+                .get(collection)
+                .ok_or_else(|| no_collection(collection))?;
+            check_index_fields(def, index)?;
+            let name = sql::index_name(collection, index);
+            // Dropped by hand already: what the step asks for holds.
+            if !any_row(conn, d.index_exists(), &[Scalar::Text(name.clone())])? {
+                log::warn!("{label}: no index {name} on {collection} to drop");
+            }
+            conn.execute_batch(&sql::drop_index(collection, index))?;
+        }
         Step::CreateAlias {
             collection,
             alias,

@@ -197,6 +197,10 @@ impl Dialect for PgDialect {
         }
     }
 
+    fn index_exists(&self) -> &'static str {
+        "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1"
+    }
+
     fn index_column(&self, col: &str, descending: bool) -> String {
         // A plain index holds nulls last: read forwards it gives `ASC NULLS
         // LAST`, backwards `DESC NULLS FIRST`, neither of the contract's

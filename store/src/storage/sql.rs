@@ -35,6 +35,9 @@ pub trait Dialect: Sync {
     /// One column of an index, in the null order of [`Dialect::order_term`]
     /// so that the index serves both directions of a sort.
     fn index_column(&self, col: &str, descending: bool) -> String;
+    /// A query that gives a row when the index named by the one parameter
+    /// exists on the database (in the connection's schema).
+    fn index_exists(&self) -> &'static str;
     /// The value of a bound LIMIT that means "no limit".
     fn no_limit(&self) -> Scalar;
     /// An aggregate function over a column of kind `kind` (`None`: `*`).
@@ -773,6 +776,15 @@ pub(crate) fn index_name(collection: &str, index: &Index) -> String {
         cut -= 1;
     }
     format!("{}_{digest}", &name[..cut])
+}
+
+/// The statement that drops `index` of `collection` (as [`index`] named
+/// it), if it is there.
+pub fn drop_index(collection: &str, index: &Index) -> String {
+    format!(
+        "DROP INDEX IF EXISTS {}",
+        quote(&index_name(collection, index))
+    )
 }
 
 /// An index entry's field and whether it is descending (`-name`).

@@ -246,6 +246,10 @@ impl Dialect for SqliteDialect {
         format!("{col} {}", if desc { "DESC" } else { "ASC" })
     }
 
+    fn index_exists(&self) -> &'static str {
+        "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1"
+    }
+
     fn index_column(&self, col: &str, descending: bool) -> String {
         // SQLite's own null order (first ascending, last descending) is the
         // contract's, both ways.
