@@ -291,6 +291,14 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
     ]
 }
 
+/// An index of `fields` that is not unique.
+fn plain_index(fields: &[&str]) -> Index {
+    Index {
+        fields: fields.iter().map(|f| f.to_string()).collect(),
+        unique: false,
+    }
+}
+
 /// Indexes that a later index serves every read of (it leads with their
 /// fields), dropped so that each write moves fewer entries (SDK 1.19's
 /// `DropIndex`): an award moved a stats row's `decay_sum` in three
@@ -301,10 +309,7 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
 pub fn served_indexes_dropped() -> Vec<Step> {
     let drop = |collection: &str, fields: &[&str]| Step::DropIndex {
         collection: collection.into(),
-        index: Index {
-            fields: fields.iter().map(|f| f.to_string()).collect(),
-            unique: false,
-        },
+        index: plain_index(fields),
     };
     vec![
         drop("user_stats", &["decay_sum"]),
@@ -782,10 +787,7 @@ pub fn stats_ledger_verified() -> Vec<Step> {
 pub fn analytics_covering_indexes() -> Vec<Step> {
     let index = |collection: &str, fields: &[&str]| Step::CreateIndex {
         collection: collection.into(),
-        index: Index {
-            fields: fields.iter().map(|f| f.to_string()).collect(),
-            unique: false,
-        },
+        index: plain_index(fields),
     };
     vec![
         index(
