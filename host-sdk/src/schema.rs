@@ -423,7 +423,9 @@ pub enum Step {
     /// of (it leads with the same fields), so that each write moves one
     /// entry fewer. Nothing happens when there is no such index. A unique
     /// index is a rule that writes keep, not a speed: the test kit's
-    /// only-add check (`not_additive`) refuses a migration that drops one.
+    /// only-add check (`not_additive`) refuses a migration that drops one,
+    /// and a step that names a unique index as plain (the two share a
+    /// name) fails.
     DropIndex {
         /// The collection.
         collection: String,

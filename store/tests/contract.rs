@@ -132,8 +132,9 @@ contract!(
 );
 
 /// `DropIndex` drops the index `CreateIndex` made of the same fields: a
-/// unique one's rule no longer holds. Dropping it again (by hand, say) is
-/// no error; naming a field the collection lacks is.
+/// unique one's rule no longer holds. A unique index named as plain is not
+/// dropped (the two share a name); dropping one that is gone (by hand, say)
+/// is no error; naming a field the collection lacks is.
 fn a_dropped_index_is_gone_and_one_never_made_is_no_error(db: &Db) {
     use host_sdk::schema::Index;
     let store = seeded(db);
@@ -158,6 +159,23 @@ fn a_dropped_index_is_gone_and_one_never_made_is_no_error(db: &Db) {
     assert!(
         insert(&*store, &things, twin(2)).is_err(),
         "the unique index holds"
+    );
+    let as_plain = Step::DropIndex {
+        collection: "things".into(),
+        index: Index {
+            unique: false,
+            ..unique.clone()
+        },
+    };
+    assert!(
+        store
+            .migrate("test", "0003", &[as_plain], &SchemaStepsOnly)
+            .is_err(),
+        "a unique index named as plain is refused"
+    );
+    assert!(
+        insert(&*store, &things, twin(2)).is_err(),
+        "the unique index still holds"
     );
     assert!(store
         .migrate(

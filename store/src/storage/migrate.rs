@@ -416,11 +416,27 @@ fn apply_step(
                 .ok_or_else(|| no_collection(collection))?;
             check_index_fields(def, index)?;
             let name = sql::index_name(collection, index);
-            // Dropped by hand already: what the step asks for holds.
-            if !any_row(conn, d.index_exists(), &[Scalar::Text(name.clone())])? {
-                log::warn!("{label}: no index {name} on {collection} to drop");
+            let mut p = Params::new(d);
+            let sql = d.index_uniqueness(collection, &name, &mut p);
+            let mut unique = None;
+            conn.query(&sql, &p.values, &mut |row| {
+                unique = Some(matches!(row.cell(0)?, Cell::Bool(true) | Cell::Int(1..)));
+                Ok(())
+            })?;
+            match unique {
+                // Dropped by hand already: what the step asks for holds.
+                None => log::warn!("{label}: no index {name} on {collection} to drop"),
+                // A plain index and a unique one of the same fields share a
+                // name: the step must not drop a rule while saying it drops
+                // a speed-up (the only-add check reads what it says).
+                Some(unique) if unique != index.unique => {
+                    return Err(StoreError::Invalid(format!(
+                        "the index {name} on {collection} is {}, not as the step names it",
+                        if unique { "unique" } else { "plain" }
+                    )))
+                }
+                Some(_) => conn.execute_batch(&sql::drop_index(collection, index))?,
             }
-            conn.execute_batch(&sql::drop_index(collection, index))?;
         }
         Step::CreateAlias {
             collection,

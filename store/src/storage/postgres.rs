@@ -197,8 +197,13 @@ impl Dialect for PgDialect {
         }
     }
 
-    fn index_exists(&self) -> &'static str {
-        "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1"
+    fn index_uniqueness(&self, _table: &str, name: &str, p: &mut Params<'_>) -> String {
+        // Index names are unique in a schema.
+        format!(
+            "SELECT i.indisunique FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+             WHERE c.relnamespace = current_schema()::regnamespace AND c.relname::text = {}",
+            p.push(Scalar::Text(name.to_string()))
+        )
     }
 
     fn index_column(&self, col: &str, descending: bool) -> String {

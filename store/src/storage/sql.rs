@@ -35,9 +35,9 @@ pub trait Dialect: Sync {
     /// One column of an index, in the null order of [`Dialect::order_term`]
     /// so that the index serves both directions of a sort.
     fn index_column(&self, col: &str, descending: bool) -> String;
-    /// A query that gives a row when the index named by the one parameter
-    /// exists on the database (in the connection's schema).
-    fn index_exists(&self) -> &'static str;
+    /// A query of one row when the index `name` of `table` exists (in the
+    /// connection's schema), whose one column says whether it is unique.
+    fn index_uniqueness(&self, table: &str, name: &str, p: &mut Params<'_>) -> String;
     /// The value of a bound LIMIT that means "no limit".
     fn no_limit(&self) -> Scalar;
     /// An aggregate function over a column of kind `kind` (`None`: `*`).

@@ -246,8 +246,12 @@ impl Dialect for SqliteDialect {
         format!("{col} {}", if desc { "DESC" } else { "ASC" })
     }
 
-    fn index_exists(&self) -> &'static str {
-        "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1"
+    fn index_uniqueness(&self, table: &str, name: &str, p: &mut Params<'_>) -> String {
+        format!(
+            "SELECT \"unique\" FROM pragma_index_list({}) WHERE name = {}",
+            p.push(Scalar::Text(table.to_string())),
+            p.push(Scalar::Text(name.to_string()))
+        )
     }
 
     fn index_column(&self, col: &str, descending: bool) -> String {
