@@ -435,7 +435,7 @@ fn apply_step(
                         if unique { "unique" } else { "plain" }
                     )))
                 }
-                Some(_) => conn.execute_batch(&sql::drop_index(collection, index))?,
+                Some(_) => conn.execute_batch(&sql::drop_index(&name))?,
             }
         }
         Step::CreateAlias {

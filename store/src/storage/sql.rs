@@ -778,13 +778,10 @@ pub(crate) fn index_name(collection: &str, index: &Index) -> String {
     format!("{}_{digest}", &name[..cut])
 }
 
-/// The statement that drops `index` of `collection` (as [`index`] named
-/// it), if it is there.
-pub fn drop_index(collection: &str, index: &Index) -> String {
-    format!(
-        "DROP INDEX IF EXISTS {}",
-        quote(&index_name(collection, index))
-    )
+/// The statement that drops the index called `name` ([`index_name`]), if
+/// it is there.
+pub fn drop_index(name: &str) -> String {
+    format!("DROP INDEX IF EXISTS {}", quote(name))
 }
 
 /// An index entry's field and whether it is descending (`-name`).
