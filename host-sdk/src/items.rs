@@ -61,6 +61,10 @@ pub struct Query {
     /// Fields left out of those `fields` names (SDK 1.17; paths through
     /// relations, 1.18; see [`Query::without`]).
     pub without: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// One-to-many aliases written as what their records lead to (SDK
+    /// 1.20; see [`Query::flatten`]).
+    pub flatten: Vec<String>,
 }
 
 impl Query {
@@ -132,6 +136,21 @@ impl Query {
     /// mistake there either.
     pub fn without<S: AsRef<str>>(mut self, fields: &[S]) -> Self {
         self.without = fields.iter().map(|s| s.as_ref().to_string()).collect();
+        self
+    }
+
+    /// Writes one-to-many aliases as what their records lead to (SDK
+    /// 1.20): with `fields(&["*", "models.platform_users_id.*"])`,
+    /// `flatten(&["models.platform_users_id"])` answers each video's
+    /// `models` as the list of the users its links name (a link naming
+    /// none, or a user the reader may not see, left out) instead of the
+    /// list of the links. A many-to-many relation then reads as its
+    /// records, and an answer of that shape passes through as the host
+    /// wrote it. Each path is an alias `fields` follows and a field of its
+    /// records that `fields` reads (`INVALID_QUERY` otherwise); a host
+    /// older than 1.20 refuses the query the same way.
+    pub fn flatten<S: AsRef<str>>(mut self, paths: &[S]) -> Self {
+        self.flatten = paths.iter().map(|s| s.as_ref().to_string()).collect();
         self
     }
 

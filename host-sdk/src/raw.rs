@@ -180,6 +180,15 @@ impl JsonOut {
         }
     }
 
+    /// An output holding this JSON text, taken as it is, without a copy
+    /// (SDK 1.20): the host's text of a read whose shape is the answer's.
+    /// Trusted as [`JsonOut::raw`] trusts it.
+    pub fn of_string(json: String) -> Self {
+        Self {
+            bytes: json.into_bytes(),
+        }
+    }
+
     /// Makes room for at least `additional` more bytes (SDK 1.16): one
     /// allocation for an answer whose size is known, instead of its copies
     /// as it grows.

@@ -777,6 +777,13 @@ pub struct WireQuery {
     /// down, so a dotted name reaching this level is one nothing follows.
     #[serde(default)]
     pub without: Option<Vec<String>>,
+    /// One-to-many aliases written as what their records lead to
+    /// (`models.platform_users_id`: each video's `models` as the list of
+    /// the users its links name, a link naming none left out). Extensions'
+    /// JSON queries only (SDK 1.20); the relational reader takes it, so one
+    /// reaching a collection's own read names nothing `fields` follows.
+    #[serde(default)]
+    pub flatten: Option<Vec<String>>,
 }
 
 /// A list given either as a JSON array or a comma-separated string.
@@ -847,6 +854,12 @@ impl WireQuery {
             (None, Some(p)) => (p as u64 - 1).saturating_mul(limit.unwrap_or(0)),
             (None, None) => 0,
         };
+        if let Some(path) = self.flatten.iter().flatten().next() {
+            return err(format!(
+                "\"{path}\" cannot be flattened: \"fields\" follows no one-to-many alias of \"{}\"",
+                c.name
+            ));
+        }
         let mut fields = resolve_fields(c, self.fields.as_ref())?;
         if let Some(without) = &self.without {
             leave_out(c, &mut fields, without)?;

@@ -105,7 +105,8 @@ fn bump(items: &Items<'_>, video: &str, field: &'static str, delta: i64) -> Resu
         return Ok(());
     };
     let moved = (number(&record, field) + delta).max(0);
-    let exact = if record.get(EXACT).and_then(Value::as_bool) == Some(true) {
+    let was_exact = record.get(EXACT).and_then(Value::as_bool) == Some(true);
+    let exact = if was_exact {
         true
     } else {
         let mut equal = true;
@@ -119,7 +120,13 @@ fn bump(items: &Items<'_>, video: &str, field: &'static str, delta: i64) -> Resu
         }
         equal
     };
-    own_writes::run(|| items.update_one("videos", video, &json!({ field: moved, EXACT: exact })))?;
+    // The flag only when it changes: an unchanged one would still move
+    // its index entry.
+    let update = match was_exact {
+        true => json!({ field: moved }),
+        false => json!({ field: moved, EXACT: exact }),
+    };
+    own_writes::run(|| items.update_one("videos", video, &update))?;
     MOVED.with(|m| *m.borrow_mut() = Some((video.to_string(), field, moved)));
     Ok(())
 }

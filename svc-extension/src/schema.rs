@@ -65,6 +65,8 @@ pub const VIDEO_DAYS_MIGRATION: &str = "0019_video_days";
 pub const SHOWN_USERS_MIGRATION: &str = "0020_stats_shown_users";
 /// Id of the migration dropping the indexes that later ones serve.
 pub const SERVED_INDEXES_MIGRATION: &str = "0021_served_indexes_dropped";
+/// Id of the migration indexing whether a video's counters are exact.
+pub const EXACT_INDEX_MIGRATION: &str = "0022_counts_exact_index";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -288,6 +290,7 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (VIDEO_DAYS_MIGRATION, video_days()),
         (SHOWN_USERS_MIGRATION, stats_shown_users()),
         (SERVED_INDEXES_MIGRATION, served_indexes_dropped()),
+        (EXACT_INDEX_MIGRATION, counts_exact_index()),
     ]
 }
 
@@ -317,6 +320,17 @@ pub fn served_indexes_dropped() -> Vec<Step> {
         drop("video_plays", &["video_id"]),
         drop("videos", &["upload_date"]),
     ]
+}
+
+/// Whether a video's counters are exact, indexed: a page of the video
+/// list asks whether any video's are not (`videos::list_as_read`) and
+/// finds none in one lookup. The counters' hook writes the flag only
+/// when it changes, so a play or a like moves no entry of it.
+pub fn counts_exact_index() -> Vec<Step> {
+    vec![Step::CreateIndex {
+        collection: "videos".into(),
+        index: plain_index(&[crate::counters::EXACT]),
+    }]
 }
 
 /// The rank tree's nodes, and whether it counts every stats row: not yet
@@ -1170,7 +1184,8 @@ mod tests {
                 "0018_video_list_order",
                 "0019_video_days",
                 "0020_stats_shown_users",
-                "0021_served_indexes_dropped"
+                "0021_served_indexes_dropped",
+                "0022_counts_exact_index"
             ]
         );
     }

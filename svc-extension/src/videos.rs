@@ -6,9 +6,10 @@ use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 
 use host_sdk::raw::{JsonOut, RawRecord};
-use host_sdk::{ApiError, Context, Items, ItemsError, Query, Request, Response};
+use host_sdk::{ApiError, Context, Items, ItemsError, Memo, Query, Request, Response};
 use serde_json::{json, Value};
 
+use crate::counters;
 use crate::failure::Failure;
 use crate::params;
 use crate::records::{
@@ -39,6 +40,9 @@ const VIDEOS_PER_READ: u64 = 5_000;
 /// What a listed video is read with: its own fields, its movie's record,
 /// and its models' public records through the `videos_models` links.
 const VIDEO_FIELDS: [&str; 3] = ["*", "movie.*", "models.platform_users_id.*"];
+
+/// Where a video's links lead: the model's user.
+const LINKED_USER: &str = "models.platform_users_id";
 
 /// The list's order: newest first, ties by id (so that a read resumes
 /// where the last one stopped), served by an index
@@ -100,20 +104,10 @@ fn write_videos(
     models: Models,
     out: &mut JsonOut,
 ) -> Result<u64, ItemsError> {
-    let private = private_user_fields_below("models.platform_users_id");
+    let private = private_user_fields_below(LINKED_USER);
     let models = Cell::new(models);
     let read = |resume: Option<&Resume>, wanted: u64| {
-        let mut filter = vec![visible()];
-        filter.extend(extra.clone());
-        let mut query = Query::new();
-        if let Some(at) = resume {
-            filter.push(json!({"upload_date": {"_lte": at.date}}));
-            query = query.offset(at.ties);
-        }
-        let query = query
-            .filter(json!({ "_and": filter }))
-            .sort(&LIST_ORDER)
-            .limit(wanted as i64);
+        let query = list_query(extra.as_ref(), resume, wanted);
         if models.get() == Models::Expanded {
             let expanded = query.clone().fields(&VIDEO_FIELDS).without(&private);
             match items.read_by_query_raw("videos", &expanded) {
@@ -135,6 +129,70 @@ fn write_videos(
         Ok(part)
     })?;
     Ok(written)
+}
+
+/// The visible videos matching `extra`, in the list's order, the next
+/// `wanted` after `resume` (from the first when `None`).
+fn list_query(extra: Option<&Value>, resume: Option<&Resume>, wanted: u64) -> Query {
+    let mut filter = vec![visible()];
+    filter.extend(extra.cloned());
+    let mut query = Query::new();
+    if let Some(at) = resume {
+        filter.push(json!({"upload_date": {"_lte": at.date}}));
+        query = query.offset(at.ties);
+    }
+    query
+        .filter(json!({ "_and": filter }))
+        .sort(&LIST_ORDER)
+        .limit(wanted as i64)
+}
+
+/// A list that one read holds (`limit` at most [`VIDEOS_PER_READ`]),
+/// read as the answer itself (SDK 1.20): each video's links flattened to
+/// their users, the users' private fields and `counts_exact` left out.
+/// Only while every video's counters are exact, so that the stored
+/// counters are the live counts; checked first, so the two reads are not
+/// one snapshot: a counter written by someone other than the counters'
+/// hook in between is answered once as written. `None` when the list is
+/// to be written from its parts: a counter not exact, or the read refused
+/// (more than one answer may hold, or a host older than 1.20).
+fn list_as_read(
+    ctx: &Context<'_>,
+    items: &Items<'_>,
+    extra: Option<&Value>,
+    limit: Option<u64>,
+) -> Result<Option<String>, ItemsError> {
+    let Some(limit) = limit.filter(|&n| n <= VIDEOS_PER_READ) else {
+        return Ok(None);
+    };
+    if !every_count_exact(ctx, items)? {
+        return Ok(None);
+    }
+    let mut left_out = private_user_fields_below(LINKED_USER);
+    left_out.push(counters::EXACT.to_string());
+    let query = list_query(extra, None, limit)
+        .fields(&VIDEO_FIELDS)
+        .without(&left_out)
+        .flatten(&[LINKED_USER]);
+    match items.read_by_query_raw("videos", &query) {
+        Err(e) if refused_as_one_read(&e) => Ok(None),
+        read => read.map(Some),
+    }
+}
+
+/// Whether every video's counters are exact: one index lookup
+/// (`schema::counts_exact_index`), kept while the data version holds.
+/// Every video, shown yet or not, so that the answer does not move with
+/// the clock.
+fn every_count_exact(ctx: &Context<'_>, items: &Items<'_>) -> Result<bool, ItemsError> {
+    static EVERY_COUNT_EXACT: Memo<bool> = Memo::new();
+    EVERY_COUNT_EXACT.get_or_try(ctx, || {
+        let inexact = Query::new()
+            .filter(json!({counters::EXACT: {"_eq": false}}))
+            .fields(&["id"])
+            .limit(1);
+        Ok(items.read_by_query_raw("videos", &inexact)? == "[]")
+    })
 }
 
 /// Writes one read's videos (a comma first when `comma`): the host's text
@@ -298,6 +356,11 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         true => Models::EveryLink,
         false => Models::Expanded,
     };
+    if models == Models::Expanded {
+        if let Some(text) = list_as_read(ctx, &items, extra.as_ref(), limit).map_err(LIST.of())? {
+            return Ok(Response::ok_raw(JsonOut::of_string(text)));
+        }
+    }
     let mut out = JsonOut::default();
     out.byte(b'[');
     write_videos(&items, extra, limit, models, &mut out).map_err(LIST.of())?;

@@ -175,6 +175,24 @@ impl WrittenRecords {
         });
         Ok(related)
     }
+
+    /// [`WrittenRecords::push`] of a record `write` may decline (`None`,
+    /// having written nothing): no record then.
+    fn push_some(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<Option<u64>, TooLarge>,
+    ) -> Result<Option<u64>, TooLarge> {
+        let start = self.text.len();
+        let related = write(&mut self.text)?;
+        if related.is_some() {
+            self.spans.push(Span {
+                start,
+                end: self.text.len(),
+                related: related.unwrap_or_default(),
+            });
+        }
+        Ok(related)
+    }
 }
 
 /// Writing went past the bytes an answer may hold; nothing more was
@@ -265,39 +283,73 @@ impl Level {
                 out.push(b',');
             }
             out.extend_from_slice(name);
-            match member {
-                Member::Cell(column) => put(out, self.rows.cell(row, *column), max_len)?,
-                Member::ToOne { column, found } => {
-                    let target = json_string(self.rows.cell(row, *column))
-                        .and_then(|id| found.by_id.get(id.as_ref()).copied());
-                    match target {
-                        Some(i) => {
-                            related += found.records.weight(i);
-                            put(out, found.records.text(i), max_len)?;
-                        }
-                        None => out.extend_from_slice(b"null"),
-                    }
-                }
-                Member::ToMany(found) => {
-                    let items = self
-                        .id
-                        .and_then(|c| json_string(self.rows.cell(row, c)))
-                        .and_then(|id| found.by_parent.get(id.as_ref()))
-                        .map_or(&[][..], Vec::as_slice);
-                    out.push(b'[');
-                    for (j, &i) in items.iter().enumerate() {
-                        if j > 0 {
-                            out.push(b',');
-                        }
-                        related += found.records.weight(i);
-                        put(out, found.records.text(i), max_len)?;
-                    }
-                    out.push(b']');
-                }
+            match self.write_value(row, member, out, max_len)? {
+                Some(r) => related += r,
+                None => out.extend_from_slice(b"null"),
             }
         }
         out.push(b'}');
         Ok(related)
+    }
+
+    /// Writes the value of `member` in the record of `row` and answers how
+    /// many related records it holds; `None`, having written nothing, when
+    /// the value is `null` (a reference to nothing the caller may see).
+    fn write_value(
+        &self,
+        row: usize,
+        member: &Member,
+        out: &mut Vec<u8>,
+        max_len: usize,
+    ) -> Result<Option<u64>, TooLarge> {
+        match member {
+            Member::Cell(column) => {
+                let cell = self.rows.cell(row, *column);
+                if cell == b"null" {
+                    return Ok(None);
+                }
+                put(out, cell, max_len)?;
+                Ok(Some(0))
+            }
+            Member::ToOne { column, found } => {
+                let target = json_string(self.rows.cell(row, *column))
+                    .and_then(|id| found.by_id.get(id.as_ref()).copied());
+                let Some(i) = target else {
+                    return Ok(None);
+                };
+                put(out, found.records.text(i), max_len)?;
+                Ok(Some(found.records.weight(i)))
+            }
+            Member::ToMany(found) => {
+                let mut related = 0u64;
+                let items = self
+                    .id
+                    .and_then(|c| json_string(self.rows.cell(row, c)))
+                    .and_then(|id| found.by_parent.get(id.as_ref()))
+                    .map_or(&[][..], Vec::as_slice);
+                out.push(b'[');
+                for (j, &i) in items.iter().enumerate() {
+                    if j > 0 {
+                        out.push(b',');
+                    }
+                    related += found.records.weight(i);
+                    put(out, found.records.text(i), max_len)?;
+                }
+                out.push(b']');
+                Ok(Some(related))
+            }
+        }
+    }
+
+    /// The member named `name`, where the records have it.
+    fn member_named(&self, name: &str) -> Option<&Member> {
+        let mut prefix = Vec::with_capacity(name.len() + 3);
+        codec::push_str(&mut prefix, name);
+        prefix.push(b':');
+        self.members
+            .iter()
+            .find(|(written, _)| *written == prefix)
+            .map(|(_, member)| member)
     }
 }
 
@@ -436,6 +488,7 @@ impl Platform {
             let left_out = without_below.remove(name).unwrap_or_default();
             relations.push((name.as_str(), relation, below, left_out));
         }
+        let flattened = flattened(wire.flatten.as_deref().unwrap_or_default(), &relations)?;
         // The root, with the columns the relations start from.
         let mut local = tree.local.clone();
         let all = local.iter().any(|f| f == "*");
@@ -452,6 +505,7 @@ impl Platform {
         let root = WireQuery {
             fields: Some(ListParam::List(local)),
             without,
+            flatten: None,
             ..wire
         };
         let rows = self.read_by_query_text(
@@ -483,6 +537,7 @@ impl Platform {
                         Asked {
                             fields: below,
                             without: left_out,
+                            flatten: None,
                         },
                         "id",
                         ids,
@@ -502,6 +557,7 @@ impl Platform {
                         Asked {
                             fields: below,
                             without: left_out,
+                            flatten: flattened.get(name).copied(),
                         },
                         &alias.field,
                         ids,
@@ -644,11 +700,31 @@ impl Platform {
         let max_len = limits.max_len();
         records.text.reserve(level.written_size_hint().min(max_len));
         found_keys.reserve(level.rows.len());
+        // Flattened: each record is the value of this member, and none
+        // when it is null (or the caller may not read the field).
+        let flat = asked.flatten.map(|field| level.member_named(field));
         let mut total = 0u64;
         for row in 0..level.rows.len() {
             let Some(found) = json_string(level.rows.cell(row, key_column)) else {
                 continue;
             };
+            if let Some(member) = flat {
+                let written = match member {
+                    Some(member) => records
+                        .push_some(|out| level.write_value(row, member, out, max_len))
+                        .map_err(|TooLarge| limits.too_large())?,
+                    None => None,
+                };
+                let Some(related) = written else {
+                    continue;
+                };
+                found_keys.push(found.into_owned());
+                total += related;
+                if total > limits.max_records {
+                    return Err(limits.too_many_records().into());
+                }
+                continue;
+            }
             found_keys.push(found.into_owned());
             if ids_only {
                 let id = level.id.map_or(&b"null"[..], |c| level.rows.cell(row, c));
@@ -669,10 +745,66 @@ impl Platform {
 }
 
 /// What a relation's records are read with: the paths below it in
-/// `fields` and in `without`.
+/// `fields` and in `without`, and the field each is written as when the
+/// query flattens the relation.
 struct Asked<'a> {
     fields: &'a [String],
     without: Vec<String>,
+    flatten: Option<&'a str>,
+}
+
+/// A relation [`Platform::read_level`] follows: its name, where it leads,
+/// and the paths below it in `fields` and in `without`.
+type Followed<'a> = (&'a str, Relation, &'a Vec<String>, Vec<String>);
+
+/// The query's `flatten` paths (`alias.field`) by alias: each names a
+/// one-to-many alias `fields` follows and a field read of its records,
+/// once; anything else is refused, so that no answer comes back in a
+/// shape other than the one asked for.
+fn flattened<'q>(
+    paths: &'q [String],
+    relations: &[Followed<'_>],
+) -> Result<HashMap<&'q str, &'q str>, PlatformError> {
+    let mut out = HashMap::new();
+    for path in paths {
+        let refused = |why: &str| {
+            PlatformError::InvalidQuery(format!("\"{path}\" cannot be flattened: {why}"))
+        };
+        let Some((alias, field)) = path.split_once('.').filter(|(_, f)| !f.contains('.')) else {
+            return Err(refused(
+                "name a one-to-many alias and a field of its records",
+            ));
+        };
+        let below = relations
+            .iter()
+            .find_map(|(name, relation, below, left_out)| {
+                let to_many = matches!(
+                    relation,
+                    Relation::ToMany {
+                        ids_only: false,
+                        ..
+                    }
+                );
+                (*name == alias && to_many).then_some((below, left_out))
+            });
+        let Some((below, left_out)) = below else {
+            return Err(refused(&format!(
+                "\"fields\" follows no one-to-many alias \"{alias}\""
+            )));
+        };
+        let read = below.iter().any(|f| {
+            f == "*" || f == field || f.strip_prefix(field).is_some_and(|r| r.starts_with('.'))
+        });
+        if !read || left_out.iter().any(|f| f == field) {
+            return Err(refused(&format!(
+                "\"fields\" reads no \"{field}\" of its records"
+            )));
+        }
+        if out.insert(alias, field).is_some() {
+            return Err(refused(&format!("\"{alias}\" is flattened twice")));
+        }
+    }
+    Ok(out)
 }
 
 /// The fields read only to find related records, left out of the

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 /// The host's SDK version (host-sdk's package version): a facade-only
 /// release moves it past the ABI version.
-const HOST_SDK: &str = "1.19.0";
+const HOST_SDK: &str = "1.20.0";
 /// The host's ABI version (`host_sdk::ABI_VERSION`), what the loader
 /// compares.
 const HOST_ABI: &str = "1.14.0";

@@ -482,3 +482,103 @@ fn a_bare_value_under_a_field_means_eq_at_any_depth() {
     );
     assert_eq!(r.status, 400, "{}", r.body);
 }
+
+/// An extension's read that flattens a one-to-many alias (SDK 1.20,
+/// `Query::flatten`), through the fixture's `/fixture/read`.
+fn read_as_extension(host: &Host, query: Value) -> platform_tests::Resp {
+    host.post("/fixture/read/videos", None, &query)
+}
+
+#[test]
+fn a_flattened_alias_lists_the_records_its_links_name() {
+    let host = Host::start(HostOptions::svc_and_fixture().arg("--demo"));
+    // A link naming no user: listed as a link, left out once flattened.
+    let some_video = str_of(&host.admin_all("videos", "id")[0]["id"]);
+    let r = host.post(
+        "/items/videos_models",
+        Some(ADMIN_TOKEN),
+        &json!({"videos_id": some_video, "platform_users_id": null}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let query = |flatten: Value| {
+        json!({"fields": ["id", "models.platform_users_id.*"], "sort": ["id"],
+               "without": ["models.platform_users_id.email"], "flatten": flatten})
+    };
+    let links = read_as_extension(&host, query(json!([])));
+    assert_eq!(links.status, 200, "{}", links.body);
+    let flat = read_as_extension(&host, query(json!(["models.platform_users_id"])));
+    assert_eq!(flat.status, 200, "{}", flat.body);
+    let (links, flat) = (links.json(), flat.json());
+    let (links, flat) = (links.as_array().unwrap(), flat.as_array().unwrap());
+    assert_eq!(links.len(), flat.len());
+    let mut users_listed = 0;
+    for (linked, flattened) in links.iter().zip(flat) {
+        assert_eq!(linked["id"], flattened["id"]);
+        let named: Vec<Value> = linked["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|link| link["platform_users_id"].clone())
+            .filter(|user| !user.is_null())
+            .collect();
+        assert_eq!(flattened["models"], Value::Array(named.clone()), "{linked}");
+        for user in &named {
+            assert!(
+                user["id"].is_string() && user.get("email").is_none(),
+                "{user}"
+            );
+        }
+        if linked["id"] == json!(some_video) {
+            assert_eq!(
+                linked["models"].as_array().unwrap().len(),
+                named.len() + 1,
+                "the link naming no user is listed unflattened"
+            );
+        }
+        users_listed += named.len();
+    }
+    assert!(users_listed > 0, "the demo links models to videos");
+
+    // Anything but an alias `fields` follows and a field it reads below is
+    // refused, never answered in another shape.
+    for (fields, flatten, why) in [
+        (
+            json!(["id", "models.platform_users_id.*"]),
+            "models",
+            "name a one-to-many alias",
+        ),
+        (
+            json!(["id", "models.platform_users_id.*"]),
+            "models.platform_users_id.id",
+            "name a one-to-many alias",
+        ),
+        (
+            json!(["id", "movie.*", "models.platform_users_id.*"]),
+            "movie.id",
+            "follows no one-to-many alias \"movie\"",
+        ),
+        (
+            json!(["id", "models"]),
+            "models.platform_users_id",
+            "follows no one-to-many alias \"models\"",
+        ),
+        (
+            json!(["id", "models.id"]),
+            "models.platform_users_id",
+            "reads no \"platform_users_id\"",
+        ),
+        (
+            json!(["id"]),
+            "models.platform_users_id",
+            "follows no one-to-many alias of \"videos\"",
+        ),
+    ] {
+        let r = read_as_extension(&host, json!({"fields": fields, "flatten": [flatten]}));
+        assert_eq!(r.status, 400, "{fields} {flatten}: {}", r.body);
+        let message = r.json()["error"].as_str().unwrap_or_default().to_string();
+        assert!(
+            message.contains("cannot be flattened") && message.contains(why),
+            "{fields} {flatten}: {message}"
+        );
+    }
+}
