@@ -7,7 +7,9 @@
 //! and `counts_exact` is left out. [`write_exact`] writes that while it
 //! reads, in one pass, building nothing. A part holding a video whose
 //! counters are not exact is given back, and written by [`write_counted`]
-//! once its records are counted.
+//! once its records are counted. A page that one read holds needs neither
+//! while every counter is exact: the host writes it in the answer's shape
+//! (`videos::list_as_read`).
 
 use std::borrow::Cow;
 use std::cell::Cell;

@@ -343,9 +343,7 @@ impl Level {
 
     /// The member named `name`, where the records have it.
     fn member_named(&self, name: &str) -> Option<&Member> {
-        let mut prefix = Vec::with_capacity(name.len() + 3);
-        codec::push_str(&mut prefix, name);
-        prefix.push(b':');
+        let prefix = member_prefix(name);
         self.members
             .iter()
             .find(|(written, _)| *written == prefix)
@@ -844,13 +842,16 @@ fn members(
     }
     named
         .into_iter()
-        .map(|(name, member)| {
-            let mut prefix = Vec::with_capacity(name.len() + 3);
-            codec::push_str(&mut prefix, name);
-            prefix.push(b':');
-            (prefix, member)
-        })
+        .map(|(name, member)| (member_prefix(name), member))
         .collect()
+}
+
+/// `"name":`, as a record's member is written.
+fn member_prefix(name: &str) -> Vec<u8> {
+    let mut prefix = Vec::with_capacity(name.len() + 3);
+    codec::push_str(&mut prefix, name);
+    prefix.push(b':');
+    prefix
 }
 
 /// The filter `{key: {"_in": keys}}`, the keys moved into it (`json!`
