@@ -323,8 +323,8 @@ pub fn served_indexes_dropped() -> Vec<Step> {
 }
 
 /// Whether a video's counters are exact, indexed: a page of the video
-/// list asks whether any video's are not (`videos::list_as_read`) and
-/// finds none in one lookup. The counters' hook writes the flag only
+/// list asks whether any video's are not (`videos::list_as_read`) by
+/// reading the index's first entry. The counters' hook writes the flag only
 /// when it changes, so a play or a like moves no entry of it.
 pub fn counts_exact_index() -> Vec<Step> {
     vec![Step::CreateIndex {

@@ -161,34 +161,20 @@ impl WrittenRecords {
     }
 
     /// Writes the next record with `write`, which answers how many related
-    /// records it placed; answers that too.
+    /// records it placed, or `None`, having written nothing, when there is
+    /// no record to place (a flattened link naming nothing); answers that
+    /// too.
     fn push(
-        &mut self,
-        write: impl FnOnce(&mut Vec<u8>) -> Result<u64, TooLarge>,
-    ) -> Result<u64, TooLarge> {
-        let start = self.text.len();
-        let related = write(&mut self.text)?;
-        self.spans.push(Span {
-            start,
-            end: self.text.len(),
-            related,
-        });
-        Ok(related)
-    }
-
-    /// [`WrittenRecords::push`] of a record `write` may decline (`None`,
-    /// having written nothing): no record then.
-    fn push_some(
         &mut self,
         write: impl FnOnce(&mut Vec<u8>) -> Result<Option<u64>, TooLarge>,
     ) -> Result<Option<u64>, TooLarge> {
         let start = self.text.len();
         let related = write(&mut self.text)?;
-        if related.is_some() {
+        if let Some(related) = related {
             self.spans.push(Span {
                 start,
                 end: self.text.len(),
-                related: related.unwrap_or_default(),
+                related,
             });
         }
         Ok(related)
@@ -706,34 +692,22 @@ impl Platform {
             let Some(found) = json_string(level.rows.cell(row, key_column)) else {
                 continue;
             };
-            if let Some(member) = flat {
-                let written = match member {
-                    Some(member) => records
-                        .push_some(|out| level.write_value(row, member, out, max_len))
-                        .map_err(|TooLarge| limits.too_large())?,
-                    None => None,
-                };
-                let Some(related) = written else {
-                    continue;
-                };
-                found_keys.push(found.into_owned());
-                total += related;
-                if total > limits.max_records {
-                    return Err(limits.too_many_records().into());
-                }
-                continue;
-            }
-            found_keys.push(found.into_owned());
-            if ids_only {
-                let id = level.id.map_or(&b"null"[..], |c| level.rows.cell(row, c));
-                records
-                    .push(|out| put(out, id, max_len).map(|()| 0))
-                    .map_err(|TooLarge| limits.too_large())?;
-                continue;
-            }
-            total += records
-                .push(|out| level.write_record(row, out, max_len))
+            let written = records
+                .push(|out| match flat {
+                    Some(Some(member)) => level.write_value(row, member, out, max_len),
+                    Some(None) => Ok(None),
+                    None if ids_only => {
+                        let id = level.id.map_or(&b"null"[..], |c| level.rows.cell(row, c));
+                        put(out, id, max_len).map(|()| Some(0))
+                    }
+                    None => level.write_record(row, out, max_len).map(Some),
+                })
                 .map_err(|TooLarge| limits.too_large())?;
+            let Some(related) = written else {
+                continue;
+            };
+            found_keys.push(found.into_owned());
+            total += related;
             if total > limits.max_records {
                 return Err(limits.too_many_records().into());
             }
@@ -918,7 +892,7 @@ mod tests {
         let mut records = WrittenRecords::default();
         for (text, related) in texts {
             records
-                .push(|out| put(out, text.as_bytes(), usize::MAX).map(|()| *related))
+                .push(|out| put(out, text.as_bytes(), usize::MAX).map(|()| Some(*related)))
                 .unwrap();
         }
         records
