@@ -50,6 +50,7 @@ pub mod community;
 pub mod community_positions;
 pub mod count_tree;
 pub mod counters;
+pub mod creator_days;
 pub mod duration;
 pub mod failure;
 pub mod gamification;
@@ -92,6 +93,8 @@ pub fn extension() -> Extension {
         .before_write_in(&counters::VIDEOS, counters::before_write)
         .before_commit_in(&video_days::WATCHED, video_days::before_commit)
         .before_write_in(&[video_days::DAYS], video_days::before_write)
+        .before_commit_in(&[creator_days::LINKS], creator_days::links_before_commit)
+        .before_write_in(&[creator_days::DAYS], creator_days::before_write)
         .before_commit_in(
             &[gamification::shown_users::USERS],
             gamification::shown_users::users_before_commit,

@@ -67,6 +67,9 @@ pub const SHOWN_USERS_MIGRATION: &str = "0020_stats_shown_users";
 pub const SERVED_INDEXES_MIGRATION: &str = "0021_served_indexes_dropped";
 /// Id of the migration indexing whether a video's counters are exact.
 pub const EXACT_INDEX_MIGRATION: &str = "0022_counts_exact_index";
+/// Id of the migration keeping the analytics' sums per creator and day,
+/// and each video's whole sums on its header.
+pub const CREATOR_DAYS_MIGRATION: &str = "0023_creator_days";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -291,6 +294,7 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (SHOWN_USERS_MIGRATION, stats_shown_users()),
         (SERVED_INDEXES_MIGRATION, served_indexes_dropped()),
         (EXACT_INDEX_MIGRATION, counts_exact_index()),
+        (CREATOR_DAYS_MIGRATION, creator_days()),
     ]
 }
 
@@ -488,6 +492,43 @@ pub fn video_days() -> Vec<Step> {
         ),
     ];
     steps.extend(on_delete(OnDelete::Cascade, &[(DAYS, "video_id")]));
+    steps
+}
+
+/// The analytics' plays and likes per creator and UTC day
+/// (`creator_days`), and on each video's header of `video_days` the flag
+/// that says it sums the whole video (headers of an earlier release sum
+/// its undated records only, so they start not kept). Kept by the service
+/// (see `creator_days`); a creator's rows go with them.
+pub fn creator_days() -> Vec<Step> {
+    use crate::creator_days::{COMPLETE, DAYS};
+    let mut steps = vec![
+        Step::AddField {
+            collection: crate::video_days::DAYS.into(),
+            field: flag(crate::video_days::WHOLE).not_null(),
+        },
+        Collection::new(DAYS)
+            .field(Field::reference("user_id", USERS).not_null())
+            .field(Field::string("day"))
+            .field(counter("plays"))
+            .field(counter("likes"))
+            .field(flag(COMPLETE).not_null())
+            .unique(&["user_id", "day"])
+            .build(),
+        collection_meta(
+            DAYS,
+            CollectionMeta {
+                icon: Some("calendar_month".into()),
+                note: Some(
+                    "Plays and likes of a creator's videos per day: kept by the service for analytics"
+                        .into(),
+                ),
+                hidden: Some(true),
+                ..CollectionMeta::default()
+            },
+        ),
+    ];
+    steps.extend(on_delete(OnDelete::Cascade, &[(DAYS, "user_id")]));
     steps
 }
 
@@ -1185,7 +1226,8 @@ mod tests {
                 "0019_video_days",
                 "0020_stats_shown_users",
                 "0021_served_indexes_dropped",
-                "0022_counts_exact_index"
+                "0022_counts_exact_index",
+                "0023_creator_days"
             ]
         );
     }

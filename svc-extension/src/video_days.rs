@@ -1,26 +1,29 @@
 //! What `GET /analytics` sums, kept per video and UTC day of
 //! `date_created` (`video_days`): plays, likes, completed plays, and the
-//! watch time of the plays that have one. A creator's analytics then read a
-//! row per video and day instead of every play and like, so their cost
-//! follows the calendar, not the audience.
+//! watch time of the plays that have one. A video's header row (the row
+//! whose `day` is null) sums all of its records, dated or not, so a
+//! creator's analytics read one row per video for its figures; the days
+//! are summed once more per creator ([`crate::creator_days`]).
 //!
-//! A video's rows are *kept* when its header row (the row whose `day` is
-//! null: it also sums the records that have no date) says `complete`.
+//! A video's rows are *kept* when its header says `complete` and `whole`
+//! (a header of an earlier release summed the undated records only).
 //! Only kept videos are followed: an in-transaction hook moves their rows
 //! with every write of a play or a like, whatever path made it. A video is
-//! kept from the first analytics read that covers it ([`ensure_kept`]
-//! counts its records once, in one transaction), so a database made by an
+//! kept from the first analytics read that covers it ([`keep`] counts its
+//! records once, in the reader's transaction), so a database made by an
 //! earlier release needs no step of its own. Any write of `video_days` by
-//! someone else than this module makes the videos it touches unkept again:
-//! their rows are counted afresh at the next read.
+//! someone else than this module makes the videos it touches unkept again,
+//! and their creators' rows with them: they are counted afresh at the next
+//! read.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use host_sdk::{BoxError, Context, EventKind, ItemEvent, Items, ItemsError, PendingWrite, Query};
 use serde_json::{json, Value};
 
+use crate::creator_days;
 use crate::own_writes;
-use crate::records::{raw_list, str_field};
+use crate::records::str_field;
 
 /// The collection.
 pub const DAYS: &str = "video_days";
@@ -28,6 +31,9 @@ pub const DAYS: &str = "video_days";
 pub const WATCHED: [&str; 2] = ["video_plays", "video_likes"];
 /// On a video's header row: its rows sum every play and like of it.
 pub const COMPLETE: &str = "complete";
+/// On a video's header row: the header sums the whole video, not only its
+/// undated records (migration 0023).
+pub const WHOLE: &str = "whole";
 
 /// The most rows one create call writes while counting.
 const WRITE_CHUNK: usize = 1_000;
@@ -95,10 +101,11 @@ pub fn day_of(timestamp: Option<&Value>) -> Option<String> {
 }
 
 /// A row's place: a video, and a day (`None`: the header).
-type Place = (String, Option<String>);
+pub type Place = (String, Option<String>);
 
-/// What one record adds to its video's rows; `None` when it names no video.
-fn share(collection: &str, record: &Value) -> Option<(Place, Sums)> {
+/// What one record adds to its video's rows (the header's, and its day's
+/// when it has one); `None` when it names no video.
+fn share(collection: &str, record: &Value) -> Option<((String, Option<String>), Sums)> {
     let video = str_field(record, "video_id")?.to_string();
     let day = day_of(record.get("date_created"));
     let sums = if collection == "video_likes" {
@@ -133,8 +140,13 @@ pub fn changes(event: &ItemEvent) -> BTreeMap<Place, Sums> {
             continue;
         }
         for (share, sign) in [(before, -1), (after, 1)] {
-            if let Some((place, sums)) = share {
-                out.entry(place).or_default().add(&sums, sign);
+            if let Some(((video, day), sums)) = share {
+                if day.is_some() {
+                    out.entry((video.clone(), day))
+                        .or_default()
+                        .add(&sums, sign);
+                }
+                out.entry((video, None)).or_default().add(&sums, sign);
             }
         }
     }
@@ -142,30 +154,46 @@ pub fn changes(event: &ItemEvent) -> BTreeMap<Place, Sums> {
     out
 }
 
-/// The ids of the header rows of `videos` that say complete, by video.
-fn headers(items: &Items<'_>, videos: &[String]) -> Result<HashMap<String, String>, ItemsError> {
+/// The header rows of the kept ones of `videos` (id and sums), by video.
+fn headers(
+    items: &Items<'_>,
+    videos: &[String],
+) -> Result<HashMap<String, (String, Sums)>, ItemsError> {
     if videos.is_empty() {
         return Ok(HashMap::new());
     }
-    let text = items.read_by_query_raw(
+    let rows = items.read_by_query(
         DAYS,
         &Query::new()
             .filter(json!({"_and": [
                 {"video_id": {"_in": videos}},
                 {"day": {"_null": true}},
                 {COMPLETE: {"_eq": true}},
+                {WHOLE: {"_eq": true}},
             ]}))
-            .fields(&["id", "video_id"])
+            .fields(&[
+                "id",
+                "video_id",
+                "plays",
+                "likes",
+                "completed",
+                "watch_sum",
+                "watch_count",
+            ])
             .limit(-1),
     )?;
-    Ok(raw_list(DAYS, &text)?
+    Ok(rows
         .iter()
-        .filter_map(|r| Some((r.str("video_id")?.into_owned(), r.str("id")?.into_owned())))
+        .filter_map(|r| {
+            let id = str_field(r, "id")?.to_string();
+            Some((str_field(r, "video_id")?.to_string(), (id, Sums::of_row(r))))
+        })
         .collect())
 }
 
 /// In the writing transaction of a play or a like: moves the rows of the
-/// kept videos it changes (one read, and a write per row changed).
+/// kept videos it changes (one read, and a write per row changed), then
+/// their creators' days.
 pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
     let changes = changes(event);
     if changes.is_empty() {
@@ -175,7 +203,7 @@ pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxErro
     let mut rows = rows_at(&items, &changes)?;
     let kept = |video: &str| {
         rows.get(&(video.to_string(), None))
-            .is_some_and(|row| row.complete)
+            .is_some_and(|row| row.kept)
     };
     let changes: Vec<(Place, Sums)> = changes
         .into_iter()
@@ -204,6 +232,7 @@ pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxErro
         }
         Ok(())
     })?;
+    creator_days::follow(&items, &changes)?;
     Ok(())
 }
 
@@ -212,7 +241,7 @@ struct Row {
     id: String,
     sums: Sums,
     /// On a header: whether its video is kept.
-    complete: bool,
+    kept: bool,
 }
 
 /// The stored rows at the places changed, and the headers of their
@@ -240,7 +269,9 @@ fn rows_at(
             let found = Row {
                 id: str_field(row, "id")?.to_string(),
                 sums: Sums::of_row(row),
-                complete: row.get(COMPLETE).and_then(Value::as_bool) == Some(true),
+                kept: [COMPLETE, WHOLE]
+                    .iter()
+                    .all(|flag| row.get(*flag).and_then(Value::as_bool) == Some(true)),
             };
             Some(((video, day), found))
         })
@@ -250,7 +281,7 @@ fn rows_at(
 /// `field` equal to one of `values`: `_eq` for the one value a play or a
 /// like names, which the database looks up directly in the unique index
 /// (an `_in` list is first made into a table of its own).
-fn one_of(field: &str, values: BTreeSet<&str>) -> Value {
+pub fn one_of(field: &str, values: BTreeSet<&str>) -> Value {
     match values.first() {
         Some(only) if values.len() == 1 => json!({ field: { "_eq": only } }),
         _ => json!({ field: { "_in": values } }),
@@ -292,12 +323,18 @@ pub fn before_write(write: &mut PendingWrite, ctx: &Context<'_>) -> Result<(), B
     }
     let videos: Vec<String> = videos.into_iter().collect();
     let kept = headers(&items, &videos)?;
+    if kept.is_empty() {
+        return Ok(());
+    }
     own_writes::run(|| -> Result<(), ItemsError> {
-        for id in kept.values() {
+        for (id, _) in kept.values() {
             items.update_one(DAYS, id, &json!({ COMPLETE: false }))?;
         }
         Ok(())
     })?;
+    // A creator's days are kept only while all their videos are.
+    let unkept: Vec<String> = kept.into_keys().collect();
+    creator_days::unkeep_creators_of(&items, &unkept)?;
     Ok(())
 }
 
@@ -305,76 +342,81 @@ pub fn before_write(write: &mut PendingWrite, ctx: &Context<'_>) -> Result<(), B
 /// `debug`.
 const SLOW_COUNT: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Makes sure every one of `videos` is kept: the ones that are not have
-/// their rows counted from their plays and likes, in one transaction.
+/// Makes sure every one of `videos` (distinct) is kept: the ones that are
+/// not have their rows counted, in one transaction.
 pub fn ensure_kept(ctx: &Context<'_>, videos: &[String]) -> Result<(), ItemsError> {
-    let missing = |items: &Items<'_>| -> Result<Vec<String>, ItemsError> {
-        let kept = headers(items, videos)?;
-        Ok(videos
-            .iter()
-            .filter(|v| !kept.contains_key(*v))
-            .cloned()
-            .collect())
-    };
-    if missing(&ctx.as_admin())?.is_empty() {
+    if headers(&ctx.as_admin(), videos)?.len() == videos.len() {
         return Ok(());
     }
-    ctx.transaction(|tx| {
-        let items = tx.as_admin();
-        let missing = missing(&items)?;
-        if missing.is_empty() {
-            return Ok(());
-        }
-        let started = std::time::Instant::now();
-        let rows = count(&items, &missing)?;
-        own_writes::run(|| -> Result<(), ItemsError> {
-            // Whatever rows they have are a count that is no longer whole.
-            let stale = items.read_by_query(
-                DAYS,
-                &Query::new()
-                    .filter(json!({"video_id": {"_in": missing}}))
-                    .fields(&["id"])
-                    .limit(-1),
-            )?;
-            for row in &stale {
-                if let Some(id) = str_field(row, "id") {
-                    items.delete_one(DAYS, id)?;
-                }
-            }
-            let records: Vec<Value> = rows
-                .iter()
-                .map(|(place, sums)| {
-                    let mut row = sums.new_row(place);
-                    if place.1.is_none() {
-                        row[COMPLETE] = json!(true);
-                    }
-                    row
-                })
-                .collect();
-            for chunk in records.chunks(WRITE_CHUNK) {
-                items.create_many(DAYS, chunk)?;
-            }
-            Ok(())
-        })?;
-        let took = started.elapsed();
-        // A slow first read is worth an operator's eye; a quick one is not.
-        let level = if took >= SLOW_COUNT {
-            log::Level::Info
-        } else {
-            log::Level::Debug
-        };
-        log::log!(
-            level,
-            "{DAYS}: counted {} videos into {} rows in {:.3} s",
-            missing.len(),
-            rows.len(),
-            took.as_secs_f64()
-        );
-        Ok(())
-    })
+    ctx.transaction(|tx| keep(&tx.as_admin(), videos))
 }
 
-/// The rows of `videos` as their records give them, a header for each.
+/// Counts the rows of those of `videos` that are not kept, in the
+/// caller's transaction (`items` bound to it), and makes them kept.
+pub fn keep(items: &Items<'_>, videos: &[String]) -> Result<(), ItemsError> {
+    let kept = headers(items, videos)?;
+    let missing: Vec<String> = videos
+        .iter()
+        .filter(|v| !kept.contains_key(*v))
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let started = std::time::Instant::now();
+    let rows = count(items, &missing)?;
+    own_writes::run(|| -> Result<(), ItemsError> {
+        // Whatever rows they have are a count that is no longer whole.
+        let stale = items.read_by_query(
+            DAYS,
+            &Query::new()
+                .filter(json!({"video_id": {"_in": missing}}))
+                .fields(&["id"])
+                .limit(-1),
+        )?;
+        for row in &stale {
+            if let Some(id) = str_field(row, "id") {
+                items.delete_one(DAYS, id)?;
+            }
+        }
+        let records: Vec<Value> = rows
+            .iter()
+            .map(|(place, sums)| {
+                let mut row = sums.new_row(place);
+                if place.1.is_none() {
+                    row[COMPLETE] = json!(true);
+                    row[WHOLE] = json!(true);
+                }
+                row
+            })
+            .collect();
+        for chunk in records.chunks(WRITE_CHUNK) {
+            items.create_many(DAYS, chunk)?;
+        }
+        Ok(())
+    })?;
+    let what = format!("{} videos", missing.len());
+    log_count(DAYS, &what, rows.len(), started.elapsed());
+    Ok(())
+}
+
+/// Logs a first count: one that took [`SLOW_COUNT`] or more is worth an
+/// operator's eye (`info`), a quick one is not (`debug`).
+pub fn log_count(collection: &str, what: &str, rows: usize, took: std::time::Duration) {
+    let level = if took >= SLOW_COUNT {
+        log::Level::Info
+    } else {
+        log::Level::Debug
+    };
+    log::log!(
+        level,
+        "{collection}: counted {what} into {rows} rows in {:.3} s",
+        took.as_secs_f64()
+    );
+}
+
+/// The rows of `videos` as their records give them, a header for each
+/// that sums all of its video's.
 fn count(items: &Items<'_>, videos: &[String]) -> Result<BTreeMap<Place, Sums>, ItemsError> {
     let mut rows: BTreeMap<Place, Sums> = videos
         .iter()
@@ -444,76 +486,45 @@ fn count(items: &Items<'_>, videos: &[String]) -> Result<BTreeMap<Place, Sums>, 
         &mut rows,
         &|s, row| s.likes = count_of(row),
     )?;
+    // The groups give each header the undated records; it sums them all.
+    let dated: Vec<(String, Sums)> = rows
+        .iter()
+        .filter(|((_, day), _)| day.is_some())
+        .map(|((video, _), sums)| (video.clone(), *sums))
+        .collect();
+    for (video, sums) in dated {
+        rows.entry((video, None)).or_default().add(&sums, 1);
+    }
     Ok(rows)
 }
 
-/// A sum of counts as a backend gives it back (an integer, or a number
-/// with no fraction); 0 for none.
-fn whole(value: Option<&Value>) -> u64 {
-    value
-        .and_then(|v| {
-            v.as_u64()
-                .or_else(|| v.as_f64().map(|f| f.max(0.0).round() as u64))
-        })
-        .unwrap_or(0)
+/// What analytics show of a kept video: its completed plays, and the mean
+/// watch time (`None`: no play has one).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Figures {
+    pub completed: u64,
+    pub mean_watch: Option<f64>,
 }
 
-/// What analytics show of some kept videos.
-#[derive(Debug, Default, PartialEq)]
-pub struct Summary {
-    pub plays_by_date: BTreeMap<String, u64>,
-    pub likes_by_date: BTreeMap<String, u64>,
-    /// Per video: completed plays, and the mean watch time (`None`: no
-    /// play has one).
-    pub per_video: HashMap<String, (u64, Option<f64>)>,
-}
-
-/// The sums of `videos`, which [`ensure_kept`] made kept: two aggregates
-/// of their rows.
-pub fn summary(items: &Items<'_>, videos: &[String]) -> Result<Summary, ItemsError> {
-    let in_videos = json!({"video_id": {"_in": videos}});
-    let mut out = Summary::default();
-    let by_day = items.aggregate(
-        DAYS,
-        &Query::new()
-            .filter(json!({"_and": [in_videos, {"day": {"_nnull": true}}]}))
-            .aggregate("sum", &["plays", "likes"])
-            .group_by(&["day"]),
-    )?;
-    for row in &by_day {
-        let Some(day) = str_field(row, "day") else {
-            continue;
-        };
-        let sum = |f: &str| whole(row.get("sum").and_then(|s| s.get(f)));
-        for (field, map) in [
-            ("plays", &mut out.plays_by_date),
-            ("likes", &mut out.likes_by_date),
-        ] {
-            let n = sum(field);
-            if n > 0 {
-                map.insert(day.to_string(), n);
-            }
+impl Figures {
+    fn of(sums: &Sums) -> Figures {
+        Figures {
+            completed: sums.completed.max(0) as u64,
+            mean_watch: (sums.watch_count > 0).then(|| sums.watch_sum / sums.watch_count as f64),
         }
     }
-    let by_video = items.aggregate(
-        DAYS,
-        &Query::new()
-            .filter(in_videos)
-            .aggregate("sum", &["completed", "watch_sum", "watch_count"])
-            .group_by(&["video_id"]),
-    )?;
-    for row in &by_video {
-        let Some(video) = str_field(row, "video_id") else {
-            continue;
-        };
-        let sum = |f: &str| row.get("sum").and_then(|s| s.get(f));
-        let completed = whole(sum("completed"));
-        let watched = whole(sum("watch_count"));
-        let mean = (watched > 0)
-            .then(|| sum("watch_sum").and_then(Value::as_f64).unwrap_or(0.0) / watched as f64);
-        out.per_video.insert(video.to_string(), (completed, mean));
-    }
-    Ok(out)
+}
+
+/// The figures of the kept ones of `videos`, from their headers: one row
+/// each, whatever their calendars.
+pub fn figures(
+    items: &Items<'_>,
+    videos: &[String],
+) -> Result<HashMap<String, Figures>, ItemsError> {
+    Ok(headers(items, videos)?
+        .into_iter()
+        .map(|(video, (_, sums))| (video, Figures::of(&sums)))
+        .collect())
 }
 
 #[cfg(test)]
@@ -553,7 +564,7 @@ mod tests {
     }
 
     #[test]
-    fn a_play_created_adds_to_its_day() {
+    fn a_play_created_adds_to_its_day_and_its_videos_header() {
         let e = event(
             EventKind::Create,
             "video_plays",
@@ -561,18 +572,16 @@ mod tests {
             vec![play("v", Some("2026-01-02T10:00:00Z"), json!(30.5), true)],
         );
         let c = changes(&e);
-        assert_eq!(c.len(), 1);
-        let sums = c[&("v".to_string(), Some("2026-01-02".to_string()))];
-        assert_eq!(
-            sums,
-            Sums {
-                plays: 1,
-                likes: 0,
-                completed: 1,
-                watch_sum: 30.5,
-                watch_count: 1
-            }
-        );
+        assert_eq!(c.len(), 2);
+        let one = Sums {
+            plays: 1,
+            likes: 0,
+            completed: 1,
+            watch_sum: 30.5,
+            watch_count: 1,
+        };
+        assert_eq!(c[&("v".to_string(), Some("2026-01-02".to_string()))], one);
+        assert_eq!(c[&("v".to_string(), None)], one);
     }
 
     #[test]
@@ -608,6 +617,8 @@ mod tests {
             c[&("w".to_string(), Some("2026-01-03".into()))].completed,
             1
         );
+        assert_eq!(c[&("v".to_string(), None)].watch_sum, -10.0);
+        assert_eq!(c[&("w".to_string(), None)].plays, 1);
         // A play whose player was set null sums the same.
         let mut same = before.clone();
         same["user_id"] = Value::Null;

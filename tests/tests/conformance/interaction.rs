@@ -666,10 +666,12 @@ fn assert_analytics_follow_records(host: &Host, token: &str, user: &str, after: 
     assert_eq!(got, want, "after {after}");
 }
 
-/// The sums analytics read are kept per video and day from the first
-/// read on; every later write of a play or a like, through `/svc` or the
-/// items API, of any field, moves them; a write of the sums themselves
-/// makes them counted again; a video deleted takes its sums along.
+/// The sums analytics read are kept per video and day, and per creator and
+/// day, from the first read on; every later write of a play or a like,
+/// through `/svc` or the items API, of any field, moves them; a link of a
+/// video to a creator made, moved or removed, or a write of the sums
+/// themselves, makes them counted again; a video deleted takes its sums
+/// along.
 #[test]
 fn analytics_follow_every_write_once_their_sums_are_kept() {
     let host = Host::in_process_svc();
@@ -750,6 +752,9 @@ fn analytics_follow_every_write_once_their_sums_are_kept() {
     );
     let row = row[0]["id"].as_str().unwrap_or_default().to_string();
     host.admin_patch("video_days", &row, &json!({"plays": 999}));
+    // A play of that video before the next read: no longer followed per
+    // video, so not per creator either.
+    play_record(&host, &b, "2024-03-07T00:00:00Z", 2.0, false);
     assert_analytics_follow_records(&host, "me", &me, "a row of the sums written by hand");
     // Nobody else's word makes a video's sums complete.
     host.admin_create(
@@ -763,6 +768,66 @@ fn analytics_follow_every_write_once_their_sums_are_kept() {
     assert_eq!(claimed, 0, "a header written by hand is not complete");
     assert_analytics_follow_records(&host, "me", &me, "a header written by hand");
 
+    // The caller's videos change: a video linked with its history, a second
+    // creator sharing a video, a link moved and one removed; each
+    // creator's days follow, and so do later plays of shared videos.
+    let other = host.user(Some("Model"), "other");
+    let c = video_at(&host, "c", "2022-01-01T00:00:00Z");
+    play_record(&host, &c, "2024-03-01T09:00:00Z", 5.0, true);
+    host.link_model(&c, &me);
+    assert_analytics_follow_records(&host, "me", &me, "a video with plays linked");
+    host.link_model(&a, &other);
+    assert_analytics_follow_records(&host, "other", &other, "a second creator's first read");
+    play_record(&host, &a, "2024-03-01T08:00:00Z", 9.0, false);
+    like_record(&host, &a, &fans[1], "2024-03-09T08:00:00Z");
+    assert_analytics_follow_records(&host, "me", &me, "a play of a shared video");
+    assert_analytics_follow_records(&host, "other", &other, "a play of a shared video");
+    let link_of = |video: &str, user: &str| {
+        let found = host.admin_find(
+            "videos_models",
+            &json!({"_and": [{"videos_id": {"_eq": video}}, {"platform_users_id": {"_eq": user}}]}),
+        );
+        // A link's key is a number or a string, as the schema says.
+        found[0]["id"].to_string().trim_matches('"').to_string()
+    };
+    host.admin_patch(
+        "videos_models",
+        &link_of(&c, &me),
+        &json!({"platform_users_id": other}),
+    );
+    assert_analytics_follow_records(&host, "me", &me, "a link moved away");
+    assert_analytics_follow_records(&host, "other", &other, "a link moved in");
+    host.admin_delete("videos_models", &link_of(&a, &other));
+    play_record(&host, &a, "2024-03-01T07:00:00Z", 1.0, true);
+    assert_analytics_follow_records(&host, "other", &other, "a link removed");
+    assert_analytics_follow_records(&host, "me", &me, "a play after a link removed");
+    // Someone else writes a creator's days: they are counted again, and a
+    // header written by hand is not complete.
+    let day = host.admin_find(
+        "creator_days",
+        &json!({"_and": [{"user_id": {"_eq": me}}, {"day": {"_nnull": true}}]}),
+    );
+    let day = day[0]["id"].as_str().unwrap_or_default().to_string();
+    host.admin_patch("creator_days", &day, &json!({"plays": 999}));
+    assert_analytics_follow_records(&host, "me", &me, "a creator's day written by hand");
+    let mine = json!({"_and": [{"user_id": {"_eq": me}}, {"day": {"_null": true}}]});
+    for header in host.admin_find("creator_days", &mine) {
+        host.admin_delete("creator_days", header["id"].as_str().unwrap_or_default());
+    }
+    host.admin_create(
+        "creator_days",
+        &json!({"user_id": me, "day": null, "complete": true}),
+    );
+    let claimed = host.admin_count(
+        "creator_days",
+        Some(&json!({"_and": [{"user_id": {"_eq": me}}, {"complete": {"_eq": true}}]})),
+    );
+    assert_eq!(
+        claimed, 0,
+        "a creator's header written by hand is not complete"
+    );
+    assert_analytics_follow_records(&host, "me", &me, "a creator's header written by hand");
+
     // A video deleted takes its sums along.
     host.admin_delete("videos", &b);
     assert_eq!(
@@ -770,6 +835,29 @@ fn analytics_follow_every_write_once_their_sums_are_kept() {
         0
     );
     assert_analytics_follow_records(&host, "me", &me, "a video deleted");
+}
+
+/// A database of the release before 0023: each video's header summed its
+/// undated records only, and no creator had days. Its first analytics
+/// read counts them again, and plays from then on are followed.
+#[test]
+fn analytics_sums_of_an_earlier_release_are_counted_again() {
+    let host = Host::in_process_svc();
+    let me = host.user(Some("Model"), "me");
+    let a = video_at(&host, "a", "2020-01-01T00:00:00Z");
+    host.link_model(&a, &me);
+    play_record(&host, &a, "2024-03-01T10:00:00Z", 10.0, true);
+    play_record(&host, &a, "2024-03-02T10:00:00Z", 20.0, true);
+    assert_analytics_follow_records(&host, "me", &me, "the first read");
+    // As the earlier release left them: headers of undated records (none
+    // here), said complete, and no days per creator.
+    host.sql(
+        "UPDATE video_days SET whole = false, plays = 0, completed = 0, watch_sum = 0, \
+         watch_count = 0 WHERE day IS NULL; DELETE FROM creator_days",
+    );
+    assert_analytics_follow_records(&host, "me", &me, "the upgrade");
+    play_record(&host, &a, "2024-03-03T10:00:00Z", 30.0, false);
+    assert_analytics_follow_records(&host, "me", &me, "a play after the upgrade");
 }
 
 #[test]
