@@ -11,8 +11,9 @@
 //! * [`models`], [`videos`], [`articles`]: the public reads.
 //! * [`likes`], [`video_plays`]: likes and plays of videos; [`counters`]:
 //!   their counters, kept by an in-transaction hook on every write.
-//! * [`analytics`]: the creator's summary, from [`video_days`]: plays,
-//!   likes and watch time per video and day, kept by a hook.
+//! * [`analytics`]: the creator's summary, from [`video_days`] (plays,
+//!   likes and watch time per video and day, and each video's whole) and
+//!   [`creator_days`] (plays and likes per creator and day), kept by hooks.
 //! * [`play_input`]: the play-update bodies shared by video and recording
 //!   plays.
 //! * [`recordings`], [`recording_input`], [`slug`], [`community`],

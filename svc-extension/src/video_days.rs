@@ -105,7 +105,7 @@ pub type Place = (String, Option<String>);
 
 /// What one record adds to its video's rows (the header's, and its day's
 /// when it has one); `None` when it names no video.
-fn share(collection: &str, record: &Value) -> Option<((String, Option<String>), Sums)> {
+fn share(collection: &str, record: &Value) -> Option<(Place, Sums)> {
     let video = str_field(record, "video_id")?.to_string();
     let day = day_of(record.get("date_created"));
     let sums = if collection == "video_likes" {
