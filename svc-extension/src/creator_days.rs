@@ -6,21 +6,23 @@
 //!
 //! A creator's rows are *kept* when their header row (`day` null) says
 //! `complete`, and only while every video of theirs is kept in
-//! [`crate::video_days`]: the rows are moved from those videos' changes
-//! ([`follow`], in the writing transaction of each play and like), so
+//! [`crate::video_days`]: the rows are moved from those videos' changes,
+//! for the creators each video's header lists ([`follow`], in the writing
+//! transaction of each play and like), so
 //!
 //! * a video that stops being kept makes its creators unkept
 //!   ([`unkeep_creators_of`]);
-//! * a link made, moved or removed makes the creators on both sides of it
-//!   unkept ([`links_before_commit`]): their videos are no longer the ones
-//!   their rows sum;
+//! * a link made, moved or removed makes its videos unkept (their headers
+//!   list other creators now), and the creators on both sides of it
+//!   ([`links_before_commit`]): their videos are no longer the ones their
+//!   rows sum;
 //! * a write of `creator_days` by anyone else makes the creators it
 //!   touches unkept ([`before_write`]).
 //!
 //! An unkept creator's rows are counted afresh, from their videos' kept
 //! rows, by their next analytics read ([`ensure_kept`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use host_sdk::{BoxError, Context, EventKind, ItemEvent, Items, ItemsError, PendingWrite, Query};
 use serde_json::{json, Value};
@@ -59,7 +61,7 @@ struct Row {
 }
 
 /// The creators linked to each of `videos` (each once).
-fn creators_of(
+pub fn creators_of(
     items: &Items<'_>,
     videos: BTreeSet<&str>,
 ) -> Result<BTreeMap<String, BTreeSet<String>>, ItemsError> {
@@ -89,9 +91,14 @@ fn creators_of(
 
 /// In the writing transaction of a play or a like, after
 /// [`video_days::before_commit`] moved the rows of the kept videos in
-/// `changes`: moves the days of their kept creators the same way (a read
-/// of the links, a read of the rows, and a write per row changed).
-pub fn follow(items: &Items<'_>, changes: &[(Place, Sums)]) -> Result<(), ItemsError> {
+/// `changes`: moves the days of their kept creators (`creators`, by video,
+/// as their headers list them) the same way (a read of the rows, and a
+/// write per row changed).
+pub fn follow(
+    items: &Items<'_>,
+    changes: &[(Place, Sums)],
+    creators: &HashMap<String, Vec<String>>,
+) -> Result<(), ItemsError> {
     let dated: Vec<(&str, &str, &Sums)> = changes
         .iter()
         .filter_map(|((video, day), sums)| Some((video.as_str(), day.as_deref()?, sums)))
@@ -100,7 +107,6 @@ pub fn follow(items: &Items<'_>, changes: &[(Place, Sums)]) -> Result<(), ItemsE
     if dated.is_empty() {
         return Ok(());
     }
-    let creators = creators_of(items, dated.iter().map(|(video, _, _)| *video).collect())?;
     let mut moves: BTreeMap<(String, String), DaySums> = BTreeMap::new();
     for (video, day, sums) in &dated {
         for creator in creators.get(*video).into_iter().flatten() {
@@ -229,7 +235,10 @@ pub fn unkeep_creators_of(items: &Items<'_>, videos: &[String]) -> Result<(), It
 }
 
 /// In the writing transaction of a link between a video and a creator:
-/// the creators on either side of a link that changed are unkept.
+/// for a link that changed, the videos on either side are unkept (their
+/// headers list their creators), with every creator of theirs, and so are
+/// the creators on either side (a link removed no longer names its
+/// creator).
 pub fn links_before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxError> {
     let pair = |r: Option<&Value>| {
         r.map(|r| {
@@ -239,6 +248,7 @@ pub fn links_before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), B
             )
         })
     };
+    let mut videos = BTreeSet::new();
     let mut creators = BTreeSet::new();
     for key in &event.keys {
         let before = pair(event.before_of(key)).filter(|_| event.kind != EventKind::Create);
@@ -246,14 +256,15 @@ pub fn links_before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), B
         if before == after {
             continue;
         }
-        for (_, creator) in [before, after].into_iter().flatten() {
+        for (video, creator) in [before, after].into_iter().flatten() {
+            videos.extend(video);
             creators.extend(creator);
         }
     }
-    unkeep(
-        &ctx.as_admin(),
-        creators.iter().map(String::as_str).collect(),
-    )?;
+    let items = ctx.as_admin();
+    let videos: Vec<String> = videos.into_iter().collect();
+    video_days::unkeep(&items, &videos)?;
+    unkeep(&items, creators.iter().map(String::as_str).collect())?;
     Ok(())
 }
 

@@ -519,7 +519,7 @@ pub fn video_days() -> Vec<Step> {
 /// The analytics' plays and likes per creator and UTC day
 /// (`creator_days`), and on each video's header of `video_days` the flag
 /// that says it sums the whole video (headers of an earlier release sum
-/// its undated records only, so they start not kept). Kept by the service
+/// its undated records only, so they start not kept) and its creators. Kept by the service
 /// (see `creator_days`); a creator's rows go with them.
 pub fn creator_days() -> Vec<Step> {
     use crate::creator_days::{COMPLETE, DAYS};
@@ -527,6 +527,10 @@ pub fn creator_days() -> Vec<Step> {
         Step::AddField {
             collection: crate::video_days::DAYS.into(),
             field: flag(crate::video_days::WHOLE).not_null(),
+        },
+        Step::AddField {
+            collection: crate::video_days::DAYS.into(),
+            field: Field::text(crate::video_days::CREATORS),
         },
         Collection::new(DAYS)
             .field(Field::reference("user_id", USERS).not_null())

@@ -34,6 +34,10 @@ pub const COMPLETE: &str = "complete";
 /// On a video's header row: the header sums the whole video, not only its
 /// undated records (migration 0023).
 pub const WHOLE: &str = "whole";
+/// On a kept video's header row: the ids of the creators its links name,
+/// comma-separated, so that a play's hook need not read the links (a
+/// link written makes its video unkept: [`creator_days`]).
+pub const CREATORS: &str = "creators";
 
 /// The most rows one create call writes while counting.
 const WRITE_CHUNK: usize = 1_000;
@@ -212,6 +216,13 @@ pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxErro
     if changes.is_empty() {
         return Ok(());
     }
+    let creators: HashMap<String, Vec<String>> = changes
+        .iter()
+        .filter_map(|((video, _), _)| {
+            let header = rows.get(&(video.clone(), None))?;
+            Some((video.clone(), header.creators.clone()))
+        })
+        .collect();
     own_writes::run(|| -> Result<(), ItemsError> {
         for (place, change) in &changes {
             match rows.remove(place) {
@@ -232,7 +243,7 @@ pub fn before_commit(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), BoxErro
         }
         Ok(())
     })?;
-    creator_days::follow(&items, &changes)?;
+    creator_days::follow(&items, &changes, &creators)?;
     Ok(())
 }
 
@@ -242,6 +253,20 @@ struct Row {
     sums: Sums,
     /// On a header: whether its video is kept.
     kept: bool,
+    /// On a header: its video's creators ([`CREATORS`]).
+    creators: Vec<String>,
+}
+
+/// The ids a [`CREATORS`] field lists.
+fn creators_listed(row: &Value) -> Vec<String> {
+    str_field(row, CREATORS)
+        .map(|list| {
+            list.split(',')
+                .filter(|id| !id.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The stored rows at the places changed, and the headers of their
@@ -272,6 +297,7 @@ fn rows_at(
                 kept: [COMPLETE, WHOLE]
                     .iter()
                     .all(|flag| row.get(*flag).and_then(Value::as_bool) == Some(true)),
+                creators: creators_listed(row),
             };
             Some(((video, day), found))
         })
@@ -322,7 +348,15 @@ pub fn before_write(write: &mut PendingWrite, ctx: &Context<'_>) -> Result<(), B
         }
     }
     let videos: Vec<String> = videos.into_iter().collect();
-    let kept = headers(&items, &videos)?;
+    unkeep(&items, &videos)?;
+    Ok(())
+}
+
+/// Makes the kept ones of `videos` unkept (their headers say not
+/// complete), and their creators' days with them: those are kept only
+/// while all their videos are.
+pub fn unkeep(items: &Items<'_>, videos: &[String]) -> Result<(), ItemsError> {
+    let kept = headers(items, videos)?;
     if kept.is_empty() {
         return Ok(());
     }
@@ -332,10 +366,8 @@ pub fn before_write(write: &mut PendingWrite, ctx: &Context<'_>) -> Result<(), B
         }
         Ok(())
     })?;
-    // A creator's days are kept only while all their videos are.
     let unkept: Vec<String> = kept.into_keys().collect();
-    creator_days::unkeep_creators_of(&items, &unkept)?;
-    Ok(())
+    creator_days::unkeep_creators_of(items, &unkept)
 }
 
 /// A first count that takes this long is logged at `info`, others at
@@ -365,6 +397,7 @@ pub fn keep(items: &Items<'_>, videos: &[String]) -> Result<(), ItemsError> {
     }
     let started = std::time::Instant::now();
     let rows = count(items, &missing)?;
+    let creators = creator_days::creators_of(items, missing.iter().map(String::as_str).collect())?;
     own_writes::run(|| -> Result<(), ItemsError> {
         // Whatever rows they have are a count that is no longer whole.
         let stale = items.read_by_query(
@@ -386,6 +419,8 @@ pub fn keep(items: &Items<'_>, videos: &[String]) -> Result<(), ItemsError> {
                 if place.1.is_none() {
                     row[COMPLETE] = json!(true);
                     row[WHOLE] = json!(true);
+                    let of_video = creators.get(&place.0).into_iter().flatten();
+                    row[CREATORS] = json!(of_video.cloned().collect::<Vec<_>>().join(","));
                 }
                 row
             })
