@@ -35,8 +35,9 @@ use crate::videos::videos_of;
 /// The collection.
 pub const DAYS: &str = "creator_days";
 /// On a creator's header row: their rows sum every play and like of
-/// their videos.
-pub const COMPLETE: &str = "complete";
+/// their videos (the same name as a video's: [`video_days::owners_touched`]
+/// clears either).
+pub const COMPLETE: &str = video_days::COMPLETE;
 /// The links of videos to their creators.
 pub const LINKS: &str = "videos_models";
 
@@ -276,28 +277,7 @@ pub fn before_write(write: &mut PendingWrite, ctx: &Context<'_>) -> Result<(), B
         return Ok(());
     }
     let items = ctx.as_admin();
-    let mut creators = BTreeSet::new();
-    if !write.keys.is_empty() {
-        let rows = items.read_by_query(
-            DAYS,
-            &Query::new()
-                .filter(json!({"id": {"_in": write.keys}}))
-                .fields(&["user_id"])
-                .limit(-1),
-        )?;
-        creators.extend(
-            rows.iter()
-                .filter_map(|r| str_field(r, "user_id").map(String::from)),
-        );
-    }
-    if write.kind != EventKind::Delete {
-        if let Some(payload) = write.payload.as_object_mut() {
-            if let Some(user) = payload.get("user_id").and_then(Value::as_str) {
-                creators.insert(user.to_string());
-            }
-            payload.insert(COMPLETE.into(), Value::Bool(false));
-        }
-    }
+    let creators = video_days::owners_touched(&items, write, DAYS, "user_id")?;
     unkeep(&items, creators.iter().map(String::as_str).collect())?;
     Ok(())
 }

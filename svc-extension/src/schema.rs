@@ -487,40 +487,62 @@ pub fn video_list_order() -> Vec<Step> {
 /// `video_days`). They go with their video.
 pub fn video_days() -> Vec<Step> {
     use crate::video_days::{COMPLETE, DAYS};
+    day_sums(
+        DAYS,
+        ("video_id", "videos"),
+        vec![
+            counter("plays"),
+            counter("likes"),
+            counter("completed"),
+            Field::float("watch_sum").not_null().default(json!(0)),
+            counter("watch_count"),
+        ],
+        COMPLETE,
+        "Plays, likes and watch time per video and day: kept by the service for analytics",
+    )
+}
+
+/// A collection of sums per owner (a video, a creator) and UTC day that
+/// the service keeps, with its header's flag; hidden, and its rows go
+/// with their owner.
+fn day_sums(
+    collection: &str,
+    (owner, of): (&str, &str),
+    sums: Vec<Field>,
+    complete: &str,
+    note: &str,
+) -> Vec<Step> {
+    let mut table = Collection::new(collection)
+        .field(Field::reference(owner, of).not_null())
+        .field(Field::string("day"));
+    for sum in sums {
+        table = table.field(sum);
+    }
     let mut steps = vec![
-        Collection::new(DAYS)
-            .field(Field::reference("video_id", "videos").not_null())
-            .field(Field::string("day"))
-            .field(counter("plays"))
-            .field(counter("likes"))
-            .field(counter("completed"))
-            .field(Field::float("watch_sum").not_null().default(json!(0)))
-            .field(counter("watch_count"))
-            .field(flag(COMPLETE).not_null())
-            .unique(&["video_id", "day"])
+        table
+            .field(flag(complete).not_null())
+            .unique(&[owner, "day"])
             .build(),
         collection_meta(
-            DAYS,
+            collection,
             CollectionMeta {
                 icon: Some("calendar_month".into()),
-                note: Some(
-                    "Plays, likes and watch time per video and day: kept by the service for analytics"
-                        .into(),
-                ),
+                note: Some(note.into()),
                 hidden: Some(true),
                 ..CollectionMeta::default()
             },
         ),
     ];
-    steps.extend(on_delete(OnDelete::Cascade, &[(DAYS, "video_id")]));
+    steps.extend(on_delete(OnDelete::Cascade, &[(collection, owner)]));
     steps
 }
 
 /// The analytics' plays and likes per creator and UTC day
 /// (`creator_days`), and on each video's header of `video_days` the flag
 /// that says it sums the whole video (headers of an earlier release sum
-/// its undated records only, so they start not kept) and its creators. Kept by the service
-/// (see `creator_days`); a creator's rows go with them.
+/// its undated records only, so they start not kept) and its creators.
+/// Kept by the service (see `creator_days`); a creator's rows go with
+/// them.
 pub fn creator_days() -> Vec<Step> {
     use crate::creator_days::{COMPLETE, DAYS};
     let mut steps = vec![
@@ -532,28 +554,14 @@ pub fn creator_days() -> Vec<Step> {
             collection: crate::video_days::DAYS.into(),
             field: Field::text(crate::video_days::CREATORS),
         },
-        Collection::new(DAYS)
-            .field(Field::reference("user_id", USERS).not_null())
-            .field(Field::string("day"))
-            .field(counter("plays"))
-            .field(counter("likes"))
-            .field(flag(COMPLETE).not_null())
-            .unique(&["user_id", "day"])
-            .build(),
-        collection_meta(
-            DAYS,
-            CollectionMeta {
-                icon: Some("calendar_month".into()),
-                note: Some(
-                    "Plays and likes of a creator's videos per day: kept by the service for analytics"
-                        .into(),
-                ),
-                hidden: Some(true),
-                ..CollectionMeta::default()
-            },
-        ),
     ];
-    steps.extend(on_delete(OnDelete::Cascade, &[(DAYS, "user_id")]));
+    steps.extend(day_sums(
+        DAYS,
+        ("user_id", USERS),
+        vec![counter("plays"), counter("likes")],
+        COMPLETE,
+        "Plays and likes of a creator's videos per day: kept by the service for analytics",
+    ));
     steps
 }
 

@@ -325,31 +325,46 @@ pub fn before_write(write: &mut PendingWrite, ctx: &Context<'_>) -> Result<(), B
         return Ok(());
     }
     let items = ctx.as_admin();
-    let mut videos = BTreeSet::new();
+    let videos: Vec<String> = owners_touched(&items, write, DAYS, "video_id")?
+        .into_iter()
+        .collect();
+    unkeep(&items, &videos)?;
+    Ok(())
+}
+
+/// For a write of kept sums (`collection`, whose rows name their owner in
+/// `owner`) by anyone but their keeper: the owners of the rows it touches,
+/// before and after. Nobody else's word makes a header complete: the
+/// payload's `complete` is written false.
+pub fn owners_touched(
+    items: &Items<'_>,
+    write: &mut PendingWrite,
+    collection: &str,
+    owner: &str,
+) -> Result<BTreeSet<String>, ItemsError> {
+    let mut owners = BTreeSet::new();
     if !write.keys.is_empty() {
         let rows = items.read_by_query(
-            DAYS,
+            collection,
             &Query::new()
                 .filter(json!({"id": {"_in": write.keys}}))
-                .fields(&["video_id"])
+                .fields(&[owner])
                 .limit(-1),
         )?;
-        videos.extend(
+        owners.extend(
             rows.iter()
-                .filter_map(|r| str_field(r, "video_id").map(String::from)),
+                .filter_map(|r| str_field(r, owner).map(String::from)),
         );
     }
     if write.kind != EventKind::Delete {
         if let Some(payload) = write.payload.as_object_mut() {
-            if let Some(video) = payload.get("video_id").and_then(Value::as_str) {
-                videos.insert(video.to_string());
+            if let Some(id) = payload.get(owner).and_then(Value::as_str) {
+                owners.insert(id.to_string());
             }
             payload.insert(COMPLETE.into(), Value::Bool(false));
         }
     }
-    let videos: Vec<String> = videos.into_iter().collect();
-    unkeep(&items, &videos)?;
-    Ok(())
+    Ok(owners)
 }
 
 /// Makes the kept ones of `videos` unkept (their headers say not
