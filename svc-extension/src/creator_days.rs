@@ -200,10 +200,14 @@ fn rows_at(
         .collect())
 }
 
-/// Makes `creators` unkept: their complete headers say false.
-fn unkeep(items: &Items<'_>, creators: BTreeSet<&str>) -> Result<(), ItemsError> {
+/// The ids of the complete headers of `creators` (at most `limit`).
+fn complete_headers(
+    items: &Items<'_>,
+    creators: BTreeSet<&str>,
+    limit: i64,
+) -> Result<Vec<String>, ItemsError> {
     if creators.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let headers = items.read_by_query(
         DAYS,
@@ -214,13 +218,20 @@ fn unkeep(items: &Items<'_>, creators: BTreeSet<&str>) -> Result<(), ItemsError>
                 {COMPLETE: {"_eq": true}},
             ]}))
             .fields(&["id"])
-            .limit(-1),
+            .limit(limit),
     )?;
+    Ok(headers
+        .iter()
+        .filter_map(|h| str_field(h, "id").map(String::from))
+        .collect())
+}
+
+/// Makes `creators` unkept: their complete headers say false.
+fn unkeep(items: &Items<'_>, creators: BTreeSet<&str>) -> Result<(), ItemsError> {
+    let headers = complete_headers(items, creators, -1)?;
     own_writes::run(|| -> Result<(), ItemsError> {
-        for header in &headers {
-            if let Some(id) = str_field(header, "id") {
-                items.update_one(DAYS, id, &json!({ COMPLETE: false }))?;
-            }
+        for id in &headers {
+            items.update_one(DAYS, id, &json!({ COMPLETE: false }))?;
         }
         Ok(())
     })
@@ -284,18 +295,7 @@ pub fn before_write(write: &mut PendingWrite, ctx: &Context<'_>) -> Result<(), B
 
 /// Whether `user`'s days are kept.
 fn is_kept(items: &Items<'_>, user: &str) -> Result<bool, ItemsError> {
-    let header = items.read_by_query(
-        DAYS,
-        &Query::new()
-            .filter(json!({"_and": [
-                {"user_id": {"_eq": user}},
-                {"day": {"_null": true}},
-                {COMPLETE: {"_eq": true}},
-            ]}))
-            .fields(&["id"])
-            .limit(1),
-    )?;
-    Ok(!header.is_empty())
+    Ok(!complete_headers(items, BTreeSet::from([user]), 1)?.is_empty())
 }
 
 /// A sum of counts as a backend gives it back (an integer, or a number
