@@ -168,14 +168,14 @@ fn rows_at(
     creators: BTreeSet<&str>,
     days: Option<BTreeSet<&str>>,
 ) -> Result<BTreeMap<(String, Option<String>), Row>, ItemsError> {
-    let mut filter = vec![one_of("user_id", creators)];
-    if let Some(days) = days {
-        filter.push(json!({"_or": [one_of("day", days), {"day": {"_null": true}}]}));
-    }
+    let filter = match days {
+        Some(days) => video_days::days_and_headers("user_id", creators, days),
+        None => one_of("user_id", creators),
+    };
     let rows = items.read_by_query(
         DAYS,
         &Query::new()
-            .filter(json!({ "_and": filter }))
+            .filter(filter)
             .fields(&["id", "user_id", "day", "plays", "likes", COMPLETE])
             .limit(-1),
     )?;

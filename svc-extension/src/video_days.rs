@@ -280,10 +280,7 @@ fn rows_at(
     let rows = items.read_by_query(
         DAYS,
         &Query::new()
-            .filter(json!({"_and": [
-                one_of("video_id", videos),
-                {"_or": [one_of("day", days), {"day": {"_null": true}}]},
-            ]}))
+            .filter(days_and_headers("video_id", videos, days))
             .limit(-1),
     )?;
     Ok(rows
@@ -312,6 +309,22 @@ pub fn one_of(field: &str, values: BTreeSet<&str>) -> Value {
         Some(only) if values.len() == 1 => json!({ field: { "_eq": only } }),
         _ => json!({ field: { "_in": values } }),
     }
+}
+
+/// The rows of `owners` (named by `owner`) on `days`, and their headers:
+/// two branches, each naming the owners, so that each is one search of
+/// the `(owner, day)` unique index per owner. One list of owners beside a
+/// choice of days (`day` one of them or null) is planned by SQLite as a
+/// scan of every row of the collection once there are several owners.
+pub fn days_and_headers(owner: &str, owners: BTreeSet<&str>, days: BTreeSet<&str>) -> Value {
+    let headers = json!({"_and": [one_of(owner, owners.clone()), {"day": {"_null": true}}]});
+    if days.is_empty() {
+        return headers;
+    }
+    json!({"_or": [
+        {"_and": [one_of(owner, owners), one_of("day", days)]},
+        headers,
+    ]})
 }
 
 /// Before a write of `video_days` that is not this module's (an

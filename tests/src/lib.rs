@@ -1196,6 +1196,18 @@ impl Host {
             .unwrap_or_else(|| panic!("no metric {name}: {}", r.body))
     }
 
+    /// Rows the database has stepped over in full table scans, where it
+    /// tells (`database_full_scan_rows`; `None` on PostgreSQL).
+    pub fn full_scan_rows(&self) -> Option<u64> {
+        let r = self.get("/server/metrics", Some(ADMIN_TOKEN));
+        assert_eq!(r.status, 200, "{}", r.body);
+        let value = &r.json()["data"]["database_full_scan_rows"];
+        match value {
+            Value::Null => None,
+            v => Some(v.as_u64().unwrap_or_else(|| panic!("a count: {}", r.body))),
+        }
+    }
+
     /// The host still answers: `/server/ping` and (svc) `/svc/stats`.
     pub fn assert_serving(&self) {
         let r = self.get("/server/ping", None);

@@ -73,6 +73,7 @@ pub async fn metrics(
         "database_round_trips": state.platform.store.round_trips(),
         "password_hashes": load(&crate::credentials::PASSWORD_HASHES),
         "database_rows_read": state.platform.store.rows_read(),
+        "database_full_scan_rows": state.platform.store.full_scan_rows(),
     }})))
 }
 

@@ -272,6 +272,14 @@ pub trait Store: Send + Sync {
     /// by every query of the shared SQL (a count is one row). What a
     /// request read, whatever the number of statements it took.
     fn rows_read(&self) -> u64;
+    /// Rows the database stepped over in full table scans (reads no index
+    /// served) by this process's statements, where the database tells
+    /// (SQLite; `None` on PostgreSQL, whose counts are per table and
+    /// reported late). A route whose cost must not grow with a table's
+    /// size adds none.
+    fn full_scan_rows(&self) -> Option<u64> {
+        None
+    }
     /// Starts counting, in the database itself, the commits that change any
     /// of `collections`, whoever makes them (this process, another one, SQL
     /// by hand); [`Store::tracked_version`] reads the count. Idempotent.

@@ -15,7 +15,7 @@ use parking_lot::{Mutex, RwLock};
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::config::DbConfig;
 use rusqlite::types::{ToSqlOutput, Value as SqlValue, ValueRef};
-use rusqlite::{params_from_iter, Connection, ErrorCode};
+use rusqlite::{params_from_iter, Connection, ErrorCode, StatementStatus};
 use serde_json::Value;
 
 use super::codec::{json_scalar, Cell, Scalar};
@@ -54,6 +54,9 @@ struct Counts {
     statements: AtomicU64,
     /// Rows the statements returned (see [`Store::rows_read`]).
     rows: AtomicU64,
+    /// Rows the statements stepped over in full table scans (see
+    /// [`Store::full_scan_rows`]).
+    scanned: AtomicU64,
 }
 
 /// A connection of its own that writes nothing but the counters, so that
@@ -352,6 +355,15 @@ impl Sqlite<'_> {
     fn count(&self) {
         self.1.statements.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// Adds the rows `stmt` stepped over in full table scans since it was
+    /// last counted (a cached statement keeps its own tally).
+    fn count_scans(&self, stmt: &rusqlite::Statement<'_>) {
+        let scanned = stmt.reset_status(StatementStatus::FullscanStep);
+        if scanned > 0 {
+            self.1.scanned.fetch_add(scanned as u64, Ordering::Relaxed);
+        }
+    }
 }
 
 impl SqlConn for Sqlite<'_> {
@@ -382,6 +394,8 @@ impl SqlConn for Sqlite<'_> {
             Ok(())
         })();
         self.1.rows.fetch_add(read, Ordering::Relaxed);
+        drop(rows);
+        self.count_scans(&stmt);
         outcome
     }
 
@@ -392,6 +406,7 @@ impl SqlConn for Sqlite<'_> {
         let n = stmt
             .execute(params_from_iter(params.iter().map(Bound)))
             .map_err(map_sql_error)?;
+        self.count_scans(&stmt);
         Ok(n as u64)
     }
 
@@ -527,6 +542,10 @@ impl Store for SqliteStore {
 
     fn rows_read(&self) -> u64 {
         self.counts.rows.load(Ordering::Relaxed)
+    }
+
+    fn full_scan_rows(&self) -> Option<u64> {
+        Some(self.counts.scanned.load(Ordering::Relaxed))
     }
 
     fn track_changes(&self, collections: &[&str]) -> Result<(), StoreError> {
