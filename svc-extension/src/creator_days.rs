@@ -168,17 +168,15 @@ fn rows_at(
     creators: BTreeSet<&str>,
     days: Option<BTreeSet<&str>>,
 ) -> Result<BTreeMap<(String, Option<String>), Row>, ItemsError> {
-    let filter = match days {
-        Some(days) => video_days::days_and_headers("user_id", creators, days),
-        None => one_of("user_id", creators),
+    let query = Query::new()
+        .fields(&["id", "user_id", "day", "plays", "likes", COMPLETE])
+        .limit(-1);
+    let rows = match days {
+        Some(days) => {
+            video_days::read_days_and_headers(items, DAYS, query, ("user_id", creators), days)?
+        }
+        None => items.read_by_query(DAYS, &query.filter(one_of("user_id", creators)))?,
     };
-    let rows = items.read_by_query(
-        DAYS,
-        &Query::new()
-            .filter(filter)
-            .fields(&["id", "user_id", "day", "plays", "likes", COMPLETE])
-            .limit(-1),
-    )?;
     let int = |row: &Value, f: &str| row.get(f).and_then(Value::as_i64).unwrap_or(0);
     Ok(rows
         .iter()

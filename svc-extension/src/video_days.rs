@@ -277,11 +277,12 @@ fn rows_at(
 ) -> Result<HashMap<Place, Row>, ItemsError> {
     let videos: BTreeSet<&str> = changes.keys().map(|(v, _)| v.as_str()).collect();
     let days: BTreeSet<&str> = changes.keys().filter_map(|(_, d)| d.as_deref()).collect();
-    let rows = items.read_by_query(
+    let rows = read_days_and_headers(
+        items,
         DAYS,
-        &Query::new()
-            .filter(days_and_headers("video_id", videos, days))
-            .limit(-1),
+        Query::new().limit(-1),
+        ("video_id", videos),
+        days,
     )?;
     Ok(rows
         .iter()
@@ -311,20 +312,37 @@ pub fn one_of(field: &str, values: BTreeSet<&str>) -> Value {
     }
 }
 
-/// The rows of `owners` (named by `owner`) on `days`, and their headers:
-/// two branches, each naming the owners, so that each is one search of
-/// the `(owner, day)` unique index per owner. One list of owners beside a
-/// choice of days (`day` one of them or null) is planned by SQLite as a
-/// scan of every row of the collection once there are several owners.
-pub fn days_and_headers(owner: &str, owners: BTreeSet<&str>, days: BTreeSet<&str>) -> Value {
-    let headers = json!({"_and": [one_of(owner, owners.clone()), {"day": {"_null": true}}]});
-    if days.is_empty() {
-        return headers;
+/// The rows of `owners` (named by `owner`) on `days`, and their headers,
+/// read from `collection` with `query`'s fields, each read served by the
+/// `(owner, day)` unique index on both backends. One owner: one read, the
+/// owner and a choice of days (`day` one of them or null). Several: the
+/// days and then the headers, two reads. The choice beside a list of
+/// owners is planned by SQLite as a scan of every row of the collection;
+/// two branches each naming the list, by PostgreSQL.
+pub fn read_days_and_headers(
+    items: &Items<'_>,
+    collection: &str,
+    query: Query,
+    (owner, owners): (&str, BTreeSet<&str>),
+    days: BTreeSet<&str>,
+) -> Result<Vec<Value>, ItemsError> {
+    let header = json!({"day": {"_null": true}});
+    let filters = match (owners.len(), days.is_empty()) {
+        (_, true) => vec![json!({"_and": [one_of(owner, owners), header]})],
+        (1, false) => vec![json!({"_and": [
+            one_of(owner, owners),
+            {"_or": [one_of("day", days), header]},
+        ]})],
+        (_, false) => vec![
+            json!({"_and": [one_of(owner, owners.clone()), one_of("day", days)]}),
+            json!({"_and": [one_of(owner, owners), header]}),
+        ],
+    };
+    let mut rows = Vec::new();
+    for filter in filters {
+        rows.extend(items.read_by_query(collection, &query.clone().filter(filter))?);
     }
-    json!({"_or": [
-        {"_and": [one_of(owner, owners), one_of("day", days)]},
-        headers,
-    ]})
+    Ok(rows)
 }
 
 /// Before a write of `video_days` that is not this module's (an
