@@ -93,8 +93,8 @@ pub fn creators_of(
 /// In the writing transaction of a play or a like, after
 /// [`video_days::before_commit`] moved the rows of the kept videos in
 /// `changes`: moves the days of their kept creators (`creators`, by video,
-/// as their headers list them) the same way (a read of the rows, and a
-/// write per row changed).
+/// as their headers list them) the same way (a read of the rows, two for
+/// several creators, and a write per row changed).
 pub fn follow(
     items: &Items<'_>,
     changes: &[(Place, Sums)],

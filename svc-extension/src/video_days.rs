@@ -270,7 +270,8 @@ fn creators_listed(row: &Value) -> Vec<String> {
 }
 
 /// The stored rows at the places changed, and the headers of their
-/// videos, in one read: place → row.
+/// videos, in one read (two for several videos:
+/// [`read_days_and_headers`]): place → row.
 fn rows_at(
     items: &Items<'_>,
     changes: &BTreeMap<Place, Sums>,

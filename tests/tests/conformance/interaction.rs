@@ -925,7 +925,7 @@ fn svc_reads_of_one_page_and_writes_of_one_item_scan_no_table() {
         &publish,
     );
     assert_eq!(r.status, 200, "publish: {}", r.body);
-    let shared_scans = [
+    let recording_scans = [
         created,
         scanned_by(&host, "one recording", || {
             host.get(&format!("/svc/recordings/{recording}"), Some("fan"))
@@ -944,7 +944,7 @@ fn svc_reads_of_one_page_and_writes_of_one_item_scan_no_table() {
             host.delete(&format!("/svc/recordings/{recording}"), Some("fan"))
         }),
     ];
-    let scans = scans.into_iter().chain(shared_scans);
+    let scans = scans.into_iter().chain(recording_scans);
     for (what, scanned) in scans {
         if let Some(rows) = scanned {
             assert_eq!(rows, 0, "rows scanned by {what}");
