@@ -1197,7 +1197,7 @@ impl Host {
     }
 
     /// Rows the database has stepped over in full table scans, where it
-    /// tells (`database_full_scan_rows`; `None` on PostgreSQL).
+    /// tells (`database_full_scan_rows`; `None` where it does not count them).
     pub fn full_scan_rows(&self) -> Option<u64> {
         let r = self.get("/server/metrics", Some(ADMIN_TOKEN));
         assert_eq!(r.status, 200, "{}", r.body);
