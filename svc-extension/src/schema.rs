@@ -72,6 +72,8 @@ pub const EXACT_INDEX_MIGRATION: &str = "0022_counts_exact_index";
 pub const CREATOR_DAYS_MIGRATION: &str = "0023_creator_days";
 /// Id of the migration covering the links a page of videos reads.
 pub const COVERED_LINKS_MIGRATION: &str = "0024_covered_video_links";
+/// The users tied at 0, counted by user id (see `gamification::ties`).
+pub const TIE_COUNTS_MIGRATION: &str = "0025_tie_counts";
 
 /// Host-owned collections the service refers to.
 const USERS: &str = "platform_users";
@@ -298,6 +300,7 @@ pub fn migrations() -> Vec<(&'static str, Vec<Step>)> {
         (EXACT_INDEX_MIGRATION, counts_exact_index()),
         (CREATOR_DAYS_MIGRATION, creator_days()),
         (COVERED_LINKS_MIGRATION, covered_video_links()),
+        (TIE_COUNTS_MIGRATION, tie_counts()),
     ]
 }
 
@@ -358,61 +361,74 @@ pub fn counts_exact_index() -> Vec<Step> {
     }]
 }
 
-/// The rank tree's nodes, and whether it counts every stats row: not yet
-/// on a database that has stats rows already (the first rank asked for
+/// A kept count tree's collection (a unique `node` and its counter), hidden,
+/// and the flag on svc's state row that says it counts every row (not yet
+/// on a database that has rows already: the first read that needs it
 /// counts it).
-pub fn rank_counts() -> Vec<Step> {
-    use crate::gamification::ranks::{COUNTED, COUNTS};
+fn kept_count_tree(
+    nodes: &str,
+    counter_name: &str,
+    counted: &str,
+    icon: &str,
+    note: &str,
+) -> Vec<Step> {
     vec![
-        Collection::new(COUNTS)
+        Collection::new(nodes)
             .field(Field::integer("node").not_null().unique())
-            .field(counter("users"))
+            .field(counter(counter_name))
             .build(),
         collection_meta(
-            COUNTS,
+            nodes,
             CollectionMeta {
-                icon: Some("leaderboard".into()),
-                note: Some(
-                    "Users per leading bytes of their score: kept by the service for ranks".into(),
-                ),
+                icon: Some(icon.into()),
+                note: Some(note.into()),
                 hidden: Some(true),
                 ..CollectionMeta::default()
             },
         ),
         Step::AddField {
             collection: "gamification_state".into(),
-            field: flag(COUNTED).not_null(),
+            field: flag(counted).not_null(),
         },
     ]
 }
 
-/// The community list's position tree, and whether it counts every listed
-/// recording: not yet on a database that has recordings already (the first
-/// deep page asked for counts it).
+/// The rank tree (the first rank asked for counts it).
+pub fn rank_counts() -> Vec<Step> {
+    use crate::gamification::ranks::{COUNTED, COUNTS};
+    kept_count_tree(
+        COUNTS,
+        "users",
+        COUNTED,
+        "leaderboard",
+        "Users per leading bytes of their score: kept by the service for ranks",
+    )
+}
+
+/// The community list's position tree (the first deep page asked for
+/// counts it).
 pub fn community_counts() -> Vec<Step> {
     use crate::community_positions::{COUNTED, COUNTS};
-    vec![
-        Collection::new(COUNTS)
-            .field(Field::integer("node").not_null().unique())
-            .field(counter("recordings"))
-            .build(),
-        collection_meta(
-            COUNTS,
-            CollectionMeta {
-                icon: Some("format_list_numbered".into()),
-                note: Some(
-                    "Community recordings per span of creation dates: kept by the service for deep pages"
-                        .into(),
-                ),
-                hidden: Some(true),
-                ..CollectionMeta::default()
-            },
-        ),
-        Step::AddField {
-            collection: "gamification_state".into(),
-            field: flag(COUNTED).not_null(),
-        },
-    ]
+    kept_count_tree(
+        COUNTS,
+        "recordings",
+        COUNTED,
+        "format_list_numbered",
+        "Community recordings per span of creation dates: kept by the service for deep pages",
+    )
+}
+
+/// The tree of the users tied at 0 by user id (the first leaderboard page
+/// asked for deep inside the tie counts it).
+pub fn tie_counts() -> Vec<Step> {
+    use crate::gamification::ties::{COUNTED, COUNTS};
+    kept_count_tree(
+        COUNTS,
+        "users",
+        COUNTED,
+        "leaderboard",
+        "Users without points per leading bytes of their id: kept by the service for deep leaderboard pages",
+    )
 }
 
 /// Whether a video's counters equal its records' counts: false for every
@@ -1266,7 +1282,8 @@ mod tests {
                 "0021_served_indexes_dropped",
                 "0022_counts_exact_index",
                 "0023_creator_days",
-                "0024_covered_video_links"
+                "0024_covered_video_links",
+                "0025_tie_counts"
             ]
         );
     }

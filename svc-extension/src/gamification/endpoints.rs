@@ -207,15 +207,14 @@ fn page_rows(
     limit: u64,
     offset: u64,
 ) -> Result<Vec<KeptRow>, ItemsError> {
-    let mut query = Query::new();
-    let mut skip = offset;
-    if offset >= ranks::DEEP_OFFSET {
+    let start = if offset >= ranks::DEEP_OFFSET {
         let Some(start) = ranks::page_start(ctx, items, offset)? else {
             return Ok(Vec::new());
         };
-        query = query.filter(json!({"decay_sum": {"_lte": start.ceiling}}));
-        skip = start.skip;
-    }
+        Some(start)
+    } else {
+        None
+    };
     let mut fields: Vec<&str> = PAGE_STATS
         .iter()
         .map(|f| f.trim_start_matches('-'))
@@ -223,16 +222,37 @@ fn page_rows(
     fields.push("id");
     fields.extend(shown_users::COPIES.iter().map(|(copy, _)| *copy));
     fields.push(shown_users::COPIED);
-    let rows_text = items.read_by_query_raw(
-        "user_stats",
-        &query
+    let read = |filter: Option<Value>, skip: u64, take: u64| {
+        let mut query = Query::new()
             .fields(&fields)
             .sort(&PAGE_STATS[..2])
-            .limit(limit as i64)
-            .offset(skip),
-    )?;
-    let rows: Vec<StatsRow<'_>> =
-        serde_json::from_str(&rows_text).map_err(|e| ItemsError::decode("stats", e))?;
+            .limit(take as i64)
+            .offset(skip);
+        if let Some(filter) = filter {
+            query = query.filter(filter);
+        }
+        items.read_by_query_raw("user_stats", &query)
+    };
+    let parse = |text| {
+        serde_json::from_str::<Vec<StatsRow<'_>>>(text).map_err(|e| ItemsError::decode("stats", e))
+    };
+    let (filter, skip) = match &start {
+        Some(start) => {
+            let (filter, skip) = start.first();
+            (Some(filter), skip)
+        }
+        None => (None, offset),
+    };
+    let first_text = read(filter, skip, limit)?;
+    let top_up_text: String;
+    let mut rows: Vec<StatsRow<'_>> = parse(&first_text)?;
+    if let Some((filter, take)) = start
+        .as_ref()
+        .and_then(|s| s.top_up(rows.len() as u64, limit))
+    {
+        top_up_text = read(Some(filter), 0, take)?;
+        rows.extend(parse(&top_up_text)?);
+    }
     let not_copied: Vec<(String, String)> = rows
         .iter()
         .filter(|row| !row.copied())

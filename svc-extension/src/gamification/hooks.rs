@@ -19,6 +19,7 @@ use super::facts::PointAction;
 use super::ledger::VERIFIED;
 use super::ranks;
 use super::shown_users;
+use super::ties;
 use crate::own_writes;
 
 fn field<'a>(record: Option<&'a Value>, name: &str) -> Option<&'a Value> {
@@ -81,15 +82,30 @@ pub fn before_commit(event: &RawItemEvent<'_>, ctx: &Context<'_>) -> Result<(), 
     outcome.map_err(BoxError::from)
 }
 
-/// Moves the rank tree by the sums the write changed.
+/// Moves the rank tree by the sums the write changed, and the tie tree by
+/// the users it moved to or from a sum of 0.
 fn ranks_follow(event: &ItemEvent, ctx: &Context<'_>) -> Result<(), ItemsError> {
+    let rows: Vec<(Option<&Value>, Option<&Value>)> = event
+        .keys
+        .iter()
+        .map(|key| {
+            let before = event
+                .before_of(key)
+                .filter(|_| event.kind != EventKind::Create);
+            let after = event
+                .after_of(key)
+                .filter(|_| event.kind != EventKind::Delete);
+            (before, after)
+        })
+        .collect();
     let sum = |record: Option<&Value>| field(record, "decay_sum").and_then(Value::as_f64);
-    let sums = event.keys.iter().map(|key| {
-        let before = sum(event.before_of(key)).filter(|_| event.kind != EventKind::Create);
-        let after = sum(event.after_of(key)).filter(|_| event.kind != EventKind::Delete);
-        (before, after)
-    });
-    ranks::follow(&ctx.as_admin(), sums)
+    let items = ctx.as_admin();
+    ranks::follow(&items, rows.iter().map(|(b, a)| (sum(*b), sum(*a))))?;
+    ties::follow(
+        &items,
+        rows.iter()
+            .map(|(b, a)| (ties::tied_key(*b), ties::tied_key(*a))),
+    )
 }
 
 /// The users named by `field` before and after the write, once each.

@@ -13,6 +13,8 @@
 //! * `crate::own_writes`: the ledger's own writes, which those hooks let pass.
 //! * [`recalc`]: rule 6, the hourly `recalculate-stats` schedule.
 //! * [`endpoints`]: the three public endpoints.
+//! * [`ranks`], [`ties`]: the kept count trees that answer a rank and find a
+//!   deep leaderboard page in a few reads.
 //! * [`shown_users`]: the fields of a user the leaderboard shows, kept on
 //!   the user's stats row.
 
@@ -27,4 +29,5 @@ pub mod ranks;
 pub mod recalc;
 pub mod score;
 pub mod shown_users;
+pub mod ties;
 pub mod time;

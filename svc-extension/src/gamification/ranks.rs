@@ -23,6 +23,7 @@
 use host_sdk::{Context, Items, ItemsError};
 use serde_json::{json, Value};
 
+use super::ties;
 use crate::count_tree::{self, Tree};
 
 /// The collection of the tree's nodes.
@@ -105,29 +106,75 @@ pub fn users_above(ctx: &Context<'_>, items: &Items<'_>, sum: f64) -> Result<u64
 /// walking the index row by row is as cheap.
 pub const DEEP_OFFSET: u64 = 1_000;
 
-/// Where the rows at `offset` in the leaderboard's order start: among the
-/// rows whose sum is at most `ceiling`, after `skip` of them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PageStart {
-    pub ceiling: f64,
-    pub skip: u64,
+/// Where a leaderboard page at a deep offset starts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PageStart {
+    /// Among the users whose sum is at most `ceiling`, after `skip` of
+    /// them.
+    AtMost { ceiling: f64, skip: u64 },
+    /// Among the users tied at 0 whose id is at least `from`, after `skip`
+    /// of them ([`ties`]); then the users below 0.
+    Tied { from: String, skip: u64 },
+}
+
+impl PageStart {
+    /// The page's first read: the stats rows it reads from, in the
+    /// leaderboard's order, and how many of them to skip.
+    pub fn first(&self) -> (Value, u64) {
+        match self {
+            PageStart::AtMost { ceiling, skip } => (json!({"decay_sum": {"_lte": ceiling}}), *skip),
+            PageStart::Tied { from, skip } => (
+                json!({"_and": [{"decay_sum": {"_eq": 0}}, {"user_id": {"_gte": from}}]}),
+                *skip,
+            ),
+        }
+    }
+
+    /// The page's second read, when its first brought `got` of `limit`
+    /// rows from the tie: the users below 0 that follow (the rows, how
+    /// many to take). An empty first read (rows gone since the tree was
+    /// read) cannot say where they would start: the page stays empty.
+    pub fn top_up(&self, got: u64, limit: u64) -> Option<(Value, u64)> {
+        let tied = matches!(self, PageStart::Tied { .. });
+        (tied && got > 0 && got < limit).then(|| (json!({"decay_sum": {"_lt": 0}}), limit - got))
+    }
 }
 
 fn page_start_of(position: count_tree::Position) -> PageStart {
-    PageStart {
+    PageStart::AtMost {
         ceiling: sum_of(position.leaf_top),
         skip: position.skip,
     }
 }
 
 /// Where the leaderboard's rows at `offset` start (see [`PageStart`]);
-/// `None` when there are not that many users.
+/// `None` when there are not that many users. A start deep inside the
+/// users tied at 0 (the leaf of 0, past the sums too small to print
+/// that share it) is found among them by user id ([`ties`]).
 pub fn page_start(
     ctx: &Context<'_>,
     items: &Items<'_>,
     offset: u64,
 ) -> Result<Option<PageStart>, ItemsError> {
-    Ok(TREE.position(ctx, items, offset)?.map(page_start_of))
+    let Some(at) = TREE.position(ctx, items, offset)? else {
+        return Ok(None);
+    };
+    let zero_leaf = count_tree::leaf_top(key(0.0));
+    if at.leaf_top == zero_leaf && at.skip >= DEEP_OFFSET {
+        let above_zero = items.count(
+            "user_stats",
+            Some(json!({"_and": [
+                {"decay_sum": {"_gt": 0}},
+                {"decay_sum": {"_lte": sum_of(zero_leaf)}},
+            ]})),
+        )?;
+        if let Some(tied_skip) = at.skip.checked_sub(above_zero) {
+            if let Some((from, skip)) = ties::start(ctx, items, tied_skip)? {
+                return Ok(Some(PageStart::Tied { from, skip }));
+            }
+        }
+    }
+    Ok(Some(page_start_of(at)))
 }
 
 #[cfg(test)]
@@ -208,16 +255,14 @@ mod tests {
         let tree = count_of(&sums);
         sums.sort_by(|a, b| b.total_cmp(a));
         for offset in 0..sums.len() as u64 {
-            let start = start_in(&tree, offset).expect("a start inside the rows");
-            let below: Vec<f64> = sums
-                .iter()
-                .copied()
-                .filter(|s| *s <= start.ceiling)
-                .collect();
-            let found = below[start.skip as usize];
+            let Some(PageStart::AtMost { ceiling, skip }) = start_in(&tree, offset) else {
+                panic!("offset {offset}: a start inside the rows, by sum");
+            };
+            let below: Vec<f64> = sums.iter().copied().filter(|s| *s <= ceiling).collect();
+            let found = below[skip as usize];
             assert_eq!(found, sums[offset as usize], "offset {offset}");
             assert_eq!(
-                sums.len() - below.len() + start.skip as usize,
+                sums.len() - below.len() + skip as usize,
                 offset as usize,
                 "offset {offset}: the rows above the start"
             );

@@ -126,13 +126,20 @@ fn ranks_follow_a_bulk_import_of_stats_rows() {
     let probes: Vec<String> = ids.iter().step_by(97).cloned().collect();
     check_ranks(&host, &probes, 1);
 
+    check_pages(&host, &[0, 999, 1000, 1001, 1150, 1199, 1200, 5000]);
+}
+
+/// The leaderboard's pages of 60 at `offsets` against its order recomputed
+/// from every stats row (`-decay_sum`, then user id): the users, and their
+/// positions as the page's ranks.
+fn check_pages(host: &Host, offsets: &[usize]) {
     let mut order: Vec<(f64, String)> = host
         .admin_all("user_stats", "user_id,decay_sum")
         .iter()
         .filter_map(|r| Some((r["decay_sum"].as_f64()?, r["user_id"].as_str()?.to_string())))
         .collect();
     order.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    for offset in [0, 999, 1000, 1001, 1150, 1199, 1200, 5000] {
+    for &offset in offsets {
         let r = host.get(
             &format!("/svc/gamification/leaderboard?limit=60&offset={offset}"),
             None,
@@ -151,6 +158,58 @@ fn ranks_follow_a_bulk_import_of_stats_rows() {
             .collect();
         assert_eq!(ranks, positions, "ranks on the page at offset {offset}");
     }
+}
+
+/// Pages deep inside the users tied at 0 start where the tie tree (users
+/// at 0 by id) says, counted from the rows the first time and then kept by
+/// every write that moves a user to or from 0; pages that run past the tie
+/// go on with the users below 0.
+#[test]
+fn deep_pages_among_users_tied_at_zero_hold_the_order() {
+    let host = Host::in_process_svc();
+    let users: Vec<Value> = (0..1400)
+        .map(|i| json!({"first_name": "Tied", "last_name": format!("{i}")}))
+        .collect();
+    let ids: Vec<String> = host
+        .admin_create_many("platform_users", &users)
+        .iter()
+        .filter_map(|u| u["id"].as_str().map(String::from))
+        .collect();
+    let stats = |ids: &[String], sum: &dyn Fn(usize) -> f64| -> Vec<Value> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| json!({"user_id": id, "decay_sum": sum(i)}))
+            .collect()
+    };
+    // 20 users above 0 and 1,100 at 0: the first deep page counts the tree.
+    host.admin_create_many("user_stats", &stats(&ids[..20], &|i| i as f64 + 1.0));
+    host.admin_create_many("user_stats", &stats(&ids[20..1120], &|_| 0.0));
+    check_pages(&host, &[1050]);
+    assert_eq!(count_trees::counted(&host, "ties_counted"), json!(true));
+    // Later rows move it: more at 0, some below, users leaving and joining
+    // the tie.
+    host.admin_create_many("user_stats", &stats(&ids[1120..1370], &|_| 0.0));
+    host.admin_create_many("user_stats", &stats(&ids[1370..], &|i| -(i as f64) - 1.0));
+    let row_of = |user: &str| stats_row_of(&host, user).expect("a stats row").0;
+    for user in &ids[100..103] {
+        host.admin_patch("user_stats", &row_of(user), &json!({"decay_sum": 5.0}));
+    }
+    for user in &ids[3..5] {
+        host.admin_patch("user_stats", &row_of(user), &json!({"decay_sum": 0.0}));
+    }
+    for user in &ids[600..602] {
+        host.admin_delete("user_stats", &row_of(user));
+    }
+    // 21 above 0, 1,347 at 0, 30 below: the tie's pages start from the tree
+    // at offset 1,021, and the one at 1,309 is the first to run past it.
+    let offsets = [
+        999, 1000, 1020, 1021, 1022, 1200, 1300, 1307, 1308, 1309, 1367, 1368, 1397, 1398,
+    ];
+    check_pages(&host, &offsets);
+    // Nodes spoiled behind the service's back are counted again.
+    count_trees::spoil(&host, "user_tie_counts", "users", "ties_counted");
+    check_pages(&host, &offsets);
+    assert_eq!(count_trees::counted(&host, "ties_counted"), json!(true));
 }
 
 /// A database whose tree does not count every row (rows that predate it,
