@@ -99,20 +99,24 @@ fn ranks_follow_every_write_of_a_score() {
     );
 }
 
+/// `n` users created in one request: their ids.
+fn many_users(host: &Host, n: usize, name: &str) -> Vec<String> {
+    let users: Vec<Value> = (0..n)
+        .map(|i| json!({"first_name": name, "last_name": format!("{i}")}))
+        .collect();
+    host.admin_create_many("platform_users", &users)
+        .iter()
+        .filter_map(|u| u["id"].as_str().map(String::from))
+        .collect()
+}
+
 /// An import of many stats rows at once moves the tree in one write per
 /// batch: ranks stay the rule's, and leaderboard pages at deep offsets
 /// (found from the tree) hold the rows of the order itself, ties included.
 #[test]
 fn ranks_follow_a_bulk_import_of_stats_rows() {
     let host = Host::in_process_svc();
-    let users: Vec<Value> = (0..1200)
-        .map(|i| json!({"first_name": "Bulk", "last_name": format!("{i}")}))
-        .collect();
-    let ids: Vec<String> = host
-        .admin_create_many("platform_users", &users)
-        .iter()
-        .filter_map(|u| u["id"].as_str().map(String::from))
-        .collect();
+    let ids = many_users(&host, 1200, "Bulk");
     host.admin_create("user_stats", &json!({"user_id": ids[0], "decay_sum": 0.5}));
     check_ranks(&host, &ids[..1], 0);
     let rows: Vec<Value> = ids[1..]
@@ -167,14 +171,7 @@ fn check_pages(host: &Host, offsets: &[usize]) {
 #[test]
 fn deep_pages_among_users_tied_at_zero_hold_the_order() {
     let host = Host::in_process_svc();
-    let users: Vec<Value> = (0..1400)
-        .map(|i| json!({"first_name": "Tied", "last_name": format!("{i}")}))
-        .collect();
-    let ids: Vec<String> = host
-        .admin_create_many("platform_users", &users)
-        .iter()
-        .filter_map(|u| u["id"].as_str().map(String::from))
-        .collect();
+    let ids = many_users(&host, 1400, "Tied");
     let stats = |ids: &[String], sum: &dyn Fn(usize) -> f64| -> Vec<Value> {
         ids.iter()
             .enumerate()
