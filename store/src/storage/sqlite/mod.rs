@@ -1,11 +1,12 @@
-//! The SQLite backend: one database file in WAL mode, a connection pool,
-//! write transactions taking turns (`BEGIN IMMEDIATE` behind a process
-//! lock), and SQLite's dialect of the shared SQL.
+//! The SQLite backend: one database file in WAL mode, a connection pool
+//! for reads, write transactions taking turns on a connection of their own
+//! (`BEGIN IMMEDIATE` behind a process lock), and SQLite's dialect of the
+//! shared SQL.
 
 pub(crate) mod backup;
 mod checkpoint;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +39,16 @@ pub struct SqliteStore {
     /// Shared with the checkpoint thread, which truncates the WAL between
     /// two writers.
     write_lock: Arc<Mutex<()>>,
+    /// The connection every write transaction runs on, taken only inside
+    /// the write lock (opened at the first write, and again after a
+    /// failed commit). One connection keeps its page cache from one write
+    /// to the next: SQLite empties a connection's cache when another
+    /// connection committed since its last transaction, so writes that
+    /// rotated through the pool started cold, reading the upper pages of
+    /// every index they touch again.
+    writer: Mutex<Option<Connection>>,
+    path: PathBuf,
+    checkpointed: bool,
     schema: RwLock<Arc<Schema>>,
     changes: Mutex<ChangeWatch>,
     /// Statements run and rows read, by every connection.
@@ -158,6 +169,11 @@ fn set_up_connection(c: &mut Connection) -> rusqlite::Result<()> {
 /// data. 8 MiB holds such a read; pages are allocated as they are read, so
 /// a small database costs no more.
 const PAGE_CACHE_KIB: u32 = 8 * 1024;
+
+/// The writer's page cache, in KiB (see [`SqliteStore::open_writer`]):
+/// allocated as pages are read, so it costs memory only on a file whose
+/// writes touch that many pages.
+const WRITER_CACHE_KIB: u32 = 64 * 1024;
 
 /// The settings of the store's connections when its checkpoint thread
 /// runs: no checkpoint on a writer's commit (see `checkpoint`).
@@ -454,6 +470,9 @@ impl SqliteStore {
         let store = Self {
             pool,
             write_lock,
+            writer: Mutex::new(None),
+            path: path.to_path_buf(),
+            checkpointed: checkpoints.running(),
             schema: RwLock::new(Arc::new(Schema::default())),
             changes: Mutex::new(ChangeWatch::open(path)?),
             counts: Counts::default(),
@@ -479,41 +498,57 @@ impl SqliteStore {
         f(&mut conn)
     }
 
-    /// Runs `f` inside `BEGIN IMMEDIATE … COMMIT`, holding the write lock.
-    /// SQLite runs one writer at a time, so a transaction never has to be
-    /// run again.
+    /// The writer's connection: the pool's settings and a larger cache,
+    /// which holds the index pages a bulk import walks on a large file.
+    fn open_writer(&self) -> Result<Connection, StoreError> {
+        let mut conn = Connection::open(&self.path).map_err(map_sql_error)?;
+        match self.checkpointed {
+            true => set_up_connection_checkpointed(&mut conn),
+            false => set_up_connection(&mut conn),
+        }
+        .and_then(|()| conn.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};")))
+        .map_err(map_sql_error)?;
+        Ok(conn)
+    }
+
+    /// Runs `f` inside `BEGIN IMMEDIATE … COMMIT` on the writer's
+    /// connection, holding the write lock. SQLite runs one writer at a
+    /// time, so a transaction never has to be run again.
     fn in_write_tx<T>(
         &self,
         f: impl FnOnce(&mut Sqlite<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         exclusive_write(|| {
             let _guard = self.write_lock.lock();
-            self.with_conn(|conn| {
-                conn.execute_batch("BEGIN IMMEDIATE")
-                    .map_err(map_sql_error)?;
-                // BEGIN, and COMMIT or ROLLBACK.
-                self.counts.statements.fetch_add(2, Ordering::Relaxed);
-                let done = rolled_back_on_panic(
-                    conn,
-                    |conn| f(&mut Sqlite(conn, &self.counts)),
-                    |conn| {
-                        let _ = conn.execute_batch("ROLLBACK");
-                    },
-                );
-                match done {
-                    Ok(value) => match conn.execute_batch("COMMIT") {
-                        Ok(()) => Ok(value),
-                        Err(e) => {
-                            let _ = conn.execute_batch("ROLLBACK");
-                            Err(map_sql_error(e))
-                        }
-                    },
-                    Err(e) => {
-                        let _ = conn.execute_batch("ROLLBACK");
-                        Err(e)
-                    }
-                }
-            })
+            let mut writer = self.writer.lock();
+            let conn = match &mut *writer {
+                Some(conn) => conn,
+                empty => empty.insert(self.open_writer()?),
+            };
+            conn.execute_batch("BEGIN IMMEDIATE")
+                .map_err(map_sql_error)?;
+            // BEGIN, and COMMIT or ROLLBACK.
+            self.counts.statements.fetch_add(2, Ordering::Relaxed);
+            let done = rolled_back_on_panic(
+                conn,
+                |conn| f(&mut Sqlite(conn, &self.counts)),
+                |conn| {
+                    let _ = conn.execute_batch("ROLLBACK");
+                },
+            );
+            let ended = match done {
+                Ok(value) => match conn.execute_batch("COMMIT") {
+                    Ok(()) => return Ok(value),
+                    Err(e) => Err(map_sql_error(e)),
+                },
+                Err(e) => Err(e),
+            };
+            // A connection whose rollback fails is in a state not known:
+            // the next write opens another.
+            if conn.execute_batch("ROLLBACK").is_err() && !conn.is_autocommit() {
+                *writer = None;
+            }
+            ended
         })
     }
 }
@@ -701,6 +736,42 @@ mod tests {
     fn a_stores_connections_keep_a_page_cache_of_their_own_size() {
         let (_dir, store) = store();
         assert_eq!(setting(&store, "cache_size"), -i64::from(PAGE_CACHE_KIB));
+    }
+
+    /// A setting of the connection write transactions run on.
+    fn writer_setting(store: &SqliteStore, name: &str) -> i64 {
+        store
+            .in_write_tx(|c| {
+                c.0.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+                    .map_err(map_sql_error)
+            })
+            .expect(name)
+    }
+
+    #[test]
+    fn writes_take_turns_on_one_connection_with_a_larger_cache() {
+        let (_dir, store) = store();
+        assert_eq!(
+            writer_setting(&store, "cache_size"),
+            -i64::from(WRITER_CACHE_KIB)
+        );
+        // A temporary table is its connection's own: a later write sees it
+        // only on the same connection, after a failed write too.
+        store
+            .in_write_tx(|c| c.execute_batch("CREATE TEMP TABLE mine (n INTEGER)"))
+            .expect("temporary table");
+        let failed: Result<(), StoreError> = store.in_write_tx(|c| {
+            c.execute_batch("INSERT INTO mine VALUES (1)")?;
+            Err(StoreError::Invalid("refused".into()))
+        });
+        assert!(failed.is_err());
+        let rows = store
+            .in_write_tx(|c| {
+                c.0.query_row("SELECT count(*) FROM temp.mine", [], |r| r.get::<_, i64>(0))
+                    .map_err(map_sql_error)
+            })
+            .expect("the same connection");
+        assert_eq!(rows, 0, "the failed write was rolled back");
     }
 
     fn store() -> (tempfile::TempDir, SqliteStore) {
