@@ -119,7 +119,9 @@ pub struct Common {
         help_heading = "Database"
     )]
     pub db: Option<String>,
-    /// Database connections per host process [default: 16].
+    /// Database connections per host process [default: 16]; on SQLite the
+    /// readers', and writes take turns on one connection more, whose page
+    /// cache (up to 64 MiB) keeps the index pages a bulk import walks.
     #[arg(
         long = "db-pool-max",
         env = "DB_POOL_MAX",
