@@ -41,21 +41,21 @@ pub struct SqliteStore {
     write_lock: Arc<Mutex<()>>,
     /// The connection every write transaction runs on, taken only inside
     /// the write lock (opened at the first write, and again after a
-    /// failed commit). One connection keeps its page cache from one write
+    /// rollback that failed). One connection keeps its page cache from one write
     /// to the next: SQLite empties a connection's cache when another
     /// connection committed since its last transaction, so writes that
     /// rotated through the pool started cold, reading the upper pages of
     /// every index they touch again.
     writer: Mutex<Option<Connection>>,
     path: PathBuf,
-    checkpointed: bool,
     schema: RwLock<Arc<Schema>>,
     changes: Mutex<ChangeWatch>,
     /// Statements run and rows read, by every connection.
     counts: Counts,
     recorded: migrate::KnownRecorded,
-    /// Dropped last: the final checkpoint runs after the pool has closed.
-    _checkpoints: checkpoint::Checkpointer,
+    /// Dropped last: the final checkpoint runs after the pool and the
+    /// writer have closed.
+    checkpoints: checkpoint::Checkpointer,
 }
 
 /// What the connections did, for `/server/metrics`.
@@ -174,6 +174,15 @@ const PAGE_CACHE_KIB: u32 = 8 * 1024;
 /// allocated as pages are read, so it costs memory only on a file whose
 /// writes touch that many pages.
 const WRITER_CACHE_KIB: u32 = 64 * 1024;
+
+/// The settings of the store's connections, readers and writer alike,
+/// whether or not its checkpoint thread runs.
+fn connection_setup(checkpointed: bool) -> fn(&mut Connection) -> rusqlite::Result<()> {
+    match checkpointed {
+        true => set_up_connection_checkpointed,
+        false => set_up_connection,
+    }
+}
 
 /// The settings of the store's connections when its checkpoint thread
 /// runs: no checkpoint on a writer's commit (see `checkpoint`).
@@ -451,11 +460,8 @@ impl SqliteStore {
         }
         let write_lock = Arc::new(Mutex::new(()));
         let checkpoints = checkpoint::Checkpointer::start(path, Arc::clone(&write_lock));
-        let manager = SqliteConnectionManager::file(path).with_init(if checkpoints.running() {
-            set_up_connection_checkpointed
-        } else {
-            set_up_connection
-        });
+        let manager =
+            SqliteConnectionManager::file(path).with_init(connection_setup(checkpoints.running()));
         let max_size = pool_max.unwrap_or(DEFAULT_POOL_SIZE).max(1);
         let pool = r2d2::Pool::builder()
             .max_size(max_size)
@@ -472,12 +478,11 @@ impl SqliteStore {
             write_lock,
             writer: Mutex::new(None),
             path: path.to_path_buf(),
-            checkpointed: checkpoints.running(),
             schema: RwLock::new(Arc::new(Schema::default())),
             changes: Mutex::new(ChangeWatch::open(path)?),
             counts: Counts::default(),
             recorded: migrate::KnownRecorded::default(),
-            _checkpoints: checkpoints,
+            checkpoints,
         };
         let (schema, recorded) = store.in_write_tx(|conn| {
             conn.execute_batch(migrate::BOOKKEEPING)?;
@@ -502,12 +507,9 @@ impl SqliteStore {
     /// which holds the index pages a bulk import walks on a large file.
     fn open_writer(&self) -> Result<Connection, StoreError> {
         let mut conn = Connection::open(&self.path).map_err(map_sql_error)?;
-        match self.checkpointed {
-            true => set_up_connection_checkpointed(&mut conn),
-            false => set_up_connection(&mut conn),
-        }
-        .and_then(|()| conn.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};")))
-        .map_err(map_sql_error)?;
+        connection_setup(self.checkpoints.running())(&mut conn)
+            .and_then(|()| conn.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};")))
+            .map_err(map_sql_error)?;
         Ok(conn)
     }
 
