@@ -653,11 +653,15 @@ impl Platform {
         let nested = WireQuery {
             fields: Some(ListParam::List(wanted)),
             filter: Some(in_list(key, keys)),
-            // Ties broken by id, so the order is the same every time.
+            // Ties broken by id, so the order is the same every time; by
+            // the key first, which leaves each parent's order as it is and
+            // lets the key's index give the rows in order instead of a sort.
             sort: sort.map(|s| {
-                let mut by = vec![s.to_string()];
-                if s != "id" {
-                    by.push("id".into());
+                let mut by = vec![key.to_string()];
+                for field in [s, "id"] {
+                    if !by.iter().any(|f| f == field) {
+                        by.push(field.to_string());
+                    }
                 }
                 ListParam::List(by)
             }),
