@@ -233,9 +233,11 @@ fn write_part_apart(
     let links_text = match ids.is_empty() {
         true => "[]".to_string(),
         false => {
+            // Each video's links by id, as the generic read orders them;
+            // by video first, which their index gives without a sort.
             let mut query = Query::new()
                 .fields(&["videos_id", "platform_users_id"])
-                .sort(&["id"])
+                .sort(&["videos_id", "id"])
                 .limit(-1);
             if !every_link {
                 query = query.filter(json!({"videos_id": {"_in": ids}}));
