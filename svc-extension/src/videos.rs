@@ -59,11 +59,12 @@ enum Models {
     /// that expands them ([`refused_as_one_read`]), or the list is every
     /// visible video ([`Models::EveryLink`]).
     Apart,
-    /// Read apart, every link at once: the list is every visible video,
-    /// whose links are nearly every link, so one read of them all costs
-    /// less than looking each video's up (the host's expansion would pass
-    /// every video's key in a list). Any narrower list (a model's videos,
-    /// a page, one video) looks its own links up, whatever the size of the
+    /// Read apart, every link at once, once for the whole list (not once
+    /// per read of videos): the list is every visible video, whose links
+    /// are nearly every link, so one read of them all costs less than
+    /// looking each video's up (the host's expansion would pass every
+    /// video's key in a list). Any narrower list (a model's videos, a
+    /// page, one video) looks its own links up, whatever the size of the
     /// catalogue.
     EveryLink,
 }
@@ -105,6 +106,12 @@ fn write_videos(
     out: &mut JsonOut,
 ) -> Result<u64, ItemsError> {
     let private = private_user_fields_below(LINKED_USER);
+    // Every link read once for the whole list, whatever its number of parts.
+    let every_link_text = match models {
+        Models::EveryLink => Some(read_links(items, None)?),
+        _ => None,
+    };
+    let every_link = every_link_text.as_deref().map(links_by_video).transpose()?;
     let models = Cell::new(models);
     let read = |resume: Option<&Resume>, wanted: u64| {
         let query = list_query(extra.as_ref(), resume, wanted);
@@ -122,8 +129,8 @@ fn write_videos(
         let comma = written > 0;
         let part = match models.get() {
             Models::Expanded => write_part(items, text, out, comma)?,
-            Models::Apart => write_part_apart(items, text, false, out, comma)?,
-            Models::EveryLink => write_part_apart(items, text, true, out, comma)?,
+            Models::Apart => write_part_apart(items, text, None, out, comma)?,
+            Models::EveryLink => write_part_apart(items, text, every_link.as_ref(), out, comma)?,
         };
         written += part.count;
         Ok(part)
@@ -218,58 +225,78 @@ fn write_part(
     Ok(video_text::part_of(&videos))
 }
 
-/// [`write_part`] of videos read without their models: their links (with
-/// `every_link`, all of them) and then their users read apart (two calls
-/// more).
+/// The text of the links of these videos, each video's by id (`None`:
+/// every link).
+fn read_links(items: &Items<'_>, videos: Option<&[String]>) -> Result<String, ItemsError> {
+    // By video first, which the links' covering index gives without a sort.
+    let mut query = Query::new()
+        .fields(&["videos_id", "platform_users_id"])
+        .sort(&["videos_id", "id"])
+        .limit(-1);
+    if let Some(ids) = videos {
+        query = query.filter(json!({"videos_id": {"_in": ids}}));
+    }
+    items.read_by_query_raw("videos_models", &query)
+}
+
+/// Each video's linked users' ids, in the order of the links' text.
+type LinksByVideo<'t> = HashMap<Cow<'t, str>, Vec<Cow<'t, str>>>;
+
+/// The links' text (from [`read_links`]) by video.
+fn links_by_video(text: &str) -> Result<LinksByVideo<'_>, ItemsError> {
+    let links = raw_list("links", text)?;
+    // Sized once: growing would hash every key again at each step.
+    let mut by_video: LinksByVideo<'_> = HashMap::with_capacity(links.len());
+    for link in links {
+        if let (Some(video), Some(user)) = (link.str("videos_id"), link.str("platform_users_id")) {
+            by_video.entry(video).or_default().push(user);
+        }
+    }
+    Ok(by_video)
+}
+
+/// [`write_part`] of videos read without their models: their links (from
+/// `every_link` when the list read them all, else read for these videos)
+/// and then their users read apart (two calls more).
 fn write_part_apart(
     items: &Items<'_>,
     text: &str,
-    every_link: bool,
+    every_link: Option<&LinksByVideo<'_>>,
     out: &mut JsonOut,
     comma: bool,
 ) -> Result<Part, ItemsError> {
     let videos = raw_list("videos", text)?;
     let ids = raw_ids_of(&videos, "id");
-    let links_text = match ids.is_empty() {
-        true => "[]".to_string(),
-        false => {
-            // Each video's links by id, as the generic read orders them;
-            // by video first, which their index gives without a sort.
-            let mut query = Query::new()
-                .fields(&["videos_id", "platform_users_id"])
-                .sort(&["videos_id", "id"])
-                .limit(-1);
-            if !every_link {
-                query = query.filter(json!({"videos_id": {"_in": ids}}));
-            }
-            items.read_by_query_raw("videos_models", &query)?
+    let own_text;
+    let own;
+    let links = match every_link {
+        Some(all) => all,
+        None => {
+            own_text = match ids.is_empty() {
+                true => "[]".to_string(),
+                false => read_links(items, Some(&ids))?,
+            };
+            own = links_by_video(&own_text)?;
+            &own
         }
     };
-    let mut links = raw_list("links", &links_text)?;
-    // Every link brings those of videos not listed too.
-    let listed: HashSet<&str> = ids.iter().map(String::as_str).collect();
-    links.retain(|link| {
-        link.str("videos_id")
-            .is_some_and(|v| listed.contains(v.as_ref()))
-    });
-    let users = public_users_by_id(items, &raw_ids_of(&links, "platform_users_id"))?;
-    let mut models_of: HashMap<Cow<str>, Vec<&str>> = HashMap::new();
-    for link in &links {
-        if let (Some(video), Some(user)) = (link.str("videos_id"), link.str("platform_users_id")) {
-            if let Some(text) = users.get(&user) {
-                models_of.entry(video).or_default().push(text);
-            }
+    let linked = |id: &str| links.get(id).map_or(&[][..], Vec::as_slice);
+    let mut seen = HashSet::new();
+    let mut user_ids = Vec::new();
+    for user in ids.iter().flat_map(|id| linked(id)) {
+        if seen.insert(user.as_ref()) {
+            user_ids.push(user.to_string());
         }
     }
+    let users = public_users_by_id(items, &user_ids)?;
     let counted = live_counts(items, &videos)?;
     let models = |video: &RawRecord<'_>| {
-        let linked = video
-            .str("id")
-            .and_then(|id| models_of.get(&id))
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let of_video = video.str("id").map_or(&[][..], |id| linked(&id));
         let mut models = JsonOut::default();
-        models.array(linked, |o, text| o.raw(text));
+        models.array(
+            of_video.iter().filter_map(|user| users.get(user)),
+            |o, text| o.raw(text),
+        );
         Ok(models.into_string())
     };
     video_text::write_counted(&videos, models, &counted, out, comma)

@@ -535,7 +535,8 @@ fn videos_are_the_uploaded_ones_newest_first() {
 
 /// A list longer than svc reads at once (5,000 videos), with a run of one
 /// date across the reads' boundary: every video once, newest first, ties
-/// by id, descending; and a limit past the boundary cuts the same order.
+/// by id, descending, each with its models whichever read it came in;
+/// and a limit past the boundary cuts the same order.
 #[test]
 fn a_list_longer_than_one_read_is_every_video_once_in_order() {
     let host = Host::in_process_svc();
@@ -557,12 +558,37 @@ fn a_list_longer_than_one_read_is_every_video_once_in_order() {
         .collect();
     made.sort_by(|a, b| b.cmp(a));
     let want: Vec<String> = made.into_iter().map(|(_, id)| id).collect();
+    // A model of the first read's first video, one of the second read's
+    // last, and one of both.
+    let (first, last) = (&want[0], &want[want.len() - 1]);
+    let (a, b, both) = (
+        id_of(&model(&host, "a")),
+        id_of(&model(&host, "b")),
+        id_of(&model(&host, "both")),
+    );
+    host.link_model(first, &a);
+    host.link_model(last, &b);
+    host.link_model(first, &both);
+    host.link_model(last, &both);
     let list = array(&host.get("/svc/videos", None), "videos");
     assert_eq!(list.len(), want.len());
     assert!(
         ids(&list) == want,
         "the whole list is not every video once, in order"
     );
+    let models_of = |video: &Value| {
+        let mut models = ids(video["models"].as_array().expect("models"));
+        models.sort();
+        models
+    };
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    assert_eq!(models_of(&list[0]), sorted(vec![a, both.clone()]));
+    assert_eq!(models_of(&list[want.len() - 1]), sorted(vec![b, both]));
+    assert_eq!(models_of(&list[1]), Vec::<String>::new());
+    assert_eq!(models_of(&list[want.len() - 2]), Vec::<String>::new());
     let cut = array(&host.get("/svc/videos?limit=5003", None), "videos");
     assert!(
         ids(&cut) == want[..5_003],
