@@ -2,8 +2,10 @@
 //! statements are built here from the typed query tree, and a backend
 //! supplies only its [`Dialect`] (placeholders, column types, the few
 //! functions that differ) and a [`SqlConn`] that binds [`Scalar`]s and
-//! reads [`Cell`]s. Every value is bound as a parameter; identifiers come
-//! from the schema only and are quoted.
+//! reads [`Cell`]s. Every value is bound as a parameter (but for a row
+//! limit, which a dialect may write as a number: see
+//! [`Dialect::limit_clause`]); identifiers come from the schema only and are
+//! quoted.
 
 use host_sdk::schema::{Field, FieldType, Index};
 use serde_json::{Map, Value};
@@ -38,11 +40,19 @@ pub trait Dialect: Sync {
     /// A query of one row when the index `name` of `table` exists (in the
     /// connection's schema), whose one column says whether it is unique.
     fn index_uniqueness(&self, table: &str, name: &str, p: &mut Params<'_>) -> String;
-    /// The value of a bound LIMIT that means "no limit".
-    fn no_limit(&self) -> Scalar;
+    /// The LIMIT and OFFSET clause (with its leading space) of at most
+    /// `limit` rows (`None`: all) after the first `offset`; empty when
+    /// neither limits anything.
+    fn limit_clause(&self, limit: Option<u64>, offset: u64, p: &mut Params<'_>) -> String;
     /// An aggregate function over a column of kind `kind` (`None`: `*`).
     /// Sums and averages are doubles; a sum of nothing is 0.
     fn aggregate(&self, f: AggFn, col: Option<(&str, FieldType)>) -> String;
+}
+
+/// A row count or offset as the database's integer (past `i64::MAX`:
+/// as good as all).
+pub fn clamp_to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// The parameters of a statement being built.
@@ -299,15 +309,7 @@ fn select_rows(
         sql.push_str(" ORDER BY ");
         sql.push_str(&order.join(", "));
     }
-    if q.limit.is_some() || q.offset > 0 {
-        let limit = match q.limit {
-            Some(l) => Scalar::Int(l.min(i64::MAX as u64) as i64),
-            None => d.no_limit(),
-        };
-        let limit = p.push(limit);
-        let offset = p.push(Scalar::Int(q.offset.min(i64::MAX as u64) as i64));
-        sql.push_str(&format!(" LIMIT {limit} OFFSET {offset}"));
-    }
+    sql.push_str(&d.limit_clause(q.limit, q.offset, &mut p));
     let kinds: Vec<Option<FieldType>> = q
         .fields
         .iter()
@@ -428,10 +430,7 @@ pub fn aggregate(
         sql.push_str(" GROUP BY ");
         sql.push_str(&group_exprs.join(", "));
     }
-    if let Some(limit) = q.limit {
-        let mark = p.push(Scalar::Int(limit.min(i64::MAX as u64) as i64));
-        sql.push_str(&format!(" LIMIT {mark}"));
-    }
+    sql.push_str(&d.limit_clause(q.limit, 0, &mut p));
     let mut out = Vec::new();
     conn.query(&sql, &p.values, &mut |row| {
         let mut record = Map::new();

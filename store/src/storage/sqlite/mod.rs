@@ -20,7 +20,7 @@ use rusqlite::{params_from_iter, Connection, ErrorCode, StatementStatus};
 use serde_json::Value;
 
 use super::codec::{json_scalar, Cell, Scalar};
-use super::sql::{self, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
+use super::sql::{self, clamp_to_i64, Dialect, Params, ReadConn, Row, SqlConn, WriteConn};
 use super::{
     exclusive_write, migrate, pooled, rolled_back_on_panic, CounterOp, ReadWork, StepRules, Store,
     StoreError, Window, WriteWork,
@@ -292,8 +292,16 @@ impl Dialect for SqliteDialect {
         }
     }
 
-    fn no_limit(&self) -> Scalar {
-        Scalar::Int(-1)
+    /// Both bound (-1: no limit), so that every page of a list is one
+    /// statement; its plan does not depend on them (QPSG, see
+    /// `set_up_connection`).
+    fn limit_clause(&self, limit: Option<u64>, offset: u64, p: &mut Params<'_>) -> String {
+        if limit.is_none() && offset == 0 {
+            return String::new();
+        }
+        let limit = p.push(Scalar::Int(limit.map_or(-1, clamp_to_i64)));
+        let offset = p.push(Scalar::Int(clamp_to_i64(offset)));
+        format!(" LIMIT {limit} OFFSET {offset}")
     }
 
     fn aggregate(&self, f: AggFn, col: Option<(&str, FieldType)>) -> String {
