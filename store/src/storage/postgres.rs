@@ -1035,7 +1035,9 @@ impl Store for PgStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::postgres as server;
+    use crate::storage::Location;
+    use crate::testing;
+    use std::path::Path;
 
     #[test]
     fn limits_are_written_and_offsets_bound_when_not_zero() {
@@ -1057,18 +1059,20 @@ mod tests {
 
     /// The reason limits are written out: a read by key with its limit
     /// and offset bound is planned again at every execution; written, it
-    /// keeps one plan after the server's first five.
+    /// keeps one plan after the server's first five. Run in the suite's
+    /// PostgreSQL pass.
     #[test]
     fn a_read_by_key_with_a_written_limit_keeps_one_plan() {
-        if server::unavailable().is_some() && !server::required() {
-            eprintln!(
-                "plans kept: not checked, no PostgreSQL here: {}",
-                server::INSTALL_HINT
-            );
+        if testing::Backend::from_env() != testing::Backend::Postgres {
+            eprintln!("plans kept: checked when the suite runs on PostgreSQL (TEST_DB=postgres)");
             return;
         }
-        let db = server::server().create_database();
-        let mut client = server::connect(&db);
+        let location = testing::fresh_database(testing::Backend::Postgres, Path::new("."))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let Location::Postgres(db) = &location else {
+            panic!("a PostgreSQL database is a URL");
+        };
+        let mut client = testing::postgres::connect(db);
         client
             .batch_execute(
                 "CREATE TABLE t (id TEXT PRIMARY KEY, v TEXT);
@@ -1101,7 +1105,7 @@ mod tests {
         let (generic, custom) = plans(&mut client, bound, &[&"7", &1i64, &0i64]);
         assert_eq!((generic, custom), (0, 10), "the bound limit's plans");
         drop(client);
-        server::server().drop_database(&db).expect("drop");
+        testing::discard(&location);
     }
 
     #[test]

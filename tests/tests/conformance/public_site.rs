@@ -576,15 +576,11 @@ fn a_list_longer_than_one_read_is_every_video_once_in_order() {
         ids(&list) == want,
         "the whole list is not every video once, in order"
     );
-    let models_of = |video: &Value| {
-        let mut models = ids(video["models"].as_array().expect("models"));
-        models.sort();
-        models
-    };
     let sorted = |mut ids: Vec<String>| {
         ids.sort();
         ids
     };
+    let models_of = |video: &Value| sorted(ids(video["models"].as_array().expect("models")));
     assert_eq!(models_of(&list[0]), sorted(vec![a, both.clone()]));
     assert_eq!(models_of(&list[want.len() - 1]), sorted(vec![b, both]));
     assert_eq!(models_of(&list[1]), Vec::<String>::new());
