@@ -1454,7 +1454,16 @@ fn a_refused_write_changes_nothing_and_the_transaction_goes_on(db: &Db) {
         .expect("migrate");
     let def = def(store.as_ref(), "members");
     insert(store.as_ref(), &def, json!({"id": id(1), "email": "a@x"})).expect("first");
-    let mut refused = None;
+    // Refused as the transaction's first write, and after another write.
+    let (mut refused_first, mut refused) = (None, None);
+    store
+        .write(&mut |conn| {
+            refused_first =
+                Some(conn.insert(&def, &columns(&def, &json!({"id": id(4), "email": "a@x"}))));
+            conn.insert(&def, &columns(&def, &json!({"id": id(5), "email": "d@x"})))?;
+            Ok(())
+        })
+        .expect("committed");
     store
         .write(&mut |conn| {
             conn.insert(&def, &columns(&def, &json!({"id": id(2), "email": "b@x"})))?;
@@ -1464,15 +1473,17 @@ fn a_refused_write_changes_nothing_and_the_transaction_goes_on(db: &Db) {
             Ok(())
         })
         .expect("committed");
-    assert!(
-        matches!(refused, Some(Err(StoreError::NotUnique { .. }))),
-        "{refused:?}"
-    );
+    for outcome in [&refused_first, &refused] {
+        assert!(
+            matches!(outcome, Some(Err(StoreError::NotUnique { .. }))),
+            "{outcome:?}"
+        );
+    }
     let emails: Vec<Value> = select(store.as_ref(), &def, &query(&def, json!({"sort": ["id"]})))
         .into_iter()
         .map(|r| r["email"].clone())
         .collect();
-    assert_eq!(emails, [json!("c@x"), json!("b@x")]);
+    assert_eq!(emails, [json!("c@x"), json!("b@x"), json!("d@x")]);
 }
 
 fn a_nested_write_is_refused(db: &Db) {

@@ -458,10 +458,15 @@ impl r2d2::ManageConnection for Manager {
 /// A pooled client driven by the shared SQL. Inside a transaction every
 /// write runs under a savepoint, so that a refused write (a unique
 /// violation) changes nothing and the transaction goes on, as on SQLite.
+/// The first savepoint is taken with `BEGIN`, and one is taken again only
+/// after something was written past it: a transaction that writes once
+/// (a create) pays no exchange for it.
 struct Pg<'a> {
     c: &'a mut PgClient,
     in_tx: bool,
-    savepoint: bool,
+    /// The savepoint is taken and nothing was written since, so a refused
+    /// write rolls back to exactly the state before it.
+    savepoint_clean: bool,
     /// The database asked for the transaction to be run again.
     conflict: bool,
 }
@@ -471,7 +476,7 @@ impl<'a> Pg<'a> {
         Self {
             c,
             in_tx: false,
-            savepoint: false,
+            savepoint_clean: false,
             conflict: false,
         }
     }
@@ -500,6 +505,11 @@ impl SqlConn for Pg<'_> {
         each: &mut dyn FnMut(&dyn Row) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         log::trace!("{sql}");
+        // A query that is not a plain read (an upsert answering its row)
+        // writes past the savepoint.
+        if self.in_tx && !sql.starts_with("SELECT ") {
+            self.savepoint_clean = false;
+        }
         let stmt = self.c.prepare(sql).map_err(|e| self.fail(e))?;
         let rows = self
             .c
@@ -514,18 +524,19 @@ impl SqlConn for Pg<'_> {
     fn execute(&mut self, sql: &str, params: &[Scalar]) -> Result<u64, StoreError> {
         log::trace!("{sql}");
         let stmt = self.c.prepare(sql).map_err(|e| self.fail(e))?;
-        if self.in_tx {
-            let mark = if self.savepoint {
-                "RELEASE SAVEPOINT w; SAVEPOINT w"
-            } else {
-                "SAVEPOINT w"
-            };
-            self.c.batch_execute(mark).map_err(|e| self.fail(e))?;
-            self.savepoint = true;
+        if self.in_tx && !self.savepoint_clean {
+            self.c
+                .batch_execute("RELEASE SAVEPOINT w; SAVEPOINT w")
+                .map_err(|e| self.fail(e))?;
+            self.savepoint_clean = true;
         }
         match self.c.execute(&stmt, &Self::refs(params)) {
-            Ok(n) => Ok(n),
+            Ok(n) => {
+                self.savepoint_clean = false;
+                Ok(n)
+            }
             Err(e) => {
+                // Rolling back to the savepoint keeps it, clean.
                 if self.in_tx && !is_conflict(&e) {
                     let _ = self.c.batch_execute("ROLLBACK TO SAVEPOINT w");
                 }
@@ -536,6 +547,7 @@ impl SqlConn for Pg<'_> {
 
     fn execute_batch(&mut self, sql: &str) -> Result<(), StoreError> {
         log::trace!("{sql}");
+        self.savepoint_clean = false;
         self.c.batch_execute(sql).map_err(|e| self.fail(e))
     }
 }
@@ -821,8 +833,9 @@ impl PgStore {
                 loop {
                     attempt += 1;
                     let mut conn = Pg::new(client);
-                    conn.execute_batch(begin)?;
+                    conn.execute_batch(&format!("{begin}; SAVEPOINT w"))?;
                     conn.in_tx = true;
+                    conn.savepoint_clean = true;
                     let result = rolled_back_on_panic(&mut conn, |conn| f(conn), |conn| {
                         let _ = conn.c.batch_execute("ROLLBACK");
                     });
@@ -1105,6 +1118,61 @@ mod tests {
         let (generic, custom) = plans(&mut client, bound, &[&"7", &1i64, &0i64]);
         assert_eq!((generic, custom), (0, 10), "the bound limit's plans");
         drop(client);
+        testing::discard(&location);
+    }
+
+    /// The savepoint a refused write rolls back to is taken with `BEGIN`,
+    /// and again only after a write: a transaction that writes once pays
+    /// no exchange for it. Run in the suite's PostgreSQL pass.
+    #[test]
+    fn a_transaction_writing_once_takes_its_savepoint_with_begin() {
+        use crate::storage::{Columns, SchemaStepsOnly};
+        use host_sdk::schema::{Collection, Field};
+        if testing::Backend::from_env() != testing::Backend::Postgres {
+            eprintln!("savepoints: checked when the suite runs on PostgreSQL (TEST_DB=postgres)");
+            return;
+        }
+        let location = testing::fresh_database(testing::Backend::Postgres, Path::new("."))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let Location::Postgres(db) = &location else {
+            panic!("a PostgreSQL database is a URL");
+        };
+        // One client, so that the insert is prepared once.
+        let store = PgStore::open(db, Some(1)).expect("open");
+        let steps = [Collection::new("things")
+            .field(Field::string("name"))
+            .build()];
+        store
+            .migrate("test", "0001", &steps, &SchemaStepsOnly)
+            .expect("migrate");
+        let def = store.schema().get("things").expect("things").clone();
+        let exchanges = |names: &[&str]| {
+            let before = store.round_trips();
+            store
+                .write(&mut |conn| {
+                    for name in names {
+                        let mut row = Columns::new();
+                        row.insert("id".into(), Scalar::Text(name.to_string()));
+                        row.insert("name".into(), Scalar::Text(name.to_string()));
+                        conn.insert(&def, &row)?;
+                    }
+                    Ok(())
+                })
+                .expect("a write");
+            store.round_trips() - before
+        };
+        exchanges(&["prepared"]);
+        assert_eq!(
+            exchanges(&["a"]),
+            3,
+            "begin with the savepoint, insert, commit"
+        );
+        assert_eq!(
+            exchanges(&["b", "c"]),
+            5,
+            "the second insert takes it again first"
+        );
+        drop(store);
         testing::discard(&location);
     }
 
