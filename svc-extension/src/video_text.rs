@@ -321,34 +321,70 @@ pub struct Counted {
 }
 
 /// Writes `videos` as [`write_exact`] does, with `models` as `models_of`
-/// gives them and `likes_count` and `plays_count` the stored counters of
-/// the videos whose counters are exact and the `counted` ones of the
-/// others.
+/// gives them (from the video and its id) and `likes_count` and
+/// `plays_count` the stored counters of the videos whose counters are
+/// exact and the `counted` ones of the others; the [`Part`] they make.
 pub fn write_counted(
     videos: &[RawRecord<'_>],
-    mut models_of: impl FnMut(&RawRecord<'_>) -> Result<String, serde_json::Error>,
+    mut models_of: impl FnMut(&RawRecord<'_>, &str) -> Result<String, serde_json::Error>,
     counted: &Counted,
     out: &mut JsonOut,
     comma: bool,
-) -> Result<(), serde_json::Error> {
+) -> Result<Part, serde_json::Error> {
+    let mut dates = Dates::default();
     for (n, video) in videos.iter().enumerate() {
         if comma || n > 0 {
             out.byte(b',');
         }
-        let exact = is_exact(video);
-        let id = video.str("id").unwrap_or_default();
-        let count = |counts: &HashMap<String, u64>, counter: &str| match exact {
-            true => Cow::Borrowed(video.get(counter).map_or("0", |v| v.get())),
-            false => Cow::Owned(counts.get(id.as_ref()).copied().unwrap_or(0).to_string()),
+        let facts = Facts::of(video);
+        dates.push(facts.date);
+        let id = facts.id.and_then(string_of).unwrap_or_default();
+        let live = |counts: &HashMap<String, u64>| {
+            Cow::Owned(counts.get(id.as_ref()).copied().unwrap_or(0).to_string())
+        };
+        let (likes, plays) = match facts.exact {
+            true => (
+                Cow::Borrowed(facts.likes.map_or("0", RawValue::get)),
+                Cow::Borrowed(facts.plays.map_or("0", RawValue::get)),
+            ),
+            false => (live(&counted.likes), live(&counted.plays)),
         };
         let replaced = [
-            ("likes_count", count(&counted.likes, "likes_count")),
-            ("models", Cow::Owned(models_of(video)?)),
-            ("plays_count", count(&counted.plays, "plays_count")),
+            ("likes_count", likes),
+            ("models", Cow::Owned(models_of(video, &id)?)),
+            ("plays_count", plays),
         ];
         write_merged(out, video, &replaced, &[counters::EXACT]);
     }
-    Ok(())
+    Ok(dates.part())
+}
+
+/// What [`write_counted`] reads of a video, found in one pass over its
+/// members (a long list's videos are many, their members a dozen each).
+#[derive(Default)]
+struct Facts<'a> {
+    id: Option<&'a RawValue>,
+    exact: bool,
+    likes: Option<&'a RawValue>,
+    plays: Option<&'a RawValue>,
+    date: Option<&'a RawValue>,
+}
+
+impl<'a> Facts<'a> {
+    fn of(video: &RawRecord<'a>) -> Self {
+        let mut facts = Facts::default();
+        for (name, value) in video.members() {
+            match name {
+                "id" => facts.id = Some(value),
+                counters::EXACT => facts.exact = value.get() == "true",
+                "likes_count" => facts.likes = Some(value),
+                "plays_count" => facts.plays = Some(value),
+                "upload_date" => facts.date = Some(value),
+                _ => {}
+            }
+        }
+        facts
+    }
 }
 
 /// Whether a video's stored counters are its live counts.
@@ -360,7 +396,8 @@ pub fn is_exact(video: &RawRecord<'_>) -> bool {
 /// of its own of those names and without those `dropped`, in name order:
 /// the host writes a record's members sorted, so the two lists are merged
 /// as they come, nothing sorted again. The answer is the same bytes
-/// [`JsonOut::object`] writes of the same members.
+/// [`JsonOut::object`] writes of the same members. A record whose members
+/// are not sorted still has each replaced name once.
 fn write_merged(
     out: &mut JsonOut,
     record: &RawRecord<'_>,
@@ -380,12 +417,22 @@ fn write_merged(
     };
     out.byte(b'{');
     let mut next = replaced.iter().peekable();
+    // The greatest replaced name written: a member sorted after it cannot
+    // be one of those written.
+    let mut written: Option<&str> = None;
     for (name, value) in record.members() {
-        if dropped.contains(&name) || replaced.iter().any(|(r, _)| *r == name) {
-            continue;
-        }
         while let Some((r, v)) = next.next_if(|(r, _)| *r < name) {
             member(out, r, v);
+            written = Some(r);
+        }
+        if let Some((r, v)) = next.next_if(|(r, _)| *r == name) {
+            member(out, r, v);
+            written = Some(r);
+            continue;
+        }
+        let out_of_order = written.is_some_and(|w| name <= w);
+        if dropped.contains(&name) || (out_of_order && replaced.iter().any(|(r, _)| *r == name)) {
+            continue;
         }
         member(out, name, value.get());
     }
@@ -398,7 +445,7 @@ fn write_merged(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
+    use serde_json::{json, Value};
 
     /// Merged into the host's sorted members, the replaced ones land where
     /// sorting them all would put them, whether or not the record had them.
@@ -438,6 +485,54 @@ mod tests {
         }
     }
 
+    /// A record whose members are not sorted (not as this host writes
+    /// them) still has each replaced name once, and all its other members.
+    #[test]
+    fn replaced_members_are_written_once_whatever_the_order() {
+        let records = [
+            r#"{"plays_count":1,"a":2}"#,
+            r#"{"models":[],"likes_count":1,"b":0}"#,
+            r#"{"z":1,"likes_count":5,"counts_exact":true}"#,
+            r#"{"likes_count":1,"likes_count":2,"m":3}"#,
+        ];
+        for text in records {
+            let record = RawRecord::parse(text).expect("an object");
+            let replaced = [
+                ("likes_count", Cow::Borrowed("7")),
+                ("models", Cow::Borrowed("[]")),
+                ("plays_count", Cow::Borrowed("8")),
+            ];
+            let mut merged = JsonOut::default();
+            write_merged(&mut merged, &record, &replaced, &["counts_exact"]);
+            let names: Vec<String> = RawRecord::parse(merged.as_str())
+                .expect("an object")
+                .members()
+                .map(|(name, _)| name.to_string())
+                .collect();
+            let mut want: Vec<String> = record
+                .members()
+                .map(|(name, _)| name.to_string())
+                .filter(|n| {
+                    !matches!(
+                        n.as_str(),
+                        "likes_count" | "models" | "plays_count" | "counts_exact"
+                    )
+                })
+                .chain(replaced.iter().map(|(r, _)| r.to_string()))
+                .collect();
+            want.dedup();
+            let mut sorted_names = names.clone();
+            sorted_names.sort();
+            want.sort();
+            assert_eq!(sorted_names, want, "{text} gave {}", merged.as_str());
+            let value: Value = serde_json::from_str(merged.as_str()).expect("JSON");
+            assert_eq!(
+                (value["likes_count"].clone(), value["plays_count"].clone()),
+                (json!(7), json!(8))
+            );
+        }
+    }
+
     /// Videos as the host writes them (members sorted), every counter
     /// exact: links with users, with a user gone, none, and names and
     /// values with escapes.
@@ -458,9 +553,9 @@ mod tests {
                 .expect("every counter exact");
             let videos = RawRecord::parse_list(EXACT).expect("a list");
             let mut counted = JsonOut::default();
-            write_counted(
+            let counted_part = write_counted(
                 &videos,
-                linked_users,
+                |video, _| linked_users(video),
                 &Counted::default(),
                 &mut counted,
                 comma,
@@ -468,6 +563,7 @@ mod tests {
             .expect("JSON");
             assert_eq!(fast.as_str(), counted.as_str());
             assert_eq!(part, part_of(&videos));
+            assert_eq!(counted_part, part);
             assert_eq!(
                 part.last,
                 Some(Run {

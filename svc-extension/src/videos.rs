@@ -154,8 +154,9 @@ fn list_query(extra: Option<&Value>, resume: Option<&Resume>, wanted: u64) -> Qu
         .limit(wanted as i64)
 }
 
-/// A list that one read holds (`limit` at most [`VIDEOS_PER_READ`]),
-/// read as the answer itself (SDK 1.20): each video's links flattened to
+/// A list that one read holds (`limit` at most [`VIDEOS_PER_READ`], or no
+/// limit and no more videos than that to list), read as the answer
+/// itself (SDK 1.20): each video's links flattened to
 /// their users, the users' private fields and `counts_exact` left out.
 /// Only while every video's counters are exact, so that the stored
 /// counters are the live counts; checked first, so the two reads are not
@@ -169,15 +170,17 @@ fn list_as_read(
     extra: Option<&Value>,
     limit: Option<u64>,
 ) -> Result<Option<String>, ItemsError> {
-    let Some(limit) = limit.filter(|&n| n <= VIDEOS_PER_READ) else {
+    if limit.is_some_and(|n| n > VIDEOS_PER_READ) || !every_count_exact(ctx, items)? {
         return Ok(None);
-    };
-    if !every_count_exact(ctx, items)? {
+    }
+    if limit.is_none() && !one_read_holds_all(items, extra)? {
         return Ok(None);
     }
     let mut left_out = private_user_fields_below(LINKED_USER);
     left_out.push(counters::EXACT.to_string());
-    let query = list_query(extra, None, limit)
+    // No limit: every video, however many came since they were counted.
+    let query = list_query(extra, None, limit.unwrap_or(VIDEOS_PER_READ))
+        .limit(limit.map_or(-1, |n| n as i64))
         .fields(&VIDEO_FIELDS)
         .without(&left_out)
         .flatten(&[LINKED_USER]);
@@ -185,6 +188,16 @@ fn list_as_read(
         Err(e) if refused_as_one_read(&e) => Ok(None),
         read => read.map(Some),
     }
+}
+
+/// Whether the visible videos matching `extra` are at most
+/// [`VIDEOS_PER_READ`]: none is listed past that many (one read of a key,
+/// the list's index walked that far).
+fn one_read_holds_all(items: &Items<'_>, extra: Option<&Value>) -> Result<bool, ItemsError> {
+    let past = list_query(extra, None, 1)
+        .offset(VIDEOS_PER_READ)
+        .fields(&["id"]);
+    Ok(raw_list("videos", &items.read_by_query_raw("videos", &past)?)?.is_empty())
 }
 
 /// Whether every video's counters are exact, kept while the data version
@@ -220,9 +233,8 @@ fn write_part(
     }
     let videos = raw_list("videos", text)?;
     let counted = live_counts(items, &videos)?;
-    video_text::write_counted(&videos, video_text::linked_users, &counted, out, comma)
-        .map_err(decode)?;
-    Ok(video_text::part_of(&videos))
+    let models = |video: &RawRecord<'_>, _: &str| video_text::linked_users(video);
+    video_text::write_counted(&videos, models, &counted, out, comma).map_err(decode)
 }
 
 /// The text of the links of these videos, each video's by id (`None`:
@@ -290,8 +302,8 @@ fn write_part_apart(
     }
     let users = public_users_by_id(items, &user_ids)?;
     let counted = live_counts(items, &videos)?;
-    let models = |video: &RawRecord<'_>| {
-        let of_video = video.str("id").map_or(&[][..], |id| linked(&id));
+    let models = |_: &RawRecord<'_>, id: &str| {
+        let of_video = linked(id);
         let mut models = JsonOut::default();
         models.array(
             of_video.iter().filter_map(|user| users.get(user)),
@@ -300,8 +312,7 @@ fn write_part_apart(
         Ok(models.into_string())
     };
     video_text::write_counted(&videos, models, &counted, out, comma)
-        .map_err(|e| ItemsError::decode("videos", e))?;
-    Ok(video_text::part_of(&videos))
+        .map_err(|e| ItemsError::decode("videos", e))
 }
 
 /// The likes and plays counted of the videos whose counters are not
@@ -387,10 +398,8 @@ pub fn list(req: &Request, ctx: &Context<'_>) -> Result<Response, ApiError> {
         true => Models::EveryLink,
         false => Models::Expanded,
     };
-    if models == Models::Expanded {
-        if let Some(text) = list_as_read(ctx, &items, extra.as_ref(), limit).map_err(LIST.of())? {
-            return Ok(Response::ok_raw(JsonOut::of_string(text)));
-        }
+    if let Some(text) = list_as_read(ctx, &items, extra.as_ref(), limit).map_err(LIST.of())? {
+        return Ok(Response::ok_raw(JsonOut::of_string(text)));
     }
     let mut out = JsonOut::default();
     out.byte(b'[');
