@@ -20,7 +20,7 @@ use bytes::BytesMut;
 use host_sdk::schema::{FieldType, Index, Step};
 use parking_lot::{Mutex, RwLock};
 use postgres::error::SqlState;
-use postgres::types::{IsNull, Kind, ToSql, Type};
+use postgres::types::{FromSql, IsNull, Kind, ToSql, Type};
 use postgres::{Client, NoTls, Statement};
 use rand::Rng;
 use serde_json::Value;
@@ -347,10 +347,27 @@ impl Row for PgRow<'_> {
                 .map_err(get_err)?
                 .map_or(Cell::Null, Cell::Bool),
             _ => row
-                .try_get::<_, Option<&str>>(i)
+                .try_get::<_, Option<TextBytes<'_>>>(i)
                 .map_err(get_err)?
-                .map_or(Cell::Null, |t| Cell::Text(t.as_bytes())),
+                .map_or(Cell::Null, |t| Cell::Text(t.0)),
         })
+    }
+}
+
+/// A text cell's bytes as the server sent them, not checked as UTF-8
+/// here: they are checked once, where they are written to an answer or
+/// made a value (`codec`), as SQLite's cells are. Read as `&str`, each
+/// text cell of a page was checked twice.
+struct TextBytes<'a>(&'a [u8]);
+
+impl<'a> FromSql<'a> for TextBytes<'a> {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn StdError + Sync + Send>> {
+        Ok(TextBytes(raw))
+    }
+
+    /// The types read as text (`text`, `varchar`, `name`, ...), no others.
+    fn accepts(ty: &Type) -> bool {
+        <&str as FromSql>::accepts(ty)
     }
 }
 
