@@ -2,8 +2,10 @@
 //! fields) and files, always in batches.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ops::Range;
+
+use foldhash::HashMapExt;
 
 use host_sdk::raw::RawRecord;
 use host_sdk::{Items, ItemsError, Query};
@@ -29,7 +31,7 @@ pub fn private_user_fields_below(relation: &str) -> Vec<String> {
 pub struct PublicUsers {
     text: String,
     /// Where each user's record is in `text`.
-    spans: HashMap<String, Range<usize>>,
+    spans: foldhash::HashMap<String, Range<usize>>,
 }
 
 impl PublicUsers {
@@ -54,7 +56,7 @@ pub fn public_users_by_id(items: &Items<'_>, ids: &[String]) -> Result<PublicUse
     let text = by_id_text(items, "platform_users", ids, without)?;
     let decode = |e| ItemsError::decode("users", e);
     let records: Vec<&RawValue> = serde_json::from_str(&text).map_err(decode)?;
-    let mut spans = HashMap::with_capacity(records.len());
+    let mut spans = foldhash::HashMap::with_capacity(records.len());
     for record in records {
         let Some(id) = serde_json::from_str::<Keyed<'_>>(record.get())
             .map_err(decode)?
@@ -85,7 +87,7 @@ pub fn refused_as_one_read(e: &ItemsError) -> bool {
 
 /// Distinct non-null string values of `field` over raw `records`, in order.
 pub fn raw_ids_of(records: &[RawRecord<'_>], field: &str) -> Vec<String> {
-    let mut seen = HashSet::new();
+    let mut seen = foldhash::HashSet::default();
     records
         .iter()
         .filter_map(|r| r.str(field))

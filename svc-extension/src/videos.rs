@@ -1,13 +1,14 @@
 //! `GET /videos` and `GET /videos/:slug`: published videos (upload date at
 //! or before now), newest first, with `models`, `movie` and live counts.
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use host_sdk::raw::{string_of, JsonOut, RawRecord};
+use host_sdk::{ApiError, Context, Items, ItemsError, Memo, Query, Request, Response};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
-
-use host_sdk::raw::{JsonOut, RawRecord};
-use host_sdk::{ApiError, Context, Items, ItemsError, Memo, Query, Request, Response};
-use serde_json::{json, Value};
 
 use crate::counters;
 use crate::failure::Failure;
@@ -254,13 +255,26 @@ fn read_links(items: &Items<'_>, videos: Option<&[String]>) -> Result<String, It
 /// Each video's linked users' ids, in the order of the links' text.
 type LinksByVideo<'t> = HashMap<Cow<'t, str>, Vec<Cow<'t, str>>>;
 
-/// The links' text (from [`read_links`]) by video.
+/// A link as [`read_links`] reads it, each side's JSON text.
+#[derive(Deserialize)]
+struct Link<'t> {
+    #[serde(borrow, default)]
+    videos_id: Option<&'t RawValue>,
+    #[serde(borrow, default)]
+    platform_users_id: Option<&'t RawValue>,
+}
+
+/// The links' text (from [`read_links`]) by video (a side that is not a
+/// string skipped).
 fn links_by_video(text: &str) -> Result<LinksByVideo<'_>, ItemsError> {
-    let links = raw_list("links", text)?;
+    let links: Vec<Link<'_>> =
+        serde_json::from_str(text).map_err(|e| ItemsError::decode("links", e))?;
     // Sized once: growing would hash every key again at each step.
     let mut by_video: LinksByVideo<'_> = HashMap::with_capacity(links.len());
     for link in links {
-        if let (Some(video), Some(user)) = (link.str("videos_id"), link.str("platform_users_id")) {
+        let video = link.videos_id.and_then(string_of);
+        let user = link.platform_users_id.and_then(string_of);
+        if let (Some(video), Some(user)) = (video, user) {
             by_video.entry(video).or_default().push(user);
         }
     }
