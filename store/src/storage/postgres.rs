@@ -1087,22 +1087,33 @@ mod tests {
         );
     }
 
-    /// The reason limits are written out: a read by key with its limit
-    /// and offset bound is planned again at every execution; written, it
-    /// keeps one plan after the server's first five. Run in the suite's
-    /// PostgreSQL pass.
-    #[test]
-    fn a_read_by_key_with_a_written_limit_keeps_one_plan() {
+    /// A fresh database on the suite's PostgreSQL server and its URL, when
+    /// the suite runs on PostgreSQL (its second pass); `None`, said, when
+    /// it runs on SQLite.
+    fn fresh_postgres(checked: &str) -> Option<(Location, String)> {
         if testing::Backend::from_env() != testing::Backend::Postgres {
-            eprintln!("plans kept: checked when the suite runs on PostgreSQL (TEST_DB=postgres)");
-            return;
+            eprintln!("{checked}: checked when the suite runs on PostgreSQL (TEST_DB=postgres)");
+            return None;
         }
         let location = testing::fresh_database(testing::Backend::Postgres, Path::new("."))
             .unwrap_or_else(|e| panic!("{e}"));
         let Location::Postgres(db) = &location else {
             panic!("a PostgreSQL database is a URL");
         };
-        let mut client = testing::postgres::connect(db);
+        let db = db.clone();
+        Some((location, db))
+    }
+
+    /// The reason limits are written out: a read by key with its limit
+    /// and offset bound is planned again at every execution; written, it
+    /// keeps one plan after the server's first five. Run in the suite's
+    /// PostgreSQL pass.
+    #[test]
+    fn a_read_by_key_with_a_written_limit_keeps_one_plan() {
+        let Some((location, db)) = fresh_postgres("plans kept") else {
+            return;
+        };
+        let mut client = testing::postgres::connect(&db);
         client
             .batch_execute(
                 "CREATE TABLE t (id TEXT PRIMARY KEY, v TEXT);
@@ -1145,17 +1156,11 @@ mod tests {
     fn a_transaction_writing_once_takes_its_savepoint_with_begin() {
         use crate::storage::{Columns, SchemaStepsOnly};
         use host_sdk::schema::{Collection, Field};
-        if testing::Backend::from_env() != testing::Backend::Postgres {
-            eprintln!("savepoints: checked when the suite runs on PostgreSQL (TEST_DB=postgres)");
+        let Some((location, db)) = fresh_postgres("savepoints") else {
             return;
-        }
-        let location = testing::fresh_database(testing::Backend::Postgres, Path::new("."))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let Location::Postgres(db) = &location else {
-            panic!("a PostgreSQL database is a URL");
         };
         // One client, so that the insert is prepared once.
-        let store = PgStore::open(db, Some(1)).expect("open");
+        let store = PgStore::open(&db, Some(1)).expect("open");
         let steps = [Collection::new("things")
             .field(Field::string("name"))
             .build()];
