@@ -15,7 +15,7 @@ use crate::failure::Failure;
 use crate::params;
 use crate::records::{
     counts_by, ids_of, private_user_fields_below, public_users_by_id, raw_ids_of, raw_list,
-    refused_as_one_read,
+    refused_as_one_read, PublicUsers,
 };
 use crate::upcoming;
 use crate::video_text::{self, Counted, Part};
@@ -107,12 +107,16 @@ fn write_videos(
     out: &mut JsonOut,
 ) -> Result<u64, ItemsError> {
     let private = private_user_fields_below(LINKED_USER);
-    // Every link read once for the whole list, whatever its number of parts.
+    // Every link, and every linked user, read once for the whole list,
+    // whatever its number of parts.
     let every_link_text = match models {
         Models::EveryLink => Some(read_links(items, None)?),
         _ => None,
     };
-    let every_link = every_link_text.as_deref().map(links_by_video).transpose()?;
+    let every_link = every_link_text
+        .as_deref()
+        .map(|text| EveryLink::read(items, text))
+        .transpose()?;
     let models = Cell::new(models);
     let read = |resume: Option<&Resume>, wanted: u64| {
         let query = list_query(extra.as_ref(), resume, wanted);
@@ -281,40 +285,67 @@ fn links_by_video(text: &str) -> Result<LinksByVideo<'_>, ItemsError> {
     Ok(by_video)
 }
 
-/// [`write_part`] of videos read without their models: their links (from
-/// `every_link` when the list read them all, else read for these videos)
-/// and then their users read apart (two calls more).
+/// Every link and the public record of every user they lead to, read once
+/// for a list of every visible video ([`Models::EveryLink`]).
+struct EveryLink<'t> {
+    links: LinksByVideo<'t>,
+    users: PublicUsers,
+}
+
+impl<'t> EveryLink<'t> {
+    /// The links of `text` (every link, from [`read_links`]) and their
+    /// users: one call.
+    fn read(items: &Items<'_>, text: &'t str) -> Result<Self, ItemsError> {
+        let links = links_by_video(text)?;
+        let users = users_of(items, links.values().flatten())?;
+        Ok(Self { links, users })
+    }
+}
+
+/// The public records of these users (each read once): one call.
+fn users_of<'a, 't: 'a>(
+    items: &Items<'_>,
+    users: impl Iterator<Item = &'a Cow<'t, str>>,
+) -> Result<PublicUsers, ItemsError> {
+    let mut seen = HashSet::new();
+    let mut ids = Vec::new();
+    for user in users {
+        if seen.insert(user.as_ref()) {
+            ids.push(user.to_string());
+        }
+    }
+    public_users_by_id(items, &ids)
+}
+
+/// [`write_part`] of videos read without their models: their links and
+/// their users (from `every_link` when the list read them all, else read
+/// for these videos: two calls more).
 fn write_part_apart(
     items: &Items<'_>,
     text: &str,
-    every_link: Option<&LinksByVideo<'_>>,
+    every_link: Option<&EveryLink<'_>>,
     out: &mut JsonOut,
     comma: bool,
 ) -> Result<Part, ItemsError> {
     let videos = raw_list("videos", text)?;
-    let ids = raw_ids_of(&videos, "id");
     let own_text;
     let own;
-    let links = match every_link {
-        Some(all) => all,
+    let (links, users) = match every_link {
+        Some(every) => (&every.links, &every.users),
         None => {
+            let ids = raw_ids_of(&videos, "id");
             own_text = match ids.is_empty() {
                 true => "[]".to_string(),
                 false => read_links(items, Some(&ids))?,
             };
-            own = links_by_video(&own_text)?;
-            &own
+            let links = links_by_video(&own_text)?;
+            let of_videos = ids.iter().filter_map(|id| links.get(id.as_str())).flatten();
+            let users = users_of(items, of_videos)?;
+            own = (links, users);
+            (&own.0, &own.1)
         }
     };
     let linked = |id: &str| links.get(id).map_or(&[][..], Vec::as_slice);
-    let mut seen = HashSet::new();
-    let mut user_ids = Vec::new();
-    for user in ids.iter().flat_map(|id| linked(id)) {
-        if seen.insert(user.as_ref()) {
-            user_ids.push(user.to_string());
-        }
-    }
-    let users = public_users_by_id(items, &user_ids)?;
     let counted = live_counts(items, &videos)?;
     let models = |_: &RawRecord<'_>, id: &str| {
         let of_video = linked(id);
