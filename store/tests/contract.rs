@@ -14,7 +14,6 @@
 //! concurrent writers, transactions that lose no update, and transactions
 //! rolled back on an error.
 
-use std::path::Path;
 use std::sync::{Arc, Barrier};
 
 use host_sdk::schema::{Collection, Field, Step};
@@ -24,7 +23,7 @@ use platform_store::storage::{
     self, codec, migrate, Columns, CounterOp, Location, Record, SchemaStepsOnly, Store, StoreError,
     Window, COUNTERS,
 };
-use platform_store::testing::{self, Backend};
+use platform_store::testing;
 use platform_store::values;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -49,14 +48,7 @@ impl Db {
     /// A fresh database on the suite's PostgreSQL server when the suite
     /// runs on PostgreSQL; `None` otherwise.
     fn postgres() -> Option<Db> {
-        if Backend::from_env() != Backend::Postgres {
-            eprintln!(
-                "PostgreSQL case not run: the suite runs on SQLite (TEST_DB=postgres runs it)"
-            );
-            return None;
-        }
-        let location = testing::fresh_database(Backend::Postgres, Path::new("."))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let location = testing::fresh_postgres("PostgreSQL case")?;
         Some(Db {
             location,
             _dir: None,

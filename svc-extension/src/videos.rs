@@ -1,14 +1,15 @@
 //! `GET /videos` and `GET /videos/:slug`: published videos (upload date at
 //! or before now), newest first, with `models`, `movie` and live counts.
 
+use std::borrow::Cow;
+use std::cell::Cell;
+
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use host_sdk::raw::{string_of, JsonOut, RawRecord};
 use host_sdk::{ApiError, Context, Items, ItemsError, Memo, Query, Request, Response};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
-use std::borrow::Cow;
-use std::cell::Cell;
 
 use crate::counters;
 use crate::failure::Failure;
@@ -119,7 +120,7 @@ fn write_videos(
         .transpose()?;
     let models = Cell::new(models);
     let read = |resume: Option<&Resume>, wanted: u64| {
-        let query = list_query(extra.as_ref(), resume, wanted);
+        let query = list_query(extra.as_ref(), resume, wanted as i64);
         if models.get() == Models::Expanded {
             let expanded = query.clone().fields(&VIDEO_FIELDS).without(&private);
             match items.read_by_query_raw("videos", &expanded) {
@@ -144,8 +145,8 @@ fn write_videos(
 }
 
 /// The visible videos matching `extra`, in the list's order, the next
-/// `wanted` after `resume` (from the first when `None`).
-fn list_query(extra: Option<&Value>, resume: Option<&Resume>, wanted: u64) -> Query {
+/// `limit` (`-1`: all) after `resume` (from the first when `None`).
+fn list_query(extra: Option<&Value>, resume: Option<&Resume>, limit: i64) -> Query {
     let mut filter = vec![visible()];
     filter.extend(extra.cloned());
     let mut query = Query::new();
@@ -156,7 +157,7 @@ fn list_query(extra: Option<&Value>, resume: Option<&Resume>, wanted: u64) -> Qu
     query
         .filter(json!({ "_and": filter }))
         .sort(&LIST_ORDER)
-        .limit(wanted as i64)
+        .limit(limit)
 }
 
 /// A list that one read holds (`limit` at most [`VIDEOS_PER_READ`], or no
@@ -184,8 +185,7 @@ fn list_as_read(
     let mut left_out = private_user_fields_below(LINKED_USER);
     left_out.push(counters::EXACT.to_string());
     // No limit: every video, however many came since they were counted.
-    let query = list_query(extra, None, limit.unwrap_or(VIDEOS_PER_READ))
-        .limit(limit.map_or(-1, |n| n as i64))
+    let query = list_query(extra, None, limit.map_or(-1, |n| n as i64))
         .fields(&VIDEO_FIELDS)
         .without(&left_out)
         .flatten(&[LINKED_USER]);

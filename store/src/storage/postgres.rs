@@ -1067,7 +1067,6 @@ mod tests {
     use super::*;
     use crate::storage::Location;
     use crate::testing;
-    use std::path::Path;
 
     #[test]
     fn limits_are_written_and_offsets_bound_when_not_zero() {
@@ -1087,16 +1086,9 @@ mod tests {
         );
     }
 
-    /// A fresh database on the suite's PostgreSQL server and its URL, when
-    /// the suite runs on PostgreSQL (its second pass); `None`, said, when
-    /// it runs on SQLite.
-    fn fresh_postgres(checked: &str) -> Option<(Location, String)> {
-        if testing::Backend::from_env() != testing::Backend::Postgres {
-            eprintln!("{checked}: checked when the suite runs on PostgreSQL (TEST_DB=postgres)");
-            return None;
-        }
-        let location = testing::fresh_database(testing::Backend::Postgres, Path::new("."))
-            .unwrap_or_else(|e| panic!("{e}"));
+    /// [`testing::fresh_postgres`] and the database's URL.
+    fn fresh_postgres(what: &str) -> Option<(Location, String)> {
+        let location = testing::fresh_postgres(what)?;
         let Location::Postgres(db) = &location else {
             panic!("a PostgreSQL database is a URL");
         };

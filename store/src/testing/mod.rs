@@ -48,6 +48,18 @@ pub fn fresh_database(backend: Backend, dir: &Path) -> Result<Location, String> 
     }
 }
 
+/// A new, empty database on the test server when the suite runs on
+/// PostgreSQL (its second pass), for a check that only PostgreSQL has;
+/// `None` in the SQLite pass, said on stderr with `what` was not run.
+/// Drop it with [`discard`] when done.
+pub fn fresh_postgres(what: &str) -> Option<Location> {
+    if Backend::from_env() != Backend::Postgres {
+        eprintln!("{what}: not run, the suite runs on SQLite (TEST_DB=postgres runs it)");
+        return None;
+    }
+    Some(fresh_database(Backend::Postgres, Path::new(".")).unwrap_or_else(|e| panic!("{e}")))
+}
+
 /// Drops a database [`fresh_database`] made on PostgreSQL (a SQLite file
 /// goes with its folder). Never panics: a failure is reported on stderr.
 pub fn discard(location: &Location) {
