@@ -27,6 +27,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::api::Api;
+use crate::cpu;
 use crate::dataset::{new_recording_body, Dataset, Generator, Sizes};
 use crate::driver::{self, Load, Outcome, Req, Source};
 use crate::hosts;
@@ -314,6 +315,8 @@ struct Figure {
     records: Option<f64>,
     peak_rss_kib: Option<u64>,
     first_error: Option<String>,
+    /// Where a request's CPU went (the host's side only).
+    cost: Option<cpu::PerRequest>,
 }
 
 impl Figure {
@@ -400,6 +403,7 @@ fn figure(outcome: &Outcome, records: Option<f64>, peak_rss_kib: Option<u64>) ->
         records,
         peak_rss_kib,
         first_error: outcome.first_error.clone(),
+        cost: None,
     }
 }
 
@@ -443,8 +447,16 @@ fn measure_host(
     let host = start_host(data)?;
     let side = Side::Host(backend);
     let records = probe(&host.base, line, side, fx)?;
-    let outcome = drive(&host.base, line, side, fx, opts)?;
-    let f = figure(&outcome, records, host.peak_rss_kib());
+    let (outcome, cost) = cpu::Sampler::new(&host).around(
+        opts.warmup,
+        opts.measure,
+        || drive(&host.base, line, side, fx, opts),
+        |o| o.as_ref().map_or(0.0, Outcome::throughput),
+    );
+    let f = Figure {
+        cost,
+        ..figure(&outcome?, records, host.peak_rss_kib())
+    };
     say(line.id, &side.name(), &f);
     Ok((f, host.stop()))
 }
@@ -837,6 +849,47 @@ pub fn run(opts: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// Where each row's CPU went on the host's side, per request: the host's
+/// process, the database server's (PostgreSQL), the load client's, the
+/// exchanges with the database, and how busy the machine was.
+fn print_costs(measured: &[Measured], columns: &[HostColumn]) {
+    let mut header = String::from("\n| row |");
+    let mut rule = String::from("|---|");
+    for c in columns {
+        let on = backend_name(c.backend);
+        header.push_str(&format!(
+            " {on}: host | server | client | total | exchanges | machine busy |"
+        ));
+        rule.push_str(&"---:|".repeat(6));
+    }
+    println!("{header}\n{rule}");
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+    for m in measured {
+        let mut row = format!("| {} |", m.line.id);
+        for f in &m.hosts {
+            match f.cost {
+                Some(c) => row.push_str(&format!(
+                    " {} | {} | {} | {} | {} | {} |",
+                    ms(Some(c.host_ms)),
+                    ms(c.server_ms),
+                    ms(Some(c.client_ms)),
+                    ms(Some(c.host_ms + c.server_ms.unwrap_or(0.0) + c.client_ms)),
+                    c.exchanges.map_or("-".to_string(), |e| format!("{e:.1}")),
+                    c.machine_busy
+                        .map_or("-".to_string(), |b| format!("{:.0}%", b * 100.0)),
+                )),
+                None => row.push_str(&" - |".repeat(6)),
+            }
+        }
+        println!("{row}");
+    }
+    println!(
+        "\nCPU milliseconds per request over the measured window (/proc): the host's process, \
+         its database server's processes (PostgreSQL on this machine; SQLite works inside the \
+         host), the load client's; the host's exchanges with its database per request."
+    );
+}
+
 fn print_results(
     opts: &Options,
     measured: &[Measured],
@@ -918,6 +971,8 @@ fn print_results(
             ),
         );
     }
+
+    print_costs(measured, columns);
 
     let pb_cold = ms(pb_starts.median());
     let host_cold: Vec<f64> = host_starts.iter().map(|s| ms(s.median())).collect();
@@ -1115,6 +1170,7 @@ mod tests {
             records: Some(970.0),
             peak_rss_kib: None,
             first_error: None,
+            cost: None,
         };
         assert_eq!(f.rate(line), 9_700.0);
         assert_eq!(f.rate(&LINES[0]), 10.0);

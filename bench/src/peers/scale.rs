@@ -322,6 +322,7 @@ fn failed(error: String) -> Figure {
         peak_rss_kib: None,
         errors: 1,
         first_error: Some(error),
+        cost: None,
     }
 }
 
