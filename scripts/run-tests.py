@@ -106,7 +106,15 @@ def package_name(package_id, manifest):
 def plan(binaries, only, filters):
     jobs = []
     for package, target, kind, exe, folder in binaries:
-        label = f"{package}::{target}" if kind == "test" else f"{package} (unit)"
+        # A package's library and its binaries each have unit tests: a
+        # binary's are labelled by its name, so that no two jobs share a
+        # label or a log.
+        if kind == "test":
+            label = f"{package}::{target}"
+        elif kind == "bin":
+            label = f"{package} (unit, bin {target})"
+        else:
+            label = f"{package} (unit)"
         backends = ["sqlite"]
         if package in DATABASE_PACKAGES:
             backends.append("postgres")
