@@ -14,14 +14,31 @@ use platform_tests::{Database, Host, ADMIN_TOKEN};
 
 use crate::api::Api;
 
-/// CPU time a process has used so far (its exited threads included).
+/// What `/proc/PID/stat` says of a process: its parent, and the CPU time
+/// it has used so far (its exited threads included).
+struct Stat {
+    parent: u32,
+    cpu: Duration,
+}
+
+fn stat(pid: u32) -> Option<Stat> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+fn parse_stat(text: &str) -> Option<Stat> {
+    let fields = after_command(text);
+    // The parent is the 4th field; utime and stime the 14th and 15th: the
+    // 2nd, 12th and 13th after the command.
+    let number = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    Some(Stat {
+        parent: u32::try_from(number(1)?).ok()?,
+        cpu: ticks_to_duration(number(11)? + number(12)?),
+    })
+}
+
 fn process_cpu(pid: u32) -> Option<Duration> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields = after_command(&stat);
-    // utime and stime: the 14th and 15th fields, the 12th and 13th after
-    // the command.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks_to_duration(ticks))
+    stat(pid).map(|s| s.cpu)
 }
 
 /// The fields of a `/proc/PID/stat` line after `(command)`, which may
@@ -30,11 +47,6 @@ fn after_command(stat: &str) -> Vec<&str> {
     stat.rfind(')')
         .map(|end| stat[end + 1..].split_whitespace().collect())
         .unwrap_or_default()
-}
-
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    after_command(&stat).get(1)?.parse().ok()
 }
 
 fn ticks_to_duration(ticks: u64) -> Duration {
@@ -65,8 +77,10 @@ fn tree_cpu(root: u32) -> Duration {
         else {
             continue;
         };
-        if pid != root && parent_of(pid) == Some(root) {
-            total += process_cpu(pid).unwrap_or_default();
+        // One read of each process's stat gives its parent and its time.
+        match stat(pid) {
+            Some(child) if pid != root && child.parent == root => total += child.cpu,
+            _ => {}
         }
     }
     total
@@ -100,7 +114,7 @@ fn database_server(database: &Database) -> Option<u32> {
     let rows =
         database.sql_query("SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'");
     let checkpointer: u32 = rows.first()?.first()?.as_deref()?.parse().ok()?;
-    parent_of(checkpointer)
+    stat(checkpointer).map(|s| s.parent)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -126,6 +140,13 @@ pub struct PerRequest {
     pub exchanges: Option<f64>,
     /// The machine's CPU busy over the window, 0 to 1.
     pub machine_busy: Option<f64>,
+}
+
+impl PerRequest {
+    /// The CPU milliseconds of the host, the server and the client.
+    pub fn total_ms(&self) -> f64 {
+        self.host_ms + self.server_ms.unwrap_or(0.0) + self.client_ms
+    }
 }
 
 /// Samples a started host (and its database server) while a load runs.
@@ -218,11 +239,15 @@ mod tests {
 
     #[test]
     fn the_fields_after_a_command_with_spaces_and_parentheses() {
-        let stat = "42 (a (b) c) S 7 42 42 0 -1 4194560 1 0 0 0 15 9 0 0 20";
-        let fields = after_command(stat);
+        let text = "42 (a (b) c) S 7 42 42 0 -1 4194560 1 0 0 0 15 9 0 0 20";
+        let fields = after_command(text);
         assert_eq!(fields[0], "S");
         assert_eq!(fields[1], "7");
         assert_eq!((fields[11], fields[12]), ("15", "9"));
+        let parsed = parse_stat(text).expect("a stat line");
+        assert_eq!(parsed.parent, 7);
+        assert_eq!(parsed.cpu, ticks_to_duration(24));
+        assert!(parse_stat("42 (a) S").is_none());
     }
 
     #[test]
@@ -236,7 +261,7 @@ mod tests {
         std::hint::black_box(x);
         let after = process_cpu(std::process::id()).expect("own stat");
         assert!(after > before, "{before:?} then {after:?}");
-        assert!(parent_of(std::process::id()).is_some());
+        assert!(stat(std::process::id()).is_some_and(|s| s.parent > 0));
     }
 
     #[test]
@@ -263,6 +288,7 @@ mod tests {
         assert!((r.host_ms - 1.0).abs() < 1e-9);
         assert_eq!(r.server_ms.map(|s| (s * 1e6).round()), Some(1e6));
         assert!((r.client_ms - 0.2).abs() < 1e-9);
+        assert!((r.total_ms() - 2.2).abs() < 1e-9);
         assert_eq!(r.exchanges, Some(4.0));
         assert_eq!(r.machine_busy, Some(0.75));
         assert!(per_request(&start, &end, 0.1).is_none());

@@ -16,8 +16,9 @@
 //! (what password hashing costs the other routes), [`assets`] (files:
 //! asset reads against ping, first transformations, concurrent uploads'
 //! memory), [`peers`] (this host against PocketBase on the same data,
-//! side by side, with [`cpu`]: where a row's CPU goes), [`hit`] (one request against a server already running,
-//! for profiling by hand), [`hosts`] (starting hosts), and small helpers.
+//! side by side, with [`cpu`]: where a row's CPU goes), [`hit`] (one
+//! request against a server already running, for profiling by hand),
+//! [`hosts`] (starting hosts), and small helpers.
 
 pub mod api;
 pub mod assets;

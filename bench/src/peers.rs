@@ -873,7 +873,7 @@ fn print_costs(measured: &[Measured], columns: &[HostColumn]) {
                     ms(Some(c.host_ms)),
                     ms(c.server_ms),
                     ms(Some(c.client_ms)),
-                    ms(Some(c.host_ms + c.server_ms.unwrap_or(0.0) + c.client_ms)),
+                    ms(Some(c.total_ms())),
                     c.exchanges.map_or("-".to_string(), |e| format!("{e:.1}")),
                     c.machine_busy
                         .map_or("-".to_string(), |b| format!("{:.0}%", b * 100.0)),
